@@ -1,0 +1,76 @@
+"""Where a notebook lives and how it is configured.
+
+Every setting is resolved in one order: **argument > environment > config.yaml > default**.
+
+==================  ========================  =====================  ======================
+setting             argument                  environment            default
+==================  ========================  =====================  ======================
+home                ``--home`` / ``home=``    AGENT_NOTEBOOK_HOME    ``~/.agent-notebook``
+backend             ``backend=``              AGENT_NOTEBOOK_BACKEND ``sqlite`` (notebook.db)
+sqlite_synchronous  —                         —                      ``FULL``
+==================  ========================  =====================  ======================
+
+``backend`` is ``sqlite`` (``<home>/notebook.db``), ``yaml`` (the seed's YAML layout inside
+``<home>``), ``memory``, or a location understood by :func:`storage.open_backend`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .errors import InvalidInput
+from .model import describe_validation_error
+from .storage import files, yamlcodec
+
+CONFIG_FILE = "config.yaml"
+DB_FILE = "notebook.db"
+HOME_ENV = "AGENT_NOTEBOOK_HOME"
+BACKEND_ENV = "AGENT_NOTEBOOK_BACKEND"
+DEFAULT_HOME = Path("~/.agent-notebook")
+
+
+class NotebookConfig(BaseModel):
+    """The contents of ``config.yaml``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    backend: str = "sqlite"
+    sqlite_synchronous: Literal["NORMAL", "FULL", "EXTRA"] = "FULL"
+
+
+def resolve_home(home: Path | str | None = None) -> Path:
+    chosen = home if home is not None else os.environ.get(HOME_ENV) or DEFAULT_HOME
+    return Path(chosen).expanduser().absolute()
+
+
+def load_config(home: Path) -> NotebookConfig:
+    path = home / CONFIG_FILE
+    if not path.exists():
+        return NotebookConfig()
+    data = yamlcodec.load_data(path.read_text(encoding="utf-8"), path) or {}
+    try:
+        return NotebookConfig.model_validate(data)
+    except ValidationError as err:
+        raise InvalidInput(
+            f"{path}: {describe_validation_error(err)}; fix the file or delete it to use defaults"
+        ) from None
+
+
+def write_config(home: Path, config: NotebookConfig) -> Path:
+    path = home / CONFIG_FILE
+    files.write_atomic(path, yamlcodec.dump_record(config).encode())
+    return path
+
+
+def backend_location(home: Path, config: NotebookConfig, backend: str | None = None) -> str:
+    chosen = backend or os.environ.get(BACKEND_ENV) or config.backend
+    if chosen == "sqlite":
+        return str(home / DB_FILE)
+    if chosen == "yaml":
+        return f"yaml://{home}"
+    return chosen

@@ -1,0 +1,319 @@
+"""Enrichment of a moment's text without any model: concepts, retrieval keys, importance.
+
+Pure standard library, deterministic, and cheap enough to run on every recorded moment.
+
+* **Retrieval keys** are exact-lookup keys, found by one precompiled regex: URLs, emails, file
+  paths (``auth/middleware.py:42``), dates (full dates as ISO ``2023-05-07``, month and year as
+  ``2023-05``, day and month as ``--05-07``, ``7/5/23`` kept as written), years, times
+  (``1:56pm``), versions, money, percentages (``12%``), numbers with units (``5 ms``), calls
+  and dotted names (``verify_token``, ``os.path.join``), ``@mentions``/``#tags``, and words
+  that look like identifiers (snake_case, CamelCase, letters mixed with digits such as
+  ``ABC-123``), followed by the named things. All pass through ``normalize_concept``.
+* **Concepts** are named things (runs of Capitalised words or ACRONYMS, joined by "of", "the",
+  "de"…, leading stopwords dropped, "I" never) and RAKE key phrases (1-3 content words between
+  stopwords and punctuation, scored by the sum of degree/frequency of their words), spans
+  taken as retrieval keys excluded. The most frequent named things come first, then the best
+  phrases, alternating in blocks of four.
+* **Importance** starts at ``BASE_IMPORTANCE`` (0.3) and adds: commitment or decision words
+  (decide, agreed, must, always, never, remember, important, deadline, promise, plan to, will…)
+  +0.15, +0.05 for each further distinct one, at most +0.3; a user's correction ("no,",
+  "actually", "wrong", "instead"…) +0.15; exact keys +0.05 each, at most +0.15 (+0.03 for a
+  bare number); named things +0.03 each, at most +0.1; ``has_actions`` +0.15; 12/30/80 words
+  or more +0.05/+0.1/+0.15. It subtracts 0.2 for empty text or chit-chat only ("ok", "thanks",
+  "lol", greetings) and 0.1 for fewer than three words without keys. For roles "system" and
+  "tool" the change from the base is halved. The result is clamped to [0, 1], 2 decimals.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date
+from typing import Final
+
+from .model import normalize_concept
+
+__all__ = ["BASE_IMPORTANCE", "MAX_CONCEPTS", "MAX_RETRIEVAL_KEYS", "Enrichment", "enrich"]
+
+MAX_CONCEPTS: Final = 8
+MAX_RETRIEVAL_KEYS: Final = 16
+BASE_IMPORTANCE: Final = 0.3
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+STOPWORDS: Final = _words(
+    """a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each few
+    for from further had has have having he her here hers herself him himself his how i if in
+    into is it its itself just me more most my myself no nor not now of off on once only or
+    other our ours out over own same she should so some such than that the their them then
+    there these they this those through to too under until up very was we were what when
+    where which while who whom why will with would you your yours may might must shall
+    yes ok okay hi hey hello thanks thank please sure well oh yeah yep maybe really actually
+    like get got go went going gone make made let let's i'm i've i'll i'd you're it's that's
+    there's what's don't doesn't didn't can't won't isn't wasn't one thing things something
+    anything nothing everything lot much many even still back today yesterday tomorrow great
+    good nice cool wow awesome lol haha right think know want need see say said tell told
+    honestly anyway definitely absolutely totally exactly glad sorry wait btw besides finally
+    first next sometimes usually luckily unfortunately sounds congrats mr mrs ms dr st prof"""
+)
+_CHITCHAT: Final = _words(
+    """ok okay k kk thanks thank thx ty you lol lmao haha hahaha hi hey hello yo sure cool nice
+    great yes yeah yep no nope np bye goodbye morning night good gm gn wow oh ah hmm got it
+    alright awesome welcome please sounds"""
+)
+_CONNECTORS: Final = _words("of the de da di du del der la le van von")
+_NEVER_NAMED: Final = frozenset(["i", "i'm", "i've", "i'll", "i'd"])
+_MONTH_NAMES: Final = (
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "may",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "oct",
+    "nov",
+    "dec",
+)
+_MONTHS: Final = {m[:3]: i for i, m in enumerate(_MONTH_NAMES, 1)}
+
+_MONTH = (
+    r"(?i:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+_ORD = r"(?i:st|nd|rd|th)?"
+_NUM = r"\d+(?:[.,]\d+)*"
+_UNITS = (
+    r"(?i:ms|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?|months?|years?|yrs?|kb|mb|"
+    r"gb|tb|kib|mib|gib|bytes?|km|cm|mm|kg|mg|lbs?|miles?|ft|feet|px|°[cf])(?!\w)|[smhkgbx](?!\w)"
+)
+_KEY_RE: Final = re.compile(
+    r"(?<![\w@/.\-])(?:"
+    r"(?P<url>(?:https?://|www\.)[^\s<>\"'`]+)"
+    r"|(?P<email>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)"
+    rf"|(?P<date>\d{{4}}-\d{{1,2}}-\d{{1,2}}(?!\w)|\d{{1,2}}/\d{{1,2}}/\d{{2,4}}(?![\w/])"
+    rf"|\d{{1,2}}{_ORD}\s+(?:of\s+)?{_MONTH}(?:,?\s+\d{{4}})?(?![\w])"
+    rf"|{_MONTH}\s+(?:\d{{1,2}}{_ORD},?\s+\d{{4}}|\d{{4}}|\d{{1,2}}{_ORD})(?!\w))"
+    r"|(?P<path>(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*\w(?::\d+)*/?)"
+    r"|(?P<time>\d{1,2}:\d{2}(?::\d{2})?(?:\s?(?i:[ap]\.?m\.?))?(?![\w:])"
+    r"|\d{1,2}\s?(?i:[ap]\.?m\.?)(?!\w))"
+    r"|(?P<version>v\d+(?:\.\d+)+(?:[-+][\w.]+)?|\d+\.\d+\.\d+(?:[-+][\w.]+)?)(?!\w)"
+    rf"|(?P<money>[$€£¥₹]\s?{_NUM}(?:\s?(?i:k|m|bn|million|billion|thousand)(?!\w))?"
+    rf"|{_NUM}\s?(?i:usd|eur|gbp|dollars?|euros?|pounds?|bucks)(?!\w))"
+    rf"|(?P<percent>{_NUM})\s?(?:%|(?i:percent|per cent)(?!\w))"
+    rf"|(?P<unit>{_NUM})\s?(?P<u>{_UNITS})"
+    r"|(?P<call>[^\W\d][\w.]*)\(\)"
+    r"|(?P<dotted>\.?[^\W\d]\w*(?:\.\w+)+(?::\d+)*|\.[^\W\d]\w+)(?!\w|\.\w)"
+    r"|(?P<tag>[@#]\w+)"
+    r"|(?P<year>(?:1[89]|20)\d\d)(?!\w)"
+    r"|(?P<ident>\w+(?:-\w+)*))"
+)
+_DIGIT_AND_LETTER: Final = re.compile(r"\d.*[^\W\d_]|[^\W\d_].*\d")
+_ORDINAL_OR_TIME: Final = re.compile(r"\d+(?:st|nd|rd|th|s|am|pm)", re.IGNORECASE)
+_CAMEL: Final = re.compile(r"[a-z\d][A-Z]|[A-Z]{2}[a-z]")
+_ABBREVIATION: Final = re.compile(r"\.?\w(?:\.\w)+")
+_DIGITS: Final = re.compile(r"\d+")
+_MONTH_WORD: Final = re.compile(r"[^\W\d_]{3,}")
+_TOKEN_RE: Final = re.compile(
+    r"(?P<w>[^\W_]+(?:['\-][^\W_]+)*)|(?P<end>[.!?…:;\n\r]+)|(?P<p>[^\w\s])"
+)
+_LETTER: Final = re.compile(r"[^\W\d_]")
+_COMMIT_RE: Final = re.compile(
+    r"\b(?:decid\w*|decision\w*|agree[ds]?|must|always|never|remember|important\w*|deadline\w*|"
+    r"promis\w*|commit(?:ted|ment)?|plan(?:ned|ning)? to|will|won't|shall|going to|need to|"
+    r"have to|has to|make sure|don't forget|from now on|due (?:by|on)|let's|priority|"
+    r"require[ds]?|should)\b"
+)
+_CORRECTION_RE: Final = re.compile(
+    r"^\W*(?:no|nope|nah)\b|\b(?:actually|wrong|incorrect|instead|not what i|i meant|"
+    r"that's not|correction|rather than|i said)\b"
+)
+_QUIET_ROLES: Final = frozenset(["system", "tool"])
+_NOT_USER: Final = frozenset(["assistant", "system", "tool"])
+
+
+@dataclass(frozen=True, slots=True)
+class Enrichment:
+    """What ``enrich`` derives from a moment's text."""
+
+    concepts: list[str]
+    retrieval_keys: list[str]
+    importance: float
+
+
+def enrich(text: str, *, role: str = "user", has_actions: bool = False) -> Enrichment:
+    """Derive concepts, retrieval keys and importance from ``text`` (see the module doc)."""
+    text = text.replace("\u2019", "'")
+    keys, masked = _exact_keys(text)
+    named, phrases, n_words, chitchat = _scan(masked)
+    top_named = [n for n, _ in sorted(named.items(), key=lambda kv: (-kv[1][0], kv[1][1]))]
+    ordered = top_named[:4] + phrases[:4] + top_named[4:] + phrases[4:]
+    concepts = _dedupe(normalize_concept(c) for c in ordered)[:MAX_CONCEPTS]
+    retrieval = _dedupe([*keys, *(normalize_concept(n) for n in top_named)])[:MAX_RETRIEVAL_KEYS]
+
+    score = BASE_IMPORTANCE
+    lowered = text.casefold()
+    if commits := len(set(_COMMIT_RE.findall(lowered))):
+        score += min(0.3, 0.1 + 0.05 * commits)
+    if role.casefold() not in _NOT_USER and _CORRECTION_RE.search(lowered):
+        score += 0.15
+    score += min(0.15, 0.05 * len(keys)) if keys else (0.03 if _DIGITS.search(text) else 0.0)
+    score += min(0.1, 0.03 * len(named))
+    score += 0.15 if has_actions else 0.0
+    score += 0.15 if n_words >= 80 else 0.1 if n_words >= 30 else 0.05 if n_words >= 12 else 0.0
+    if (n_words == 0 and not keys) or chitchat:
+        score -= 0.2
+    elif n_words < 3 and not keys:
+        score -= 0.1
+    if role.casefold() in _QUIET_ROLES:
+        score = BASE_IMPORTANCE + (score - BASE_IMPORTANCE) / 2
+    return Enrichment(concepts, retrieval, round(min(1.0, max(0.0, score)), 2))
+
+
+def _exact_keys(text: str) -> tuple[list[str], str]:
+    """The exact keys of ``text``, and the text with the spans of code-like keys cut out."""
+    keys: list[str] = []
+    pieces: list[str] = []
+    last = 0
+    for m in _KEY_RE.finditer(text):
+        kind = m.lastgroup
+        value = m.group(kind) if kind and kind != "u" else m.group(0)
+        key: str | None = value
+        end = m.end()
+        if kind == "url":
+            key = value.rstrip(".,;:!?)]}'\"")
+            end = m.start() + len(key)
+        elif kind == "date":
+            key = _date_key(value)
+        elif kind == "path":
+            last_part = value.rstrip("/").rsplit("/", 1)[-1]
+            if not (value[0] in "/~." or "." in last_part or value.count("/") >= 2):
+                key = None
+        elif kind == "time":
+            key = value.replace(".", "").replace(" ", "")
+        elif kind == "money":
+            key = value[0] + value[1:].lstrip() if not value[0].isdigit() else value
+        elif kind == "percent":
+            key = value + "%"
+        elif kind == "u":
+            key = f"{m.group('unit')} {m.group('u')}"
+        elif kind == "dotted" and _ABBREVIATION.fullmatch(value):
+            key = None
+        elif kind == "ident":
+            if "_" not in value and not (
+                (_DIGIT_AND_LETTER.search(value) and not _ORDINAL_OR_TIME.fullmatch(value))
+                or _CAMEL.search(value)
+            ):
+                key = None
+            elif "_" not in value:  # CamelCase and ABC-123 stay in the text: maybe named things
+                keys.append(normalize_concept(value))
+                continue
+        if key:
+            keys.append(normalize_concept(key))
+            pieces.append(text[last : m.start()])
+            pieces.append(" | ")
+            last = end
+    pieces.append(text[last:])
+    return keys, "".join(pieces)
+
+
+def _date_key(value: str) -> str:
+    """``7 May 2023`` and ``May 7th, 2023`` → ``2023-05-07``; ``May 2023`` → ``2023-05``."""
+    numbers = [int(n) for n in _DIGITS.findall(value)]
+    if "/" in value or not numbers:
+        return value
+    if "-" in value:
+        year, month, day = numbers
+    else:
+        word = _MONTH_WORD.search(value)
+        month = _MONTHS.get(word.group(0)[:3].casefold(), 0) if word else 0
+        year = next((n for n in numbers if n >= 1000), 0)
+        days = [n for n in numbers if n < 1000]
+        day = days[0] if days else 0
+        if not day:
+            return f"{year:04d}-{month:02d}" if month > 0 else value
+    try:
+        return date(year or 2000, month, day).strftime("%Y-%m-%d" if year else "--%m-%d")
+    except ValueError:
+        return value
+
+
+def _scan(text: str) -> tuple[dict[str, tuple[int, int]], list[str], int, bool]:
+    """Named things (count, first position), RAKE phrases best first, word count, chit-chat."""
+    named: dict[str, tuple[int, int]] = {}
+    phrases: list[list[str]] = []
+    run: list[str] = []
+    phrase: list[str] = []
+    n_words = 0
+    chitchat = True
+
+    def flush_run() -> None:
+        while run and run[-1].casefold() in _CONNECTORS:
+            run.pop()
+        while run and run[0].casefold() in STOPWORDS:
+            run.pop(0)
+        if run:
+            name = " ".join(run)
+            count, first = named.get(name, (0, len(named)))
+            named[name] = (count + 1, first)
+        run.clear()
+
+    def flush_phrase() -> None:
+        for i in range(0, len(phrase), 3):
+            chunk = phrase[i : i + 3]
+            if len(chunk) > 1 or len(chunk[0]) >= 3:
+                phrases.append(chunk)
+        phrase.clear()
+
+    for m in _TOKEN_RE.finditer(text):
+        word = m.group("w")
+        if word is None:
+            flush_run()
+            flush_phrase()
+            continue
+        n_words += 1
+        if word.endswith(("'s", "'S")):
+            word = word[:-2]
+        low = word.casefold()
+        chitchat = chitchat and low in _CHITCHAT
+        if (word[0].isupper() and low not in _NEVER_NAMED) or (run and low in _CONNECTORS):
+            run.append(word)
+        else:
+            flush_run()
+        if low in STOPWORDS or not _LETTER.search(low) or len(low) > 40:
+            flush_phrase()
+        else:
+            phrase.append(low)
+    flush_run()
+    flush_phrase()
+    return named, _rake(phrases), n_words, chitchat and n_words > 0
+
+
+def _rake(phrases: list[list[str]]) -> list[str]:
+    """Rank candidate phrases by the sum over their words of degree / frequency."""
+    freq: Counter[str] = Counter()
+    degree: Counter[str] = Counter()
+    for p in phrases:
+        for w in p:
+            freq[w] += 1
+            degree[w] += len(p)
+    scored: dict[str, tuple[float, int]] = {}
+    for i, p in enumerate(phrases):
+        scored.setdefault(" ".join(p), (-sum(degree[w] / freq[w] for w in p), i))
+    return sorted(scored, key=scored.__getitem__)
+
+
+def _dedupe(values: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for v in values:
+        if v:
+            seen.setdefault(v, None)
+    return list(seen)

@@ -1,0 +1,157 @@
+"""Shared pieces of the parsers: strict reading, JSON with line numbers, times and drafts."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from ..errors import MalformedFile
+from ..model import MomentDraft, describe_validation_error
+
+_WHITESPACE: Final = re.compile(r"[ \t\n\r]*")
+_DECODER: Final = json.JSONDecoder()
+
+
+class Problem(Exception):
+    """A problem inside one item of a file; the caller adds the path and the line."""
+
+
+def read_text(path: Path) -> str:
+    """The file's text, decoded as strict UTF-8 (a leading byte-order mark is dropped)."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise MalformedFile(path, f"cannot read the file: {err.strerror or err}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise MalformedFile(
+            path, f"invalid UTF-8 at byte {err.start} ({err.reason}); save the file as UTF-8", line
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def load_json(path: Path, text: str, line: int = 1) -> Any:
+    """Parse JSON text; ``line`` is the file line the text starts on (for JSONL)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        where = line + err.lineno - 1
+        raise MalformedFile(path, f"not JSON: {err.msg} (column {err.colno})", where) from None
+    except RecursionError:
+        raise MalformedFile(path, "not JSON: nested too deeply", line) from None
+
+
+def line_of(text: str, keys: Sequence[str | int]) -> int | None:
+    """The line where the value at ``keys`` (object keys and array indexes) starts.
+
+    ``text`` must be valid JSON. Used only to report errors, so it rescans the text.
+    """
+    try:
+        pos = _locate(text, keys)
+    except (ValueError, IndexError, RecursionError):
+        return None
+    return None if pos is None else text.count("\n", 0, pos) + 1
+
+
+def _skip(text: str, pos: int) -> int:
+    match = _WHITESPACE.match(text, pos)
+    assert match is not None  # the pattern matches the empty string
+    return match.end()
+
+
+def _locate(text: str, keys: Sequence[str | int]) -> int | None:
+    pos = _skip(text, 0)
+    for key in keys:
+        if isinstance(key, int):
+            if not text.startswith("[", pos):
+                return None
+            pos = _skip(text, pos + 1)
+            for _ in range(key):
+                _, pos = _DECODER.raw_decode(text, pos)
+                pos = _skip(text, pos)
+                if not text.startswith(",", pos):
+                    return None
+                pos = _skip(text, pos + 1)
+            if text.startswith("]", pos):
+                return None
+        else:
+            if not text.startswith("{", pos):
+                return None
+            pos = _skip(text, pos + 1)
+            found = None
+            while not text.startswith("}", pos):
+                name, pos = _DECODER.raw_decode(text, pos)
+                pos = _skip(text, _skip(text, pos) + 1)  # the colon
+                if name == key:
+                    found = pos  # the last one wins, as in json.loads
+                _, pos = _DECODER.raw_decode(text, pos)
+                pos = _skip(text, pos)
+                if text.startswith(",", pos):
+                    pos = _skip(text, pos + 1)
+            if found is None:
+                return None
+            pos = found
+    return pos
+
+
+def json_type(value: object) -> str:
+    """How JSON would name the type of ``value``, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def parse_timestamp(value: object) -> datetime:
+    """An ISO 8601 string (naive means UTC) or epoch seconds, as an aware UTC time."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise Problem(f"timestamp {value!r} is not a finite number")
+        try:
+            return datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError):
+            raise Problem(f"timestamp {value!r} is out of range for epoch seconds") from None
+    if not isinstance(value, str):
+        raise Problem(
+            f"timestamp must be an ISO 8601 string or epoch seconds, not {json_type(value)}"
+        )
+    try:
+        when = datetime.fromisoformat(value.strip())
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except ValueError:
+        raise Problem(
+            f"timestamp {value!r} is not ISO 8601 (for example 2026-06-07T10:00:00Z)"
+        ) from None
+    except OverflowError:
+        raise Problem(f"timestamp {value!r} is out of range") from None
+
+
+def optional_str(item: dict[str, Any], key: str) -> str | None:
+    """``item[key]`` when it is a string, ``None`` when absent or null; a Problem otherwise."""
+    value = item.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise Problem(f"'{key}' must be a string, not {json_type(value)}")
+
+
+def make_draft(**fields: Any) -> MomentDraft:
+    try:
+        return MomentDraft.model_validate(fields)
+    except ValidationError as err:
+        raise Problem(describe_validation_error(err)) from None

@@ -1,0 +1,364 @@
+"""The notebook's records (seed 002), as pydantic v2 models.
+
+A notebook holds sessions and moments. Each session has a task and its status, a context
+(raw history size, condensed history, recent moments), decisions (the audit log), pending
+threads, escalations, links and stats. Each moment has multimodal content, media paths,
+structured metadata (concepts, retrieval keys, importance, decay rate), relations and the
+agent actions taken.
+
+Every persisted record carries ``schema_version``; every time is timezone-aware UTC.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from datetime import UTC, date, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Final, Literal, TypeVar
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
+
+from .errors import InvalidId, InvalidInput
+
+SCHEMA_VERSION: Final = 1
+
+SESSION_ID_RE: Final = re.compile(r"^s_(\d{4})-(\d{2})-(\d{2})_(\d{3,})$")
+MOMENT_ID_RE: Final = re.compile(r"^m_([1-9]\d*)$")
+PENDING_ID_RE: Final = re.compile(r"^p_([1-9]\d*)$")
+ESCALATION_ID_RE: Final = re.compile(r"^e_([1-9]\d*)$")
+
+DEFAULT_IMPORTANCE: Final = 0.5
+#: Per day, in ``importance · exp(-decay_rate · age_days)``: about a 35-day half-life.
+DEFAULT_DECAY_RATE: Final = 0.02
+
+
+# --- ids ---------------------------------------------------------------------------------
+
+
+def check_session_id(value: object) -> str:
+    if not isinstance(value, str) or not (m := SESSION_ID_RE.match(value)):
+        raise InvalidId("session", value, "s_YYYY-MM-DD_NNN (for example s_2026-06-07_001)")
+    try:
+        date(int(m[1]), int(m[2]), int(m[3]))
+    except ValueError:
+        raise InvalidId("session", value, "s_YYYY-MM-DD_NNN with a real date") from None
+    return value
+
+
+def check_moment_id(value: object) -> str:
+    if not isinstance(value, str) or not MOMENT_ID_RE.match(value):
+        raise InvalidId("moment", value, "m_N (for example m_1829)")
+    return value
+
+
+def _checker(kind: str, pattern: re.Pattern[str], example: str) -> Any:
+    def check(value: object) -> str:
+        if not isinstance(value, str) or not pattern.match(value):
+            raise InvalidId(kind, value, example)
+        return value
+
+    return check
+
+
+check_pending_id = _checker("pending item", PENDING_ID_RE, "p_N (for example p_3)")
+check_escalation_id = _checker("escalation", ESCALATION_ID_RE, "e_N (for example e_1)")
+
+
+def moment_number(moment_id: str) -> int:
+    return int(check_moment_id(moment_id)[2:])
+
+
+def session_id_for(day: date, number: int) -> str:
+    return f"s_{day.isoformat()}_{number:03d}"
+
+
+def session_day(session_id: str) -> date:
+    m = SESSION_ID_RE.match(check_session_id(session_id))
+    assert m is not None
+    return date(int(m[1]), int(m[2]), int(m[3]))
+
+
+# --- field types -------------------------------------------------------------------------
+
+
+def _utf8_text(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(
+            f"text is not valid UTF-8 (character {err.start} is a lone surrogate {value[err.start]!r});"
+            " decode input as UTF-8 before recording it"
+        ) from None
+    return value
+
+
+def _utc(value: datetime) -> datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError("time has no timezone: give an aware time such as 2026-06-07T10:00:00Z")
+    return value.astimezone(UTC)
+
+
+def _finite_json(value: Any) -> Any:
+    """Arguments and results must survive JSON and YAML unchanged: finite numbers, str keys."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("numbers must be finite (NaN and infinity do not survive JSON)")
+    if isinstance(value, str):
+        return _utf8_text(value)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"object keys must be strings, got {key!r}")
+            _utf8_text(key)
+            _finite_json(item)
+    elif isinstance(value, list):
+        for item in value:
+            _finite_json(item)
+    elif value is not None and not isinstance(value, bool | int | float):
+        raise ValueError(f"{type(value).__name__} is not a JSON value")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_utf8_text)]
+UtcTime = Annotated[datetime, AfterValidator(_utc)]
+SessionId = Annotated[str, AfterValidator(check_session_id)]
+MomentId = Annotated[str, AfterValidator(check_moment_id)]
+JsonValue = Annotated[Any, AfterValidator(_finite_json)]
+Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+def normalize_concept(value: str) -> str:
+    """One spelling per concept: NFKC, case-folded, inner whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFKC", value).casefold().split())
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+# --- session -----------------------------------------------------------------------------
+
+
+class TaskStatus(StrEnum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    DONE = "done"
+    ABANDONED = "abandoned"
+
+
+class SessionContext(_Record):
+    raw_history_size: int = Field(0, ge=0)
+    condensed_history: Text = ""
+    recent_moments: list[MomentId] = Field(default_factory=list)
+
+
+class Decision(_Record):
+    """One entry of the audit log: when, what, why, who."""
+
+    when: UtcTime
+    what: Text
+    why: Text = ""
+    who: Text = "owner"
+
+
+class PendingItem(_Record):
+    """An open thread; ``closed`` is set when it is resolved."""
+
+    id: Annotated[str, AfterValidator(check_pending_id)]
+    what: Text
+    since: UtcTime
+    closed: UtcTime | None = None
+    resolution: Text = ""
+
+
+class Escalation(_Record):
+    """A hand-off to a bigger agent: when, to whom, why, the slice given, the outcome."""
+
+    id: Annotated[str, AfterValidator(check_escalation_id)]
+    when: UtcTime
+    to: Text
+    why: Text = ""
+    slice: Text = ""
+    outcome: Text | None = None
+    resolved: UtcTime | None = None
+
+
+class Link(_Record):
+    """A cross-reference from a session to a session, a moment or anything else by URI."""
+
+    target: Text
+    relation: Text = "related"
+    note: Text = ""
+
+
+class SessionStats(_Record):
+    moments: int = Field(0, ge=0)
+    tokens: int = Field(0, ge=0)
+    bytes: int = Field(0, ge=0)
+    first_activity: UtcTime | None = None
+    last_activity: UtcTime | None = None
+
+
+class Session(_Record):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    id: SessionId
+    task: Text = ""
+    task_status: TaskStatus = TaskStatus.ACTIVE
+    started: UtcTime
+    context: SessionContext = Field(default_factory=SessionContext)
+    decisions: list[Decision] = Field(default_factory=list)
+    pending: list[PendingItem] = Field(default_factory=list)
+    escalations: list[Escalation] = Field(default_factory=list)
+    links: list[Link] = Field(default_factory=list)
+    stats: SessionStats = Field(default_factory=SessionStats)
+
+
+# --- moment ------------------------------------------------------------------------------
+
+
+class MomentContent(_Record):
+    text: Text = ""
+    audio_signature: Text | None = None
+    image_signature: Text | None = None
+    multimodal_embedding: list[Annotated[float, Field(allow_inf_nan=False)]] | None = None
+
+
+class MomentMetadata(_Record):
+    concepts: list[Text] = Field(default_factory=list)
+    retrieval_keys: list[Text] = Field(default_factory=list)
+    importance: Unit = DEFAULT_IMPORTANCE
+    decay_rate: float = Field(DEFAULT_DECAY_RATE, ge=0.0, allow_inf_nan=False)
+
+    @field_validator("concepts")
+    @classmethod
+    def _normalized(cls, value: list[str]) -> list[str]:
+        return _dedupe(normalize_concept(c) for c in value if c.strip())
+
+
+class Relations(_Record):
+    parent: MomentId | None = None
+    children: list[MomentId] = Field(default_factory=list)
+    links: list[Text] = Field(default_factory=list)
+
+
+class Action(_Record):
+    """An agent action taken during the moment: the tool, its arguments, result and outcome."""
+
+    tool: Text
+    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+    result: JsonValue = None
+    ok: bool = True
+
+
+class Moment(_Record):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    id: MomentId
+    session: SessionId
+    timestamp: UtcTime
+    role: Text = "user"
+    speaker: Text = ""
+    content: MomentContent = Field(default_factory=MomentContent)
+    audio_path: Text | None = None
+    image_path: Text | None = None
+    metadata: MomentMetadata = Field(default_factory=MomentMetadata)
+    relations: Relations = Field(default_factory=Relations)
+    actions: list[Action] = Field(default_factory=list)
+    #: The id the source gave this moment (LoCoMo's ``dia_id``, a message id), for tracing.
+    source_id: Text | None = None
+
+    @property
+    def number(self) -> int:
+        return int(self.id[2:])
+
+
+class MomentDraft(_Record):
+    """What a caller gives ``record``: a moment before it has an id and derived metadata.
+
+    Fields left ``None`` are derived on record (concepts, retrieval keys, importance).
+    """
+
+    text: Text = ""
+    role: Text = "user"
+    speaker: Text = ""
+    timestamp: UtcTime | None = None
+    concepts: list[Text] | None = None
+    retrieval_keys: list[Text] | None = None
+    importance: Unit | None = None
+    decay_rate: float | None = Field(None, ge=0.0, allow_inf_nan=False)
+    parent: MomentId | None = None
+    links: list[Text] = Field(default_factory=list)
+    actions: list[Action] = Field(default_factory=list)
+    audio_path: Text | None = None
+    image_path: Text | None = None
+    source_id: Text | None = None
+
+
+# --- index and search results --------------------------------------------------------------
+
+
+class ConceptEntry(_Record):
+    """One concept of the cross-session index: the moments and sessions it appears in."""
+
+    concept: Text
+    moments: list[MomentId] = Field(default_factory=list)
+    sessions: list[SessionId] = Field(default_factory=list)
+
+
+class SearchHit(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    moment: Moment
+    score: float
+
+
+class NotebookStats(BaseModel):
+    sessions: int
+    moments: int
+    concepts: int
+    tokens: int
+    bytes: int
+    first_activity: datetime | None
+    last_activity: datetime | None
+    backend: str
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def _dedupe(values: Any) -> list[str]:
+    seen: dict[str, None] = {}
+    for v in values:
+        seen.setdefault(v, None)
+    return list(seen)
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def validate_record(cls: type[_M], data: Any, where: str) -> _M:
+    """Validate ``data`` as ``cls``, turning pydantic's error into one that names ``where``."""
+    try:
+        return cls.model_validate(data)
+    except ValidationError as err:
+        raise InvalidInput(f"{where}: {describe_validation_error(err)}") from None
+
+
+def describe_validation_error(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors(include_url=False):
+        loc = ".".join(str(p) for p in e["loc"]) or "record"
+        msg = e["msg"].removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}")
+    return "; ".join(parts)

@@ -1,0 +1,461 @@
+"""The owner's API: :class:`Notebook`, the long-term notebook of seed 002.
+
+Front ends (CLI, HTTP, MCP, graph nodes) call this facade and nothing below it. It validates
+input, derives what can be derived (ids, concepts, retrieval keys, importance, stats) and
+composes the backend's primitives inside transactions, so every backend behaves alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from pydantic import ValidationError
+
+from . import config as cfg
+from .enrich import enrich
+from .errors import Conflict, InvalidInput, NotFound
+from .exchange import CopyReport, copy_notebook
+from .ingest import IngestPlan
+from .model import (
+    MOMENT_ID_RE,
+    SESSION_ID_RE,
+    Decision,
+    Escalation,
+    Link,
+    Moment,
+    MomentContent,
+    MomentDraft,
+    MomentMetadata,
+    NotebookStats,
+    PendingItem,
+    Relations,
+    SearchHit,
+    Session,
+    TaskStatus,
+    ConceptEntry,
+    check_moment_id,
+    describe_validation_error,
+    check_session_id,
+    normalize_concept,
+    now_utc,
+    session_id_for,
+    validate_record,
+)
+from .storage import MomentFilter, StorageBackend, files, open_backend
+from .tokens import DEFAULT_COUNTER, TokenCounter
+
+#: How many of the latest moment ids a session keeps in ``context.recent_moments``.
+RECENT_MOMENTS = 20
+MAX_SEARCH_LIMIT = 1000
+
+Progress = Callable[[int], None]
+
+
+class Notebook:
+    """A long-term notebook over any :class:`StorageBackend`.
+
+    >>> nb = Notebook.open("/tmp/my-notebook")        # doctest: +SKIP
+    >>> s = nb.start_session("Plan the trip")          # doctest: +SKIP
+    >>> nb.record(s.id, "Book the train to Lyon for 7 June")  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        backend: StorageBackend,
+        *,
+        home: Path | None = None,
+        token_counter: TokenCounter = DEFAULT_COUNTER,
+    ) -> None:
+        self.backend = backend
+        self.home = home
+        self.tokens = token_counter
+
+    @classmethod
+    def open(
+        cls, home: Path | str | None = None, *, backend: str | None = None, create: bool = True
+    ) -> Self:
+        """Open (and with ``create``, make) the notebook in ``home``; see :mod:`.config`."""
+        root = cfg.resolve_home(home)
+        if not root.exists() and not create:
+            raise NotFound(f"no notebook at {root}: run 'agent-notebook init --home {root}'")
+        files.ensure_private_dir(root)
+        conf = cfg.load_config(root)
+        location = cfg.backend_location(root, conf, backend)
+        return cls(open_backend(location, sqlite_synchronous=conf.sqlite_synchronous), home=root)
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def start_session(self, task: str = "", *, started: datetime | None = None) -> Session:
+        """Start a session; its id is ``s_<day it started>_<NNN>``."""
+        when = now_utc() if started is None else _aware(started, "started")
+        with self.backend.atomic():
+            number = self.backend.next_number(f"session:{when.date().isoformat()}")
+            session = validate_record(
+                Session,
+                {"id": session_id_for(when.date(), number), "task": task, "started": when},
+                "session",
+            )
+            self.backend.put_session(session)
+        return session
+
+    def get_session(self, session_id: str) -> Session:
+        found = self.backend.get_session(check_session_id(session_id))
+        if found is None:
+            raise NotFound(
+                f"no session {session_id} in {self.backend.location}; "
+                "'agent-notebook sessions' lists them"
+            )
+        return found
+
+    def sessions(self, offset: int = 0, limit: int | None = None) -> list[Session]:
+        return self.backend.list_sessions(_offset(offset), _opt_limit(limit))
+
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        task: str | None = None,
+        task_status: TaskStatus | str | None = None,
+        condensed_history: str | None = None,
+    ) -> Session:
+        changes: dict[str, Any] = {}
+        if task is not None:
+            changes["task"] = task
+        if task_status is not None:
+            changes["task_status"] = task_status
+        return self._change_session(
+            session_id, lambda s: _apply(s, changes, condensed_history), "session update"
+        )
+
+    def _change_session(
+        self, session_id: str, change: Callable[[Session], Any], what: str
+    ) -> Any:
+        """Read, change and write a session in one transaction; return what ``change`` did."""
+        with self.backend.atomic():
+            session = self.get_session(session_id)
+            data = session.model_dump()
+            try:
+                result = change(session)
+            except ValidationError as err:
+                raise InvalidInput(f"{what}: {describe_validation_error(err)}") from None
+            updated = validate_record(Session, session.model_dump(), what)
+            if updated.model_dump() != data:
+                self.backend.put_session(updated)
+            return updated if result is None else result
+
+    # -- the audit log, pending threads, escalations, links ----------------------------------
+
+    def decide(self, session_id: str, what: str, why: str = "", who: str = "owner") -> Decision:
+        """Append a decision to the session's audit log."""
+        decision = validate_record(
+            Decision, {"when": now_utc(), "what": what, "why": why, "who": who}, "decision"
+        )
+
+        def append(s: Session) -> Decision:
+            s.decisions.append(decision)
+            return decision
+
+        return self._change_session(session_id, append, "decision")  # type: ignore[no-any-return]
+
+    def open_pending(self, session_id: str, what: str) -> PendingItem:
+        def add(s: Session) -> PendingItem:
+            item = validate_record(
+                PendingItem,
+                {"id": f"p_{len(s.pending) + 1}", "what": what, "since": now_utc()},
+                "pending item",
+            )
+            s.pending.append(item)
+            return item
+
+        return self._change_session(session_id, add, "pending item")  # type: ignore[no-any-return]
+
+    def close_pending(self, session_id: str, pending_id: str, resolution: str = "") -> PendingItem:
+        def close(s: Session) -> PendingItem:
+            item = _find(s.pending, pending_id, "pending item", s.id)
+            if item.closed is not None:
+                raise Conflict(f"{pending_id} of {s.id} was closed already at {item.closed}")
+            item.closed = now_utc()
+            item.resolution = resolution
+            return item
+
+        return self._change_session(session_id, close, "pending item")  # type: ignore[no-any-return]
+
+    def escalate(self, session_id: str, to: str, why: str = "", slice: str = "") -> Escalation:
+        """Record a hand-off to a bigger agent, with the slice it was given."""
+
+        def add(s: Session) -> Escalation:
+            item = validate_record(
+                Escalation,
+                {
+                    "id": f"e_{len(s.escalations) + 1}",
+                    "when": now_utc(),
+                    "to": to,
+                    "why": why,
+                    "slice": slice,
+                },
+                "escalation",
+            )
+            s.escalations.append(item)
+            return item
+
+        return self._change_session(session_id, add, "escalation")  # type: ignore[no-any-return]
+
+    def resolve_escalation(self, session_id: str, escalation_id: str, outcome: str) -> Escalation:
+        def resolve(s: Session) -> Escalation:
+            item = _find(s.escalations, escalation_id, "escalation", s.id)
+            if item.resolved is not None:
+                raise Conflict(f"{escalation_id} of {s.id} has an outcome already")
+            item.outcome = outcome
+            item.resolved = now_utc()
+            return item
+
+        return self._change_session(session_id, resolve, "escalation")  # type: ignore[no-any-return]
+
+    def link(self, session_id: str, target: str, relation: str = "related", note: str = "") -> Link:
+        """Cross-reference a session, a moment (checked to exist) or any URI from a session."""
+        if SESSION_ID_RE.match(target):
+            self.get_session(target)
+        elif MOMENT_ID_RE.match(target):
+            self.get_moment(target)
+        link = validate_record(Link, {"target": target, "relation": relation, "note": note}, "link")
+
+        def append(s: Session) -> Link:
+            s.links.append(link)
+            return link
+
+        return self._change_session(session_id, append, "link")  # type: ignore[no-any-return]
+
+    # -- moments ----------------------------------------------------------------------------
+
+    def record(self, session_id: str, text: str = "", **fields: Any) -> Moment:
+        """Record one moment; ``fields`` are those of :class:`MomentDraft`."""
+        return self.record_many(session_id, [{"text": text, **fields}])[0]
+
+    def record_many(
+        self, session_id: str, drafts: Iterable[MomentDraft | dict[str, Any]]
+    ) -> list[Moment]:
+        """Record moments in one transaction: all of them or, on any error, none."""
+        check_session_id(session_id)
+        checked = [
+            d if isinstance(d, MomentDraft) else validate_record(MomentDraft, d, f"moment {i}")
+            for i, d in enumerate(drafts)
+        ]
+        if not checked:
+            return []
+        now = now_utc()
+        prepared = [self._prepare(d, session_id, now) for d in checked]  # enrich outside the lock
+        with self.backend.atomic():
+            session = self.get_session(session_id)
+            first = self.backend.next_number("moment", len(prepared))
+            moments = [
+                m.model_copy(update={"id": f"m_{first + i}"}) for i, m in enumerate(prepared)
+            ]
+            parents = self._adopt_children(moments)
+            self.backend.put_moments([*moments, *parents])
+            self._count(session, moments)
+            self.backend.put_session(session)
+        return moments
+
+    def _prepare(self, draft: MomentDraft, session_id: str, now: datetime) -> Moment:
+        derived = enrich(draft.text, role=draft.role, has_actions=bool(draft.actions))
+        return Moment(
+            id="m_1",  # placeholder, numbered inside the transaction
+            session=session_id,
+            timestamp=draft.timestamp or now,
+            role=draft.role,
+            speaker=draft.speaker,
+            content=MomentContent(text=draft.text),
+            audio_path=draft.audio_path,
+            image_path=draft.image_path,
+            metadata=MomentMetadata(
+                concepts=derived.concepts if draft.concepts is None else draft.concepts,
+                retrieval_keys=(
+                    derived.retrieval_keys if draft.retrieval_keys is None else draft.retrieval_keys
+                ),
+                importance=derived.importance if draft.importance is None else draft.importance,
+                **({} if draft.decay_rate is None else {"decay_rate": draft.decay_rate}),
+            ),
+            relations=Relations(parent=draft.parent, links=draft.links),
+            actions=draft.actions,
+            source_id=draft.source_id,
+        )
+
+    def _adopt_children(self, moments: Sequence[Moment]) -> list[Moment]:
+        """Add each new moment to its parent's ``children``; return the changed parents."""
+        parents: dict[str, Moment] = {}
+        for m in moments:
+            pid = m.relations.parent
+            if pid is None:
+                continue
+            parent = parents.get(pid) or self.backend.get_moment(pid)
+            if parent is None:
+                raise NotFound(f"moment {m.id} names parent {pid}, which does not exist")
+            parent.relations.children.append(m.id)
+            parents[pid] = parent
+        return list(parents.values())
+
+    def _count(self, session: Session, moments: Sequence[Moment]) -> None:
+        stats, context = session.stats, session.context
+        for m in moments:
+            stats.moments += 1
+            stats.tokens += self.tokens.count(m.content.text)
+            stats.bytes += len(m.content.text.encode("utf-8"))
+            if stats.first_activity is None or m.timestamp < stats.first_activity:
+                stats.first_activity = m.timestamp
+            if stats.last_activity is None or m.timestamp > stats.last_activity:
+                stats.last_activity = m.timestamp
+        context.raw_history_size += len(moments)
+        context.recent_moments = [*context.recent_moments, *(m.id for m in moments)][
+            -RECENT_MOMENTS:
+        ]
+
+    def get_moment(self, moment_id: str) -> Moment:
+        found = self.backend.get_moment(check_moment_id(moment_id))
+        if found is None:
+            raise NotFound(f"no moment {moment_id} in {self.backend.location}")
+        return found
+
+    def moments(
+        self, session_id: str | None = None, offset: int = 0, limit: int | None = None
+    ) -> list[Moment]:
+        if session_id is not None:
+            self.get_session(session_id)
+        return self.backend.list_moments(session_id, _offset(offset), _opt_limit(limit))
+
+    # -- concepts and search ----------------------------------------------------------------
+
+    def concept(self, name: str) -> ConceptEntry:
+        entry = self.backend.get_concept(normalize_concept(name))
+        if entry is None:
+            raise NotFound(f"no concept {name!r} in the index; 'agent-notebook concepts' lists them")
+        return entry
+
+    def concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:
+        return self.backend.list_concepts(_offset(offset), _opt_limit(limit))
+
+    def search(
+        self,
+        query: str,
+        *,
+        session: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        speaker: str | None = None,
+        limit: int = 10,
+    ) -> list[SearchHit]:
+        """Lexical search over moment text (BM25), best first, within the filters."""
+        if session is not None:
+            self.get_session(session)
+        if since is not None and until is not None and since >= until:
+            raise InvalidInput(f"search: since ({since}) must be before until ({until})")
+        where = MomentFilter(
+            session=session,
+            since=None if since is None else _aware(since, "since"),
+            until=None if until is None else _aware(until, "until"),
+            speaker=speaker,
+        )
+        hits = []
+        for moment_id, score in self.backend.search_text(query, where, _limit(limit)):
+            moment = self.backend.get_moment(moment_id)
+            if moment is not None:
+                hits.append(SearchHit(moment=moment, score=score))
+        return hits
+
+    # -- ingest, export, import -------------------------------------------------------------
+
+    def ingest(self, plan: IngestPlan, progress: Progress | None = None) -> list[Session]:
+        """Record a parsed file (see :func:`agent_notebook.ingest.parse_file`): a session for
+        each of the plan's sessions, one transaction each. Returns the sessions."""
+        created = []
+        for part in plan.sessions:
+            with self.backend.atomic():
+                session = self.start_session(part.task, started=part.started)
+                if part.source_id is not None:
+                    self.backend.put_session(
+                        session.model_copy(
+                            update={"links": [Link(target=part.source_id, relation="source")]}
+                        )
+                    )
+                self.record_many(session.id, part.drafts)
+            created.append(self.get_session(session.id))
+            if progress is not None:
+                progress(len(part.drafts))
+        return created
+
+    def export_to(self, target: StorageBackend, progress: Progress | None = None) -> CopyReport:
+        """Copy this notebook into ``target`` (for example a :class:`YamlDirBackend`)."""
+        return copy_notebook(self.backend, target, progress)
+
+    def import_from(self, source: StorageBackend, progress: Progress | None = None) -> CopyReport:
+        """Copy ``source`` into this notebook; all of it, or nothing on a conflict."""
+        return copy_notebook(source, self.backend, progress)
+
+    # -- stats ------------------------------------------------------------------------------
+
+    def stats(self) -> NotebookStats:
+        sessions = self.backend.list_sessions()
+        firsts = [s.stats.first_activity for s in sessions if s.stats.first_activity]
+        lasts = [s.stats.last_activity for s in sessions if s.stats.last_activity]
+        return NotebookStats(
+            sessions=len(sessions),
+            moments=self.backend.count_moments(),
+            concepts=self.backend.count_concepts(),
+            tokens=sum(s.stats.tokens for s in sessions),
+            bytes=sum(s.stats.bytes for s in sessions),
+            first_activity=min(firsts, default=None),
+            last_activity=max(lasts, default=None),
+            backend=f"{self.backend.capabilities.name} at {self.backend.location}",
+        )
+
+
+def _apply(session: Session, changes: dict[str, Any], condensed_history: str | None) -> None:
+    for key, value in changes.items():
+        setattr(session, key, value)
+    if condensed_history is not None:
+        session.context.condensed_history = condensed_history
+
+
+def _find(items: Sequence[Any], item_id: str, kind: str, session_id: str) -> Any:
+    for item in items:
+        if item.id == item_id:
+            return item
+    raise NotFound(f"no {kind} {item_id} in session {session_id}")
+
+
+def _aware(when: datetime, name: str) -> datetime:
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise InvalidInput(f"{name}: {when} has no timezone; pass an aware datetime (UTC)")
+    return when
+
+
+def _offset(offset: int) -> int:
+    if offset < 0:
+        raise InvalidInput(f"offset must be 0 or more, got {offset}")
+    return offset
+
+
+def _opt_limit(limit: int | None) -> int | None:
+    if limit is not None and limit < 0:
+        raise InvalidInput(f"limit must be 0 or more, got {limit}")
+    return limit
+
+
+def _limit(limit: int) -> int:
+    if not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise InvalidInput(f"limit must be between 1 and {MAX_SEARCH_LIMIT}, got {limit}")
+    return limit

@@ -1,0 +1,56 @@
+"""Storage backends behind one contract (:class:`StorageBackend`).
+
+``open_backend`` turns a location into a backend:
+
+=====================================  =============================================
+``memory`` or ``memory://``            the in-memory reference backend
+``sqlite:///abs/path.db``, ``*.db``,   the SQLite backend (``:memory:`` too)
+``:memory:``
+``yaml:///abs/dir`` or a directory     the YAML directory backend
+holding ``index.yaml``
+=====================================  =============================================
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import InvalidInput
+from .base import Capabilities, MomentFilter, StorageBackend
+from .memory import MemoryBackend
+from .sqlite import SqliteBackend
+from .sqlite.backend import Synchronous
+from .yamldir import YamlDirBackend
+
+__all__ = [
+    "Capabilities",
+    "MemoryBackend",
+    "MomentFilter",
+    "SqliteBackend",
+    "StorageBackend",
+    "YamlDirBackend",
+    "open_backend",
+]
+
+
+def open_backend(location: str | Path, *, sqlite_synchronous: Synchronous = "FULL") -> StorageBackend:
+    text = str(location)
+    if text in ("memory", "memory://"):
+        return MemoryBackend()
+    if text == ":memory:":
+        return SqliteBackend(":memory:")
+    if text.startswith("sqlite://"):
+        return SqliteBackend(
+            text.removeprefix("sqlite://") or ":memory:", synchronous=sqlite_synchronous
+        )
+    if text.startswith("yaml://"):
+        return YamlDirBackend(text.removeprefix("yaml://"))
+    path = Path(text).expanduser()
+    if path.suffix in (".db", ".sqlite", ".sqlite3"):
+        return SqliteBackend(path, synchronous=sqlite_synchronous)
+    if path.is_dir() and ((path / "index.yaml").exists() or (path / "sessions").is_dir()):
+        return YamlDirBackend(path)
+    raise InvalidInput(
+        f"cannot tell which backend {text!r} is: use sqlite:///path/notebook.db, "
+        "yaml:///path/dir, memory://, or a path ending in .db"
+    )

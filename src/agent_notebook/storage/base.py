@@ -1,0 +1,153 @@
+"""The storage contract: a few typed primitives every backend implements.
+
+Validation, id allocation policy, enrichment, stats and search composition live once in the
+facade (:class:`agent_notebook.Notebook`); a backend only stores records, keeps its derived
+indexes (full text, concepts) in step with them, and says what it can do in
+:class:`Capabilities`.
+
+Writes that belong together run inside ``with backend.atomic():``. Nested ``atomic()`` blocks
+join the outer one. Backends raise only :mod:`agent_notebook.errors` exceptions.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..model import ConceptEntry, Moment, Session
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a backend can promise; declared, never guessed."""
+
+    name: str
+    #: ``atomic()`` is all-or-nothing even if the process dies inside it.
+    crash_atomic: bool
+    #: Several processes may write the same notebook at once.
+    multi_process: bool
+    #: Data outlives the process.
+    persistent: bool
+    #: Lexical search runs inside the engine (FTS5, Postgres full text) rather than in Python.
+    native_full_text: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MomentFilter:
+    """Filters shared by listing and search. ``since`` is inclusive, ``until`` exclusive."""
+
+    session: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    speaker: str | None = None
+
+    def matches(self, moment: Moment) -> bool:
+        if self.session is not None and moment.session != self.session:
+            return False
+        if self.since is not None and moment.timestamp < self.since:
+            return False
+        if self.until is not None and moment.timestamp >= self.until:
+            return False
+        return self.speaker is None or moment.speaker.casefold() == self.speaker.casefold()
+
+
+class StorageBackend(ABC):
+    """The contract. See the module docstring."""
+
+    capabilities: Capabilities
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """Where the data lives, for messages (a path, ``:memory:``, a URL without password)."""
+
+    # -- transactions and counters --------------------------------------------------------
+
+    @abstractmethod
+    def atomic(self) -> AbstractContextManager[None]:
+        """One writer at a time; everything inside is applied together or not at all."""
+
+    @abstractmethod
+    def next_number(self, counter: str, count: int = 1) -> int:
+        """Reserve ``count`` consecutive numbers of ``counter``; return the first (from 1)."""
+
+    @abstractmethod
+    def raise_counter(self, counter: str, at_least: int) -> None:
+        """Make sure later numbers of ``counter`` are greater than ``at_least``."""
+
+    @abstractmethod
+    def counters(self) -> dict[str, int]:
+        """Every counter and the last number it gave."""
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    @abstractmethod
+    def get_session(self, session_id: str) -> Session | None: ...
+
+    @abstractmethod
+    def put_session(self, session: Session) -> None:
+        """Insert or replace."""
+
+    @abstractmethod
+    def list_sessions(self, offset: int = 0, limit: int | None = None) -> list[Session]:
+        """Oldest first (by ``started``, then id)."""
+
+    @abstractmethod
+    def count_sessions(self) -> int: ...
+
+    # -- moments ----------------------------------------------------------------------------
+
+    @abstractmethod
+    def put_moments(self, moments: Sequence[Moment]) -> None:
+        """Insert or replace, keeping the full-text and concept indexes in step."""
+
+    @abstractmethod
+    def get_moment(self, moment_id: str) -> Moment | None: ...
+
+    @abstractmethod
+    def list_moments(
+        self, session_id: str | None = None, offset: int = 0, limit: int | None = None
+    ) -> list[Moment]:
+        """In id order (``m_2`` before ``m_10``)."""
+
+    @abstractmethod
+    def count_moments(self, session_id: str | None = None) -> int: ...
+
+    # -- the concept index ------------------------------------------------------------------
+
+    @abstractmethod
+    def get_concept(self, concept: str) -> ConceptEntry | None:
+        """``concept`` is already normalised; moments in id order, sessions sorted."""
+
+    @abstractmethod
+    def list_concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:
+        """Alphabetical."""
+
+    @abstractmethod
+    def count_concepts(self) -> int: ...
+
+    # -- lexical search ---------------------------------------------------------------------
+
+    @abstractmethod
+    def search_text(
+        self, query: str, where: MomentFilter, limit: int
+    ) -> list[tuple[str, float]]:
+        """Moment ids with a relevance score (higher is better), best first.
+
+        Any word of the query may match (OR); more matched, rarer words rank higher (BM25).
+        """
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def iter_moments(self, batch: int = 500) -> Iterator[Moment]:
+        """Every moment in id order, a page at a time (for export)."""
+        offset = 0
+        while page := self.list_moments(offset=offset, limit=batch):
+            yield from page
+            offset += len(page)
+
+    @abstractmethod
+    def close(self) -> None: ...

@@ -1,0 +1,62 @@
+"""Owner-only files and directories, and atomic file writes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and missing parents) as owner-only directories."""
+    missing = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            d.mkdir(mode=PRIVATE_DIR_MODE)
+        os.chmod(d, PRIVATE_DIR_MODE)  # mkdir's mode is filtered by the umask
+    return path
+
+
+def ensure_private_file(path: Path) -> Path:
+    """Create ``path`` empty and owner-only if it does not exist."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE_MODE)
+    os.close(fd)
+    if os.stat(path).st_mode & 0o077:
+        os.chmod(path, PRIVATE_FILE_MODE)
+    return path
+
+
+def write_atomic(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
+    """Replace ``path`` with ``data``: temp file (0600) + fsync + rename (+ fsync of the dir).
+
+    A reader sees the old file or the new one, never a torn one, whatever kills the process.
+    """
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    if sync_dir:
+        fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

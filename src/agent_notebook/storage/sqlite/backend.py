@@ -1,0 +1,285 @@
+"""The SQLite backend, the embedded default: one file, WAL, real transactions, FTS5.
+
+Writers take the database's write lock at the start of the outermost ``atomic()`` block
+(``BEGIN IMMEDIATE``) and wait for it up to ``busy_timeout``; nested blocks are savepoints.
+The file is created owner-only before SQLite opens it, and SQLite gives its ``-wal`` and
+``-shm`` files the database file's permissions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from ...errors import StorageError
+from ...model import ConceptEntry, Moment, Session, check_moment_id
+from ...search.lexical import fts5_query
+from ..base import Capabilities, MomentFilter, StorageBackend
+from ..files import ensure_private_dir, ensure_private_file
+from . import schema
+
+Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
+
+
+class SqliteBackend(StorageBackend):
+    capabilities = Capabilities(
+        name="sqlite",
+        crash_atomic=True,
+        multi_process=True,
+        persistent=True,
+        native_full_text=True,
+    )
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        synchronous: Synchronous = "FULL",
+        busy_timeout_s: float = 60.0,
+    ) -> None:
+        self.path = str(path)
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._savepoints = itertools.count()
+        if self.path == ":memory:":
+            self.capabilities = replace(self.capabilities, persistent=False, multi_process=False)
+        else:
+            ensure_private_dir(Path(self.path).parent)
+            ensure_private_file(Path(self.path))
+        with self._mapped("open"):
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_s
+            )
+            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            if self.path != ":memory:":
+                self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+            self._migrate()
+
+    @property
+    def location(self) -> str:
+        return self.path
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The underlying connection (autocommit), for code that shares the file."""
+        return self._conn
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    @contextmanager
+    def _mapped(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as err:
+            hint = ""
+            if "locked" in str(err) or "busy" in str(err):
+                hint = "; another process held the write lock too long, retry"
+            raise StorageError(f"{self.path}: {doing} failed: {err}{hint}") from err
+
+    def _migrate(self) -> None:
+        with self.atomic():
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            for number, statements in enumerate(schema.MIGRATIONS[version:], start=version + 1):
+                for statement in statements:
+                    self._conn.execute(statement)
+                self._conn.execute(f"PRAGMA user_version = {number}")
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        with self._lock, self._mapped("transaction"):
+            if self._depth == 0:
+                begin, commit, rollback = ["BEGIN IMMEDIATE"], ["COMMIT"], ["ROLLBACK"]
+            else:
+                name = f"sp_{next(self._savepoints)}"
+                begin, commit = [f"SAVEPOINT {name}"], [f"RELEASE {name}"]
+                rollback = [f"ROLLBACK TO {name}", f"RELEASE {name}"]
+            for statement in begin:
+                self._conn.execute(statement)
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                for statement in rollback:
+                    self._conn.execute(statement)
+                raise
+            finally:
+                self._depth -= 1
+            for statement in commit:
+                self._conn.execute(statement)
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock, self._mapped("read"):
+            return self._conn.execute(sql, params).fetchall()
+
+    def _moments_from(self, rows: list[Any]) -> list[Moment]:
+        try:
+            return [schema.moment_from_row(text, body) for text, body in rows]
+        except (ValueError, ValidationError) as err:
+            raise StorageError(f"{self.path}: a stored moment does not load: {err}") from err
+
+    # -- counters ---------------------------------------------------------------------------
+
+    def next_number(self, counter: str, count: int = 1) -> int:
+        with self.atomic():
+            (last,) = self._conn.execute(
+                "INSERT INTO counters (name, value) VALUES (?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET value = value + excluded.value "
+                "RETURNING value",
+                (counter, count),
+            ).fetchone()
+            return int(last) - count + 1
+
+    def raise_counter(self, counter: str, at_least: int) -> None:
+        with self.atomic():
+            self._conn.execute(
+                "INSERT INTO counters (name, value) VALUES (?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)",
+                (counter, at_least),
+            )
+
+    def counters(self) -> dict[str, int]:
+        return dict(self._query("SELECT name, value FROM counters ORDER BY name"))
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def get_session(self, session_id: str) -> Session | None:
+        rows = self._query("SELECT body FROM sessions WHERE id = ?", (session_id,))
+        return schema.session_from_row(rows[0][0]) if rows else None
+
+    def put_session(self, session: Session) -> None:
+        with self.atomic():
+            self._conn.execute(
+                "INSERT INTO sessions (id, started_us, body) VALUES (?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET started_us = excluded.started_us, "
+                "body = excluded.body",
+                schema.session_row(session),
+            )
+
+    def list_sessions(self, offset: int = 0, limit: int | None = None) -> list[Session]:
+        rows = self._query(
+            "SELECT body FROM sessions ORDER BY started_us, id LIMIT ? OFFSET ?",
+            (_limit(limit), offset),
+        )
+        return [schema.session_from_row(body) for (body,) in rows]
+
+    def count_sessions(self) -> int:
+        return int(self._query("SELECT count(*) FROM sessions")[0][0])
+
+    # -- moments ----------------------------------------------------------------------------
+
+    def put_moments(self, moments: Sequence[Moment]) -> None:
+        with self.atomic():
+            self._conn.executemany(schema.UPSERT_MOMENT, [schema.moment_row(m) for m in moments])
+            self._conn.executemany(
+                "DELETE FROM moment_concepts WHERE num = ?", [(m.number,) for m in moments]
+            )
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO moment_concepts (concept, num, session_id) VALUES (?, ?, ?)",
+                [(c, m.number, m.session) for m in moments for c in m.metadata.concepts],
+            )
+
+    def get_moment(self, moment_id: str) -> Moment | None:
+        num = int(check_moment_id(moment_id)[2:])
+        rows = self._query("SELECT text, body FROM moments WHERE num = ?", (num,))
+        return self._moments_from(rows)[0] if rows else None
+
+    def list_moments(
+        self, session_id: str | None = None, offset: int = 0, limit: int | None = None
+    ) -> list[Moment]:
+        if session_id is None:
+            sql, params = "SELECT text, body FROM moments ORDER BY num LIMIT ? OFFSET ?", ()
+        else:
+            sql = "SELECT text, body FROM moments WHERE session_id = ? ORDER BY num LIMIT ? OFFSET ?"
+            params = (session_id,)
+        return self._moments_from(self._query(sql, (*params, _limit(limit), offset)))
+
+    def count_moments(self, session_id: str | None = None) -> int:
+        if session_id is None:
+            return int(self._query("SELECT count(*) FROM moments")[0][0])
+        rows = self._query("SELECT count(*) FROM moments WHERE session_id = ?", (session_id,))
+        return int(rows[0][0])
+
+    # -- concepts ---------------------------------------------------------------------------
+
+    def get_concept(self, concept: str) -> ConceptEntry | None:
+        rows = self._query(
+            "SELECT num, session_id FROM moment_concepts WHERE concept = ? ORDER BY num",
+            (concept,),
+        )
+        return _concept_entry(concept, rows) if rows else None
+
+    def list_concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:
+        names = [
+            name
+            for (name,) in self._query(
+                "SELECT DISTINCT concept FROM moment_concepts ORDER BY concept LIMIT ? OFFSET ?",
+                (_limit(limit), offset),
+            )
+        ]
+        if not names:
+            return []
+        marks = ",".join("?" * len(names))
+        rows = self._query(
+            f"SELECT concept, num, session_id FROM moment_concepts WHERE concept IN ({marks}) "
+            "ORDER BY concept, num",
+            names,
+        )
+        return [
+            _concept_entry(name, [(num, sid) for _, num, sid in group])
+            for name, group in itertools.groupby(rows, key=lambda r: r[0])
+        ]
+
+    def count_concepts(self) -> int:
+        return int(self._query("SELECT count(DISTINCT concept) FROM moment_concepts")[0][0])
+
+    # -- search -----------------------------------------------------------------------------
+
+    def search_text(self, query: str, where: MomentFilter, limit: int) -> list[tuple[str, float]]:
+        match = fts5_query(query)
+        if match is None:
+            return []
+        sql = [
+            "SELECT m.num, -bm25(moments_fts) AS score FROM moments_fts "
+            "JOIN moments m ON m.num = moments_fts.rowid WHERE moments_fts MATCH ?"
+        ]
+        params: list[Any] = [match]
+        if where.session is not None:
+            sql.append("AND m.session_id = ?")
+            params.append(where.session)
+        if where.since is not None:
+            sql.append("AND m.ts_us >= ?")
+            params.append(schema.to_us(where.since))
+        if where.until is not None:
+            sql.append("AND m.ts_us < ?")
+            params.append(schema.to_us(where.until))
+        if where.speaker is not None:
+            sql.append("AND m.speaker = ? COLLATE NOCASE")
+            params.append(where.speaker)
+        sql.append("ORDER BY bm25(moments_fts), m.num LIMIT ?")
+        params.append(limit)
+        return [(f"m_{num}", float(score)) for num, score in self._query(" ".join(sql), params)]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def _limit(limit: int | None) -> int:
+    return -1 if limit is None else limit
+
+
+def _concept_entry(concept: str, rows: Sequence[tuple[int, str]]) -> ConceptEntry:
+    return ConceptEntry(
+        concept=concept,
+        moments=[f"m_{num}" for num, _ in rows],
+        sessions=sorted({sid for _, sid in rows}),
+    )

@@ -1,0 +1,104 @@
+"""The SQLite schema as numbered migrations, and pure row <-> record conversions.
+
+``PRAGMA user_version`` is the number of migrations applied. A moment's text lives in its own
+column (the full-text index reads it from there) and is left out of the JSON body, so it is
+stored once.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from ...model import Moment, Session
+from ...search.lexical import FTS5_TOKENIZER
+
+MIGRATIONS: Final[list[list[str]]] = [
+    [
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            started_us INTEGER NOT NULL,
+            body TEXT NOT NULL
+        )""",
+        "CREATE INDEX sessions_by_start ON sessions (started_us, id)",
+        """CREATE TABLE moments (
+            num INTEGER PRIMARY KEY,          -- the N of m_N
+            session_id TEXT NOT NULL,
+            ts_us INTEGER NOT NULL,           -- microseconds since the epoch, UTC
+            speaker TEXT NOT NULL,
+            role TEXT NOT NULL,
+            text TEXT NOT NULL,
+            body TEXT NOT NULL                -- the record as JSON, without content.text
+        )""",
+        "CREATE INDEX moments_by_session ON moments (session_id, num)",
+        "CREATE INDEX moments_by_time ON moments (ts_us)",
+        f"""CREATE VIRTUAL TABLE moments_fts USING fts5 (
+            text, content='moments', content_rowid='num', tokenize='{FTS5_TOKENIZER}'
+        )""",
+        """CREATE TRIGGER moments_fts_insert AFTER INSERT ON moments BEGIN
+            INSERT INTO moments_fts (rowid, text) VALUES (new.num, new.text);
+        END""",
+        """CREATE TRIGGER moments_fts_delete AFTER DELETE ON moments BEGIN
+            INSERT INTO moments_fts (moments_fts, rowid, text) VALUES ('delete', old.num, old.text);
+        END""",
+        """CREATE TRIGGER moments_fts_update AFTER UPDATE OF text ON moments BEGIN
+            INSERT INTO moments_fts (moments_fts, rowid, text) VALUES ('delete', old.num, old.text);
+            INSERT INTO moments_fts (rowid, text) VALUES (new.num, new.text);
+        END""",
+        """CREATE TABLE moment_concepts (
+            concept TEXT NOT NULL,
+            num INTEGER NOT NULL,
+            session_id TEXT NOT NULL,
+            PRIMARY KEY (concept, num)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX moment_concepts_by_moment ON moment_concepts (num)",
+        "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID",
+    ],
+]
+
+MOMENT_COLUMNS: Final = "num, session_id, ts_us, speaker, role, text, body"
+
+UPSERT_MOMENT: Final = f"""
+    INSERT INTO moments ({MOMENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (num) DO UPDATE SET
+        session_id = excluded.session_id, ts_us = excluded.ts_us, speaker = excluded.speaker,
+        role = excluded.role, text = excluded.text, body = excluded.body
+"""
+
+
+def to_us(when: datetime) -> int:
+    delta = when - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def moment_row(moment: Moment) -> tuple[int, str, int, str, str, str, str]:
+    body = moment.model_dump(mode="json")
+    text = body["content"].pop("text")
+    return (
+        moment.number,
+        moment.session,
+        to_us(moment.timestamp),
+        moment.speaker,
+        moment.role,
+        text,
+        _json(body),
+    )
+
+
+def moment_from_row(text: str, body: str) -> Moment:
+    data = json.loads(body)
+    data["content"]["text"] = text
+    return Moment.model_validate(data)
+
+
+def session_row(session: Session) -> tuple[str, int, str]:
+    return (session.id, to_us(session.started), _json(session.model_dump(mode="json")))
+
+
+def session_from_row(body: str) -> Session:
+    return Session.model_validate_json(body)

@@ -1,0 +1,273 @@
+"""Backends that keep the whole notebook in process memory and stage each transaction.
+
+The in-memory reference backend is this class as it is; the YAML directory backend adds
+loading and persisting files through two hooks. Writes inside ``atomic()`` go to a staging
+area that reads see; the outermost block's exit applies the staged changes and hands them to
+``_persist``, so an exception anywhere inside leaves nothing changed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from ..model import ConceptEntry, Moment, Session, check_moment_id
+from ..search.lexical import Bm25Index
+from .base import MomentFilter, StorageBackend
+
+
+@dataclass
+class StagedChanges:
+    """What one transaction wrote; handed to ``_persist`` before it is applied."""
+
+    sessions: dict[str, Session] = field(default_factory=dict)
+    moments: dict[int, Moment] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.sessions or self.moments or self.counters)
+
+
+class NotebookState:
+    """Committed records plus the indexes derived from them."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, Session] = {}
+        self.moments: dict[int, Moment] = {}
+        self.counters: dict[str, int] = {}
+        self.concepts: dict[str, dict[int, str]] = {}  # concept -> {moment number: session}
+        self.by_session: dict[str, set[int]] = {}
+        self.text_index = Bm25Index()
+
+    def put_moment(self, moment: Moment) -> None:
+        num = moment.number
+        old = self.moments.get(num)
+        if old is not None:
+            for concept in old.metadata.concepts:
+                entry = self.concepts.get(concept)
+                if entry is not None:
+                    entry.pop(num, None)
+                    if not entry:
+                        del self.concepts[concept]
+            self.by_session.get(old.session, set()).discard(num)
+        self.moments[num] = moment
+        self.by_session.setdefault(moment.session, set()).add(num)
+        for concept in moment.metadata.concepts:
+            self.concepts.setdefault(concept, {})[num] = moment.session
+        self.text_index.put(num, moment.content.text)
+
+    def apply(self, changes: StagedChanges) -> None:
+        self.sessions.update(changes.sessions)
+        for moment in changes.moments.values():
+            self.put_moment(moment)
+        self.counters.update(changes.counters)
+
+
+class StagedBackend(StorageBackend):
+    """See the module docstring. Subclasses override ``_refresh`` and ``_persist``."""
+
+    def __init__(self) -> None:
+        self._state = NotebookState()
+        self._lock = threading.RLock()
+        self._staged: StagedChanges | None = None
+
+    # -- hooks ------------------------------------------------------------------------------
+
+    def _refresh(self) -> None:
+        """Bring ``self._state`` up to date with the storage (called with the lock held)."""
+
+    def _persist(self, changes: StagedChanges) -> None:
+        """Make ``changes`` durable (called with the lock held, after they were applied to
+        ``self._state``, so derived indexes are current)."""
+
+    def _invalidate(self) -> None:
+        """``_persist`` failed: forget the in-memory state so the next read reloads it."""
+
+    @contextmanager
+    def _writer_lock(self) -> Iterator[None]:
+        """Exclude writers of other processes for the length of a transaction."""
+        yield
+
+    # -- transactions ---------------------------------------------------------------------
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        with self._lock:
+            if self._staged is not None:  # nested: join the outer transaction
+                yield
+                return
+            with self._writer_lock():
+                self._refresh()
+                self._staged = StagedChanges()
+                try:
+                    yield
+                    changes = self._staged
+                    if changes:
+                        self._state.apply(changes)
+                        try:
+                            self._persist(changes)
+                        except BaseException:
+                            self._invalidate()
+                            raise
+                finally:
+                    self._staged = None
+
+    def _write(self) -> StagedChanges:
+        if self._staged is None:
+            raise RuntimeError("storage writes must run inside backend.atomic()")
+        return self._staged
+
+    @contextmanager
+    def _reading(self) -> Iterator[NotebookState]:
+        with self._lock:
+            if self._staged is None:
+                self._refresh()
+            yield self._state
+
+    # -- counters ---------------------------------------------------------------------------
+
+    def _counter(self, counter: str) -> int:
+        if self._staged is not None and counter in self._staged.counters:
+            return self._staged.counters[counter]
+        return self._state.counters.get(counter, 0)
+
+    def next_number(self, counter: str, count: int = 1) -> int:
+        with self.atomic():
+            first = self._counter(counter) + 1
+            self._write().counters[counter] = first + count - 1
+            return first
+
+    def raise_counter(self, counter: str, at_least: int) -> None:
+        with self.atomic():
+            if self._counter(counter) < at_least:
+                self._write().counters[counter] = at_least
+
+    def counters(self) -> dict[str, int]:
+        with self._reading() as state:
+            merged = dict(state.counters)
+            if self._staged is not None:
+                merged.update(self._staged.counters)
+            return merged
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def get_session(self, session_id: str) -> Session | None:
+        with self._reading() as state:
+            if self._staged is not None and session_id in self._staged.sessions:
+                return self._staged.sessions[session_id].model_copy(deep=True)
+            found = state.sessions.get(session_id)
+            return None if found is None else found.model_copy(deep=True)
+
+    def put_session(self, session: Session) -> None:
+        with self.atomic():
+            self._write().sessions[session.id] = session.model_copy(deep=True)
+
+    def _all_sessions(self, state: NotebookState) -> list[Session]:
+        merged = dict(state.sessions)
+        if self._staged is not None:
+            merged.update(self._staged.sessions)
+        return sorted(merged.values(), key=lambda s: (s.started, s.id))
+
+    def list_sessions(self, offset: int = 0, limit: int | None = None) -> list[Session]:
+        with self._reading() as state:
+            chosen = _page(self._all_sessions(state), offset, limit)
+            return [s.model_copy(deep=True) for s in chosen]
+
+    def count_sessions(self) -> int:
+        with self._reading() as state:
+            return len(self._all_sessions(state))
+
+    # -- moments ----------------------------------------------------------------------------
+
+    def put_moments(self, moments: Sequence[Moment]) -> None:
+        with self.atomic():
+            staged = self._write().moments
+            for m in moments:
+                staged[m.number] = m.model_copy(deep=True)
+
+    def get_moment(self, moment_id: str) -> Moment | None:
+        num = int(check_moment_id(moment_id)[2:])
+        with self._reading() as state:
+            if self._staged is not None and num in self._staged.moments:
+                return self._staged.moments[num].model_copy(deep=True)
+            found = state.moments.get(num)
+            return None if found is None else found.model_copy(deep=True)
+
+    def _moment_numbers(self, state: NotebookState, session_id: str | None) -> list[int]:
+        if session_id is None:
+            nums = set(state.moments)
+        else:
+            nums = set(state.by_session.get(session_id, ()))
+        if self._staged is not None:
+            for num, m in self._staged.moments.items():
+                if session_id is None or m.session == session_id:
+                    nums.add(num)
+                else:
+                    nums.discard(num)
+        return sorted(nums)
+
+    def list_moments(
+        self, session_id: str | None = None, offset: int = 0, limit: int | None = None
+    ) -> list[Moment]:
+        with self._reading() as state:
+            nums = _page(self._moment_numbers(state, session_id), offset, limit)
+            staged = self._staged.moments if self._staged is not None else {}
+            return [(staged.get(n) or state.moments[n]).model_copy(deep=True) for n in nums]
+
+    def count_moments(self, session_id: str | None = None) -> int:
+        with self._reading() as state:
+            return len(self._moment_numbers(state, session_id))
+
+    # -- concepts ---------------------------------------------------------------------------
+    # The concept index reflects committed moments (the facade reads it outside transactions).
+
+    def get_concept(self, concept: str) -> ConceptEntry | None:
+        with self._reading() as state:
+            entry = state.concepts.get(concept)
+            return None if entry is None else _concept_entry(concept, entry)
+
+    def list_concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:
+        with self._reading() as state:
+            names = _page(sorted(state.concepts), offset, limit)
+            return [_concept_entry(c, state.concepts[c]) for c in names]
+
+    def count_concepts(self) -> int:
+        with self._reading() as state:
+            return len(state.concepts)
+
+    # -- search -----------------------------------------------------------------------------
+
+    def search_text(self, query: str, where: MomentFilter, limit: int) -> list[tuple[str, float]]:
+        with self._reading() as state:
+            if where.session is not None:
+                keys: list[int] | None = sorted(state.by_session.get(where.session, ()))
+            else:
+                keys = None
+            hits = []
+            for num, score in state.text_index.score(query, keys):
+                if where.matches(state.moments[num]):
+                    hits.append((f"m_{num}", score))
+                    if len(hits) >= limit:
+                        break
+            return hits
+
+    def close(self) -> None:
+        return None
+
+
+_T = TypeVar("_T")
+
+
+def _page(items: list[_T], offset: int, limit: int | None) -> list[_T]:
+    return items[offset:] if limit is None else items[offset : offset + limit]
+
+
+def _concept_entry(concept: str, entry: dict[int, str]) -> ConceptEntry:
+    return ConceptEntry(
+        concept=concept,
+        moments=[f"m_{n}" for n in sorted(entry)],
+        sessions=sorted(set(entry.values())),
+    )

@@ -1,0 +1,101 @@
+"""Deterministic, diff-friendly YAML for records, and loading that names the broken file.
+
+- Field order is the model's, so a record always prints the same way.
+- Multi-line text is a literal block (``|``), so a diff shows changed lines.
+- A string another YAML reader could take for a number, boolean, null or date is quoted
+  (``'no'``, ``'1e3'``, ``'0755'``, ``'~'``), under YAML 1.1 and 1.2 alike.
+- Lines are never folded.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from ..errors import CorruptFile
+from ..model import describe_validation_error
+
+_Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# Plain scalars that YAML 1.2 (core/JSON schema) or 1.1 readers would not read as a string.
+_AMBIGUOUS = re.compile(
+    r"""^(?:
+        [-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?   # numbers, 1e3
+      | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)
+      | 0o[0-7]+ | 0x[0-9a-fA-F]+ | 0b[01_]+ | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?
+      | (?i:y|n|yes|no|on|off|true|false|null) | ~ | = | <<
+      | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}.*
+    )$""",
+    re.VERBOSE,
+)
+
+
+class _RecordDumper(_Dumper):  # type: ignore[misc,valid-type]
+    pass
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    if _AMBIGUOUS.match(value):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="'")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_RecordDumper.add_representer(str, _represent_str)
+
+
+def dump_data(data: Any) -> str:
+    return yaml.dump(
+        data,
+        Dumper=_RecordDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=1_000_000,
+        indent=2,
+    )
+
+
+def dump_record(record: BaseModel) -> str:
+    return dump_data(record.model_dump(mode="json"))
+
+
+def load_data(text: str, path: Path) -> Any:
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as err:
+        raise CorruptFile(path, f"not valid YAML ({_one_line(err)})") from None
+
+
+_R = TypeVar("_R", bound=BaseModel)
+
+
+def read_record(path: Path, cls: type[_R]) -> _R:
+    """Load a record file; every failure is a :class:`CorruptFile` naming ``path``."""
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise CorruptFile(path, f"cannot be read ({err.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise CorruptFile(path, f"not valid UTF-8 at byte {err.start}") from None
+    data = load_data(text, path)
+    try:
+        return cls.model_validate(data)
+    except ValidationError as err:
+        raise CorruptFile(path, f"not a valid {cls.__name__}: {describe_validation_error(err)}") from None
+
+
+def _one_line(err: yaml.YAMLError) -> str:
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    if mark is not None:
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return str(problem)

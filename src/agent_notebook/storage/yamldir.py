@@ -1,0 +1,193 @@
+"""The YAML directory backend, in the seed's layout::
+
+    <root>/
+    ├── sessions/
+    │   ├── s_2026-06-07_001.yaml      # session file
+    │   └── s_2026-06-07_001/
+    │       └── moments/
+    │           └── m_1829.yaml        # individual moment
+    └── index.yaml                     # counters and the cross-session concept index
+
+The files are the truth: ``index.yaml``'s concept index is rebuilt from the moments on load,
+so a crash between two file writes never leaves the notebook inconsistent. Every write is
+atomic (temp file, fsync, rename); moments are written first, their session next and the
+index last. A ``.lock`` file (``flock``) admits one writing process at a time; a process
+reloads its cache when another one has changed ``index.yaml``.
+
+Every commit rewrites ``index.yaml`` whole, so a write costs time in proportion to the
+number of concepts: this backend is for notebooks a person reads and diffs, SQLite is for
+volume.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import CorruptFile, StorageError
+from ..model import SCHEMA_VERSION, Moment, Session
+from . import yamlcodec
+from .base import Capabilities
+from .files import ensure_private_dir, ensure_private_file, fsync_dir, write_atomic
+from .staged import NotebookState, StagedBackend, StagedChanges
+
+INDEX_FILE = "index.yaml"
+LOCK_FILE = ".lock"
+LOCK_TIMEOUT_S = 30.0
+
+_Signature = tuple[int, int, int]
+
+
+class YamlDirBackend(StagedBackend):
+    capabilities = Capabilities(
+        name="yaml",
+        crash_atomic=False,  # each file is atomic; a transaction of several files is ordered
+        multi_process=True,
+        persistent=True,
+        native_full_text=False,
+    )
+
+    def __init__(self, root: Path | str) -> None:
+        super().__init__()
+        self.root = Path(root)
+        ensure_private_dir(self.root / "sessions")
+        self._lock_path = ensure_private_file(self.root / LOCK_FILE)
+        self._signature: _Signature | None = None
+        self._revision = 0
+        with self._lock:
+            self._refresh()
+
+    @property
+    def location(self) -> str:
+        return str(self.root)
+
+    # -- paths ------------------------------------------------------------------------------
+
+    def _session_path(self, session_id: str) -> Path:
+        return self.root / "sessions" / f"{session_id}.yaml"
+
+    def _moment_path(self, moment: Moment) -> Path:
+        return self.root / "sessions" / moment.session / "moments" / f"{moment.id}.yaml"
+
+    # -- hooks ------------------------------------------------------------------------------
+
+    @contextmanager
+    def _writer_lock(self) -> Iterator[None]:
+        fd = os.open(self._lock_path, os.O_RDWR)
+        try:
+            deadline = time.monotonic() + LOCK_TIMEOUT_S
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise StorageError(
+                            f"{self._lock_path}: another process has held the notebook's "
+                            f"write lock for {LOCK_TIMEOUT_S:.0f}s; retry when it is done"
+                        ) from None
+                    time.sleep(0.005)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _index_signature(self) -> _Signature | None:
+        try:
+            st = os.stat(self.root / INDEX_FILE)
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def _refresh(self) -> None:
+        signature = self._index_signature()
+        if signature is not None and signature == self._signature:
+            return
+        self._state = self._load()
+        self._signature = signature
+
+    def _invalidate(self) -> None:
+        self._signature = None
+
+    def _load(self) -> NotebookState:
+        state = NotebookState()
+        index_path = self.root / INDEX_FILE
+        if index_path.exists():
+            index = yamlcodec.load_data(_read_text(index_path), index_path)
+            if not isinstance(index, dict) or not isinstance(index.get("counters", {}), dict):
+                raise CorruptFile(index_path, "expected a mapping with 'counters'")
+            self._revision = int(index.get("revision", 0))
+            state.counters.update({str(k): int(v) for k, v in index["counters"].items()})
+        sessions_dir = self.root / "sessions"
+        for entry in sorted(sessions_dir.iterdir()):
+            if entry.name.startswith("."):
+                continue  # temp files of an interrupted write
+            if entry.is_file() and entry.suffix == ".yaml":
+                session = yamlcodec.read_record(entry, Session)
+                if session.id != entry.stem:
+                    raise CorruptFile(entry, f"holds session {session.id}, not {entry.stem}")
+                state.sessions[session.id] = session
+            elif entry.is_dir():
+                for path in sorted((entry / "moments").glob("m_*.yaml")):
+                    moment = yamlcodec.read_record(path, Moment)
+                    if moment.id != path.stem or moment.session != entry.name:
+                        raise CorruptFile(
+                            path, f"holds {moment.id} of {moment.session}, not {path.stem}"
+                        )
+                    state.put_moment(moment)
+        if state.moments:  # never hand out an id a moment file already has
+            top = max(state.moments)
+            state.counters["moment"] = max(state.counters.get("moment", 0), top)
+        return state
+
+    def _persist(self, changes: StagedChanges) -> None:
+        dirs: set[Path] = set()
+        for moment in changes.moments.values():
+            path = self._moment_path(moment)
+            ensure_private_dir(path.parent)
+            write_atomic(path, yamlcodec.dump_record(moment).encode(), sync_dir=False)
+            dirs.add(path.parent)
+        for session in changes.sessions.values():
+            path = self._session_path(session.id)
+            write_atomic(path, yamlcodec.dump_record(session).encode(), sync_dir=False)
+            dirs.add(path.parent)
+        for d in dirs:
+            fsync_dir(d)
+        self._revision += 1
+        write_atomic(self.root / INDEX_FILE, self._index_document().encode())
+        self._signature = self._index_signature()
+
+    def _index_document(self) -> str:
+        state = self._state
+        concepts = {
+            concept: {
+                "moments": [f"m_{n}" for n in sorted(entry)],
+                "sessions": sorted(set(entry.values())),
+            }
+            for concept, entry in sorted(state.concepts.items())
+        }
+        return yamlcodec.dump_data(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "revision": self._revision,
+                "counters": dict(sorted(state.counters.items())),
+                "concepts": concepts,
+            }
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            self._state = NotebookState()
+            self._signature = None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise CorruptFile(path, f"not valid UTF-8 at byte {err.start}") from None
+    except OSError as err:
+        raise StorageError(f"{path}: cannot be read ({err.strerror})") from err

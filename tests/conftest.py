@@ -1,0 +1,47 @@
+"""Fixtures shared by the test suite: every backend on a real engine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from agent_notebook import Notebook
+from agent_notebook.storage import MemoryBackend, SqliteBackend, StorageBackend, YamlDirBackend
+
+BACKENDS = ["memory", "sqlite-memory", "sqlite-file", "yaml"]
+
+
+def make_backend(kind: str, root: Path) -> StorageBackend:
+    if kind == "memory":
+        return MemoryBackend()
+    if kind == "sqlite-memory":
+        return SqliteBackend(":memory:")
+    if kind == "sqlite-file":
+        return SqliteBackend(root / "notebook.db")
+    if kind == "yaml":
+        return YamlDirBackend(root / "yaml")
+    raise ValueError(kind)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def backend(backend_kind: str, tmp_path: Path) -> Iterator[StorageBackend]:
+    instance = make_backend(backend_kind, tmp_path)
+    yield instance
+    instance.close()
+
+
+@pytest.fixture
+def reopen(backend_kind: str, tmp_path: Path) -> Callable[[], StorageBackend]:
+    return lambda: make_backend(backend_kind, tmp_path)
+
+
+@pytest.fixture
+def notebook(backend: StorageBackend) -> Notebook:
+    return Notebook(backend)
