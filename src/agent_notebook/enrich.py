@@ -60,7 +60,9 @@ STOPWORDS: Final = _words(
     anything nothing everything lot much many even still back today yesterday tomorrow great
     good nice cool wow awesome lol haha right think know want need see say said tell told
     honestly anyway definitely absolutely totally exactly glad sorry wait btw besides finally
-    first next sometimes usually luckily unfortunately sounds congrats mr mrs ms dr st prof"""
+    first next sometimes usually luckily unfortunately sounds congrats mr mrs ms dr st prof
+    instead use used using e.g i.e etc via per since last ago ever though although bit kind
+    sort around every another always never quite rather enough almost already soon later yet"""
 )
 _CHITCHAT: Final = _words(
     """ok okay k kk thanks thank thx ty you lol lmao haha hahaha hi hey hello yo sure cool nice
@@ -93,7 +95,7 @@ _ORD = r"(?i:st|nd|rd|th)?"
 _NUM = r"\d+(?:[.,]\d+)*"
 _UNITS = (
     r"(?i:ms|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?|months?|years?|yrs?|kb|mb|"
-    r"gb|tb|kib|mib|gib|bytes?|km|cm|mm|kg|mg|lbs?|miles?|ft|feet|px|°[cf])(?!\w)|[smhkgbx](?!\w)"
+    r"gb|tb|kib|mib|gib|bytes?|km|cm|mm|kg|mg|lbs?|miles?|ft|feet|px|°[cf])(?!\w)|[mhkgbx](?!\w)"
 )
 _KEY_RE: Final = re.compile(
     r"(?<![\w@/.\-])(?:"
@@ -122,8 +124,9 @@ _CAMEL: Final = re.compile(r"[a-z\d][A-Z]|[A-Z]{2}[a-z]")
 _ABBREVIATION: Final = re.compile(r"\.?\w(?:\.\w)+")
 _DIGITS: Final = re.compile(r"\d+")
 _MONTH_WORD: Final = re.compile(r"[^\W\d_]{3,}")
+_OPENERS: Final = frozenset("\"'([{\u201c\u00ab\u2018-\u2013\u2014*\u2022>#")
 _TOKEN_RE: Final = re.compile(
-    r"(?P<w>[^\W_]+(?:['\-][^\W_]+)*)|(?P<end>[.!?…:;\n\r]+)|(?P<p>[^\w\s])"
+    r"(?P<w>[^\W_]+(?:['\-.][^\W_]+)*)|(?P<end>[.!?…:;\n\r]+)|(?P<p>[^\w\s])"
 )
 _LETTER: Final = re.compile(r"[^\W\d_]")
 _COMMIT_RE: Final = re.compile(
@@ -153,11 +156,11 @@ def enrich(text: str, *, role: str = "user", has_actions: bool = False) -> Enric
     """Derive concepts, retrieval keys and importance from ``text`` (see the module doc)."""
     text = text.replace("\u2019", "'")
     keys, masked = _exact_keys(text)
-    named, phrases, n_words, chitchat = _scan(masked)
-    top_named = [n for n, _ in sorted(named.items(), key=lambda kv: (-kv[1][0], kv[1][1]))]
-    ordered = top_named[:4] + phrases[:4] + top_named[4:] + phrases[4:]
+    strong, weak, phrases, n_words, chitchat = _scan(masked)
+    ordered = strong[:4] + phrases[:4] + strong[4:] + weak + phrases[4:]
     concepts = _dedupe(normalize_concept(c) for c in ordered)[:MAX_CONCEPTS]
-    retrieval = _dedupe([*keys, *(normalize_concept(n) for n in top_named)])[:MAX_RETRIEVAL_KEYS]
+    named = [normalize_concept(n) for n in strong + weak]
+    retrieval = _dedupe([*keys, *named])[:MAX_RETRIEVAL_KEYS]
 
     score = BASE_IMPORTANCE
     lowered = text.casefold()
@@ -246,24 +249,31 @@ def _date_key(value: str) -> str:
         return value
 
 
-def _scan(text: str) -> tuple[dict[str, tuple[int, int]], list[str], int, bool]:
-    """Named things (count, first position), RAKE phrases best first, word count, chit-chat."""
-    named: dict[str, tuple[int, int]] = {}
+def _scan(text: str) -> tuple[list[str], list[str], list[str], int, bool]:
+    """Named things (strong, then weak: a lone sentence-initial word), RAKE phrases best first,
+    the number of words, and whether the words are all chit-chat."""
+    named: dict[str, list[int]] = {}  # name -> [weak, -count, first position]
     phrases: list[list[str]] = []
     run: list[str] = []
     phrase: list[str] = []
     n_words = 0
     chitchat = True
+    at_start = run_at_start = True
 
     def flush_run() -> None:
+        if run_at_start and len(run) > 2 and run[1] == "the":  # "Use the SessionStore"
+            del run[:2]
+        stripped = len(run)
         while run and run[-1].casefold() in _CONNECTORS:
             run.pop()
         while run and run[0].casefold() in STOPWORDS:
             run.pop(0)
-        if run:
-            name = " ".join(run)
-            count, first = named.get(name, (0, len(named)))
-            named[name] = (count + 1, first)
+        stripped -= len(run)
+        if run and (len(run) > 1 or len(run[0]) > 1):
+            weak = run_at_start and not stripped and len(run) == 1 and not run[0].isupper()
+            entry = named.setdefault(" ".join(run), [1, 0, len(named)])
+            entry[0] = min(entry[0], int(weak))
+            entry[1] -= 1
         run.clear()
 
     def flush_phrase() -> None:
@@ -278,6 +288,10 @@ def _scan(text: str) -> tuple[dict[str, tuple[int, int]], list[str], int, bool]:
         if word is None:
             flush_run()
             flush_phrase()
+            if m.group("end"):
+                at_start = True
+            elif m.group("p") not in _OPENERS:
+                at_start = False
             continue
         n_words += 1
         if word.endswith(("'s", "'S")):
@@ -285,16 +299,22 @@ def _scan(text: str) -> tuple[dict[str, tuple[int, int]], list[str], int, bool]:
         low = word.casefold()
         chitchat = chitchat and low in _CHITCHAT
         if (word[0].isupper() and low not in _NEVER_NAMED) or (run and low in _CONNECTORS):
+            if not run:
+                run_at_start = at_start
             run.append(word)
         else:
             flush_run()
+        at_start = False
         if low in STOPWORDS or not _LETTER.search(low) or len(low) > 40:
             flush_phrase()
         else:
             phrase.append(low)
     flush_run()
     flush_phrase()
-    return named, _rake(phrases), n_words, chitchat and n_words > 0
+    ranked = sorted(named, key=named.__getitem__)
+    strong = [n for n in ranked if not named[n][0]]
+    weak = [n for n in ranked if named[n][0]]
+    return strong, weak, _rake(phrases), n_words, chitchat and n_words > 0
 
 
 def _rake(phrases: list[list[str]]) -> list[str]:

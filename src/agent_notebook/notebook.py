@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from pydantic import ValidationError
 
@@ -23,6 +23,7 @@ from .ingest import IngestPlan
 from .model import (
     MOMENT_ID_RE,
     SESSION_ID_RE,
+    ConceptEntry,
     Decision,
     Escalation,
     Link,
@@ -36,10 +37,9 @@ from .model import (
     SearchHit,
     Session,
     TaskStatus,
-    ConceptEntry,
     check_moment_id,
-    describe_validation_error,
     check_session_id,
+    describe_validation_error,
     normalize_concept,
     now_utc,
     session_id_for,
@@ -53,6 +53,8 @@ RECENT_MOMENTS = 20
 MAX_SEARCH_LIMIT = 1000
 
 Progress = Callable[[int], None]
+_T = TypeVar("_T")
+_Item = TypeVar("_Item", PendingItem, Escalation)
 
 
 class Notebook:
@@ -142,21 +144,18 @@ class Notebook:
             session_id, lambda s: _apply(s, changes, condensed_history), "session update"
         )
 
-    def _change_session(
-        self, session_id: str, change: Callable[[Session], Any], what: str
-    ) -> Any:
-        """Read, change and write a session in one transaction; return what ``change`` did."""
+    def _change_session(self, session_id: str, change: Callable[[Session], _T], what: str) -> _T:
+        """Read, change and write a session in one transaction; return what ``change`` gives."""
         with self.backend.atomic():
             session = self.get_session(session_id)
-            data = session.model_dump()
+            before = session.model_dump()
             try:
                 result = change(session)
             except ValidationError as err:
                 raise InvalidInput(f"{what}: {describe_validation_error(err)}") from None
-            updated = validate_record(Session, session.model_dump(), what)
-            if updated.model_dump() != data:
-                self.backend.put_session(updated)
-            return updated if result is None else result
+            if session.model_dump() != before:
+                self.backend.put_session(validate_record(Session, session.model_dump(), what))
+            return result
 
     # -- the audit log, pending threads, escalations, links ----------------------------------
 
@@ -170,7 +169,7 @@ class Notebook:
             s.decisions.append(decision)
             return decision
 
-        return self._change_session(session_id, append, "decision")  # type: ignore[no-any-return]
+        return self._change_session(session_id, append, "decision")
 
     def open_pending(self, session_id: str, what: str) -> PendingItem:
         def add(s: Session) -> PendingItem:
@@ -182,7 +181,7 @@ class Notebook:
             s.pending.append(item)
             return item
 
-        return self._change_session(session_id, add, "pending item")  # type: ignore[no-any-return]
+        return self._change_session(session_id, add, "pending item")
 
     def close_pending(self, session_id: str, pending_id: str, resolution: str = "") -> PendingItem:
         def close(s: Session) -> PendingItem:
@@ -193,7 +192,7 @@ class Notebook:
             item.resolution = resolution
             return item
 
-        return self._change_session(session_id, close, "pending item")  # type: ignore[no-any-return]
+        return self._change_session(session_id, close, "pending item")
 
     def escalate(self, session_id: str, to: str, why: str = "", slice: str = "") -> Escalation:
         """Record a hand-off to a bigger agent, with the slice it was given."""
@@ -213,7 +212,7 @@ class Notebook:
             s.escalations.append(item)
             return item
 
-        return self._change_session(session_id, add, "escalation")  # type: ignore[no-any-return]
+        return self._change_session(session_id, add, "escalation")
 
     def resolve_escalation(self, session_id: str, escalation_id: str, outcome: str) -> Escalation:
         def resolve(s: Session) -> Escalation:
@@ -224,7 +223,7 @@ class Notebook:
             item.resolved = now_utc()
             return item
 
-        return self._change_session(session_id, resolve, "escalation")  # type: ignore[no-any-return]
+        return self._change_session(session_id, resolve, "escalation")
 
     def link(self, session_id: str, target: str, relation: str = "related", note: str = "") -> Link:
         """Cross-reference a session, a moment (checked to exist) or any URI from a session."""
@@ -238,7 +237,7 @@ class Notebook:
             s.links.append(link)
             return link
 
-        return self._change_session(session_id, append, "link")  # type: ignore[no-any-return]
+        return self._change_session(session_id, append, "link")
 
     # -- moments ----------------------------------------------------------------------------
 
@@ -342,7 +341,9 @@ class Notebook:
     def concept(self, name: str) -> ConceptEntry:
         entry = self.backend.get_concept(normalize_concept(name))
         if entry is None:
-            raise NotFound(f"no concept {name!r} in the index; 'agent-notebook concepts' lists them")
+            raise NotFound(
+                f"no concept {name!r} in the index; 'agent-notebook concepts' lists them"
+            )
         return entry
 
     def concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:
@@ -423,14 +424,15 @@ class Notebook:
         )
 
 
-def _apply(session: Session, changes: dict[str, Any], condensed_history: str | None) -> None:
+def _apply(session: Session, changes: dict[str, Any], condensed_history: str | None) -> Session:
     for key, value in changes.items():
         setattr(session, key, value)
     if condensed_history is not None:
         session.context.condensed_history = condensed_history
+    return session
 
 
-def _find(items: Sequence[Any], item_id: str, kind: str, session_id: str) -> Any:
+def _find(items: Sequence[_Item], item_id: str, kind: str, session_id: str) -> _Item:
     for item in items:
         if item.id == item_id:
             return item

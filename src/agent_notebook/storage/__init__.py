@@ -33,7 +33,9 @@ __all__ = [
 ]
 
 
-def open_backend(location: str | Path, *, sqlite_synchronous: Synchronous = "FULL") -> StorageBackend:
+def open_backend(
+    location: str | Path, *, sqlite_synchronous: Synchronous = "FULL"
+) -> StorageBackend:
     text = str(location)
     if text in ("memory", "memory://"):
         return MemoryBackend()

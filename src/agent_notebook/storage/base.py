@@ -132,9 +132,7 @@ class StorageBackend(ABC):
     # -- lexical search ---------------------------------------------------------------------
 
     @abstractmethod
-    def search_text(
-        self, query: str, where: MomentFilter, limit: int
-    ) -> list[tuple[str, float]]:
+    def search_text(self, query: str, where: MomentFilter, limit: int) -> list[tuple[str, float]]:
         """Moment ids with a relevance score (higher is better), best first.
 
         Any word of the query may match (OR); more matched, rarer words rank higher (BM25).

@@ -68,7 +68,7 @@ def dump_record(record: BaseModel) -> str:
 
 def load_data(text: str, path: Path) -> Any:
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+        return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as err:
         raise CorruptFile(path, f"not valid YAML ({_one_line(err)})") from None
 
@@ -90,7 +90,9 @@ def read_record(path: Path, cls: type[_R]) -> _R:
     try:
         return cls.model_validate(data)
     except ValidationError as err:
-        raise CorruptFile(path, f"not a valid {cls.__name__}: {describe_validation_error(err)}") from None
+        raise CorruptFile(
+            path, f"not a valid {cls.__name__}: {describe_validation_error(err)}"
+        ) from None
 
 
 def _one_line(err: yaml.YAMLError) -> str:

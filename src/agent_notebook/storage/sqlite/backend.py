@@ -195,10 +195,13 @@ class SqliteBackend(StorageBackend):
     def list_moments(
         self, session_id: str | None = None, offset: int = 0, limit: int | None = None
     ) -> list[Moment]:
+        params: tuple[str, ...] = ()
         if session_id is None:
-            sql, params = "SELECT text, body FROM moments ORDER BY num LIMIT ? OFFSET ?", ()
+            sql = "SELECT text, body FROM moments ORDER BY num LIMIT ? OFFSET ?"
         else:
-            sql = "SELECT text, body FROM moments WHERE session_id = ? ORDER BY num LIMIT ? OFFSET ?"
+            sql = (
+                "SELECT text, body FROM moments WHERE session_id = ? ORDER BY num LIMIT ? OFFSET ?"
+            )
             params = (session_id,)
         return self._moments_from(self._query(sql, (*params, _limit(limit), offset)))
 

@@ -1,0 +1,30 @@
+"""The ``agent-notebook`` command: a thin front end over :class:`agent_notebook.Notebook`."""
+
+from __future__ import annotations
+
+import typer
+
+from . import exchange, read, write
+
+app = typer.Typer(
+    name="agent-notebook",
+    help="A private, structured, searchable notebook that gives LLM agents memory.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+)
+
+app.command()(write.init)
+app.command()(read.sessions)
+app.command()(read.show)
+app.command()(read.moments)
+app.command()(write.record)
+app.command()(write.ingest)
+app.command()(read.search)
+app.command()(exchange.export)
+app.command("import")(exchange.import_)
+app.command()(read.stats)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,73 @@
+"""Commands that move a notebook: export and import."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..exchange import CopyReport
+from ..storage import SqliteBackend, YamlDirBackend, open_backend
+from .common import HomeOption, open_notebook, progress_bar, reporting_errors, stderr
+
+
+class ExportKind(StrEnum):
+    YAML = "yaml"
+    SQLITE = "sqlite"
+
+
+def export(
+    destination: Annotated[Path, typer.Argument(help="A directory (yaml) or a .db file (sqlite).")],
+    to: Annotated[
+        ExportKind, typer.Option("--to", help="The destination's backend.")
+    ] = ExportKind.YAML,
+    home: HomeOption = None,
+) -> None:
+    """Copy the whole notebook, ids and all, into a YAML directory or a SQLite file.
+
+    Example: agent-notebook export --to yaml ./notebook-yaml
+    """
+    with open_notebook(home) as nb, reporting_errors():
+        target = (
+            YamlDirBackend(destination) if to is ExportKind.YAML else SqliteBackend(destination)
+        )
+        try:
+            report = _copy(lambda p: nb.export_to(target, p), nb.backend.count_moments())
+        finally:
+            target.close()
+    _report("exported", report)
+
+
+def import_(
+    source: Annotated[Path, typer.Argument(help="A YAML notebook directory or a .db file.")],
+    home: HomeOption = None,
+) -> None:
+    """Copy another notebook (YAML directory or SQLite file) into this one; all or nothing.
+
+    Example: agent-notebook import ./notebook-yaml
+    """
+    with open_notebook(home, create=True) as nb, reporting_errors():
+        backend = open_backend(source)
+        try:
+            report = _copy(lambda p: nb.import_from(backend, p), backend.count_moments())
+        finally:
+            backend.close()
+    _report("imported", report)
+
+
+def _copy(run: Callable[[Callable[[int], None]], CopyReport], total: int) -> CopyReport:
+    with progress_bar() as bar:
+        task = bar.add_task("copy", total=total)
+        return run(lambda done: bar.update(task, completed=done))
+
+
+def _report(verb: str, report: CopyReport) -> None:
+    stderr.print(
+        f"{verb} {report.sessions} session(s) and {report.moments} moment(s) from "
+        f"{report.source} to {report.target} ({report.skipped} identical record(s) skipped)",
+        highlight=False,
+    )
+    print(report.target)

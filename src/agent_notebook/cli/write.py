@@ -1,0 +1,120 @@
+"""Commands that write: init, record, ingest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .. import config as cfg
+from ..errors import InvalidInput
+from ..ingest import parse_file
+from ..model import MomentDraft, validate_record
+from ..notebook import Notebook
+from .common import (
+    FormatOption,
+    HomeOption,
+    OutputFormat,
+    emit,
+    open_notebook,
+    parse_json,
+    progress_bar,
+    read_stdin_text,
+    reporting_errors,
+    stderr,
+)
+from .read import MOMENT_COLUMNS, SESSION_COLUMNS
+
+
+def init(
+    home: HomeOption = None,
+    backend: Annotated[
+        str, typer.Option(help="sqlite (one file, the default) or yaml (the seed's layout).")
+    ] = "sqlite",
+) -> None:
+    """Create a notebook: an owner-only directory with config.yaml and its storage.
+
+    Example: agent-notebook init --home ~/notes/agent
+    """
+    with reporting_errors():
+        if backend not in ("sqlite", "yaml"):
+            raise InvalidInput(f"--backend must be sqlite or yaml, not {backend!r}")
+        root = cfg.resolve_home(home)
+        from ..storage.files import ensure_private_dir
+
+        ensure_private_dir(root)
+        if not (root / cfg.CONFIG_FILE).exists():
+            cfg.write_config(root, cfg.NotebookConfig(backend=backend))
+        with Notebook.open(root) as nb:
+            where = nb.backend.location
+    stderr.print(f"notebook ready at {root} ({where})", highlight=False)
+    print(root)
+
+
+def record(
+    home: HomeOption = None,
+    session: Annotated[
+        str | None, typer.Option(help="Record into this session (else the JSON's 'session').")
+    ] = None,
+    task: Annotated[
+        str | None, typer.Option(help="Start a new session with this task and record into it.")
+    ] = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
+    """Record moments given as JSON on stdin: one object or a list of them.
+
+    Each object has the fields of a moment draft: text, role, speaker, timestamp, importance,
+    concepts, retrieval_keys, actions, parent, source_id… and may name its "session".
+
+    Example: echo '{"text": "Book the train", "role": "user"}' | agent-notebook record --task Trip
+    """
+    with reporting_errors():
+        data = parse_json(read_stdin_text("record"), "record")
+        items: list[Any] = data if isinstance(data, list) else [data]
+        if not items or not all(isinstance(i, dict) for i in items):
+            raise InvalidInput("record: expected a JSON object or a non-empty list of objects")
+        named = {i.pop("session") for i in items if "session" in i}
+        if len(named) > 1 or (named and session and named != {session}):
+            raise InvalidInput("record: the moments name different sessions; record them apart")
+        target = session or (named.pop() if named else None)
+        if target is not None and task is not None:
+            raise InvalidInput("record: give --session or --task, not both")
+        drafts = [
+            validate_record(MomentDraft, item, f"record: moment {n}")
+            for n, item in enumerate(items)
+        ]
+    with open_notebook(home, create=True) as nb:
+        if target is None:
+            target = nb.start_session(task or "Recorded from the command line").id
+        recorded = nb.record_many(target, drafts)
+    stderr.print(f"recorded {len(recorded)} moment(s) in {target}", highlight=False)
+    emit(recorded, fmt, MOMENT_COLUMNS)
+
+
+def ingest(
+    file: Annotated[Path, typer.Argument(help="A JSON or JSONL chat log, or a LoCoMo file.")],
+    home: HomeOption = None,
+    source_format: Annotated[
+        str | None,
+        typer.Option(
+            "--source-format", help="messages-json, messages-jsonl or locomo (default: detect)."
+        ),
+    ] = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
+    """Load a conversation file into sessions and moments (each keeps its source id).
+
+    Example: agent-notebook ingest chat.jsonl
+    """
+    with reporting_errors():
+        plan = parse_file(file, format=source_format)
+    with open_notebook(home, create=True) as nb, progress_bar() as bar:
+        task = bar.add_task(f"ingest {file.name}", total=plan.moment_count)
+        created = nb.ingest(plan, progress=lambda n: bar.advance(task, n))
+    stderr.print(
+        f"ingested {plan.moment_count} moments into {len(created)} session(s) from {file} "
+        f"({plan.format})",
+        highlight=False,
+    )
+    emit(created, fmt, SESSION_COLUMNS)
