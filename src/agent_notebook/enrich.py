@@ -27,7 +27,6 @@ Pure standard library, deterministic, and cheap enough to run on every recorded 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
@@ -98,13 +97,14 @@ _UNITS = (
     r"gb|tb|kib|mib|gib|bytes?|km|cm|mm|kg|mg|lbs?|miles?|ft|feet|px|°[cf])(?!\w)|[mhkgbx](?!\w)"
 )
 _KEY_RE: Final = re.compile(
-    r"(?<![\w@/.\-])(?:"
+    # Skip plain words (the most common case) fast; a month name before a number is not plain.
+    r"(?<![\w@/.\-])(?![A-Za-z][a-z]*+(?![\w@/(]|[.\-:][\w/]|\s+\d))(?:"
     r"(?P<url>(?:https?://|www\.)[^\s<>\"'`]+)"
-    r"|(?P<email>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)"
+    r"|(?P<email>[\w.+-]++@[\w-]+(?:\.[\w-]+)+)"
     rf"|(?P<date>\d{{4}}-\d{{1,2}}-\d{{1,2}}(?!\w)|\d{{1,2}}/\d{{1,2}}/\d{{2,4}}(?![\w/])"
     rf"|\d{{1,2}}{_ORD}\s+(?:of\s+)?{_MONTH}(?:,?\s+\d{{4}})?(?![\w])"
     rf"|{_MONTH}\s+(?:\d{{1,2}}{_ORD},?\s+\d{{4}}|\d{{4}}|\d{{1,2}}{_ORD})(?!\w))"
-    r"|(?P<path>(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*\w(?::\d+)*/?)"
+    r"|(?P<path>(?:~|\.{1,2})?/?(?:[\w.-]++/)+[\w.-]*\w(?::\d+)*/?)"
     r"|(?P<time>\d{1,2}:\d{2}(?::\d{2})?(?:\s?(?i:[ap]\.?m\.?))?(?![\w:])"
     r"|\d{1,2}\s?(?i:[ap]\.?m\.?)(?!\w))"
     r"|(?P<version>v\d+(?:\.\d+)+(?:[-+][\w.]+)?|\d+\.\d+\.\d+(?:[-+][\w.]+)?)(?!\w)"
@@ -112,23 +112,21 @@ _KEY_RE: Final = re.compile(
     rf"|{_NUM}\s?(?i:usd|eur|gbp|dollars?|euros?|pounds?|bucks)(?!\w))"
     rf"|(?P<percent>{_NUM})\s?(?:%|(?i:percent|per cent)(?!\w))"
     rf"|(?P<unit>{_NUM})\s?(?P<u>{_UNITS})"
-    r"|(?P<call>[^\W\d][\w.]*)\(\)"
-    r"|(?P<dotted>\.?[^\W\d]\w*(?:\.\w+)+(?::\d+)*|\.[^\W\d]\w+)(?!\w|\.\w)"
+    r"|(?P<call>[^\W\d][\w.]*+)\(\)"
+    r"|(?P<dotted>\.?[^\W\d]\w*+(?:\.\w++)+(?::\d+)*|\.[^\W\d]\w+)(?!\w|\.\w)"
     r"|(?P<tag>[@#]\w+)"
     r"|(?P<year>(?:1[89]|20)\d\d)(?!\w)"
-    r"|(?P<ident>\w+(?:-\w+)*))"
+    r"|(?P<ident>(?=[\w-]*?(?:_|\d|[a-z][A-Z]|[A-Z]{2}[a-z]))\w++(?:-\w++)*+))"
 )
 _DIGIT_AND_LETTER: Final = re.compile(r"\d.*[^\W\d_]|[^\W\d_].*\d")
 _ORDINAL_OR_TIME: Final = re.compile(r"\d+(?:st|nd|rd|th|s|am|pm)", re.IGNORECASE)
 _CAMEL: Final = re.compile(r"[a-z\d][A-Z]|[A-Z]{2}[a-z]")
 _ABBREVIATION: Final = re.compile(r"\.?\w(?:\.\w)+")
 _DIGITS: Final = re.compile(r"\d+")
+_NUMBER_CHARS: Final = "0123456789.,-"
 _MONTH_WORD: Final = re.compile(r"[^\W\d_]{3,}")
 _OPENERS: Final = frozenset("\"'([{\u201c\u00ab\u2018-\u2013\u2014*\u2022>#")
-_TOKEN_RE: Final = re.compile(
-    r"(?P<w>[^\W_]+(?:['\-.][^\W_]+)*)|(?P<end>[.!?…:;\n\r]+)|(?P<p>[^\w\s])"
-)
-_LETTER: Final = re.compile(r"[^\W\d_]")
+_TOKEN_RE: Final = re.compile(r"([^\W_]+(?:['\-.][^\W_]+)*)|([.!?…:;\n\r]+)|([^\w\s])")
 _COMMIT_RE: Final = re.compile(
     r"\b(?:decid\w*|decision\w*|agree[ds]?|must|always|never|remember|important\w*|deadline\w*|"
     r"promis\w*|commit(?:ted|ment)?|plan(?:ned|ning)? to|will|won't|shall|going to|need to|"
@@ -158,9 +156,9 @@ def enrich(text: str, *, role: str = "user", has_actions: bool = False) -> Enric
     keys, masked = _exact_keys(text)
     strong, weak, phrases, n_words, chitchat = _scan(masked)
     ordered = strong[:4] + phrases[:4] + strong[4:] + weak + phrases[4:]
-    concepts = _dedupe(normalize_concept(c) for c in ordered)[:MAX_CONCEPTS]
-    named = [normalize_concept(n) for n in strong + weak]
-    retrieval = _dedupe([*keys, *named])[:MAX_RETRIEVAL_KEYS]
+    concepts = _first(ordered, MAX_CONCEPTS)
+    named = strong + weak
+    retrieval = _first(keys + named, MAX_RETRIEVAL_KEYS)
 
     score = BASE_IMPORTANCE
     lowered = text.casefold()
@@ -217,10 +215,10 @@ def _exact_keys(text: str) -> tuple[list[str], str]:
             ):
                 key = None
             elif "_" not in value:  # CamelCase and ABC-123 stay in the text: maybe named things
-                keys.append(normalize_concept(value))
+                keys.append(value)
                 continue
         if key:
-            keys.append(normalize_concept(key))
+            keys.append(key)
             pieces.append(text[last : m.start()])
             pieces.append(" | ")
             last = end
@@ -276,64 +274,71 @@ def _scan(text: str) -> tuple[list[str], list[str], list[str], int, bool]:
             entry[1] -= 1
         run.clear()
 
-    def flush_phrase() -> None:
-        for i in range(0, len(phrase), 3):
-            chunk = phrase[i : i + 3]
-            if len(chunk) > 1 or len(chunk[0]) >= 3:
-                phrases.append(chunk)
-        phrase.clear()
-
-    for m in _TOKEN_RE.finditer(text):
-        word = m.group("w")
-        if word is None:
-            flush_run()
-            flush_phrase()
-            if m.group("end"):
-                at_start = True
-            elif m.group("p") not in _OPENERS:
-                at_start = False
-            continue
-        n_words += 1
-        if word.endswith(("'s", "'S")):
-            word = word[:-2]
-        low = word.casefold()
-        chitchat = chitchat and low in _CHITCHAT
-        if (word[0].isupper() and low not in _NEVER_NAMED) or (run and low in _CONNECTORS):
-            if not run:
-                run_at_start = at_start
-            run.append(word)
+    for word, end, punct in _TOKEN_RE.findall(text):
+        if word and not (word[0].isdigit() and not word.strip(_NUMBER_CHARS)):
+            n_words += 1
+            if word[-2:] in ("'s", "'S"):
+                word = word[:-2]
+            low = word.casefold()
+            if chitchat and low not in _CHITCHAT:
+                chitchat = False
+            if (word[0].isupper() and low not in _NEVER_NAMED) or (run and low in _CONNECTORS):
+                if not run:
+                    run_at_start = at_start
+                run.append(word)
+            elif run:
+                flush_run()
+            at_start = False
+            if low not in STOPWORDS and len(low) <= 40:
+                phrase.append(low)
+                continue
         else:
-            flush_run()
-        at_start = False
-        if low in STOPWORDS or not _LETTER.search(low) or len(low) > 40:
-            flush_phrase()
-        else:
-            phrase.append(low)
-    flush_run()
-    flush_phrase()
+            n_words += bool(word)
+            if run:
+                flush_run()
+            at_start = bool(end) or (at_start and punct in _OPENERS)
+        if phrase:
+            phrases.append(phrase)
+            phrase = []
+    if run:
+        flush_run()
+    if phrase:
+        phrases.append(phrase)
     ranked = sorted(named, key=named.__getitem__)
     strong = [n for n in ranked if not named[n][0]]
     weak = [n for n in ranked if named[n][0]]
     return strong, weak, _rake(phrases), n_words, chitchat and n_words > 0
 
 
-def _rake(phrases: list[list[str]]) -> list[str]:
-    """Rank candidate phrases by the sum over their words of degree / frequency."""
-    freq: Counter[str] = Counter()
-    degree: Counter[str] = Counter()
+def _rake(candidates: list[list[str]]) -> list[str]:
+    """Rank phrases of 1-3 words by the sum over their words of degree / frequency."""
+    phrases = [
+        chunk
+        for c in candidates
+        for chunk in ([c] if len(c) <= 3 else [c[i : i + 3] for i in range(0, len(c), 3)])
+        if len(chunk) > 1 or len(chunk[0]) >= 3
+    ]
+    freq: dict[str, int] = {}
+    degree: dict[str, int] = {}
     for p in phrases:
+        n = len(p)
         for w in p:
-            freq[w] += 1
-            degree[w] += len(p)
+            freq[w] = freq.get(w, 0) + 1
+            degree[w] = degree.get(w, 0) + n
     scored: dict[str, tuple[float, int]] = {}
     for i, p in enumerate(phrases):
-        scored.setdefault(" ".join(p), (-sum(degree[w] / freq[w] for w in p), i))
+        key = " ".join(p)
+        if key not in scored:
+            scored[key] = (-sum([degree[w] / freq[w] for w in p]), i)
     return sorted(scored, key=scored.__getitem__)
 
 
-def _dedupe(values: Iterable[str]) -> list[str]:
+def _first(values: Iterable[str], limit: int) -> list[str]:
+    """The first ``limit`` distinct non-empty values, each through ``normalize_concept``."""
     seen: dict[str, None] = {}
     for v in values:
-        if v:
-            seen.setdefault(v, None)
+        if n := normalize_concept(v):
+            seen[n] = None
+            if len(seen) == limit:
+                break
     return list(seen)

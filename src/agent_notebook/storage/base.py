@@ -37,7 +37,8 @@ class Capabilities:
 
 @dataclass(frozen=True, slots=True)
 class MomentFilter:
-    """Filters shared by listing and search. ``since`` is inclusive, ``until`` exclusive."""
+    """Filters shared by listing and search. ``since`` is inclusive, ``until`` exclusive;
+    ``speaker`` matches a moment's speaker or its role (``assistant``), ignoring case."""
 
     session: str | None = None
     since: datetime | None = None
@@ -51,7 +52,10 @@ class MomentFilter:
             return False
         if self.until is not None and moment.timestamp >= self.until:
             return False
-        return self.speaker is None or moment.speaker.casefold() == self.speaker.casefold()
+        if self.speaker is None:
+            return True
+        wanted = self.speaker.casefold()
+        return wanted in (moment.speaker.casefold(), moment.role.casefold())
 
 
 class StorageBackend(ABC):

@@ -248,7 +248,7 @@ class TestLexicalSearch:
         backend.put_moments(
             [
                 make_moment(1, "We booked the train to Lyon", speaker="Ana"),
-                make_moment(2, "The train was late, the train was cold", speaker="Ben"),
+                make_moment(2, "The train was late, the train was cold", role="assistant"),
                 make_moment(3, "Dinner at a café in Lyon", speaker="Ana"),
                 make_moment(4, "Unrelated chatter about weather", SID2, speaker="Ben"),
                 make_moment(5, "Train tickets refunded", SID2, speaker="ana"),
@@ -272,6 +272,7 @@ class TestLexicalSearch:
 
         assert ids(MomentFilter(session=SID2)) == {"m_5"}
         assert ids(MomentFilter(speaker="ANA")) == {"m_1", "m_3", "m_5"}
+        assert ids(MomentFilter(speaker="assistant")) == {"m_2"}  # a role matches too
         assert ids(MomentFilter(since=T0 + timedelta(minutes=2))) == {"m_2", "m_3", "m_5"}
         assert ids(MomentFilter(until=T0 + timedelta(minutes=2))) == {"m_1"}
 

@@ -265,8 +265,8 @@ class SqliteBackend(StorageBackend):
             sql.append("AND m.ts_us < ?")
             params.append(schema.to_us(where.until))
         if where.speaker is not None:
-            sql.append("AND m.speaker = ? COLLATE NOCASE")
-            params.append(where.speaker)
+            sql.append("AND (m.speaker = ? COLLATE NOCASE OR m.role = ? COLLATE NOCASE)")
+            params += [where.speaker, where.speaker]
         sql.append("ORDER BY bm25(moments_fts), m.num LIMIT ?")
         params.append(limit)
         return [(f"m_{num}", float(score)) for num, score in self._query(" ".join(sql), params)]

@@ -1,0 +1,72 @@
+"""The README is the front door: its commands run, and every command is documented."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+
+from agent_notebook.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+BIN = Path(sys.executable).parent
+
+
+def bash_blocks() -> list[str]:
+    return re.findall(r"```bash\n(.*?)```", README, flags=re.S)
+
+
+def run(command: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AGENT_NOTEBOOK_HOME": str(home), "PATH": f"{BIN}:{os.environ['PATH']}"}
+    return subprocess.run(
+        command, shell=True, cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    return tmp_path
+
+
+def test_quickstart_has_exactly_two_commands_and_ci_runs_the_second() -> None:
+    quickstart = README.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"```bash\n(.*?)\n```", quickstart, flags=re.S)
+    assert len(commands) == 2 and all("\n" not in c for c in commands)
+    assert commands[1] in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_quickstart_main_job_runs(workdir: Path) -> None:
+    main_job = bash_blocks()[0].strip()
+    setup = ("python3 -m venv", ".venv/bin/pip install")
+    steps = [s for s in main_job.split(" && ") if not s.startswith(setup)]
+    steps = [s.replace(".venv/bin/", "") for s in steps]
+    assert steps[0] == "agent-notebook init"
+    result = run(" && ".join(steps), workdir, workdir / "home")
+    assert result.returncode == 0, result.stderr
+    assert "Lyon" in result.stdout  # the search found the trip
+
+
+def test_every_command_line_example_in_the_readme_runs(workdir: Path) -> None:
+    block = next(b for b in bash_blocks() if "agent-notebook stats" in b)
+    home = workdir / "home"
+    for line in block.strip().splitlines():
+        command = line.split("  #", 1)[0].strip()
+        result = run(command, workdir, home)
+        assert result.returncode == 0, f"{command}\n{result.stderr}"
+        assert result.stdout.strip(), f"{command} printed no data"
+
+
+def test_every_command_has_help_with_an_example_and_is_in_the_readme() -> None:
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    for name, command in group.commands.items():
+        assert command.help and re.search(r"Example: .*agent-notebook ", command.help), name
+        assert f"agent-notebook {name}" in README, f"README does not document '{name}'"
