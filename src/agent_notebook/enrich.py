@@ -19,8 +19,8 @@ Pure standard library, deterministic, and cheap enough to run on every recorded 
   +0.15, +0.05 for each further distinct one, at most +0.3; a user's correction ("no,",
   "actually", "wrong", "instead"…) +0.15; exact keys +0.05 each, at most +0.15 (+0.03 for a
   bare number); named things +0.03 each, at most +0.1; ``has_actions`` +0.15; 12/30/80 words
-  or more +0.05/+0.1/+0.15. It subtracts 0.2 for empty text or chit-chat only ("ok", "thanks",
-  "lol", greetings) and 0.1 for fewer than three words without keys. For roles "system" and
+  or more +0.05/+0.1/+0.15. It subtracts 0.2 for text with no words and no keys or with
+  chit-chat only ("ok", "thanks", "lol", greetings) and 0.1 for fewer than three words without keys. For roles "system" and
   "tool" the change from the base is halved. The result is clamped to [0, 1], 2 decimals.
 """
 
@@ -39,6 +39,7 @@ __all__ = ["BASE_IMPORTANCE", "MAX_CONCEPTS", "MAX_RETRIEVAL_KEYS", "Enrichment"
 MAX_CONCEPTS: Final = 8
 MAX_RETRIEVAL_KEYS: Final = 16
 BASE_IMPORTANCE: Final = 0.3
+_MAX_LENGTH: Final = 200  # longer keys and concepts are noise (a pasted blob), not handles
 
 
 def _words(text: str) -> frozenset[str]:
@@ -70,30 +71,17 @@ _CHITCHAT: Final = _words(
 )
 _CONNECTORS: Final = _words("of the de da di du del der la le van von")
 _NEVER_NAMED: Final = frozenset(["i", "i'm", "i've", "i'll", "i'd"])
-_MONTH_NAMES: Final = (
-    "jan",
-    "feb",
-    "mar",
-    "apr",
-    "may",
-    "jun",
-    "jul",
-    "aug",
-    "sep",
-    "oct",
-    "nov",
-    "dec",
-)
-_MONTHS: Final = {m[:3]: i for i, m in enumerate(_MONTH_NAMES, 1)}
+_MONTH_NAMES: Final = "jan feb mar apr may jun jul aug sep oct nov dec"
+_MONTHS: Final = {m: i for i, m in enumerate(_MONTH_NAMES.split(), 1)}
 
 _MONTH = (
     r"(?i:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
 )
 _ORD = r"(?i:st|nd|rd|th)?"
-_NUM = r"\d+(?:[.,]\d+)*"
+_NUM = r"\d{1,20}+(?:[.,]\d{1,20}+){0,6}+"
 _UNITS = (
-    r"(?i:ms|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?|months?|years?|yrs?|kb|mb|"
+    r"\s?(?i:ms|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?|months?|years?|yrs?|kb|mb|"
     r"gb|tb|kib|mib|gib|bytes?|km|cm|mm|kg|mg|lbs?|miles?|ft|feet|px|°[cf])(?!\w)|[mhkgbx](?!\w)"
 )
 _KEY_RE: Final = re.compile(
@@ -111,14 +99,14 @@ _KEY_RE: Final = re.compile(
     rf"|(?P<money>[$€£¥₹]\s?{_NUM}(?:\s?(?i:k|m|bn|million|billion|thousand)(?!\w))?"
     rf"|{_NUM}\s?(?i:usd|eur|gbp|dollars?|euros?|pounds?|bucks)(?!\w))"
     rf"|(?P<percent>{_NUM})\s?(?:%|(?i:percent|per cent)(?!\w))"
-    rf"|(?P<unit>{_NUM})\s?(?P<u>{_UNITS})"
+    rf"|(?P<unit>{_NUM})(?P<u>{_UNITS})"
     r"|(?P<call>[^\W\d][\w.]*+)\(\)"
     r"|(?P<dotted>\.?[^\W\d]\w*+(?:\.\w++)+(?::\d+)*|\.[^\W\d]\w+)(?!\w|\.\w)"
     r"|(?P<tag>[@#]\w+)"
     r"|(?P<year>(?:1[89]|20)\d\d)(?!\w)"
     r"|(?P<ident>(?=[\w-]*?(?:_|\d|[a-z][A-Z]|[A-Z]{2}[a-z]))\w++(?:-\w++)*+))"
 )
-_DIGIT_AND_LETTER: Final = re.compile(r"\d.*[^\W\d_]|[^\W\d_].*\d")
+_DIGIT_AND_LETTER: Final = re.compile(r"(?=\D*+\d)(?=[\W\d_]*+[^\W\d_])")
 _ORDINAL_OR_TIME: Final = re.compile(r"\d+(?:st|nd|rd|th|s|am|pm)", re.IGNORECASE)
 _CAMEL: Final = re.compile(r"[a-z\d][A-Z]|[A-Z]{2}[a-z]")
 _ABBREVIATION: Final = re.compile(r"\.?\w(?:\.\w)+")
@@ -134,7 +122,7 @@ _COMMIT_RE: Final = re.compile(
     r"require[ds]?|should)\b"
 )
 _CORRECTION_RE: Final = re.compile(
-    r"^\W*(?:no|nope|nah)\b|\b(?:actually|wrong|incorrect|instead|not what i|i meant|"
+    r"^\W*(?:no|nope|nah)\s*[,.!;:-]|\b(?:actually|wrong|incorrect|instead|not what i|i meant|"
     r"that's not|correction|rather than|i said)\b"
 )
 _QUIET_ROLES: Final = frozenset(["system", "tool"])
@@ -205,12 +193,12 @@ def _exact_keys(text: str) -> tuple[list[str], str]:
         elif kind == "percent":
             key = value + "%"
         elif kind == "u":
-            key = f"{m.group('unit')} {m.group('u')}"
+            key = f"{m.group('unit')} {m.group('u').lstrip()}"
         elif kind == "dotted" and _ABBREVIATION.fullmatch(value):
             key = None
         elif kind == "ident":
             if "_" not in value and not (
-                (_DIGIT_AND_LETTER.search(value) and not _ORDINAL_OR_TIME.fullmatch(value))
+                (_DIGIT_AND_LETTER.match(value) and not _ORDINAL_OR_TIME.fullmatch(value))
                 or _CAMEL.search(value)
             ):
                 key = None
@@ -334,10 +322,10 @@ def _rake(candidates: list[list[str]]) -> list[str]:
 
 
 def _first(values: Iterable[str], limit: int) -> list[str]:
-    """The first ``limit`` distinct non-empty values, each through ``normalize_concept``."""
+    """The first ``limit`` distinct values through ``normalize_concept``, none empty or huge."""
     seen: dict[str, None] = {}
     for v in values:
-        if n := normalize_concept(v):
+        if (n := normalize_concept(v)) and len(n) <= _MAX_LENGTH:
             seen[n] = None
             if len(seen) == limit:
                 break

@@ -31,10 +31,11 @@ from .errors import InvalidId, InvalidInput
 
 SCHEMA_VERSION: Final = 1
 
-SESSION_ID_RE: Final = re.compile(r"^s_(\d{4})-(\d{2})-(\d{2})_(\d{3,})$")
-MOMENT_ID_RE: Final = re.compile(r"^m_([1-9]\d*)$")
-PENDING_ID_RE: Final = re.compile(r"^p_([1-9]\d*)$")
-ESCALATION_ID_RE: Final = re.compile(r"^e_([1-9]\d*)$")
+# Ids are matched whole (``fullmatch``) and ASCII-only: they become file names.
+SESSION_ID_RE: Final = re.compile(r"s_([0-9]{4})-([0-9]{2})-([0-9]{2})_([0-9]{3,})")
+MOMENT_ID_RE: Final = re.compile(r"m_([1-9][0-9]*)")
+PENDING_ID_RE: Final = re.compile(r"p_([1-9][0-9]*)")
+ESCALATION_ID_RE: Final = re.compile(r"e_([1-9][0-9]*)")
 
 DEFAULT_IMPORTANCE: Final = 0.5
 #: Per day, in ``importance · exp(-decay_rate · age_days)``: about a 35-day half-life.
@@ -45,7 +46,7 @@ DEFAULT_DECAY_RATE: Final = 0.02
 
 
 def check_session_id(value: object) -> str:
-    if not isinstance(value, str) or not (m := SESSION_ID_RE.match(value)):
+    if not isinstance(value, str) or not (m := SESSION_ID_RE.fullmatch(value)):
         raise InvalidId("session", value, "s_YYYY-MM-DD_NNN (for example s_2026-06-07_001)")
     try:
         date(int(m[1]), int(m[2]), int(m[3]))
@@ -55,14 +56,14 @@ def check_session_id(value: object) -> str:
 
 
 def check_moment_id(value: object) -> str:
-    if not isinstance(value, str) or not MOMENT_ID_RE.match(value):
+    if not isinstance(value, str) or not MOMENT_ID_RE.fullmatch(value):
         raise InvalidId("moment", value, "m_N (for example m_1829)")
     return value
 
 
 def _checker(kind: str, pattern: re.Pattern[str], example: str) -> Any:
     def check(value: object) -> str:
-        if not isinstance(value, str) or not pattern.match(value):
+        if not isinstance(value, str) or not pattern.fullmatch(value):
             raise InvalidId(kind, value, example)
         return value
 
@@ -82,7 +83,7 @@ def session_id_for(day: date, number: int) -> str:
 
 
 def session_day(session_id: str) -> date:
-    m = SESSION_ID_RE.match(check_session_id(session_id))
+    m = SESSION_ID_RE.fullmatch(check_session_id(session_id))
     assert m is not None
     return date(int(m[1]), int(m[2]), int(m[3]))
 

@@ -227,9 +227,9 @@ class Notebook:
 
     def link(self, session_id: str, target: str, relation: str = "related", note: str = "") -> Link:
         """Cross-reference a session, a moment (checked to exist) or any URI from a session."""
-        if SESSION_ID_RE.match(target):
+        if SESSION_ID_RE.fullmatch(target):
             self.get_session(target)
-        elif MOMENT_ID_RE.match(target):
+        elif MOMENT_ID_RE.fullmatch(target):
             self.get_moment(target)
         link = validate_record(Link, {"target": target, "relation": relation, "note": note}, "link")
 

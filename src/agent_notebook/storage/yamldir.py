@@ -161,22 +161,11 @@ class YamlDirBackend(StagedBackend):
         self._signature = self._index_signature()
 
     def _index_document(self) -> str:
-        state = self._state
         concepts = {
-            concept: {
-                "moments": [f"m_{n}" for n in sorted(entry)],
-                "sessions": sorted(set(entry.values())),
-            }
-            for concept, entry in sorted(state.concepts.items())
+            concept: ([f"m_{n}" for n in sorted(entry)], sorted(set(entry.values())))
+            for concept, entry in self._state.concepts.items()
         }
-        return yamlcodec.dump_data(
-            {
-                "schema_version": SCHEMA_VERSION,
-                "revision": self._revision,
-                "counters": dict(sorted(state.counters.items())),
-                "concepts": concepts,
-            }
-        )
+        return yamlcodec.dump_index(SCHEMA_VERSION, self._revision, self._state.counters, concepts)
 
     def close(self) -> None:
         with self._lock:
