@@ -23,7 +23,9 @@ from pathlib import Path
 from agent_notebook import Notebook
 from agent_notebook.ingest import IngestPlan, parse_file
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+DEFAULT_DATA = (
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+)
 
 
 def ingest_notebook(plan: IngestPlan, home: Path, backend: str) -> float:
@@ -39,7 +41,9 @@ def ingest_raw(plan: IngestPlan, path: Path) -> float:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
-    conn.execute("CREATE TABLE turns (id INTEGER PRIMARY KEY, source TEXT, speaker TEXT, text TEXT)")
+    conn.execute(
+        "CREATE TABLE turns (id INTEGER PRIMARY KEY, source TEXT, speaker TEXT, text TEXT)"
+    )
     conn.execute("CREATE VIRTUAL TABLE turns_fts USING fts5 (text)")
     for session in plan.sessions:
         conn.execute("BEGIN IMMEDIATE")

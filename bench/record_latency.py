@@ -20,9 +20,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import SAMPLE_TEXTS, summary_ms  # noqa: E402
-
-from agent_notebook import Notebook  # noqa: E402
+from _common import SAMPLE_TEXTS, summary_ms
+from agent_notebook import Notebook
 
 
 def bench_notebook(home: Path, backend: str, n: int, prefill: int) -> list[float]:
@@ -79,12 +78,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         rows = [
-            ("agent-notebook SQLite (synchronous=FULL, default)",
-             bench_notebook(root / "sqlite", "sqlite", args.n, args.prefill)),
-            ("agent-notebook YAML directory",
-             bench_notebook(root / "yaml", "yaml", args.n, args.prefill)),
-            ("alternative: raw SQLite INSERT+COMMIT (WAL, FULL)",
-             bench_raw_sqlite(root / "raw.db", args.n, "FULL")),
+            (
+                "agent-notebook SQLite (synchronous=FULL, default)",
+                bench_notebook(root / "sqlite", "sqlite", args.n, args.prefill),
+            ),
+            (
+                "agent-notebook YAML directory",
+                bench_notebook(root / "yaml", "yaml", args.n, args.prefill),
+            ),
+            (
+                "alternative: raw SQLite INSERT+COMMIT (WAL, FULL)",
+                bench_raw_sqlite(root / "raw.db", args.n, "FULL"),
+            ),
             ("alternative: JSONL append + fsync", bench_jsonl(root / "raw.jsonl", args.n)),
         ]
     width = max(len(name) for name, _ in rows)

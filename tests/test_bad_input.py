@@ -88,34 +88,29 @@ def test_bad_moment_id_is_invalid_id_naming_the_value(
     assert snapshot(nb.backend) == before
 
 
-TRAILING_NEWLINE_BUG = (
-    "BUG: model.py SESSION_ID_RE/MOMENT_ID_RE (and PENDING_/ESCALATION_ID_RE) end in '$', "
-    "which re.match also lets match just before a trailing newline, so 'm_1\\n' and "
-    "'s_2026-06-07_001\\n' pass check_*_id; use '\\Z' or pattern.fullmatch"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=TRAILING_NEWLINE_BUG)
-def test_moment_id_with_trailing_newline_is_invalid(filled: tuple[Notebook, str]) -> None:
-    nb, _ = filled
-    with pytest.raises(InvalidId):
-        nb.get_moment("m_1\n")  # today: returns m_1
-
-
-@pytest.mark.xfail(strict=True, reason=TRAILING_NEWLINE_BUG)
-def test_session_id_with_trailing_newline_is_invalid(filled: tuple[Notebook, str]) -> None:
-    nb, sid = filled
-    with pytest.raises(InvalidId):
-        nb.get_session(sid + "\n")  # today: NotFound, after a lookup with the raw value
-
-
-@pytest.mark.xfail(strict=True, reason=TRAILING_NEWLINE_BUG)
-def test_parent_with_trailing_newline_is_refused(filled: tuple[Notebook, str]) -> None:
+@pytest.mark.parametrize("bad", ["m_1\n", "m_1 ", " m_1", "m_\u0661", "m_1\u0662", "m_\uff11"])
+def test_moment_ids_match_whole_and_ascii_only(filled: tuple[Notebook, str], bad: str) -> None:
     nb, sid = filled
     before = snapshot(nb.backend)
-    # today: recorded as m_3 with relations.parent == "m_1\n", and m_1 adopts it as a child
-    with pytest.raises(InvalidInput):
-        nb.record(sid, "reply", parent="m_1\n")
+    with pytest.raises(InvalidId) as info:
+        nb.get_moment(bad)  # "m_1\n" once matched "^m_...$" and read m_1
+    assert repr(bad) in str(info.value)
+    with pytest.raises(InvalidInput, match="parent"):
+        nb.record(sid, "reply", parent=bad)  # once stored parent "m_1\n" and adopted it
+    assert snapshot(nb.backend) == before
+
+
+@pytest.mark.parametrize(
+    "bad", ["s_2026-06-07_001\n", "s_2026-06-07_001 ", "s_\u0662\u0660\u0662\u0666-06-07_001"]
+)
+def test_session_ids_match_whole_and_ascii_only(filled: tuple[Notebook, str], bad: str) -> None:
+    nb, _ = filled
+    before = snapshot(nb.backend)
+    with pytest.raises(InvalidId) as info:
+        nb.get_session(bad)
+    assert repr(bad) in str(info.value)
+    with pytest.raises(InvalidId):
+        nb.record(bad, "text")
     assert snapshot(nb.backend) == before
 
 

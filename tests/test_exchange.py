@@ -117,14 +117,14 @@ def test_sqlite_to_yaml_to_sqlite_is_identical(source: Notebook, tmp_path: Path)
             report = copy.import_from(y)
             assert (report.sessions, report.moments, report.skipped) == (3, 17, 0)
             assert contents(copy.backend) == original
-            # the copy keeps working: new ids follow on without colliding
-            trip = original["sessions"][0].id
-            assert copy.record(trip, "after the import").id == "m_18"
-            assert copy.start_session("new", started=T0).id == "s_2026-06-07_002"
             # the full-text index was rebuilt from the imported moments
             hits = [h.moment.id for h in copy.search("Lyon train", limit=50)]
             assert hits == [h.moment.id for h in source.search("Lyon train", limit=50)]
             assert len(hits) >= 10
+            # the copy keeps working: new ids follow on without colliding
+            trip = original["sessions"][0].id
+            assert copy.record(trip, "after the import").id == "m_18"
+            assert copy.start_session("new", started=T0).id == "s_2026-06-07_002"
 
     # and it survives reopening from the file
     with Notebook.open(tmp_path / "copy") as reopened:

@@ -20,7 +20,7 @@ def test_index_reads_back_exactly(counters: dict[str, int], raw: dict[str, list[
     concepts = {c: ([f"m_{n}" for n in sorted(ns)], ["s_2026-06-07_001"]) for c, ns in raw.items()}
     text = dump_index(1, 7, counters, concepts)
     for loader in (yaml.SafeLoader, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-        data = yaml.load(text, Loader=loader)  # noqa: S506 - safe loaders
+        data = yaml.load(text, Loader=loader)
         assert data["schema_version"] == 1 and data["revision"] == 7
         assert data["counters"] == counters
         assert data["concepts"] == {

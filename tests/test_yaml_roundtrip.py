@@ -9,11 +9,13 @@ same directory, in a fresh temporary directory.
 from __future__ import annotations
 
 import math
+import re
 import tempfile
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,6 +26,7 @@ from agent_notebook import (
     Escalation,
     Link,
     Moment,
+    Notebook,
     PendingItem,
     Session,
     TaskStatus,
@@ -61,6 +64,9 @@ texts = st.one_of(
     st.lists(st.one_of(ambiguous, any_text), min_size=2, max_size=4).map("".join),
 )
 opt_texts = st.none() | texts
+#: Concepts are keys of index.yaml; kept short here (NFKC may grow a character 18-fold),
+#: long ones have their own test below.
+concept_texts = texts.map(lambda t: t[:50])
 
 EXTREME_FLOATS = [
     5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, -1.7976931348623157e308,
@@ -158,7 +164,7 @@ def moments(draw: st.DrawFn, session_id: str) -> Moment:
         audio_path=draw(opt_texts),
         image_path=draw(opt_texts),
         metadata=MomentMetadata(
-            concepts=draw(st.lists(texts, max_size=4)),
+            concepts=draw(st.lists(concept_texts, max_size=4)),
             retrieval_keys=draw(st.lists(texts, max_size=4)),
             importance=draw(st.floats(0.0, 1.0) | st.sampled_from([0.0, 1.0, 5e-324])),
             decay_rate=draw(st.floats(0.0, allow_infinity=False) | st.sampled_from([0.0, 5e-324])),
@@ -231,6 +237,9 @@ def test_round_trip_through_a_new_instance_loses_nothing(
             for s in chosen:
                 writer.put_session(s)
             writer.put_moments(found)
+            writer.raise_counter("moment", max(m.number for m in found))
+            for s in chosen:
+                writer.raise_counter(f"session:{s.id[2:12]}", int(s.id[13:]))
         writer.close()
 
         reader = YamlDirBackend(root)
@@ -245,9 +254,20 @@ def test_round_trip_through_a_new_instance_loses_nothing(
                 assert again is not None
                 assert _signed_floats(again.model_dump()) == _signed_floats(m.model_dump())
             concepts = {c for m in found for c in m.metadata.concepts}
-            assert {c.concept for c in reader.list_concepts()} == concepts
+            entries = reader.list_concepts()
+            assert {c.concept for c in entries} == concepts
+            counters = reader.counters()
         finally:
             reader.close()
+
+        # index.yaml (written by hand) reads back, with any YAML reader, as what was meant
+        index_text = (root / "index.yaml").read_text(encoding="utf-8")
+        for loader in (yaml.SafeLoader, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            index = yaml.load(index_text, Loader=loader)  # both are safe loaders
+            assert index["counters"] == counters
+            assert index["concepts"] == {
+                c.concept: {"moments": c.moments, "sessions": c.sessions} for c in entries
+            }
 
         for record in [*chosen, *found]:
             path = _file_of(root, record)
@@ -261,6 +281,41 @@ def test_round_trip_through_a_new_instance_loses_nothing(
             assert plain == expected
             assert _types(plain) == _types(expected)
             assert _signed_floats(plain) == _signed_floats(expected)
+            # and no string is left unquoted that a YAML 1.2 or strict 1.1 reader would
+            # take for a null, bool or number
+            misread = [v for v in _plain_strings(text) if OTHER_READERS.fullmatch(v)]
+            assert misread == []
+
+
+#: Plain scalars that a YAML 1.2 core-schema reader, or a YAML 1.1 reader with the spec's
+#: boolean set, takes for something other than a string (PyYAML's own 1.1 resolver is
+#: covered by ``yaml.safe_load``).
+OTHER_READERS = re.compile(
+    r"""
+      ~ | null | Null | NULL | true | True | TRUE | false | False | FALSE        # 1.2 core
+    | [-+]?[0-9]+ | 0o[0-7]+ | 0x[0-9a-fA-F]+
+    | [-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?
+    | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)
+    | y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF                       # 1.1 bool
+    """,
+    re.VERBOSE,
+)
+
+
+def _plain_strings(text: str) -> list[str]:
+    """The values of every unquoted scalar that PyYAML reads as a string."""
+    found = []
+    todo = [yaml.compose(text)]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, yaml.ScalarNode):
+            if node.style is None and node.tag == "tag:yaml.org,2002:str":
+                found.append(node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            todo.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            todo.extend(n for pair in node.value for n in pair)
+    return found
 
 
 def _types(value: Any) -> Any:
@@ -279,6 +334,7 @@ def test_ambiguous_strings_stay_strings(key: str, value: str) -> None:
     action = Action(tool=value, arguments={key: value, "list": [value, key]}, result=value)
     text = dump_record(action)
     assert yaml.safe_load(text) == action.model_dump(mode="json")
+    assert [v for v in _plain_strings(text) if OTHER_READERS.fullmatch(v)] == []
     assert dump_record(Action.model_validate(yaml.safe_load(text))) == text
 
 
@@ -315,6 +371,34 @@ def test_every_listed_ambiguous_string_survives() -> None:
         assert _signed_floats(plain["content"]["multimodal_embedding"]) == _signed_floats(
             EXTREME_FLOATS
         )
+
+
+def test_long_keys_in_records_survive(tmp_path: Path) -> None:
+    """Keys past YAML's 1024-character limit for implicit keys, in a record file."""
+    keys = ["k" * 1500, "é" * 1100, "no " * 400, "line\n" * 300]
+    sid = "s_2026-01-01_001"
+    moment = Moment(
+        id="m_1",
+        session=sid,
+        timestamp=datetime(2026, 1, 1, tzinfo=UTC),
+        actions=[Action(tool="t", arguments={k: k for k in keys}, result={k: [k] for k in keys})],
+    )
+    backend = YamlDirBackend(tmp_path)
+    backend.put_moments([moment])
+    backend.close()
+    again = YamlDirBackend(tmp_path)
+    assert again.get_moment("m_1") == moment
+    again.close()
+
+
+@pytest.mark.parametrize("concept", ["lyon " * 300, "é" * 1100], ids=["plain", "quoted"])
+def test_long_concept_survives_reopening(tmp_path: Path, concept: str) -> None:
+    home = tmp_path / "home"
+    with Notebook.open(home, backend="yaml") as nb:
+        session = nb.start_session("long concepts")
+        nb.record(session.id, "a moment with a very long concept", concepts=[concept])
+    with Notebook.open(home, backend="yaml") as nb:  # YAML caps implicit keys at 1024 chars
+        assert nb.concept(concept).moments == ["m_1"]
 
 
 def test_big_numbers_keep_type_and_sign() -> None:

@@ -75,8 +75,7 @@ _PLAIN_KEY = re.compile(r"^[a-z0-9][\w .\-/]*$", re.ASCII)
 def _key(text: str) -> str:
     """A mapping key: plain when that is unambiguous, else a JSON string (valid YAML)."""
     if _PLAIN_KEY.match(text) and not _AMBIGUOUS.match(text) and not text.endswith(" "):
-        if ": " not in text and " #" not in text:
-            return text
+        return text
     return _UNSAFE_IN_QUOTES.sub(
         lambda m: f"\\u{ord(m[0]):04x}", json.dumps(text, ensure_ascii=False)
     )
@@ -98,7 +97,9 @@ def dump_index(
     out += [f"  {_key(name)}: {value}" for name, value in sorted(counters.items())]
     out.append("concepts:" + ("" if concepts else " {}"))
     for concept, (moments, sessions) in sorted(concepts.items()):
-        out.append(f"  {_key(concept)}:")
+        key = _key(concept)
+        # YAML caps implicit keys at 1024 characters; longer ones need the explicit form.
+        out += [f"  {key}:"] if len(key) < 1000 else [f"  ? {key}", "  :"]
         out.append(f"    moments: [{', '.join(moments)}]")
         out.append(f"    sessions: [{', '.join(sessions)}]")
     return "\n".join(out) + "\n"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,7 +40,8 @@ INDEX_FILE = "index.yaml"
 LOCK_FILE = ".lock"
 LOCK_TIMEOUT_S = 30.0
 
-_Signature = tuple[int, int, int]
+_Signature = tuple[int, int, int, int]
+_REVISION = re.compile(rb"\nrevision: ([0-9]+)\n")
 
 
 class YamlDirBackend(StagedBackend):
@@ -96,11 +98,16 @@ class YamlDirBackend(StagedBackend):
             os.close(fd)  # closing releases the lock
 
     def _index_signature(self) -> _Signature | None:
+        """What identifies the committed state: the file's identity plus the revision in its
+        header, so a rewrite is seen even where inode, time and size all repeat."""
         try:
-            st = os.stat(self.root / INDEX_FILE)
+            with open(self.root / INDEX_FILE, "rb") as f:
+                st = os.fstat(f.fileno())
+                header = f.read(64)
         except FileNotFoundError:
             return None
-        return (st.st_ino, st.st_mtime_ns, st.st_size)
+        found = _REVISION.search(header)
+        return (st.st_ino, st.st_mtime_ns, st.st_size, int(found[1]) if found else -1)
 
     def _refresh(self) -> None:
         signature = self._index_signature()
