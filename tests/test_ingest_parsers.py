@@ -13,7 +13,8 @@ import pytest
 from agent_notebook.errors import InvalidInput, MalformedFile
 from agent_notebook.ingest import IngestPlan, parse_file, parse_locomo_time
 
-REAL_LOCOMO = Path("/work/shared/data/locomo/locomo-dev.json")
+# ../shared/ beside the checkout (also in CI); the data set is never copied into the repo.
+REAL_LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 T0 = datetime(2026, 6, 7, 10, 0, tzinfo=UTC)
 
 
