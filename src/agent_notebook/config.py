@@ -52,7 +52,7 @@ def load_config(home: Path) -> NotebookConfig:
     path = home / CONFIG_FILE
     if not path.exists():
         return NotebookConfig()
-    data = yamlcodec.load_data(path.read_text(encoding="utf-8"), path) or {}
+    data = yamlcodec.load_data(yamlcodec.read_text(path), path) or {}
     try:
         return NotebookConfig.model_validate(data)
     except ValidationError as err:

@@ -115,17 +115,21 @@ def load_data(text: str, path: Path) -> Any:
 _R = TypeVar("_R", bound=BaseModel)
 
 
-def read_record(path: Path, cls: type[_R]) -> _R:
-    """Load a record file; every failure is a :class:`CorruptFile` naming ``path``."""
+def read_text(path: Path) -> str:
+    """A stored file's text; failures are a :class:`CorruptFile` naming ``path``."""
     try:
         raw = path.read_bytes()
     except OSError as err:
         raise CorruptFile(path, f"cannot be read ({err.strerror})") from None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise CorruptFile(path, f"not valid UTF-8 at byte {err.start}") from None
-    data = load_data(text, path)
+
+
+def read_record(path: Path, cls: type[_R]) -> _R:
+    """Load a record file; every failure is a :class:`CorruptFile` naming ``path``."""
+    data = load_data(read_text(path), path)
     try:
         return cls.model_validate(data)
     except ValidationError as err:

@@ -123,7 +123,7 @@ class YamlDirBackend(StagedBackend):
         state = NotebookState()
         index_path = self.root / INDEX_FILE
         if index_path.exists():
-            index = yamlcodec.load_data(_read_text(index_path), index_path)
+            index = yamlcodec.load_data(yamlcodec.read_text(index_path), index_path)
             if not isinstance(index, dict) or not isinstance(index.get("counters", {}), dict):
                 raise CorruptFile(index_path, "expected a mapping with 'counters'")
             self._revision = int(index.get("revision", 0))
@@ -178,12 +178,3 @@ class YamlDirBackend(StagedBackend):
         with self._lock:
             self._state = NotebookState()
             self._signature = None
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise CorruptFile(path, f"not valid UTF-8 at byte {err.start}") from None
-    except OSError as err:
-        raise StorageError(f"{path}: cannot be read ({err.strerror})") from err
