@@ -65,8 +65,19 @@ def test_every_command_line_example_in_the_readme_runs(workdir: Path) -> None:
 
 
 def test_every_command_has_help_with_an_example_and_is_in_the_readme() -> None:
-    group = typer.main.get_command(app)
-    assert isinstance(group, typer.core.TyperGroup)
-    for name, command in group.commands.items():
-        assert command.help and re.search(r"Example: .*agent-notebook ", command.help), name
+    def commands(group: typer.core.TyperGroup, prefix: str) -> list[tuple[str, str]]:
+        found = []
+        for name, command in group.commands.items():
+            if isinstance(command, typer.core.TyperGroup):
+                found += commands(command, f"{prefix}{name} ")
+            else:
+                found.append((f"{prefix}{name}", command.help or ""))
+        return found
+
+    root = typer.main.get_command(app)
+    assert isinstance(root, typer.core.TyperGroup)
+    listed = commands(root, "")
+    assert {"notebook show", "notebook set", "ingest", "search"} <= {n for n, _ in listed}
+    for name, help_text in listed:
+        assert re.search(r"Example: .*agent-notebook ", help_text), f"'{name}' has no example"
         assert f"agent-notebook {name}" in README, f"README does not document '{name}'"

@@ -8,6 +8,7 @@ setting             argument                  environment            default
 home                ``--home`` / ``home=``    AGENT_NOTEBOOK_HOME    ``~/.agent-notebook``
 backend             ``backend=``              AGENT_NOTEBOOK_BACKEND ``sqlite`` (notebook.db)
 sqlite_synchronous  —                         —                      ``FULL``
+session_notebook    ``budgets=``              —                      seed 000's constants
 ==================  ========================  =====================  ======================
 
 ``backend`` is ``sqlite`` (``<home>/notebook.db``), ``yaml`` (the seed's YAML layout inside
@@ -18,9 +19,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import InvalidInput
 from .model import describe_validation_error
@@ -33,6 +34,24 @@ BACKEND_ENV = "AGENT_NOTEBOOK_BACKEND"
 DEFAULT_HOME = Path("~/.agent-notebook")
 
 
+# The session notebook's thresholds and budgets (seed 000).
+DEFAULT_MESSAGE_THRESHOLD: Final = 6
+DEFAULT_TOOL_CALL_THRESHOLD: Final = 4
+DEFAULT_MAX_SECTION_TOKENS: Final = 500
+DEFAULT_MAX_TOTAL_TOKENS: Final = 3000
+
+
+class SessionBudgets(BaseModel):
+    """When the session notebook updates, and how big it may grow (``session_notebook:``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message_threshold: int = Field(DEFAULT_MESSAGE_THRESHOLD, ge=1)
+    tool_call_threshold: int = Field(DEFAULT_TOOL_CALL_THRESHOLD, ge=1)
+    max_section_tokens: int = Field(DEFAULT_MAX_SECTION_TOKENS, ge=32)
+    max_total_tokens: int = Field(DEFAULT_MAX_TOTAL_TOKENS, ge=256)
+
+
 class NotebookConfig(BaseModel):
     """The contents of ``config.yaml``."""
 
@@ -41,6 +60,7 @@ class NotebookConfig(BaseModel):
     schema_version: Literal[1] = 1
     backend: str = "sqlite"
     sqlite_synchronous: Literal["NORMAL", "FULL", "EXTRA"] = "FULL"
+    session_notebook: SessionBudgets = Field(default_factory=SessionBudgets)
 
 
 def resolve_home(home: Path | str | None = None) -> Path:

@@ -34,7 +34,14 @@ from typing import Final
 
 from .model import normalize_concept
 
-__all__ = ["BASE_IMPORTANCE", "MAX_CONCEPTS", "MAX_RETRIEVAL_KEYS", "Enrichment", "enrich"]
+__all__ = [
+    "BASE_IMPORTANCE",
+    "MAX_CONCEPTS",
+    "MAX_RETRIEVAL_KEYS",
+    "Enrichment",
+    "enrich",
+    "identifiers",
+]
 
 MAX_CONCEPTS: Final = 8
 MAX_RETRIEVAL_KEYS: Final = 16
@@ -165,6 +172,14 @@ def enrich(text: str, *, role: str = "user", has_actions: bool = False) -> Enric
     if role.casefold() in _QUIET_ROLES:
         score = BASE_IMPORTANCE + (score - BASE_IMPORTANCE) / 2
     return Enrichment(concepts, retrieval, round(min(1.0, max(0.0, score)), 2))
+
+
+def identifiers(text: str) -> list[str]:
+    """Every exact key and named thing in ``text``, normalised, with no limit: what a rewrite
+    or a summary of ``text`` must keep (or say it resolved)."""
+    keys, masked = _exact_keys(text.replace("\u2019", "'"))
+    strong, weak, *_ = _scan(masked)
+    return _first(keys + strong + weak, limit=0)
 
 
 def _exact_keys(text: str) -> tuple[list[str], str]:
@@ -327,6 +342,6 @@ def _first(values: Iterable[str], limit: int) -> list[str]:
     for v in values:
         if (n := normalize_concept(v)) and len(n) <= _MAX_LENGTH:
             seen[n] = None
-            if len(seen) == limit:
+            if len(seen) == limit:  # 0: no limit
                 break
     return list(seen)

@@ -7,12 +7,14 @@ composes the backend's primitives inside transactions, so every backend behaves 
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from langgraph.store.base import BaseStore
 from pydantic import ValidationError
 
 from . import config as cfg
@@ -46,7 +48,11 @@ from .model import (
     validate_record,
 )
 from .storage import MomentFilter, StorageBackend, files, open_backend
+from .stores import open_store
 from .tokens import DEFAULT_COUNTER, TokenCounter
+
+if TYPE_CHECKING:
+    from .session import SessionNotebook
 
 #: How many of the latest moment ids a session keeps in ``context.recent_moments``.
 RECENT_MOMENTS = 20
@@ -71,10 +77,14 @@ class Notebook:
         *,
         home: Path | None = None,
         token_counter: TokenCounter = DEFAULT_COUNTER,
+        config: cfg.NotebookConfig | None = None,
     ) -> None:
         self.backend = backend
         self.home = home
         self.tokens = token_counter
+        self.config = config or cfg.NotebookConfig()
+        self._store: BaseStore | None = None
+        self._store_conn: sqlite3.Connection | None = None
 
     @classmethod
     def open(
@@ -87,10 +97,32 @@ class Notebook:
         files.ensure_private_dir(root)
         conf = cfg.load_config(root)
         location = cfg.backend_location(root, conf, backend)
-        return cls(open_backend(location, sqlite_synchronous=conf.sqlite_synchronous), home=root)
+        storage = open_backend(location, sqlite_synchronous=conf.sqlite_synchronous)
+        return cls(storage, home=root, config=conf)
 
     def close(self) -> None:
+        if self._store_conn is not None:
+            self._store_conn.close()
+            self._store, self._store_conn = None, None
         self.backend.close()
+
+    @property
+    def store(self) -> BaseStore:
+        """A LangGraph ``BaseStore`` in this notebook's own file (``SqliteStore`` on
+        ``notebook.db``): give it to your LangGraph app, and the session notebooks and your
+        app's items share one file."""
+        if self._store is None:
+            self._store, self._store_conn = open_store(self.backend)
+        return self._store
+
+    def session_notebook(self, thread_id: str) -> SessionNotebook:
+        """The session notebook of ``thread_id`` in :attr:`store`, condensing into this
+        notebook, with the budgets of ``config.yaml``."""
+        from .session import SessionNotebook
+
+        return SessionNotebook(
+            self.store, thread_id, notebook=self, budgets=self.config.session_notebook
+        )
 
     def __enter__(self) -> Self:
         return self

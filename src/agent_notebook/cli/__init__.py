@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import exchange, read, write
+from . import exchange, read, session, write
 
 app = typer.Typer(
     name="agent-notebook",
@@ -24,6 +24,7 @@ app.command()(read.search)
 app.command()(exchange.export)
 app.command("import")(exchange.import_)
 app.command()(read.stats)
+app.add_typer(session.app)
 
 
 def main() -> None:

@@ -1,0 +1,131 @@
+"""The session notebook's text (seed 000), as pure functions: template, parse, render, cut.
+
+The notebook is Markdown: one ``## <Section>`` header per section, in the seed's order, each
+followed by its purpose as an italic guidance line, then the section's content::
+
+    ## Current State
+    _Where the conversation stands right now_
+    Implementing auth middleware
+
+Headers and guidance lines belong to the format, not to the content: parsing drops them and
+rendering always writes all seven back, so no edit can remove them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from ..errors import InvalidInput
+from ..tokens import TokenCounter
+
+SECTIONS: Final[dict[str, str]] = {
+    "Current State": "Where the conversation stands right now",
+    "Task Specification": "What the user asked for",
+    "Files and Functions": "Key files and code locations discussed",
+    "Workflow": "Steps taken or planned",
+    "Errors and Corrections": "Problems encountered and how they were resolved",
+    "Key Results": "Important outputs or findings",
+    "Worklog": "Chronological activity log",
+}
+SECTION_NAMES: Final = tuple(SECTIONS)
+TITLE: Final = "# Session Notebook"
+
+_HEADER = re.compile(r"^## (" + "|".join(re.escape(n) for n in SECTIONS) + r")[ \t]*$", re.M)
+
+Sections = dict[str, str]
+
+
+def check_section(name: str) -> str:
+    if name not in SECTIONS:
+        raise InvalidInput(
+            f"unknown section {name!r}; the sections are: {', '.join(SECTION_NAMES)}"
+        )
+    return name
+
+
+def empty_sections() -> Sections:
+    return dict.fromkeys(SECTIONS, "")
+
+
+def render(sections: Sections) -> str:
+    """The whole notebook, headers and guidance lines included, sections in seed order."""
+    parts = [TITLE, ""]
+    for name, purpose in SECTIONS.items():
+        parts += [f"## {name}", f"_{purpose}_"]
+        body = sections.get(name, "").strip("\n")
+        if body:
+            parts.append(body)
+        parts.append("")
+    return "\n".join(parts)
+
+
+def template() -> str:
+    return render(empty_sections())
+
+
+def parse(content: str) -> Sections:
+    """Sections from notebook text. Unknown ``##`` headers are content of the section above;
+    text before the first section header (other than the title) is an error."""
+    matches = list(_HEADER.finditer(content))
+    head = content[: matches[0].start()] if matches else content
+    if head.strip() not in ("", TITLE):
+        raise InvalidInput(
+            "notebook text must start with a section header such as '## Current State' "
+            f"(found {head.strip()[:60]!r}); use update_section to change one section"
+        )
+    sections = empty_sections()
+    for i, m in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(content)
+        body = content[m.end() :]
+        body = body[: end - m.end()].strip("\n")
+        guidance = f"_{SECTIONS[m[1]]}_"
+        if body.startswith(guidance):
+            body = body[len(guidance) :].lstrip("\n")
+        previous = sections[m[1]]
+        sections[m[1]] = f"{previous}\n{body}".strip("\n") if previous else body
+    return sections
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """The result of condensing one text: what stays, and what was cut (oldest first)."""
+
+    kept: str
+    removed: str
+
+
+def cut_to_budget(text: str, max_tokens: int, counter: TokenCounter, marker_tokens: int) -> Cut:
+    """Keep the newest lines of ``text`` (the end) within ``max_tokens`` minus room for a
+    marker; everything before them is ``removed``. A single line too long to keep is cut
+    inside, keeping its end."""
+    if counter.count(text) <= max_tokens:
+        return Cut(text, "")
+    room = max(0, max_tokens - marker_tokens)
+    lines = text.split("\n")
+    kept: list[str] = []
+    for line in reversed(lines):
+        candidate = "\n".join([line, *kept])
+        if counter.count(candidate) > room:
+            break
+        kept.insert(0, line)
+    if not kept and room > 0:  # the last line alone is too long: keep its tail
+        last = lines[-1]
+        lo, hi = 0, len(last)
+        while lo < hi:  # the longest tail that fits
+            mid = (lo + hi) // 2
+            if counter.count(last[len(last) - mid :]) <= room:
+                lo = mid + 1
+            else:
+                hi = mid
+        tail = last[len(last) - max(0, lo - 1) :] if lo else ""
+        removed = "\n".join([*lines[:-1], last[: len(last) - len(tail)]])
+        return Cut(tail, removed)
+    removed = "\n".join(lines[: len(lines) - len(kept)])
+    return Cut("\n".join(kept), removed)
+
+
+def marker(reference: str) -> str:
+    """The line that ends a condensed section, naming where the cut text went."""
+    return f"[condensed: earlier text moved to {reference}]"
