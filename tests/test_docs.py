@@ -81,3 +81,14 @@ def test_every_command_has_help_with_an_example_and_is_in_the_readme() -> None:
     for name, help_text in listed:
         assert re.search(r"Example: .*agent-notebook ", help_text), f"'{name}' has no example"
         assert f"agent-notebook {name}" in README, f"README does not document '{name}'"
+
+
+@pytest.mark.parametrize("index", range(len(re.findall(r"```python\n", README))))
+def test_python_examples_in_the_readme_run(index: int, tmp_path: Path) -> None:
+    code = re.findall(r"```python\n(.*?)```", README, flags=re.S)[index]
+    code = code.replace("/tmp/my-notebook", str(tmp_path / "nb"))
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip()

@@ -6,6 +6,7 @@ share one file: LangGraph's ``SqliteStore`` on ``notebook.db`` for the SQLite ba
 from __future__ import annotations
 
 import sqlite3
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from langgraph.store.base import BaseStore
@@ -14,10 +15,12 @@ from langgraph.store.sqlite import SqliteStore
 
 from .errors import StorageError
 from .storage import StorageBackend
-from .storage.files import ensure_private_file
+from .storage.files import ensure_private_file, exclusive_lock
 
 STORE_FILE = "store.db"
 BUSY_TIMEOUT_MS = 60_000
+LOCK_SUFFIX = ".lock"
+LOCK_TIMEOUT_S = 60.0
 
 
 def store_path(backend: StorageBackend) -> Path | None:
@@ -45,6 +48,19 @@ def open_store(backend: StorageBackend) -> tuple[BaseStore, sqlite3.Connection |
     except sqlite3.Error as err:
         raise StorageError(f"{path}: cannot open the LangGraph store: {err}") from err
     return store, conn
+
+
+def write_lock(store: BaseStore) -> AbstractContextManager[None]:
+    """A lock that serialises read-modify-write cycles on ``store`` across processes: a file
+    lock beside a ``SqliteStore``'s database file. Stores that live in one process need
+    none (callers also lock in-process); others get none, so only their writes' own
+    atomicity holds."""
+    if isinstance(store, SqliteStore):
+        rows = store.conn.execute("PRAGMA database_list").fetchall()
+        main = next((file for _, name, file in rows if name == "main"), "")
+        if main:
+            return exclusive_lock(Path(main + LOCK_SUFFIX), LOCK_TIMEOUT_S)
+    return nullcontext()
 
 
 def _setup(store: SqliteStore) -> None:

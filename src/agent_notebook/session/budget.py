@@ -2,8 +2,8 @@
 
 A plan says, per section, what text stays and what is cut (oldest first); the caller keeps
 the cut text somewhere durable first, then writes each section as ``kept`` plus a marker
-naming where the cut text went. Markers are measured with the longest reference a caller
-may produce, so the real ones always fit.
+naming where the cut text went. Markers are measured with a placeholder at least as long as
+any reference the caller will write, so the real ones always fit.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from ..tokens import TokenCounter
 from .sections import SECTIONS, Sections, cut_to_budget, marker, render
 
-#: Stands in for a real reference while measuring (references are shorter).
+#: Stands in for a real reference while measuring; callers whose references may be longer
+#: pass their own placeholder.
 PLACEHOLDER_REFERENCE = "moment m_99999999999999"
 
 
@@ -23,12 +24,16 @@ class SectionCut:
     removed: str
 
 
-def marker_tokens(counter: TokenCounter) -> int:
-    return counter.count("\n" + marker(PLACEHOLDER_REFERENCE))
+def marker_tokens(counter: TokenCounter, placeholder: str = PLACEHOLDER_REFERENCE) -> int:
+    return counter.count("\n" + marker(placeholder))
 
 
 def plan_section_cut(
-    text: str, max_tokens: int, counter: TokenCounter, previous: SectionCut | None = None
+    text: str,
+    max_tokens: int,
+    counter: TokenCounter,
+    previous: SectionCut | None = None,
+    placeholder: str = PLACEHOLDER_REFERENCE,
 ) -> SectionCut | None:
     """Cut ``text`` to ``max_tokens`` including its marker; ``None`` when it already fits.
     With ``previous`` (an earlier cut of the same section in this plan), cut from what that
@@ -36,11 +41,10 @@ def plan_section_cut(
     base = previous.kept if previous is not None else text
     if previous is None and counter.count(text) <= max_tokens:
         return None
-    cut = cut_to_budget(base, max_tokens, counter, marker_tokens(counter))
+    cut = cut_to_budget(base, max_tokens, counter, marker_tokens(counter, placeholder))
     if previous is not None and not cut.removed:
         return previous
-    removed = "\n".join(p for p in (previous.removed if previous else "", cut.removed) if p)
-    return SectionCut(kept=cut.kept, removed=removed)
+    return SectionCut(kept=cut.kept, removed=(previous.removed if previous else "") + cut.removed)
 
 
 def with_marker(kept: str, reference: str) -> str:
@@ -48,26 +52,31 @@ def with_marker(kept: str, reference: str) -> str:
 
 
 def plan_budget(
-    sections: Sections, max_section_tokens: int, max_total_tokens: int, counter: TokenCounter
+    sections: Sections,
+    max_section_tokens: int,
+    max_total_tokens: int,
+    counter: TokenCounter,
+    placeholder: str = PLACEHOLDER_REFERENCE,
 ) -> dict[str, SectionCut]:
     """Cuts that bring every section within ``max_section_tokens`` and the whole rendered
     notebook within ``max_total_tokens``, condensing the largest sections first."""
     cuts: dict[str, SectionCut] = {}
     work = dict(sections)
     for name in SECTIONS:
-        if (cut := plan_section_cut(work[name], max_section_tokens, counter)) is not None:
+        cut = plan_section_cut(work[name], max_section_tokens, counter, placeholder=placeholder)
+        if cut is not None:
             cuts[name] = cut
-            work[name] = with_marker(cut.kept, PLACEHOLDER_REFERENCE)
-    floor = marker_tokens(counter)
+            work[name] = with_marker(cut.kept, placeholder)
+    floor = marker_tokens(counter, placeholder)
     while (excess := counter.count(render(work)) - max_total_tokens) > 0:
         name = max(SECTIONS, key=lambda n: (counter.count(work[n]), -list(SECTIONS).index(n)))
         size = counter.count(work[name])
         if size <= floor:  # nothing left to cut: the headers alone exceed the total
             break
         target = max(floor, size - excess)
-        cut = plan_section_cut(work[name], target, counter, cuts.get(name))
+        cut = plan_section_cut(work[name], target, counter, cuts.get(name), placeholder)
         if cut is None or cut is cuts.get(name):
             break
         cuts[name] = cut
-        work[name] = with_marker(cut.kept, PLACEHOLDER_REFERENCE)
+        work[name] = with_marker(cut.kept, placeholder)
     return cuts

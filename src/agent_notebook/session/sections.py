@@ -32,7 +32,10 @@ SECTIONS: Final[dict[str, str]] = {
 SECTION_NAMES: Final = tuple(SECTIONS)
 TITLE: Final = "# Session Notebook"
 
-_HEADER = re.compile(r"^## (" + "|".join(re.escape(n) for n in SECTIONS) + r")[ \t]*$", re.M)
+_NAMES = "|".join(re.escape(n) for n in SECTIONS)
+_HEADER = re.compile(rf"^## ({_NAMES})[ \t]*$", re.M)
+_HEADER_LIKE = re.compile(rf"^\\*## ({_NAMES})[ \t]*$", re.M)
+_ESCAPED_HEADER = re.compile(rf"^\\+## ({_NAMES})[ \t]*$", re.M)
 
 Sections = dict[str, str]
 
@@ -49,12 +52,22 @@ def empty_sections() -> Sections:
     return dict.fromkeys(SECTIONS, "")
 
 
+def _escape(body: str) -> str:
+    """A content line that reads as a section header gets one more leading backslash, so it
+    stays content; :func:`_unescape` takes it off again."""
+    return _HEADER_LIKE.sub(lambda m: "\\" + m[0], body)
+
+
+def _unescape(body: str) -> str:
+    return _ESCAPED_HEADER.sub(lambda m: m[0][1:], body)
+
+
 def render(sections: Sections) -> str:
     """The whole notebook, headers and guidance lines included, sections in seed order."""
     parts = [TITLE, ""]
     for name, purpose in SECTIONS.items():
         parts += [f"## {name}", f"_{purpose}_"]
-        body = sections.get(name, "").strip("\n")
+        body = _escape(sections.get(name, "").strip("\n"))
         if body:
             parts.append(body)
         parts.append("")
@@ -83,6 +96,7 @@ def parse(content: str) -> Sections:
         guidance = f"_{SECTIONS[m[1]]}_"
         if body.startswith(guidance):
             body = body[len(guidance) :].lstrip("\n")
+        body = _unescape(body)
         previous = sections[m[1]]
         sections[m[1]] = f"{previous}\n{body}".strip("\n") if previous else body
     return sections
@@ -97,33 +111,28 @@ class Cut:
 
 
 def cut_to_budget(text: str, max_tokens: int, counter: TokenCounter, marker_tokens: int) -> Cut:
-    """Keep the newest lines of ``text`` (the end) within ``max_tokens`` minus room for a
-    marker; everything before them is ``removed``. A single line too long to keep is cut
+    """Keep the newest lines of ``text`` (its end) within ``max_tokens`` minus room for a
+    marker; ``removed + kept == text``, always. A last line too long to keep whole is cut
     inside, keeping its end."""
     if counter.count(text) <= max_tokens:
         return Cut(text, "")
     room = max(0, max_tokens - marker_tokens)
-    lines = text.split("\n")
-    kept: list[str] = []
-    for line in reversed(lines):
-        candidate = "\n".join([line, *kept])
-        if counter.count(candidate) > room:
+    starts = [0, *(i + 1 for i, ch in enumerate(text) if ch == "\n")]
+    split = len(text)
+    for start in reversed(starts):  # newest line first
+        if counter.count(text[start:]) > room:
             break
-        kept.insert(0, line)
-    if not kept and room > 0:  # the last line alone is too long: keep its tail
-        last = lines[-1]
-        lo, hi = 0, len(last)
-        while lo < hi:  # the longest tail that fits
+        split = start
+    if split >= starts[-1] and counter.count(text[starts[-1] :]) > room:
+        lo, hi = starts[-1], len(text)  # the last line alone is too long: its longest tail
+        while lo < hi:
             mid = (lo + hi) // 2
-            if counter.count(last[len(last) - mid :]) <= room:
-                lo = mid + 1
-            else:
+            if counter.count(text[mid:]) <= room:
                 hi = mid
-        tail = last[len(last) - max(0, lo - 1) :] if lo else ""
-        removed = "\n".join([*lines[:-1], last[: len(last) - len(tail)]])
-        return Cut(tail, removed)
-    removed = "\n".join(lines[: len(lines) - len(kept)])
-    return Cut("\n".join(kept), removed)
+            else:
+                lo = mid + 1
+        split = lo
+    return Cut(kept=text[split:], removed=text[:split])
 
 
 def marker(reference: str) -> str:

@@ -34,6 +34,7 @@ from ..enrich import identifiers
 from ..errors import Conflict, InvalidInput, NotFound
 from ..model import SESSION_ID_RE, UtcTime, normalize_concept, now_utc
 from ..notebook import Notebook
+from ..stores import write_lock
 from ..tokens import DEFAULT_COUNTER, TokenCounter
 from . import budget, sections
 from .activity import ActivityMark, count_activity, mark_after
@@ -133,6 +134,10 @@ class SessionNotebookSync:
         self.notebook = notebook
         self.budgets = budgets or SessionBudgets()
         self.tokens = token_counter
+        # As long as any reference _keep_cut may write, so markers are measured generously.
+        self._placeholder = max(
+            budget.PLACEHOLDER_REFERENCE, self._store_reference(10**12), key=len
+        )
 
     # -- storage ----------------------------------------------------------------------------
 
@@ -148,8 +153,9 @@ class SessionNotebookSync:
         )
 
     def _change(self, change: Callable[[StoredNotebook], _T]) -> _T:
-        """Read, change and write the item; retried when another process wrote in between."""
-        with _lock_for(self.store, self.thread_id):
+        """Read, change and write the item under the in-process and cross-process locks;
+        retried when a writer outside those locks changed it in between."""
+        with _lock_for(self.store, self.thread_id), write_lock(self.store):
             for _ in range(WRITE_ATTEMPTS):
                 state = self._read() or self._fresh()
                 revision = state.revision
@@ -221,7 +227,9 @@ class SessionNotebookSync:
 
         def condense(state: StoredNotebook) -> str | None:
             current = sections.parse(state.content)
-            cut = budget.plan_section_cut(current[name], limit, self.tokens)
+            cut = budget.plan_section_cut(
+                current[name], limit, self.tokens, placeholder=self._placeholder
+            )
             if cut is None:
                 return None
             return self._apply_cuts(state, current, {name: cut})[name]
@@ -235,7 +243,9 @@ class SessionNotebookSync:
 
         def enforce(state: StoredNotebook) -> dict[str, str]:
             current = sections.parse(state.content)
-            cuts = budget.plan_budget(current, self.budgets.max_section_tokens, total, self.tokens)
+            cuts = budget.plan_budget(
+                current, self.budgets.max_section_tokens, total, self.tokens, self._placeholder
+            )
             return self._apply_cuts(state, current, cuts) if cuts else {}
 
         return self._change(enforce)
@@ -278,7 +288,11 @@ class SessionNotebookSync:
             state.content = sections.render(merged)
             state.last_update = ActivityMark.after(messages)
             cuts = budget.plan_budget(
-                merged, self.budgets.max_section_tokens, self.budgets.max_total_tokens, self.tokens
+                merged,
+                self.budgets.max_section_tokens,
+                self.budgets.max_total_tokens,
+                self.tokens,
+                self._placeholder,
             )
             return self._apply_cuts(state, merged, cuts) if cuts else {}
 
@@ -349,10 +363,13 @@ class SessionNotebookSync:
             )
             return f"moment {moment.id}"
         state.cuts += 1
-        key = f"cut_{state.cuts}"
         value = {"section": section, "text": text, "at": now_utc().isoformat()}
+        key = f"cut_{state.cuts}"
         self.store.put((*self.namespace, CUTS_NAMESPACE), key, value, index=False)
-        return f"store item {NAMESPACE_ROOT}/{self.thread_id}/{CUTS_NAMESPACE}/{key}"
+        return self._store_reference(state.cuts)
+
+    def _store_reference(self, number: int) -> str:
+        return f"store item {NAMESPACE_ROOT}/{self.thread_id}/{CUTS_NAMESPACE}/cut_{number}"
 
     def _long_term_session(self, state: StoredNotebook) -> str:
         assert self.notebook is not None

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
+
+from ..errors import StorageError
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
@@ -60,3 +65,26 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path, timeout_s: float = 30.0) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created owner-only): one holder at a time,
+    across processes and across separately opened handles in one process."""
+    fd = os.open(ensure_private_file(path), os.O_RDWR)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StorageError(
+                        f"{path}: another process has held this lock for {timeout_s:.0f}s; "
+                        "retry when it is done"
+                    ) from None
+                time.sleep(0.005)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -86,10 +86,9 @@ class StagedBackend(StorageBackend):
     def _invalidate(self) -> None:
         """``_persist`` failed: forget the in-memory state so the next read reloads it."""
 
-    @contextmanager
-    def _writer_lock(self) -> Iterator[None]:
+    def _writer_lock(self) -> AbstractContextManager[None]:
         """Exclude writers of other processes for the length of a transaction."""
-        yield
+        return nullcontext()
 
     # -- transactions ---------------------------------------------------------------------
 

@@ -21,19 +21,22 @@ volume.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
-from ..errors import CorruptFile, StorageError
+from ..errors import CorruptFile
 from ..model import SCHEMA_VERSION, Moment, Session
 from . import yamlcodec
 from .base import Capabilities
-from .files import ensure_private_dir, ensure_private_file, fsync_dir, write_atomic
+from .files import (
+    ensure_private_dir,
+    ensure_private_file,
+    exclusive_lock,
+    fsync_dir,
+    write_atomic,
+)
 from .staged import NotebookState, StagedBackend, StagedChanges
 
 INDEX_FILE = "index.yaml"
@@ -77,25 +80,8 @@ class YamlDirBackend(StagedBackend):
 
     # -- hooks ------------------------------------------------------------------------------
 
-    @contextmanager
-    def _writer_lock(self) -> Iterator[None]:
-        fd = os.open(self._lock_path, os.O_RDWR)
-        try:
-            deadline = time.monotonic() + LOCK_TIMEOUT_S
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise StorageError(
-                            f"{self._lock_path}: another process has held the notebook's "
-                            f"write lock for {LOCK_TIMEOUT_S:.0f}s; retry when it is done"
-                        ) from None
-                    time.sleep(0.005)
-            yield
-        finally:
-            os.close(fd)  # closing releases the lock
+    def _writer_lock(self) -> AbstractContextManager[None]:
+        return exclusive_lock(self._lock_path, LOCK_TIMEOUT_S)
 
     def _index_signature(self) -> _Signature | None:
         """What identifies the committed state: the file's identity plus the revision in its
