@@ -162,3 +162,16 @@ def test_opening_a_missing_notebook_says_how_to_create_it(tmp_path: Path) -> Non
     result = cli(tmp_path / "nowhere", "sessions")
     assert result.returncode == 1 and "agent-notebook init" in result.stderr.decode()
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_session_notebook_commands(home: Path) -> None:
+    set_ = cli(home, "notebook", "set", "t-1", "Current State", stdin=b"Implementing auth\n")
+    assert set_.returncode == 0 and set_.stdout.decode().strip() == "Implementing auth"
+    shown = data(cli(home, "notebook", "show", "t-1", "--section", "Current State", "-f", "json"))
+    assert shown["content"] == "Implementing auth"
+    whole = cli(home, "notebook", "show", "t-1")
+    assert "## Worklog\n_Chronological activity log_" in whole.stdout.decode()
+    bad = cli(home, "notebook", "set", "t-1", "Bogus", stdin=b"x")
+    assert bad.returncode == 1 and "Current State" in bad.stderr.decode()
+    dotted = cli(home, "notebook", "show", "a.b")
+    assert dotted.returncode == 1 and "period" in dotted.stderr.decode()

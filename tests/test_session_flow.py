@@ -12,7 +12,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from agent_notebook import Notebook
+from agent_notebook import InvalidInput, Notebook
 from agent_notebook.session import SECTION_NAMES
 from agent_notebook.session.sections import Sections, parse
 from agent_notebook.session.updaters import (
@@ -160,3 +160,22 @@ def test_an_update_that_overflows_is_condensed_into_moments(nb: Notebook) -> Non
     kept = notes.get_section("Worklog").rsplit("\n", 1)[0]
     assert notes.fetch_cut(reference) + kept == huge
     assert report.vanished_identifiers == []  # condensed text is not vanished
+
+
+def test_budgets_come_from_config_yaml(tmp_path: Path) -> None:
+    home = tmp_path / "configured"
+    home.mkdir()
+    (home / "config.yaml").write_text(
+        "session_notebook:\n  message_threshold: 2\n  max_section_tokens: 64\n", encoding="utf-8"
+    )
+    with Notebook.open(home) as nb:
+        notes = nb.session_notebook(THREAD).sync
+        assert notes.budgets.message_threshold == 2 and notes.budgets.tool_call_threshold == 4
+        assert notes.should_update(conversation()[:2]) is True
+        notes.update_section("Worklog", "x" * 1000)
+        assert notes.enforce_budget() and notes.estimate_tokens(notes.get_section("Worklog")) <= 64
+    (home / "config.yaml").write_text(
+        "session_notebook:\n  max_total_tokens: 10\n", encoding="utf-8"
+    )
+    with pytest.raises(InvalidInput, match="max_total_tokens"):
+        Notebook.open(home)
