@@ -8,6 +8,7 @@ composes the backend's primitives inside transactions, so every backend behaves 
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -48,7 +49,7 @@ from .model import (
     validate_record,
 )
 from .storage import MomentFilter, StorageBackend, files, open_backend
-from .stores import open_store
+from .stores import open_store, write_lock
 from .tokens import DEFAULT_COUNTER, TokenCounter
 
 if TYPE_CHECKING:
@@ -59,6 +60,8 @@ RECENT_MOMENTS = 20
 MAX_SEARCH_LIMIT = 1000
 
 Progress = Callable[[int], None]
+THREADS_NAMESPACE = ("threads",)
+_thread_lock = threading.Lock()
 _T = TypeVar("_T")
 _Item = TypeVar("_Item", PendingItem, Escalation)
 
@@ -114,6 +117,24 @@ class Notebook:
         if self._store is None:
             self._store, self._store_conn = open_store(self.backend)
         return self._store
+
+    def thread_session(self, thread_id: str) -> str:
+        """The long-term session of a LangGraph thread (a thread *is* a session): the thread
+        id itself when it names a session, else the session started for it on first use,
+        remembered in :attr:`store` under ``("threads",)``."""
+        if SESSION_ID_RE.fullmatch(thread_id) and self.backend.get_session(thread_id):
+            return thread_id
+        item = self.store.get(THREADS_NAMESPACE, thread_id)
+        if item is not None:
+            return str(item.value["session_id"])
+        with _thread_lock, write_lock(self.store):
+            item = self.store.get(THREADS_NAMESPACE, thread_id)  # another writer was first?
+            if item is not None:
+                return str(item.value["session_id"])
+            session = self.start_session(f"Thread {thread_id}")
+            self.link(session.id, f"thread:{thread_id}", relation="thread")
+            self.store.put(THREADS_NAMESPACE, thread_id, {"session_id": session.id}, index=False)
+            return session.id
 
     def session_notebook(self, thread_id: str) -> SessionNotebook:
         """The session notebook of ``thread_id`` in :attr:`store`, condensing into this

@@ -13,7 +13,6 @@ one thread are serialised in-process; across processes a revision check retries 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 import weakref
@@ -32,7 +31,7 @@ from ..config import (
 )
 from ..enrich import identifiers
 from ..errors import Conflict, InvalidInput, NotFound
-from ..model import SESSION_ID_RE, UtcTime, normalize_concept, now_utc
+from ..model import UtcTime, normalize_concept, now_utc
 from ..notebook import Notebook
 from ..stores import write_lock
 from ..tokens import DEFAULT_COUNTER, TokenCounter
@@ -374,13 +373,7 @@ class SessionNotebookSync:
     def _long_term_session(self, state: StoredNotebook) -> str:
         assert self.notebook is not None
         if state.session_id is None:
-            if SESSION_ID_RE.fullmatch(self.thread_id):
-                with contextlib.suppress(NotFound):
-                    state.session_id = self.notebook.get_session(self.thread_id).id
-            if state.session_id is None:
-                session = self.notebook.start_session(f"Thread {self.thread_id}")
-                self.notebook.link(session.id, f"thread:{self.thread_id}", relation="thread")
-                state.session_id = session.id
+            state.session_id = self.notebook.thread_session(self.thread_id)
         return state.session_id
 
     def fetch_cut(self, reference: str) -> str:

@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,10 +68,18 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+_held = threading.local()  # the lock files this thread holds, for re-entry
+
+
 @contextlib.contextmanager
 def exclusive_lock(path: Path, timeout_s: float = 30.0) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``path`` (created owner-only): one holder at a time,
-    across processes and across separately opened handles in one process."""
+    across processes and across threads; re-entrant within the thread that holds it."""
+    held: set[str] = _held.__dict__.setdefault("paths", set())
+    key = str(path)
+    if key in held:
+        yield
+        return
     fd = os.open(ensure_private_file(path), os.O_RDWR)
     try:
         deadline = time.monotonic() + timeout_s
@@ -85,6 +94,10 @@ def exclusive_lock(path: Path, timeout_s: float = 30.0) -> Iterator[None]:
                         "retry when it is done"
                     ) from None
                 time.sleep(0.005)
-        yield
+        held.add(key)
+        try:
+            yield
+        finally:
+            held.discard(key)
     finally:
         os.close(fd)  # closing releases the lock
