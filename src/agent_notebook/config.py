@@ -9,6 +9,7 @@ home                ``--home`` / ``home=``    AGENT_NOTEBOOK_HOME    ``~/.agent-
 backend             ``backend=``              AGENT_NOTEBOOK_BACKEND ``sqlite`` (notebook.db)
 sqlite_synchronous  —                         —                      ``FULL``
 session_notebook    ``budgets=``              —                      seed 000's constants
+chat.model          ``--model`` / ``model=``  AGENT_NOTEBOOK_MODEL   none (an error says so)
 ==================  ========================  =====================  ======================
 
 ``backend`` is ``sqlite`` (``<home>/notebook.db``), ``yaml`` (the seed's YAML layout inside
@@ -52,6 +53,28 @@ class SessionBudgets(BaseModel):
     max_total_tokens: int = Field(DEFAULT_MAX_TOTAL_TOKENS, ge=256)
 
 
+class ChatSettings(BaseModel):
+    """The chat graph's settings (``chat:`` in ``config.yaml``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: The default chat model, "provider:model"; AGENT_NOTEBOOK_MODEL when unset.
+    model: str | None = None
+    #: A directory whose ``chat/system.jinja`` replaces the package's prompt.
+    prompts_dir: Path | None = None
+    #: A separate checkpoint database (the seed's ``data/sqlite-db/checkpoints.sqlite``);
+    #: default: the notebook's own file.
+    checkpoints: Path | None = None
+    #: Checkpoints kept per thread; older ones are deleted, so the database stays bounded.
+    keep_checkpoints: int = Field(2, ge=1)
+    #: Live messages past this many tokens are compacted into the condensed history.
+    live_budget_tokens: int = Field(6000, ge=256)
+    condensed_history_tokens: int = Field(800, ge=64)
+    context_budget_tokens: int = Field(4000, ge=256)
+    notebook_updater: Literal["deterministic", "llm"] = "deterministic"
+    summarizer: Literal["extractive", "llm"] = "extractive"
+
+
 class NotebookConfig(BaseModel):
     """The contents of ``config.yaml``."""
 
@@ -61,6 +84,7 @@ class NotebookConfig(BaseModel):
     backend: str = "sqlite"
     sqlite_synchronous: Literal["NORMAL", "FULL", "EXTRA"] = "FULL"
     session_notebook: SessionBudgets = Field(default_factory=SessionBudgets)
+    chat: ChatSettings = Field(default_factory=ChatSettings)
 
 
 def resolve_home(home: Path | str | None = None) -> Path:

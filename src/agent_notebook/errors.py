@@ -95,7 +95,10 @@ class CorruptFile(StorageError):
 class MissingDependency(NotebookError, ImportError):
     """An optional part of agent-notebook is not installed."""
 
-    def __init__(self, feature: str, extra: str) -> None:
-        super().__init__(
-            f"{feature} needs an optional dependency: pip install 'agent-notebook[{extra}]'"
+    def __init__(
+        self, feature: str, extra: str | None = None, *, package: str | None = None
+    ) -> None:
+        command = (
+            f"pip install '{package}'" if package else f"pip install 'agent-notebook[{extra}]'"
         )
+        super().__init__(f"{feature} needs an optional dependency: {command}")

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from pydantic import ValidationError
 
@@ -49,7 +50,7 @@ from .model import (
     validate_record,
 )
 from .storage import MomentFilter, StorageBackend, files, open_backend
-from .stores import open_store, write_lock
+from .stores import open_checkpointer, open_store, write_lock
 from .tokens import DEFAULT_COUNTER, TokenCounter
 
 if TYPE_CHECKING:
@@ -88,6 +89,8 @@ class Notebook:
         self.config = config or cfg.NotebookConfig()
         self._store: BaseStore | None = None
         self._store_conn: sqlite3.Connection | None = None
+        self._checkpointer: BaseCheckpointSaver[Any] | None = None
+        self._checkpointer_conn: sqlite3.Connection | None = None
 
     @classmethod
     def open(
@@ -104,10 +107,22 @@ class Notebook:
         return cls(storage, home=root, config=conf)
 
     def close(self) -> None:
-        if self._store_conn is not None:
-            self._store_conn.close()
-            self._store, self._store_conn = None, None
+        for conn in (self._store_conn, self._checkpointer_conn):
+            if conn is not None:
+                conn.close()
+        self._store = self._store_conn = self._checkpointer = self._checkpointer_conn = None
         self.backend.close()
+
+    @property
+    def checkpointer(self) -> BaseCheckpointSaver[Any]:
+        """LangGraph's ``SqliteSaver`` on this notebook's file (or ``chat.checkpoints``),
+        keeping the latest ``chat.keep_checkpoints`` checkpoints of each thread."""
+        if self._checkpointer is None:
+            chat = self.config.chat
+            self._checkpointer, self._checkpointer_conn = open_checkpointer(
+                self.backend, chat.checkpoints, chat.keep_checkpoints
+            )
+        return self._checkpointer
 
     @property
     def store(self) -> BaseStore:

@@ -1,6 +1,7 @@
-"""LangGraph stores on a notebook's own storage, so an app's store and the session notebooks
-share one file: LangGraph's ``SqliteStore`` on ``notebook.db`` for the SQLite backend, on
-``store.db`` beside a YAML notebook, and ``InMemoryStore`` for in-memory notebooks.
+"""LangGraph stores and checkpointers on a notebook's own storage, so an app's store, its
+threads' checkpoints and the session notebooks share one file: LangGraph's ``SqliteStore``
+and ``SqliteSaver`` on ``notebook.db`` for the SQLite backend, on ``store.db`` beside a YAML
+notebook, and in-memory ones for in-memory notebooks.
 """
 
 from __future__ import annotations
@@ -8,16 +9,22 @@ from __future__ import annotations
 import sqlite3
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
 from .errors import StorageError
 from .storage import StorageBackend
-from .storage.files import ensure_private_file, exclusive_lock
+from .storage.files import ensure_private_dir, ensure_private_file, exclusive_lock
 
 STORE_FILE = "store.db"
+CHECKPOINT_FILE = "checkpoints.db"
 BUSY_TIMEOUT_MS = 60_000
 LOCK_SUFFIX = ".lock"
 LOCK_TIMEOUT_S = 60.0
@@ -48,6 +55,53 @@ def open_store(backend: StorageBackend) -> tuple[BaseStore, sqlite3.Connection |
     except sqlite3.Error as err:
         raise StorageError(f"{path}: cannot open the LangGraph store: {err}") from err
     return store, conn
+
+
+class BoundedSqliteSaver(SqliteSaver):
+    """LangGraph's ``SqliteSaver`` that keeps only the latest ``keep`` checkpoints of each
+    thread (and their writes), so a thread's database footprint stays bounded however long
+    it runs. Time travel reaches back ``keep`` checkpoints."""
+
+    def __init__(self, conn: sqlite3.Connection, *, keep: int = 2) -> None:
+        super().__init__(conn)
+        self.keep = keep
+
+    def put(self, config: RunnableConfig, *args: Any, **kwargs: Any) -> RunnableConfig:
+        saved = super().put(config, *args, **kwargs)
+        thread = saved["configurable"]
+        with self.cursor() as cur:
+            for table in ("checkpoints", "writes"):
+                cur.execute(
+                    f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ? "
+                    "AND checkpoint_id NOT IN (SELECT checkpoint_id FROM checkpoints "
+                    "WHERE thread_id = ? AND checkpoint_ns = ? "
+                    "ORDER BY checkpoint_id DESC LIMIT ?)",
+                    (thread["thread_id"], thread["checkpoint_ns"]) * 2 + (self.keep,),
+                )
+        return saved
+
+
+def open_checkpointer(
+    backend: StorageBackend, path: Path | None = None, keep: int = 2
+) -> tuple[BaseCheckpointSaver[Any], sqlite3.Connection | None]:
+    """A checkpointer for ``backend``'s threads (on ``path`` when given) and its connection."""
+    if path is None:
+        path = store_path(backend)
+        if path is not None and backend.capabilities.name != "sqlite":
+            path = path.with_name(CHECKPOINT_FILE)
+    if path is None:
+        return InMemorySaver(), None
+    path = Path(path).expanduser()
+    ensure_private_dir(path.parent)
+    ensure_private_file(path)  # created again if it was deleted
+    try:
+        conn = sqlite3.connect(path, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        saver = BoundedSqliteSaver(conn, keep=keep)
+        saver.setup()
+    except sqlite3.Error as err:
+        raise StorageError(f"{path}: cannot open the checkpoint database: {err}") from err
+    return saver, conn
 
 
 def write_lock(store: BaseStore) -> AbstractContextManager[None]:
