@@ -88,9 +88,8 @@ class Notebook:
         self.tokens = token_counter
         self.config = config or cfg.NotebookConfig()
         self._store: BaseStore | None = None
-        self._store_conn: sqlite3.Connection | None = None
-        self._checkpointer: BaseCheckpointSaver[Any] | None = None
-        self._checkpointer_conn: sqlite3.Connection | None = None
+        self._checkpointers: dict[tuple[Path | None, int], BaseCheckpointSaver[Any]] = {}
+        self._connections: list[sqlite3.Connection] = []  # closed with the notebook
 
     @classmethod
     def open(
@@ -107,22 +106,28 @@ class Notebook:
         return cls(storage, home=root, config=conf)
 
     def close(self) -> None:
-        for conn in (self._store_conn, self._checkpointer_conn):
-            if conn is not None:
-                conn.close()
-        self._store = self._store_conn = self._checkpointer = self._checkpointer_conn = None
+        for conn in self._connections:
+            conn.close()
+        self._connections.clear()
+        self._store = None
+        self._checkpointers.clear()
         self.backend.close()
 
     @property
     def checkpointer(self) -> BaseCheckpointSaver[Any]:
         """LangGraph's ``SqliteSaver`` on this notebook's file (or ``chat.checkpoints``),
         keeping the latest ``chat.keep_checkpoints`` checkpoints of each thread."""
-        if self._checkpointer is None:
-            chat = self.config.chat
-            self._checkpointer, self._checkpointer_conn = open_checkpointer(
-                self.backend, chat.checkpoints, chat.keep_checkpoints
-            )
-        return self._checkpointer
+        return self.checkpointer_for(self.config.chat)
+
+    def checkpointer_for(self, chat: cfg.ChatSettings) -> BaseCheckpointSaver[Any]:
+        """The checkpointer ``chat`` settings ask for, opened once and closed with the notebook."""
+        key = (chat.checkpoints, chat.keep_checkpoints)
+        if key not in self._checkpointers:
+            saver, conn = open_checkpointer(self.backend, chat.checkpoints, chat.keep_checkpoints)
+            self._checkpointers[key] = saver
+            if conn is not None:
+                self._connections.append(conn)
+        return self._checkpointers[key]
 
     @property
     def store(self) -> BaseStore:
@@ -130,7 +135,9 @@ class Notebook:
         ``notebook.db``): give it to your LangGraph app, and the session notebooks and your
         app's items share one file."""
         if self._store is None:
-            self._store, self._store_conn = open_store(self.backend)
+            self._store, conn = open_store(self.backend)
+            if conn is not None:
+                self._connections.append(conn)
         return self._store
 
     def thread_session(self, thread_id: str) -> str:
@@ -438,12 +445,11 @@ class Notebook:
             until=None if until is None else _aware(until, "until"),
             speaker=speaker,
         )
-        hits = []
-        for moment_id, score in self.backend.search_text(query, where, _limit(limit)):
-            moment = self.backend.get_moment(moment_id)
-            if moment is not None:
-                hits.append(SearchHit(moment=moment, score=score))
-        return hits
+        ranked = self.backend.search_text(query, where, _limit(limit))
+        moments = {m.id: m for m in self.backend.get_moments([mid for mid, _ in ranked])}
+        return [
+            SearchHit(moment=moments[mid], score=score) for mid, score in ranked if mid in moments
+        ]
 
     # -- ingest, export, import -------------------------------------------------------------
 

@@ -111,6 +111,10 @@ class StorageBackend(ABC):
     @abstractmethod
     def get_moment(self, moment_id: str) -> Moment | None: ...
 
+    def get_moments(self, moment_ids: Sequence[str]) -> list[Moment]:
+        """The moments that exist among ``moment_ids``, in the order asked."""
+        return [m for m in map(self.get_moment, moment_ids) if m is not None]
+
     @abstractmethod
     def list_moments(
         self, session_id: str | None = None, offset: int = 0, limit: int | None = None

@@ -186,6 +186,13 @@ class TestMoments:
     def test_unknown_moment_is_none(self, backend: StorageBackend) -> None:
         assert backend.get_moment("m_404") is None
 
+    def test_get_many_in_the_order_asked_skipping_unknown(self, backend: StorageBackend) -> None:
+        backend.put_session(make_session())
+        backend.put_moments([make_moment(n, f"text {n}") for n in (1, 2, 3)])
+        found = backend.get_moments(["m_3", "m_404", "m_1", "m_3"])
+        assert [m.id for m in found] == ["m_3", "m_1", "m_3"]
+        assert found[1] == backend.get_moment("m_1")
+
     def test_put_replaces_text_concepts_and_index(self, backend: StorageBackend) -> None:
         backend.put_session(make_session())
         backend.put_moments([make_moment(1, "about kangaroos", concepts=["kangaroo"])])

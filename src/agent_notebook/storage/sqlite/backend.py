@@ -192,6 +192,19 @@ class SqliteBackend(StorageBackend):
         rows = self._query("SELECT text, body FROM moments WHERE num = ?", (num,))
         return self._moments_from(rows)[0] if rows else None
 
+    def get_moments(self, moment_ids: Sequence[str]) -> list[Moment]:
+        nums = [int(check_moment_id(mid)[2:]) for mid in moment_ids]
+        found: dict[int, Moment] = {}
+        for start in range(0, len(nums), 500):  # SQLite caps the number of parameters
+            chunk = nums[start : start + 500]
+            rows = self._query(
+                f"SELECT num, text, body FROM moments WHERE num IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+            loaded = self._moments_from([(text, body) for _, text, body in rows])
+            found.update(zip((num for num, _, _ in rows), loaded, strict=True))
+        return [found[n] for n in nums if n in found]
+
     def list_moments(
         self, session_id: str | None = None, offset: int = 0, limit: int | None = None
     ) -> list[Moment]:

@@ -1,0 +1,70 @@
+"""Choosing the chat model of a turn: the request's ``model_override``, else the default
+(``config.yaml``'s ``model`` or ``AGENT_NOTEBOOK_MODEL``), through ``init_chat_model``."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from ..errors import InvalidInput, MissingDependency, NotebookError
+
+MODEL_ENV = "AGENT_NOTEBOOK_MODEL"
+
+
+class ModelNotConfigured(NotebookError):
+    """No chat model was given, configured or set in the environment."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "no chat model configured: set 'model: provider:name' in config.yaml, or "
+            f"{MODEL_ENV}=provider:name (for example openai:gpt-4o-mini), or pass --model"
+        )
+
+
+class ModelResolver:
+    """Turns "provider:model" names into chat models, once each.
+
+    ``models`` pre-registers instances by name (a fake model in tests, a configured client in
+    an app); other names go through LangChain's ``init_chat_model``.
+    """
+
+    def __init__(
+        self,
+        default: BaseChatModel | str | None = None,
+        models: Mapping[str, BaseChatModel] | None = None,
+    ) -> None:
+        self.default = default
+        self._models: dict[str, BaseChatModel] = dict(models or {})
+        self._lock = threading.Lock()
+
+    def resolve(self, override: str | None = None) -> BaseChatModel:
+        chosen: BaseChatModel | str | None = override or self.default or os.environ.get(MODEL_ENV)
+        if chosen is None:
+            raise ModelNotConfigured()
+        if isinstance(chosen, BaseChatModel):
+            return chosen
+        with self._lock:
+            if chosen not in self._models:
+                self._models[chosen] = _init(chosen)
+            return self._models[chosen]
+
+
+def _init(name: str) -> BaseChatModel:
+    from langchain.chat_models import init_chat_model
+
+    try:
+        model: Any = init_chat_model(name)
+    except ImportError as err:
+        provider = name.split(":", 1)[0]
+        raise MissingDependency(
+            f"the chat model {name!r}", package=f"langchain-{provider}"
+        ) from err
+    except ValueError as err:
+        raise InvalidInput(f"cannot make a chat model from {name!r}: {err}") from None
+    if not isinstance(model, BaseChatModel):
+        raise InvalidInput(f"{name!r} did not give a chat model")
+    return model

@@ -1,0 +1,155 @@
+"""The chat graph (seed 001) with a fake model: checkpoints, restarts, models, moments, bounds."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from agent_notebook import Notebook
+from agent_notebook.config import ChatSettings
+from agent_notebook.graph import ModelNotConfigured, build_chat_graph
+from agent_notebook.graph.compaction import tool_pairs_intact
+
+THREAD = {"configurable": {"thread_id": "t-1"}}
+
+
+def fake(*answers: str) -> FakeListChatModel:
+    return FakeListChatModel(responses=list(answers) * 50)
+
+
+def turn(graph: Any, text: str, config: dict[str, Any] = THREAD, **extra: Any) -> dict[str, Any]:
+    result: dict[str, Any] = graph.invoke({"messages": [HumanMessage(text)], **extra}, config)
+    return result
+
+
+@pytest.fixture
+def nb(tmp_path: Path) -> Notebook:
+    notebook = Notebook.open(tmp_path / "home")
+    yield notebook
+    notebook.close()
+
+
+def test_a_turn_is_answered_recorded_and_checkpointed(nb: Notebook) -> None:
+    graph = build_chat_graph(nb, model=fake("Booked the 09:04 TGV to Lyon."))
+    state = turn(graph, "Book the train to Lyon for 7 June")
+    assert [m.type for m in state["messages"]] == ["human", "ai"]
+    assert state["messages"][-1].content == "Booked the 09:04 TGV to Lyon."
+    session_id = nb.thread_session("t-1")
+    moments = nb.moments(session_id)
+    assert [(m.role, m.content.text) for m in moments] == [
+        ("user", "Book the train to Lyon for 7 June"),
+        ("assistant", "Booked the 09:04 TGV to Lyon."),
+    ]
+    assert [m.source_id for m in moments] == [m.id for m in state["messages"]]
+    state = turn(graph, "And back on the 9th?")
+    assert len(state["messages"]) == 4 and nb.backend.count_moments(session_id) == 4
+
+
+def test_think_blocks_never_reach_the_stored_answer(nb: Notebook, tmp_path: Path) -> None:
+    graph = build_chat_graph(nb, model=fake("<think>secret plan to upsell</think>Here you go."))
+    state = turn(graph, "hello")
+    assert state["messages"][-1].content == "Here you go."
+    assert all("secret plan" not in m.content.text for m in nb.moments(nb.thread_session("t-1")))
+    nb.close()
+    for path in (tmp_path / "home").iterdir():
+        assert b"secret plan" not in path.read_bytes(), path
+
+
+def test_history_survives_a_restart_of_the_process(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from langchain_core.language_models.fake_chat_models import FakeListChatModel
+        from langchain_core.messages import HumanMessage
+        from agent_notebook import Notebook
+        from agent_notebook.graph import build_chat_graph
+
+        with Notebook.open({str(tmp_path / "home")!r}) as nb:
+            graph = build_chat_graph(nb, model=FakeListChatModel(responses=["ok"]))
+            config = {{"configurable": {{"thread_id": "kept"}}}}
+            state = graph.invoke({{"messages": [HumanMessage(sys.argv[1])]}}, config)
+            print(len(state["messages"]), "|".join(m.content for m in state["messages"]))
+        """
+    )
+    outputs = []
+    for word in ("first", "second", "third"):
+        run = subprocess.run(
+            [sys.executable, "-c", script, word], capture_output=True, text=True, timeout=120
+        )
+        assert run.returncode == 0, run.stderr
+        outputs.append(run.stdout.strip())
+    assert outputs[-1] == "6 first|ok|second|ok|third|ok"
+
+
+def test_a_deleted_checkpoint_database_is_recreated_with_an_empty_history(
+    tmp_path: Path,
+) -> None:
+    checkpoints = tmp_path / "data" / "sqlite-db" / "checkpoints.sqlite"
+    settings = ChatSettings(checkpoints=checkpoints)
+    with Notebook.open(tmp_path / "home") as nb:
+        state = turn(build_chat_graph(nb, model=fake("ok"), settings=settings), "one")
+        assert len(state["messages"]) == 2
+    assert checkpoints.exists()
+    os.remove(checkpoints)
+    with Notebook.open(tmp_path / "home") as nb:
+        state = turn(build_chat_graph(nb, model=fake("ok"), settings=settings), "two")
+        assert [m.content for m in state["messages"]] == ["two", "ok"]
+        assert nb.backend.count_moments() == 4  # the moments of the first run remain
+
+
+def test_model_override_picks_the_model_for_that_request_only(nb: Notebook) -> None:
+    graph = build_chat_graph(nb, model=fake("from the default"), models={"fake:b": fake("from b")})
+    assert turn(graph, "hi", model_override="fake:b")["messages"][-1].content == "from b"
+    state = turn(graph, "again")
+    assert state["messages"][-1].content == "from the default"
+    assert state.get("model_override") is None
+
+
+def test_no_model_configured_names_the_setting(
+    nb: Notebook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENT_NOTEBOOK_MODEL", raising=False)
+    graph = build_chat_graph(nb)
+    with pytest.raises(ModelNotConfigured, match="AGENT_NOTEBOOK_MODEL"):
+        turn(graph, "hello")
+    assert nb.backend.count_moments() == 0
+
+
+def test_threads_stay_bounded_and_removed_messages_remain_as_moments(nb: Notebook) -> None:
+    settings = ChatSettings(live_budget_tokens=400, condensed_history_tokens=120)
+    graph = build_chat_graph(nb, model=fake("Answer " + "with detail " * 20), settings=settings)
+    seen_ids: list[str] = []
+    for i in range(40):
+        state = turn(graph, f"Question {i} about auth/module_{i}.py " + "padding " * 20)
+        seen_ids += [m.id for m in state["messages"] if m.id not in seen_ids]
+        assert len(state["messages"]) <= 8
+    assert state["condensed_history"]
+    assert state["messages"][-2].content.startswith("Question 39")
+    recorded = {m.source_id for m in nb.moments(nb.thread_session("t-1"))}
+    assert set(seen_ids) <= recorded  # every message that ever lived in the thread is a moment
+    session = nb.get_session(nb.thread_session("t-1"))
+    assert session.context.condensed_history == state["condensed_history"]
+
+
+def test_tool_calls_are_never_split_from_their_results(nb: Notebook) -> None:
+    settings = ChatSettings(live_budget_tokens=300, condensed_history_tokens=100)
+    graph = build_chat_graph(nb, model=fake("done " * 30), settings=settings)
+    for i in range(15):
+        call = {"name": "read_file", "args": {"path": f"src/m{i}.py"}, "id": f"call-{i}"}
+        prior = [
+            HumanMessage(f"read file {i} " + "x " * 30),
+            AIMessage("", tool_calls=[call]),
+            ToolMessage("contents " * 30, tool_call_id=f"call-{i}"),
+        ]
+        state = graph.invoke({"messages": prior}, THREAD)
+        assert tool_pairs_intact(state["messages"])
+    actions = [a for m in nb.moments(nb.thread_session("t-1")) for a in m.actions]
+    assert len(actions) == 15 and all(a.tool == "read_file" and a.result for a in actions)
