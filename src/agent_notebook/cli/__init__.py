@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import exchange, read, session, write
+from . import chat, exchange, read, session, write
 
 app = typer.Typer(
     name="agent-notebook",
@@ -24,6 +24,8 @@ app.command()(read.search)
 app.command()(exchange.export)
 app.command("import")(exchange.import_)
 app.command()(read.stats)
+app.command()(chat.chat)
+app.command("import-checkpoints")(chat.import_checkpoints)
 app.add_typer(session.app)
 
 

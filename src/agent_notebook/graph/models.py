@@ -20,7 +20,7 @@ class ModelNotConfigured(NotebookError):
 
     def __init__(self) -> None:
         super().__init__(
-            "no chat model configured: set 'model: provider:name' in config.yaml, or "
+            "no chat model configured: set 'chat: {model: provider:name}' in config.yaml, or "
             f"{MODEL_ENV}=provider:name (for example openai:gpt-4o-mini), or pass --model"
         )
 

@@ -1,0 +1,213 @@
+"""Commands of the chat graph: chat, import-checkpoints."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig
+
+from ..errors import NotebookError
+from .common import (
+    FormatOption,
+    HomeOption,
+    OutputFormat,
+    emit,
+    fail,
+    open_notebook,
+    progress_bar,
+    stderr,
+)
+
+if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
+
+    from ..checkpoints import ThreadImport
+
+EXIT_COMMAND = "/exit"
+PROMPT = "you> "
+IMPORT_COLUMNS = [
+    ("thread", lambda t: t.thread),
+    ("session", lambda t: t.session),
+    ("messages", lambda t: t.messages),
+    ("skipped", lambda t: t.skipped),
+]
+
+
+class EchoChatModel(BaseChatModel):
+    """The offline test double behind ``--model fake:echo``: it answers
+    "echo: <the last user line> (messages: <how many it was given, system prompt aside>)"."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "agent-notebook-echo"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        seen = [m for m in messages if not isinstance(m, SystemMessage)]
+        last = next((m.text for m in reversed(seen) if isinstance(m, HumanMessage)), "")
+        answer = AIMessage(f"echo: {last} (messages: {len(seen)})")
+        return ChatResult(generations=[ChatGeneration(message=answer)])
+
+
+def offline_models() -> dict[str, BaseChatModel]:
+    """The models ``--model`` can name without a provider: offline test doubles."""
+    return {"fake:echo": EchoChatModel()}
+
+
+def chat(
+    thread: Annotated[
+        str | None,
+        typer.Option(
+            help="The thread to talk on; an earlier thread resumes it "
+            "[default: a new one, chat-YYYYMMDD-HHMMSS].",
+            show_default=False,
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="The chat model, provider:model [default: chat.model in config.yaml, else "
+            "AGENT_NOTEBOOK_MODEL]. 'fake:echo' is a built-in offline test double that echoes "
+            "your line.",
+            show_default=False,
+        ),
+    ] = None,
+    home: HomeOption = None,
+) -> None:
+    """Chat on the chat graph: each line of stdin is a turn, each answer is printed on stdout.
+
+    The thread is checkpointed in the notebook and every turn is recorded as moments of the
+    thread's session, so --thread resumes a chat later. /exit or end of input stops it.
+
+    Example: agent-notebook chat --thread trip --model openai:gpt-4o-mini
+    """
+    from ..graph import ModelResolver, build_chat_graph
+
+    thread_id = thread or datetime.now().strftime("chat-%Y%m%d-%H%M%S")
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    with open_notebook(home, create=True) as nb:
+        builtin = offline_models()
+        name = model or nb.config.chat.model
+        try:
+            chosen = ModelResolver(name, builtin).resolve()
+        except NotebookError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a provider refusing to start (no key…)
+            fail(f"cannot make the chat model {name!r}: {type(err).__name__}: {err}")
+        graph = build_chat_graph(nb, model=chosen, models=builtin)
+        earlier = _announce(graph, thread_id, config, new=thread is None)
+        turns = 0
+        try:
+            for line in _lines(interactive=sys.stdin.isatty()):
+                print(_turn(graph, line, config), flush=True)
+                turns += 1
+        except KeyboardInterrupt:
+            stderr.print("\ninterrupted", highlight=False)
+            raise typer.Exit(130) from None
+        if turns or earlier:
+            stderr.print(
+                f"thread {thread_id} is session {nb.thread_session(thread_id)}; "
+                f"go on with: agent-notebook chat --thread {thread_id}",
+                highlight=False,
+                markup=False,
+            )
+
+
+def _announce(
+    graph: CompiledStateGraph[Any, Any, Any, Any],
+    thread_id: str,
+    config: RunnableConfig,
+    *,
+    new: bool,
+) -> int:
+    """Say on stderr which thread this is and how much it holds; return its message count."""
+    values: dict[str, Any] = graph.get_state(config).values or {}
+    count = len(values.get("messages") or [])
+    if count or values.get("condensed_history"):
+        condensed = " and a condensed history" if values.get("condensed_history") else ""
+        message = f"resuming thread {thread_id}: {count} message(s){condensed}"
+    elif new:
+        message = f"new chat on thread {thread_id} (resume it with --thread {thread_id})"
+    else:
+        message = f"new thread {thread_id}"
+    stderr.print(f"{message}; {EXIT_COMMAND} or end of input stops", highlight=False, markup=False)
+    return count
+
+
+def _lines(*, interactive: bool) -> Iterator[str]:
+    """Non-empty lines of stdin until end of input or /exit, prompting on a terminal."""
+    while True:
+        if interactive:
+            sys.stderr.write(PROMPT)
+            sys.stderr.flush()
+        raw = sys.stdin.buffer.readline()
+        if not raw:
+            if interactive:
+                sys.stderr.write("\n")
+            return
+        text = raw.decode("utf-8", errors="replace").strip()
+        if text == EXIT_COMMAND:
+            return
+        if text:
+            yield text
+
+
+def _turn(graph: CompiledStateGraph[Any, Any, Any, Any], text: str, config: RunnableConfig) -> str:
+    try:
+        state = graph.invoke({"messages": [HumanMessage(text)]}, config)
+    except NotebookError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a provider's failure (network, key, quota…)
+        fail(f"the chat model failed: {type(err).__name__}: {err}")
+    messages: list[BaseMessage] = state.get("messages") or []
+    return messages[-1].text if messages else ""
+
+
+def import_checkpoints(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="A LangGraph SqliteSaver database, such as Open Notebook's "
+            "data/sqlite-db/checkpoints.sqlite (opened read-only)."
+        ),
+    ],
+    home: HomeOption = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
+    """Import every thread of a LangGraph checkpoint database as a session with its moments.
+
+    Each thread's latest messages become moments (message ids as source ids) of a session
+    linked to thread:<id>, which later chats on that thread go on in. Threads the notebook
+    already has are skipped, so importing again changes nothing.
+
+    Example: agent-notebook import-checkpoints data/sqlite-db/checkpoints.sqlite --format json
+    """
+    from ..checkpoints import import_checkpoints as run_import
+
+    with open_notebook(home, create=True) as nb, progress_bar() as bar:
+        task = bar.add_task(f"import {file.name}", total=None)
+        report: list[ThreadImport] = run_import(
+            nb, file, lambda done, total: bar.update(task, completed=done, total=total)
+        )
+    imported = [t for t in report if t.skipped is None]
+    stderr.print(
+        f"imported {len(imported)} thread(s) with {sum(t.messages for t in imported)} "
+        f"message(s) from {file}; {len(report) - len(imported)} skipped",
+        highlight=False,
+        markup=False,
+    )
+    emit(report, fmt, IMPORT_COLUMNS)
