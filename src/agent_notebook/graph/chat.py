@@ -1,15 +1,17 @@
-"""The chat graph (seed 001): ``START → agent → remember → END``, checkpointed.
+"""The chat graph (seed 001): ``START → agent → END``, checkpointed.
 
 ``agent`` is the seed's ``call_model_with_messages``: the system prompt rendered from
 ``chat/system.jinja`` with the state and the ContextBuilder's output, then ``[SystemMessage]
-+ messages``, the model's answer with ``<think>`` blocks stripped. ``remember`` is ours: it
-records the turn's new messages as moments (no LLM), runs the session notebook's updater when
-``should_update`` says so, and, when the live messages pass their budget, moves the oldest out
-of the state (never splitting tool calls from their results) into the condensed history.
++ messages``, the model's answer with ``<think>`` blocks stripped. Before it returns, the node
+remembers the turn: it records the new messages as moments (no LLM), runs the session
+notebook's updater when ``should_update`` says so, and, when the live messages pass their
+budget, moves the oldest out of the state (never splitting tool calls from their results)
+into the condensed history. One node keeps a turn to two checkpoint writes (input, answer).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -97,8 +99,11 @@ def build_chat_graph(
         payload = [SystemMessage(content=system_prompt), *messages]
         ai_message = resolver.resolve(state.get("model_override")).invoke(payload, config)
         cleaned_content = strip_think_blocks(ai_message.content)
-        cleaned_message = ai_message.model_copy(update={"content": cleaned_content})
-        return {"messages": cleaned_message}
+        cleaned_message = ai_message.model_copy(
+            # an id now, so the moment and the state name the answer alike
+            update={"content": cleaned_content, "id": ai_message.id or str(uuid.uuid4())}
+        )
+        return remember(state, thread_id, session_id, [*messages, cleaned_message])
 
     updater: NotebookUpdater = (
         LlmUpdater(resolver.resolve()) if chat.notebook_updater == "llm" else DeterministicUpdater()
@@ -107,21 +112,22 @@ def build_chat_graph(
         LlmSummarizer(resolver.resolve()) if chat.summarizer == "llm" else ExtractiveSummarizer()
     )
 
-    def remember(state: ThreadState, config: RunnableConfig) -> dict[str, Any]:
-        thread_id = thread_id_of(config)
-        session_id = notebook.thread_session(thread_id)
-        messages = state.get("messages") or []
+    def remember(
+        state: ThreadState, thread_id: str, session_id: str, messages: list[BaseMessage]
+    ) -> dict[str, Any]:
+        """The state update of a turn whose messages (the answer last) are ``messages``."""
         start = mark_after(messages, ActivityMark(message_id=state.get("recorded_through")))
         notebook.record_many(session_id, drafts_for(messages[start:]))  # the raw log first
         notes = notebook.session_notebook(thread_id).sync
         if notes.should_update(messages):
             notes.update_from(messages, updater)
         update: dict[str, Any] = {
-            "recorded_through": messages[-1].id if messages else None,
+            "messages": [messages[-1]],
+            "recorded_through": messages[-1].id,
             "model_override": None,  # an override is for its own request only
         }
         plan = plan_compaction(messages, chat.live_budget_tokens)
-        if plan is not None:
+        if plan is not None and plan.remove:
             condensed = summarizer.summarize(
                 messages_as_texts(plan.remove),
                 previous=state.get("condensed_history") or "",
@@ -129,15 +135,13 @@ def build_chat_graph(
                 max_tokens=chat.condensed_history_tokens,
             )
             notebook.update_session(session_id, condensed_history=condensed)
-            update |= {"messages": removals(plan), "condensed_history": condensed}
+            update |= {"messages": [*removals(plan), messages[-1]], "condensed_history": condensed}
         return update
 
     graph = StateGraph(ThreadState)
     graph.add_node("agent", call_model_with_messages)
-    graph.add_node("remember", remember)
     graph.add_edge(START, "agent")
-    graph.add_edge("agent", "remember")
-    graph.add_edge("remember", END)
+    graph.add_edge("agent", END)
     return graph.compile(checkpointer=checkpointer or notebook.checkpointer_for(chat))
 
 

@@ -1,4 +1,4 @@
-"""Lexical matching shared by the backends: one tokenizer, BM25 in Python, FTS5 queries.
+"""Lexical matching shared by the backends: one tokenizer, and BM25 in Python.
 
 The Python tokenizer mirrors FTS5's ``unicode61 remove_diacritics 2`` closely enough that the
 in-memory and YAML backends rank like SQLite on ordinary text: case-folded, accents removed,
@@ -25,16 +25,6 @@ def tokenize(text: str) -> list[str]:
     folded = unicodedata.normalize("NFKD", text.casefold())
     stripped = "".join(ch for ch in folded if not unicodedata.combining(ch))
     return _WORD.findall(stripped)
-
-
-def fts5_query(query: str) -> str | None:
-    """An FTS5 MATCH expression that ORs the query's tokens, each quoted (so ``AND``, ``NOT``,
-    ``*`` or quotes in the user's text are words, never syntax). ``None`` when nothing is left.
-    """
-    tokens = list(dict.fromkeys(tokenize(query)))
-    if not tokens:
-        return None
-    return " OR ".join(f'"{t}"' for t in tokens)
 
 
 class Bm25Index:

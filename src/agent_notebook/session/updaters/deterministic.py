@@ -27,6 +27,8 @@ from typing import Any, Final
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from ...enrich import identifiers
+from ...model import normalize_concept
 from ..sections import SECTION_NAMES, Sections
 from .base import UpdateProposal
 
@@ -183,7 +185,11 @@ class DeterministicUpdater:
         rules = (run.task, run.files, run.workflow, run.errors, run.results, run.worklog)
         for name, rule in zip(SECTION_NAMES[1:], rules, strict=True):
             new[name] = rule(_Bullets(old[name], self._cap))
-        return UpdateProposal({n: new[n].strip("\n") or old[n] for n in SECTION_NAMES})
+        proposed = {n: new[n].strip("\n") or old[n] for n in SECTION_NAMES}
+        # Current State is replaced by design: what it named before is superseded, not lost.
+        now_named = normalize_concept("\n".join(proposed.values()))
+        superseded = [i for i in identifiers(old["Current State"]) if i not in now_named]
+        return UpdateProposal(proposed, resolved=superseded)
 
 
 class _Run:

@@ -21,12 +21,16 @@ from pydantic import ValidationError
 
 from ...errors import StorageError
 from ...model import ConceptEntry, Moment, Session, check_moment_id
-from ...search.lexical import fts5_query
+from ...search.lexical import tokenize
 from ..base import Capabilities, MomentFilter, StorageBackend
 from ..files import ensure_private_dir, ensure_private_file
 from . import schema
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
+
+#: How many postings (moment, term pairs) one search may score; see ``search_text``.
+POSTINGS_BUDGET = 5000
+MAX_QUERY_TERMS = 64
 
 
 class SqliteBackend(StorageBackend):
@@ -260,14 +264,35 @@ class SqliteBackend(StorageBackend):
     # -- search -----------------------------------------------------------------------------
 
     def search_text(self, query: str, where: MomentFilter, limit: int) -> list[tuple[str, float]]:
-        match = fts5_query(query)
-        if match is None:
+        """BM25 over FTS5 with bounded cost: the query's terms are taken rarest first while
+        their postings fit ``POSTINGS_BUDGET``, so a search costs the same in a notebook of a
+        thousand moments and of millions (a word in most moments adds little to BM25
+        anyway). When even the rarest term is over budget, only the newest moments count."""
+        terms = list(dict.fromkeys(tokenize(query)))[:MAX_QUERY_TERMS]
+        if not terms:
+            return []
+        marks = ",".join("?" * len(terms))
+        frequency = self._query(
+            f"SELECT term, doc FROM moments_vocab WHERE term IN ({marks}) ORDER BY doc, term",
+            terms,
+        )
+        chosen: list[str] = []
+        postings = 0
+        for term, docs in frequency:
+            if chosen and postings + docs > POSTINGS_BUDGET:
+                break
+            chosen.append(term)
+            postings += docs
+        if not chosen:
             return []
         sql = [
             "SELECT m.num, -bm25(moments_fts) AS score FROM moments_fts "
             "JOIN moments m ON m.num = moments_fts.rowid WHERE moments_fts MATCH ?"
         ]
-        params: list[Any] = [match]
+        params: list[Any] = [" OR ".join(f'"{t}"' for t in chosen)]
+        if postings > POSTINGS_BUDGET:
+            sql.append("AND moments_fts.rowid > (SELECT max(num) FROM moments) - ?")
+            params.append(POSTINGS_BUDGET)
         if where.session is not None:
             sql.append("AND m.session_id = ?")
             params.append(where.session)

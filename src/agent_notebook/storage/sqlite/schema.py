@@ -55,6 +55,9 @@ MIGRATIONS: Final[list[list[str]]] = [
         "CREATE INDEX moment_concepts_by_moment ON moment_concepts (num)",
         "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID",
     ],
+    [  # document frequencies, so a search can pick its terms within a cost budget
+        "CREATE VIRTUAL TABLE moments_vocab USING fts5vocab (moments_fts, 'row')",
+    ],
 ]
 
 MOMENT_COLUMNS: Final = "num, session_id, ts_us, speaker, role, text, body"
@@ -77,8 +80,11 @@ def _json(data: Any) -> str:
 
 
 def moment_row(moment: Moment) -> tuple[int, str, int, str, str, str, str]:
-    body = moment.model_dump(mode="json")
-    text = body["content"].pop("text")
+    # Fields at their defaults are left out (validation puts them back): most of a chat
+    # moment's fields are empty, and the body would otherwise outweigh the text.
+    body = moment.model_dump(mode="json", exclude_defaults=True)
+    body["schema_version"] = moment.schema_version
+    text = body.get("content", {}).pop("text", "")
     return (
         moment.number,
         moment.session,
@@ -92,7 +98,7 @@ def moment_row(moment: Moment) -> tuple[int, str, int, str, str, str, str]:
 
 def moment_from_row(text: str, body: str) -> Moment:
     data = json.loads(body)
-    data["content"]["text"] = text
+    data.setdefault("content", {})["text"] = text
     return Moment.model_validate(data)
 
 

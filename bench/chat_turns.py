@@ -1,0 +1,494 @@
+"""Chat turns: per-turn latency, total time and bytes on disk over a long thread.
+
+One thread of ``--turns`` turns (a 300-character user message, a 400-character answer from a
+fake chat model; the same seeded texts for every variant) through:
+
+(a) the seed's graph as written: ``ThreadState`` with ``messages: Annotated[list,
+    add_messages]``, ``START → agent → END``, compiled with ``SqliteSaver`` on its own file;
+(b) the same graph with the messages channel as LangGraph's ``DeltaChannel`` (beta), which
+    checkpoints only the writes of each step and a full snapshot every 100 updates;
+(c) ours: ``build_chat_graph(Notebook.open(tmp), model=fake)`` with default settings.
+
+Each turn is one timed ``graph.invoke({"messages": [HumanMessage(text)]}, thread)``. Reported
+per variant: p50/p95 over the last 10% of turns and over turns 100-200 (their p95 ratio says
+whether latency stays flat), total seconds, bytes on disk in the variant's directory (after
+closing connections and a ``wal_checkpoint(TRUNCATE)``) against the raw UTF-8 text bytes.
+
+    python bench/chat_turns.py [--turns 2000] [--only a,b,c] [--a-turns N] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import re
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Optional, TypedDict
+
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.channels import DeltaChannel
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import percentile
+from agent_notebook import Notebook
+from agent_notebook.graph import build_chat_graph
+
+USER_CHARS = 300
+ANSWER_CHARS = 400
+THREAD: RunnableConfig = {"configurable": {"thread_id": "bench"}}
+MIN_FREE_FOR_A = 10 * 1024**3  # (a) stores the whole history at every checkpoint
+
+TARGET_P95_MS = 10.0
+TARGET_FLAT = 1.30
+TARGET_STORAGE = 3.0
+
+# -- texts ------------------------------------------------------------------------------------
+
+NAMES = ["Caroline", "Melanie", "Jonas", "Priya", "Tomás", "Aiko", "Olivier", "Fatima", "Sven"]
+PLACES = [
+    "Lyon Part-Dieu",
+    "the Zürich office",
+    "Brasserie Georges",
+    "the library",
+    "Gare du Nord",
+    "the staging cluster",
+    "Building C",
+    "the Berlin warehouse",
+    "room 4.12",
+    "São Paulo",
+]
+NOUNS = [
+    "invoice",
+    "migration",
+    "deploy",
+    "budget",
+    "contract",
+    "schedule",
+    "ticket",
+    "report",
+    "database",
+    "dashboard",
+    "release",
+    "backup",
+    "meeting",
+    "itinerary",
+    "receipt",
+    "token",
+    "review",
+    "estimate",
+    "roadmap",
+    "outage",
+    "benchmark",
+    "checklist",
+    "proposal",
+    "draft",
+    "cache",
+    "index",
+    "query",
+    "payment",
+    "shipment",
+    "vendor",
+    "workshop",
+    "survey",
+]
+ADJECTIVES = [
+    "quarterly",
+    "urgent",
+    "revised",
+    "final",
+    "broken",
+    "shared",
+    "encrypted",
+    "pending",
+    "vegetarian",
+    "late",
+    "missing",
+    "new",
+    "old",
+    "internal",
+    "public",
+    "flaky",
+    "signed",
+]
+VERBS = [
+    "move",
+    "check",
+    "book",
+    "cancel",
+    "update",
+    "send",
+    "review",
+    "merge",
+    "rerun",
+    "fix",
+    "archive",
+    "schedule",
+    "approve",
+    "split",
+    "rename",
+    "compare",
+    "summarize",
+    "confirm",
+]
+DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "14 June", "the 9th", "3 March"]
+FILES = ["auth/middleware.py:42", "db/schema.sql", "config.yaml", "api/routes.ts:118", "Makefile"]
+ERRORS = ["database is locked", "timeout after 30 s", "HTTP 502", "KeyError: 'user_id'", "OOM"]
+
+USER_TEMPLATES = [
+    "Can you {verb} the {adj} {noun} for {name} before {day}?",
+    "{name} said the {noun} at {place} moved to {day}, please {verb} the plan.",
+    "Actually no, keep the {adj} {noun} and {verb} the {noun2} instead.",
+    "The {noun} failed again with {error}; {verb} it and tell {name}.",
+    "Let's {verb} {file} and then {verb2} the {adj} {noun2}.",
+    "Remember that {name} is at {place} until {day}, so {verb} the {noun} remotely.",
+    "How much is left on the {adj} {noun} budget after {count} items?",
+    "Booked seat {count} near {place}; receipt EXP-{code} is for the {noun}.",
+]
+ANSWER_TEMPLATES = [
+    "Done: I {verbed} the {adj} {noun} and sent a note to {name}.",
+    "The {noun} at {place} is now set for {day}; {name} has been told.",
+    "I found {count} open items on the {noun}; the {adj} ones are listed first.",
+    "{file} still raises {error}, so I rolled back the {noun2} and kept the logs.",
+    "Summary: the {noun} is {adj}, the {noun2} waits for {name}, next check on {day}.",
+    "I could not {verb} the {noun} yet because {name} has not approved EXP-{code}.",
+    "Here is the plan: {verb} the {noun}, then {verb2} the {noun2} at {place} by {day}.",
+]
+
+
+def _fill(template: str, rng: random.Random) -> str:
+    verb = rng.choice(VERBS)
+    return template.format(
+        verb=verb,
+        verb2=rng.choice(VERBS),
+        verbed=verb + ("d" if verb.endswith("e") else "ed"),
+        adj=rng.choice(ADJECTIVES),
+        noun=rng.choice(NOUNS),
+        noun2=rng.choice(NOUNS),
+        name=rng.choice(NAMES),
+        place=rng.choice(PLACES),
+        day=rng.choice(DAYS),
+        file=rng.choice(FILES),
+        error=rng.choice(ERRORS),
+        count=rng.randint(2, 240),
+        code=rng.randint(1000, 9999),
+    )
+
+
+def make_text(rng: random.Random, templates: Sequence[str], chars: int, turn: int) -> str:
+    """Exactly ``chars`` characters of sentences from ``templates``, tagged with the turn."""
+    parts = [f"(turn {turn})"]
+    while sum(len(p) + 1 for p in parts) <= chars:
+        parts.append(_fill(rng.choice(templates), rng))
+    text = " ".join(parts)[: chars - 1].rstrip()
+    return text + "." * (chars - len(text))
+
+
+def make_texts(turns: int, seed: int) -> tuple[list[str], list[str]]:
+    rng = random.Random(seed)
+    users, answers = [], []
+    for i in range(1, turns + 1):
+        users.append(make_text(rng, USER_TEMPLATES, USER_CHARS, i))
+        answers.append(make_text(rng, ANSWER_TEMPLATES, ANSWER_CHARS, i))
+    return users, answers
+
+
+def fake_model(answers: Sequence[str]) -> FakeListChatModel:
+    return FakeListChatModel(responses=list(answers))
+
+
+# -- (a) and (b): the seed's graph ------------------------------------------------------------
+
+SEED_SYSTEM_PROMPT = (
+    "You are a helpful research assistant for the user's notebook. Answer from the "
+    "conversation and the context below; say so when you do not know.\n\n# Context\n{context}"
+)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+
+
+def add_messages_batched(left: list[Any], writes: Sequence[Any]) -> list[Any]:
+    """``add_messages`` as a ``DeltaChannel`` reducer: ``writes`` is a batch of updates, each
+    one message or a list of them (``DeltaChannel(add_messages)`` itself fails on the list
+    that ``invoke({"messages": [...]})`` writes)."""
+    flat: list[Any] = []
+    for write in writes:
+        flat.extend(write if isinstance(write, list) else [write])
+    return add_messages(left, flat)  # type: ignore[return-value]
+
+
+class SeedThreadState(TypedDict):
+    messages: Annotated[list, add_messages]  # type: ignore[type-arg]
+    notebook: Optional[dict[str, Any]]  # noqa: UP045 - the seed's spelling
+    context: Optional[str]  # noqa: UP045
+    context_config: Optional[dict[str, Any]]  # noqa: UP045
+    model_override: Optional[str]  # noqa: UP045
+
+
+class DeltaThreadState(TypedDict):
+    messages: Annotated[list, DeltaChannel(add_messages_batched)]  # type: ignore[type-arg]
+    notebook: Optional[dict[str, Any]]  # noqa: UP045
+    context: Optional[str]  # noqa: UP045
+    context_config: Optional[dict[str, Any]]  # noqa: UP045
+    model_override: Optional[str]  # noqa: UP045
+
+
+def seed_graph(state_type: type, model: FakeListChatModel, db: Path) -> tuple[Any, Any]:
+    def call_model_with_messages(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        system_prompt = SEED_SYSTEM_PROMPT.format(context=state.get("context") or "")
+        payload = [SystemMessage(content=system_prompt)] + state.get("messages", [])  # noqa: RUF005
+        ai_message = model.invoke(payload, config)
+        cleaned_content = _THINK.sub("", str(ai_message.content)).strip()
+        cleaned_message = ai_message.model_copy(update={"content": cleaned_content})
+        return {"messages": cleaned_message}
+
+    conn = sqlite3.connect(db, check_same_thread=False)
+    memory = SqliteSaver(conn)
+    agent_state: StateGraph[Any, Any, Any, Any] = StateGraph(state_type)
+    agent_state.add_node("agent", call_model_with_messages)
+    agent_state.add_edge(START, "agent")
+    agent_state.add_edge("agent", END)
+    return agent_state.compile(checkpointer=memory), conn
+
+
+# -- running ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    key: str
+    name: str
+    times: list[float]
+    total: float
+    disk_bytes: int
+    raw_bytes: int
+
+
+def run_turns(key: str, graph: Any, users: Sequence[str]) -> tuple[list[float], float]:
+    times = []
+    n = len(users)
+    start = time.perf_counter()
+    for i, text in enumerate(users, 1):
+        t0 = time.perf_counter()
+        graph.invoke({"messages": [HumanMessage(text)]}, THREAD)
+        times.append(time.perf_counter() - t0)
+        if i % 250 == 0 or i == n:
+            print(
+                f"  [{key}] turn {i:>5}/{n}  elapsed {time.perf_counter() - start:8.1f} s  "
+                f"this turn {times[-1] * 1000:8.2f} ms",
+                file=sys.stderr,
+                flush=True,
+            )
+    return times, time.perf_counter() - start
+
+
+def fold_wal_and_measure(root: Path) -> int:
+    """Checkpoint every SQLite file's WAL into it (connections already closed), then sum
+    the sizes of all files under ``root``."""
+    for path in root.rglob("*"):
+        if path.is_file() and not path.name.endswith(("-wal", "-shm", "-journal")):
+            with open(path, "rb") as f:
+                is_sqlite = f.read(16) == b"SQLite format 3\x00"
+            if is_sqlite:
+                conn = sqlite3.connect(path)
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                conn.close()
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def raw_bytes(users: Sequence[str], answers: Sequence[str]) -> int:
+    return sum(len(t.encode()) for t in users) + sum(len(t.encode()) for t in answers)
+
+
+def bench_seed(
+    key: str,
+    name: str,
+    state_type: type,
+    base: Path,
+    users: Sequence[str],
+    answers: Sequence[str],
+) -> Result:
+    with tempfile.TemporaryDirectory(prefix=f"chat_turns_{key}_", dir=base) as tmp:
+        root = Path(tmp)
+        graph, conn = seed_graph(state_type, fake_model(answers), root / "checkpoints.sqlite")
+        times, total = run_turns(key, graph, users)
+        kept = len(graph.get_state(THREAD).values["messages"])
+        if kept != 2 * len(users):  # the seed keeps every message
+            raise SystemExit(f"({key}) kept {kept} messages, expected {2 * len(users)}")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        del graph
+        disk = fold_wal_and_measure(root)
+    return Result(key, name, times, total, disk, raw_bytes(users, answers))
+
+
+def bench_ours(base: Path, users: Sequence[str], answers: Sequence[str]) -> Result:
+    with tempfile.TemporaryDirectory(prefix="chat_turns_c_", dir=base) as tmp:
+        root = Path(tmp) / "home"
+        nb = Notebook.open(root)
+        try:
+            graph = build_chat_graph(nb, model=fake_model(answers))
+            times, total = run_turns("c", graph, users)
+        finally:
+            nb.close()
+        del graph
+        disk = fold_wal_and_measure(root)
+    return Result(
+        "c", "ours: build_chat_graph (defaults)", times, total, disk, raw_bytes(users, answers)
+    )
+
+
+# -- reporting --------------------------------------------------------------------------------
+
+
+def last_tenth(times: Sequence[float]) -> list[float]:
+    return list(times[-max(1, len(times) // 10) :])
+
+
+def early(times: Sequence[float]) -> list[float]:
+    """Turns 100-200 (1-based), or what there is of them."""
+    return list(times[99:200]) or list(times)
+
+
+def ms(samples: Sequence[float], q: float) -> float:
+    return percentile(samples, q) * 1000
+
+
+def size(n: float) -> str:
+    for unit in ("B", "KB", "MB"):
+        if n < 1024:
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.2f} GB"
+
+
+def report(results: Sequence[Result], turns: int, a_turns: int) -> None:
+    header = (
+        f"{'variant':<44} {'turns':>5} | {'last 10%':>8} {'p95':>8} | {'t100-200':>8} "
+        f"{'p95':>8} | {'flat':>5} | {'total':>8} | {'on disk':>12} {'raw text':>10} {'x raw':>7}"
+    )
+    sub = (
+        f"{'':<44} {'':>5} | {'p50 ms':>8} {'ms':>8} | {'p50 ms':>8} {'ms':>8} | "
+        f"{'ratio':>5} | {'s':>8} | {'':>12} {'':>10} {'':>7}"
+    )
+    print(header)
+    print(sub)
+    print("-" * len(header))
+    for r in results:
+        tail, head = last_tenth(r.times), early(r.times)
+        flat = ms(tail, 0.95) / ms(head, 0.95)
+        print(
+            f"({r.key}) {r.name:<40} {len(r.times):>5} | {ms(tail, 0.5):8.2f} {ms(tail, 0.95):8.2f} "
+            f"| {ms(head, 0.5):8.2f} {ms(head, 0.95):8.2f} | {flat:5.2f} | {r.total:8.1f} | "
+            f"{size(r.disk_bytes):>12} {size(r.raw_bytes):>10} {r.disk_bytes / r.raw_bytes:7.2f}"
+        )
+    print(
+        "last 10%: the last max(1, turns/10) turns; t100-200: turns 100-200; "
+        "flat ratio: last-10% p95 / t100-200 p95; on disk: all files after close + "
+        "wal_checkpoint(TRUNCATE); raw text: UTF-8 bytes of the user messages and answers."
+    )
+    if a_turns != turns and any(r.key in "ab" for r in results):
+        print(f"NOTE: (a) and (b) ran {a_turns} turns (--a-turns), (c) ran {turns}.")
+    ours = next((r for r in results if r.key == "c"), None)
+    if ours is None:
+        return
+    tail, head = last_tenth(ours.times), early(ours.times)
+    p95, flat = ms(tail, 0.95), ms(tail, 0.95) / ms(head, 0.95)
+    ratio = ours.disk_bytes / ours.raw_bytes
+    n = len(ours.times)
+    print(f"\ntargets for (c), at turn {n}" + ("" if n == 2000 else " (the issue says 2,000)"))
+
+    def verdict(ok: bool) -> str:
+        return "PASS" if ok else "FAIL"
+
+    print(f"  p95 over the last 10% <= {TARGET_P95_MS:g} ms: {p95:8.2f} ms  {verdict(p95 <= 10)}")
+    if n >= 200:
+        print(
+            f"  flat: last-10% p95 / t100-200 p95 <= {TARGET_FLAT:.2f}: {flat:8.2f}     "
+            f"{verdict(flat <= TARGET_FLAT)}"
+        )
+    else:
+        print("  flat: needs at least 200 turns (n/a)")
+    print(
+        f"  bytes on disk <= {TARGET_STORAGE:g}x raw text: {ratio:8.2f}x     "
+        f"{verdict(ratio <= TARGET_STORAGE)}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=2000, help="turns in the thread")
+    parser.add_argument("--only", default="a,b,c", help="variants to run, e.g. 'c' or 'a,b'")
+    parser.add_argument(
+        "--a-turns", type=int, default=None, help="turns for (a) and (b) (default: --turns)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed for the texts")
+    parser.add_argument("--dir", type=Path, default=None, help="where the temp dirs go")
+    args = parser.parse_args()
+    only = {v.strip() for v in args.only.split(",") if v.strip()}
+    if not only <= {"a", "b", "c"}:
+        parser.error("--only takes a comma-separated subset of a,b,c")
+    a_turns = args.a_turns or args.turns
+    base = args.dir or Path(tempfile.gettempdir())
+    users, answers = make_texts(max(args.turns, a_turns), args.seed)
+    print(
+        f"chat turns: {args.turns} turns ({USER_CHARS}-char user message, {ANSWER_CHARS}-char "
+        f"fake answer, seed {args.seed}), variants {','.join(sorted(only))}"
+        + (f"; (a)/(b) {a_turns} turns" if a_turns != args.turns and only & {"a", "b"} else "")
+    )
+
+    variants: list[tuple[str, Callable[[], Result]]] = [
+        (
+            "a",
+            lambda: bench_seed(
+                "a",
+                "seed: add_messages + SqliteSaver",
+                SeedThreadState,
+                base,
+                users[:a_turns],
+                answers[:a_turns],
+            ),
+        ),
+        (
+            "b",
+            lambda: bench_seed(
+                "b",
+                "seed + DeltaChannel (snapshot every 100)",
+                DeltaThreadState,
+                base,
+                users[:a_turns],
+                answers[:a_turns],
+            ),
+        ),
+        ("c", lambda: bench_ours(base, users[: args.turns], answers[: args.turns])),
+    ]
+    results = []
+    for key, run in variants:
+        if key not in only:
+            continue
+        if key == "a":
+            free = shutil.disk_usage(base).free
+            if free < MIN_FREE_FOR_A:
+                print(f"SKIPPED (a): {size(free)} free under {base}, it needs at least 10 GB")
+                continue
+        print(f"running ({key}) ...", file=sys.stderr, flush=True)
+        results.append(run())
+        gc.collect()
+    if results:
+        print()
+        report(results, args.turns, a_turns)
+
+
+if __name__ == "__main__":
+    main()
