@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -433,8 +433,10 @@ class Notebook:
         until: datetime | None = None,
         speaker: str | None = None,
         limit: int = 10,
+        exclude: Collection[str] = (),
     ) -> list[SearchHit]:
-        """Lexical search over moment text (BM25), best first, within the filters."""
+        """Lexical search over moment text (BM25), best first, within the filters; moments
+        in ``exclude`` (say, those already in the live messages) are passed over."""
         if session is not None:
             self.get_session(session)
         if since is not None and until is not None and since >= until:
@@ -445,7 +447,11 @@ class Notebook:
             until=None if until is None else _aware(until, "until"),
             speaker=speaker,
         )
-        ranked = self.backend.search_text(query, where, _limit(limit))
+        wanted = _limit(limit)
+        ranked = self.backend.search_text(
+            query, where, min(wanted + len(exclude), 2 * MAX_SEARCH_LIMIT)
+        )
+        ranked = [(mid, score) for mid, score in ranked if mid not in exclude][:wanted]
         moments = {m.id: m for m in self.backend.get_moments([mid for mid, _ in ranked])}
         return [
             SearchHit(moment=moments[mid], score=score) for mid, score in ranked if mid in moments

@@ -292,6 +292,5 @@ class ContextBuilder:
         """The moments relevant to ``message``, best first, minus those in ``skip``."""
         if self.max_moments == 0 or not message.strip():
             return []
-        limit = min(self.max_moments + len(skip), MAX_SEARCH_LIMIT)
-        hits = self.notebook.search(message, limit=limit)
-        return [h.moment for h in hits if h.moment.id not in skip][: self.max_moments]
+        limit = min(self.max_moments, MAX_SEARCH_LIMIT)
+        return [h.moment for h in self.notebook.search(message, limit=limit, exclude=skip)]

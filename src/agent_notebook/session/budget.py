@@ -41,7 +41,10 @@ def plan_section_cut(
     base = previous.kept if previous is not None else text
     if previous is None and counter.count(text) <= max_tokens:
         return None
-    cut = cut_to_budget(base, max_tokens, counter, marker_tokens(counter, placeholder))
+    # Cut to a quarter below the limit, so a section that grows a little each update is not
+    # condensed (one more moment) on every update.
+    target = max(marker_tokens(counter, placeholder), max_tokens * 3 // 4)
+    cut = cut_to_budget(base, target, counter, marker_tokens(counter, placeholder))
     if previous is not None and not cut.removed:
         return previous
     return SectionCut(kept=cut.kept, removed=(previous.removed if previous else "") + cut.removed)

@@ -397,7 +397,8 @@ def _vanished(
 ) -> list[str]:
     """Identifiers of the old notebook missing from the new one and not marked resolved.
     Text condensed into a moment is not vanished: its marker names where it went."""
-    before = identifiers(sections.render(old))
+    # Only a changed section can lose an identifier (one may move to another section).
+    before = identifiers("\n".join(old[n] for n in sections.SECTIONS if old[n] != proposed[n]))
     after_text = normalize_concept(
         stored + "\n" + sections.render(proposed) if condensed else stored
     )
