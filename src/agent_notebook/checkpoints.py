@@ -3,7 +3,7 @@ Open Notebook's ``data/sqlite-db/checkpoints.sqlite``) becomes a session with it
 
 The database is opened read-only. Each thread's latest checkpoint gives its messages (the
 ``messages`` channel), recorded as moments like the chat graph records a turn
-(:func:`~agent_notebook.graph.chat.drafts_for`, the message ids as source ids); a message's
+(:func:`~agent_notebook.messages.drafts_for`, the message ids as source ids); a message's
 time is that of the first checkpoint that holds it, and the session starts with the thread's
 first checkpoint. The session links to ``thread:<id>`` (relation ``imported-from``) and is
 remembered as the thread's session, so :meth:`Notebook.thread_session` finds it and a chat on
@@ -26,7 +26,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel, ConfigDict
 
 from .errors import MalformedFile
-from .graph.chat import drafts_for
+from .messages import drafts_for
 from .model import SESSION_ID_RE, MomentDraft
 from .notebook import THREADS_NAMESPACE, Notebook
 from .stores import write_lock

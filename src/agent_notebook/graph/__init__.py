@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .chat import build_chat_graph, drafts_for, thread_id_of
+from ..messages import drafts_for
+from .chat import build_chat_graph, thread_id_of
 from .context import BuiltContext, ContextBuilder, ContextItem
 from .models import ModelNotConfigured, ModelResolver
 from .state import ThreadState

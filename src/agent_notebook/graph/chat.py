@@ -18,11 +18,9 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
-    AIMessage,
     BaseMessage,
     HumanMessage,
     SystemMessage,
-    ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -31,7 +29,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from ..config import ChatSettings
 from ..errors import InvalidInput
-from ..model import Action, MomentDraft
+from ..messages import drafts_for
 from ..notebook import Notebook
 from ..session.activity import ActivityMark, mark_after
 from ..session.updaters import DeterministicUpdater, LlmUpdater, NotebookUpdater
@@ -150,28 +148,3 @@ def _latest_human_text(messages: Sequence[BaseMessage]) -> str:
         if isinstance(message, HumanMessage):
             return message.text
     return ""
-
-
-def drafts_for(messages: Sequence[BaseMessage]) -> list[MomentDraft]:
-    """Moments for messages: who said what, tool calls as actions with their results."""
-    results = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
-    drafts = []
-    for m in messages:
-        actions = []
-        if isinstance(m, AIMessage):
-            for call in m.tool_calls:
-                result = results.get(call["id"] or "")
-                actions.append(
-                    Action(
-                        tool=call["name"],
-                        arguments=call["args"],
-                        result=None if result is None else result.text,
-                        ok=result is None or result.status != "error",
-                    )
-                )
-        role = {"human": "user", "ai": "assistant"}.get(m.type, m.type)
-        speaker = m.name or ""
-        drafts.append(
-            MomentDraft(text=m.text, role=role, speaker=speaker, actions=actions, source_id=m.id)
-        )
-    return drafts
