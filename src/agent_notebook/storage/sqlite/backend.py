@@ -117,8 +117,13 @@ class SqliteBackend(StorageBackend):
                 raise
             finally:
                 self._depth -= 1
-            for statement in commit:
-                self._conn.execute(statement)
+            try:
+                for statement in commit:
+                    self._conn.execute(statement)
+            except sqlite3.Error:
+                if self._conn.in_transaction and self._depth == 0:
+                    self._conn.execute("ROLLBACK")  # never leave a failed commit open
+                raise
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock, self._mapped("read"):
