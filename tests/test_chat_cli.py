@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -18,29 +14,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
-
-def cli(
-    home: Path, *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_NOTEBOOK_")}
-    return subprocess.run(
-        [sys.executable, "-m", "agent_notebook", *args, "--home", str(home)],
-        input=stdin,
-        capture_output=True,
-        timeout=120,
-        env={**clean, **(env or {})},
-    )
-
-
-def data(result: subprocess.CompletedProcess[bytes]) -> Any:
-    assert result.returncode == 0, result.stderr.decode()
-    return json.loads(result.stdout)
-
-
-def counts(home: Path) -> tuple[int, int]:
-    totals = data(cli(home, "stats", "--format", "json"))
-    return totals["sessions"], totals["moments"]
-
+from clirun import cli, counts, data
 
 # -- chat ---------------------------------------------------------------------------------
 

@@ -4,33 +4,13 @@ exit codes, and errors that change nothing."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from clirun import cli, counts, data
+
 SESSION = "s_2026-05-20_001"
-
-
-def cli(home: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "agent_notebook", *args, "--home", str(home)],
-        input=stdin,
-        capture_output=True,
-        timeout=60,
-    )
-
-
-def data(result: subprocess.CompletedProcess[bytes]) -> Any:
-    assert result.returncode == 0, result.stderr.decode()
-    return json.loads(result.stdout)
-
-
-def counts(home: Path) -> tuple[int, int]:
-    totals = data(cli(home, "stats", "--format", "json"))
-    return totals["sessions"], totals["moments"]
 
 
 @pytest.fixture
