@@ -153,3 +153,13 @@ def test_tool_calls_are_never_split_from_their_results(nb: Notebook) -> None:
         assert tool_pairs_intact(state["messages"])
     actions = [a for m in nb.moments(nb.thread_session("t-1")) for a in m.actions]
     assert len(actions) == 15 and all(a.tool == "read_file" and a.result for a in actions)
+
+
+def test_the_session_notebook_is_updated_after_the_turn(nb: Notebook) -> None:
+    graph = build_chat_graph(nb, model=fake("Edited auth/tokens.py and the tests pass."))
+    for question in ("Fix tests/test_auth.py", "Use verify_token()", "Run the tests again"):
+        turn(graph, question)  # 6 messages: the session notebook's threshold
+    nb.drain()
+    notes = nb.session_notebook("t-1").sync
+    assert "tests/test_auth.py" in notes.get_section("Files and Functions")
+    assert notes.should_update(turn(graph, "thanks")["messages"]) is False

@@ -7,9 +7,11 @@ composes the backend's primitives inside transactions, so every backend behaves 
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -62,6 +64,7 @@ MAX_SEARCH_LIMIT = 1000
 
 Progress = Callable[[int], None]
 THREADS_NAMESPACE = ("threads",)
+log = logging.getLogger(__name__)
 _thread_lock = threading.Lock()
 _T = TypeVar("_T")
 _Item = TypeVar("_Item", PendingItem, Escalation)
@@ -90,6 +93,7 @@ class Notebook:
         self._store: BaseStore | None = None
         self._checkpointers: dict[tuple[Path | None, int], BaseCheckpointSaver[Any]] = {}
         self._connections: list[sqlite3.Connection] = []  # closed with the notebook
+        self._after_turn: ThreadPoolExecutor | None = None
 
     @classmethod
     def open(
@@ -105,7 +109,25 @@ class Notebook:
         storage = open_backend(location, sqlite_synchronous=conf.sqlite_synchronous)
         return cls(storage, home=root, config=conf)
 
+    def after_turn(self, work: Callable[[], object]) -> Future[object]:
+        """Run derived work (a session-notebook update) after the turn, off the hot path, one
+        job at a time, in submission order. :meth:`close` and :meth:`drain` wait for it;
+        a failure is logged (the raw log it derives from is already written)."""
+        if self._after_turn is None:
+            self._after_turn = ThreadPoolExecutor(1, thread_name_prefix="agent-notebook")
+        future = self._after_turn.submit(work)
+        future.add_done_callback(_log_failure)
+        return future
+
+    def drain(self) -> None:
+        """Wait until the work handed to :meth:`after_turn` so far is done."""
+        if self._after_turn is not None:
+            self._after_turn.submit(lambda: None).result()
+
     def close(self) -> None:
+        if self._after_turn is not None:
+            self._after_turn.shutdown(wait=True)
+            self._after_turn = None
         for conn in self._connections:
             conn.close()
         self._connections.clear()
@@ -502,6 +524,11 @@ class Notebook:
             last_activity=max(lasts, default=None),
             backend=f"{self.backend.capabilities.name} at {self.backend.location}",
         )
+
+
+def _log_failure(future: Future[object]) -> None:
+    if (err := future.exception()) is not None:
+        log.error("work after a turn failed: %s", err, exc_info=err)
 
 
 def _apply(session: Session, changes: dict[str, Any], condensed_history: str | None) -> Session:

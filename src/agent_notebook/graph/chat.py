@@ -3,10 +3,10 @@
 ``agent`` is the seed's ``call_model_with_messages``: the system prompt rendered from
 ``chat/system.jinja`` with the state and the ContextBuilder's output, then ``[SystemMessage]
 + messages``, the model's answer with ``<think>`` blocks stripped. Before it returns, the node
-remembers the turn: it records the new messages as moments (no LLM), runs the session
-notebook's updater when ``should_update`` says so, and, when the live messages pass their
-budget, moves the oldest out of the state (never splitting tool calls from their results)
-into the condensed history. One node keeps a turn to two checkpoint writes (input, answer).
+remembers the turn: it records the new messages as moments (no LLM), hands the session
+notebook's update to :meth:`Notebook.after_turn` when ``should_update`` says so, and, when
+the live messages pass their budget, moves the oldest out of the state (never splitting tool
+calls from their results) into the condensed history. One node keeps a turn to two checkpoint writes (input, answer).
 """
 
 from __future__ import annotations
@@ -117,8 +117,8 @@ def build_chat_graph(
         start = mark_after(messages, ActivityMark(message_id=state.get("recorded_through")))
         notebook.record_many(session_id, drafts_for(messages[start:]))  # the raw log first
         notes = notebook.session_notebook(thread_id).sync
-        if notes.should_update(messages):
-            notes.update_from(messages, updater)
+        if notes.should_update(messages):  # derived data: updated after the turn
+            notebook.after_turn(lambda: notes.update_from(messages, updater))
         update: dict[str, Any] = {
             "messages": [messages[-1]],
             "recorded_through": messages[-1].id,
