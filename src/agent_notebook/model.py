@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Final, Literal, TypeVar
@@ -55,13 +56,7 @@ def check_session_id(value: object) -> str:
     return value
 
 
-def check_moment_id(value: object) -> str:
-    if not isinstance(value, str) or not MOMENT_ID_RE.fullmatch(value):
-        raise InvalidId("moment", value, "m_N (for example m_1829)")
-    return value
-
-
-def _checker(kind: str, pattern: re.Pattern[str], example: str) -> Any:
+def _checker(kind: str, pattern: re.Pattern[str], example: str) -> Callable[[object], str]:
     def check(value: object) -> str:
         if not isinstance(value, str) or not pattern.fullmatch(value):
             raise InvalidId(kind, value, example)
@@ -70,6 +65,7 @@ def _checker(kind: str, pattern: re.Pattern[str], example: str) -> Any:
     return check
 
 
+check_moment_id = _checker("moment", MOMENT_ID_RE, "m_N (for example m_1829)")
 check_pending_id = _checker("pending item", PENDING_ID_RE, "p_N (for example p_3)")
 check_escalation_id = _checker("escalation", ESCALATION_ID_RE, "e_N (for example e_1)")
 

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from ..model import ConceptEntry, Moment, Session, check_moment_id
+from ..model import ConceptEntry, Moment, Session, moment_number
 from ..search.lexical import Bm25Index
 from .base import MomentFilter, StorageBackend
 
@@ -188,7 +188,7 @@ class StagedBackend(StorageBackend):
                 staged[m.number] = m.model_copy(deep=True)
 
     def get_moment(self, moment_id: str) -> Moment | None:
-        num = int(check_moment_id(moment_id)[2:])
+        num = moment_number(moment_id)
         with self._reading() as state:
             if self._staged is not None and num in self._staged.moments:
                 return self._staged.moments[num].model_copy(deep=True)

@@ -28,6 +28,7 @@ from langchain_core.runnables import Runnable
 from pydantic import AliasChoices, BaseModel, Field, ValidationError, field_validator
 
 from ...errors import InvalidInput
+from ...summarize import strip_think
 from ..sections import SECTION_NAMES, SECTIONS, Sections, render
 from .base import UpdateFailed, UpdateProposal
 
@@ -46,7 +47,6 @@ __all__ = [
 MAX_MESSAGE_CHARS: Final = 4000  # longer message texts keep their start and end
 FIELDS: Final = {name: name.lower().replace(" ", "_") for name in SECTION_NAMES}
 
-_THINK: Final = re.compile(r"<think>.*?</think>", re.S | re.I)
 _FENCE: Final = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)```", re.S)
 
 
@@ -198,7 +198,7 @@ def to_proposal(answer: NotebookAnswer, current: Sections) -> UpdateProposal:
 
 def _json_object(text: str) -> Any:
     """The JSON object in a text answer, past any reasoning and around any prose or fence."""
-    text = _THINK.sub("", text).rsplit("</think>", 1)[-1]
+    text = strip_think(text)
     text = fence[1] if (fence := _FENCE.search(text)) else text
     if (start := text.find("{")) < 0:
         raise Malformed(f"no JSON object in the answer (it begins {text.strip()[:80]!r})")

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from ...errors import StorageError
-from ...model import ConceptEntry, Moment, Session, check_moment_id
+from ...model import ConceptEntry, Moment, Session, moment_number
 from ...search.lexical import tokenize
 from ..base import Capabilities, MomentFilter, StorageBackend
 from ..files import ensure_private_dir, ensure_private_file
@@ -197,12 +197,12 @@ class SqliteBackend(StorageBackend):
             )
 
     def get_moment(self, moment_id: str) -> Moment | None:
-        num = int(check_moment_id(moment_id)[2:])
+        num = moment_number(moment_id)
         rows = self._query("SELECT text, body FROM moments WHERE num = ?", (num,))
         return self._moments_from(rows)[0] if rows else None
 
     def get_moments(self, moment_ids: Sequence[str]) -> list[Moment]:
-        nums = [int(check_moment_id(mid)[2:]) for mid in moment_ids]
+        nums = [moment_number(mid) for mid in moment_ids]
         found: dict[int, Moment] = {}
         for start in range(0, len(nums), 500):  # SQLite caps the number of parameters
             chunk = nums[start : start + 500]
