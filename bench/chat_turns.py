@@ -7,14 +7,16 @@ fake chat model; the same seeded texts for every variant) through:
     add_messages]``, ``START → agent → END``, compiled with ``SqliteSaver`` on its own file;
 (b) the same graph with the messages channel as LangGraph's ``DeltaChannel`` (beta), which
     checkpoints only the writes of each step and a full snapshot every 100 updates;
-(c) ours: ``build_chat_graph(Notebook.open(tmp), model=fake)`` with default settings.
+(c) ours: ``build_chat_graph(Notebook.open(tmp), model=fake)`` with default settings;
+(d) the floor: a one-node graph whose state is one short string (no history, no model) on
+    ``SqliteSaver``, i.e. what LangGraph and its SQLite checkpointer cost per turn here.
 
 Each turn is one timed ``graph.invoke({"messages": [HumanMessage(text)]}, thread)``. Reported
 per variant: p50/p95 over the last 10% of turns and over turns 100-200 (their p95 ratio says
 whether latency stays flat), total seconds, bytes on disk in the variant's directory (after
 closing connections and a ``wal_checkpoint(TRUNCATE)``) against the raw UTF-8 text bytes.
 
-    python bench/chat_turns.py [--turns 2000] [--only a,b,c] [--a-turns N] [--seed 0]
+    python bench/chat_turns.py [--turns 2000] [--only a,b,c,d] [--a-turns N] [--seed 0]
 """
 
 from __future__ import annotations
@@ -262,6 +264,24 @@ def seed_graph(state_type: type, model: FakeListChatModel, db: Path) -> tuple[An
     return agent_state.compile(checkpointer=memory), conn
 
 
+class FloorState(TypedDict):
+    last: str
+
+
+def floor_graph(db: Path) -> tuple[Any, Any]:
+    """One node that answers with a fixed short string; the state never grows."""
+
+    def agent(state: FloorState) -> dict[str, Any]:
+        return {"last": "ok"}
+
+    conn = sqlite3.connect(db, check_same_thread=False)
+    graph: StateGraph[Any, Any, Any, Any] = StateGraph(FloorState)
+    graph.add_node("agent", agent)
+    graph.add_edge(START, "agent")
+    graph.add_edge("agent", END)
+    return graph.compile(checkpointer=SqliteSaver(conn)), conn
+
+
 # -- running ----------------------------------------------------------------------------------
 
 
@@ -275,13 +295,15 @@ class Result:
     raw_bytes: int
 
 
-def run_turns(key: str, graph: Any, users: Sequence[str]) -> tuple[list[float], float]:
+def run_turns(
+    key: str, graph: Any, users: Sequence[str], as_input: Callable[[str], Any] | None = None
+) -> tuple[list[float], float]:
     times = []
     n = len(users)
     start = time.perf_counter()
     for i, text in enumerate(users, 1):
         t0 = time.perf_counter()
-        graph.invoke({"messages": [HumanMessage(text)]}, THREAD)
+        graph.invoke(as_input(text) if as_input else {"messages": [HumanMessage(text)]}, THREAD)
         times.append(time.perf_counter() - t0)
         if i % 250 == 0 or i == n:
             print(
@@ -347,6 +369,18 @@ def bench_ours(base: Path, users: Sequence[str], answers: Sequence[str]) -> Resu
     return Result(
         "c", "ours: build_chat_graph (defaults)", times, total, disk, raw_bytes(users, answers)
     )
+
+
+def bench_floor(base: Path, users: Sequence[str], answers: Sequence[str]) -> Result:
+    with tempfile.TemporaryDirectory(prefix="chat_turns_d_", dir=base) as tmp:
+        root = Path(tmp)
+        graph, conn = floor_graph(root / "checkpoints.sqlite")
+        times, total = run_turns("d", graph, users, lambda text: {"last": text[:8]})
+        conn.close()
+        del graph
+        disk = fold_wal_and_measure(root)
+    name = "floor: 1 node, no history, SqliteSaver"
+    return Result("d", name, times, total, disk, raw_bytes(users, answers))
 
 
 # -- reporting --------------------------------------------------------------------------------
@@ -429,7 +463,7 @@ def report(results: Sequence[Result], turns: int, a_turns: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=2000, help="turns in the thread")
-    parser.add_argument("--only", default="a,b,c", help="variants to run, e.g. 'c' or 'a,b'")
+    parser.add_argument("--only", default="a,b,c,d", help="variants to run, e.g. 'c,d'")
     parser.add_argument(
         "--a-turns", type=int, default=None, help="turns for (a) and (b) (default: --turns)"
     )
@@ -437,8 +471,8 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None, help="where the temp dirs go")
     args = parser.parse_args()
     only = {v.strip() for v in args.only.split(",") if v.strip()}
-    if not only <= {"a", "b", "c"}:
-        parser.error("--only takes a comma-separated subset of a,b,c")
+    if not only <= {"a", "b", "c", "d"}:
+        parser.error("--only takes a comma-separated subset of a,b,c,d")
     a_turns = args.a_turns or args.turns
     base = args.dir or Path(tempfile.gettempdir())
     users, answers = make_texts(max(args.turns, a_turns), args.seed)
@@ -472,6 +506,7 @@ def main() -> None:
             ),
         ),
         ("c", lambda: bench_ours(base, users[: args.turns], answers[: args.turns])),
+        ("d", lambda: bench_floor(base, users[: args.turns], answers[: args.turns])),
     ]
     results = []
     for key, run in variants:

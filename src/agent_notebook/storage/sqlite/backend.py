@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -29,7 +30,7 @@ from . import schema
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
 #: How many postings (moment, term pairs) one search may score; see ``search_text``.
-POSTINGS_BUDGET = 5000
+POSTINGS_BUDGET = 1500
 MAX_QUERY_TERMS = 64
 
 
@@ -187,14 +188,53 @@ class SqliteBackend(StorageBackend):
 
     def put_moments(self, moments: Sequence[Moment]) -> None:
         with self.atomic():
+            replaced = self._replaced(moments)
             self._conn.executemany(schema.UPSERT_MOMENT, [schema.moment_row(m) for m in moments])
-            self._conn.executemany(
-                "DELETE FROM moment_concepts WHERE num = ?", [(m.number,) for m in moments]
-            )
-            self._conn.executemany(
-                "INSERT OR IGNORE INTO moment_concepts (concept, num, session_id) VALUES (?, ?, ?)",
-                [(c, m.number, m.session) for m in moments for c in m.metadata.concepts],
-            )
+            self._index_terms(moments, replaced)
+            self._index_concepts(moments, replaced)
+
+    def _replaced(self, moments: Sequence[Moment]) -> dict[int, Moment]:
+        """The stored versions of the moments about to be overwritten, by number."""
+        nums = [m.number for m in moments]
+        found: dict[int, Moment] = {}
+        for start in range(0, len(nums), 500):  # SQLite caps the number of parameters
+            chunk = nums[start : start + 500]
+            rows = self._conn.execute(
+                f"SELECT num, text, body FROM moments WHERE num IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
+            found.update((num, schema.moment_from_row(text, body)) for num, text, body in rows)
+        return found
+
+    def _index_terms(self, moments: Sequence[Moment], replaced: dict[int, Moment]) -> None:
+        change: Counter[str] = Counter()
+        for moment in moments:
+            change.update(set(tokenize(moment.content.text)))
+            if (old := replaced.get(moment.number)) is not None:
+                change.subtract(set(tokenize(old.content.text)))
+        self._conn.executemany(
+            "INSERT INTO term_docs (term, docs) VALUES (?, ?) "
+            "ON CONFLICT (term) DO UPDATE SET docs = docs + excluded.docs",
+            [item for item in change.items() if item[1]],
+        )
+
+    def _index_concepts(self, moments: Sequence[Moment], replaced: dict[int, Moment]) -> None:
+        gone = [(name, num) for num, old in replaced.items() for name in old.metadata.concepts]
+        self._conn.executemany(
+            "DELETE FROM concept_moments WHERE num = ? "
+            "AND concept_id = (SELECT id FROM concepts WHERE name = ?)",
+            [(num, name) for name, num in gone],
+        )
+        pairs = [(c, m.number) for m in moments for c in m.metadata.concepts]
+        self._conn.executemany(
+            "INSERT INTO concepts (name) VALUES (?) ON CONFLICT (name) DO NOTHING",
+            [(name,) for name in dict.fromkeys(c for c, _ in pairs)],
+        )
+        self._conn.executemany(
+            "INSERT OR IGNORE INTO concept_moments (concept_id, num) "
+            "SELECT id, ? FROM concepts WHERE name = ?",
+            [(num, name) for name, num in pairs],
+        )
 
     def get_moment(self, moment_id: str) -> Moment | None:
         num = moment_number(moment_id)
@@ -237,26 +277,22 @@ class SqliteBackend(StorageBackend):
 
     def get_concept(self, concept: str) -> ConceptEntry | None:
         rows = self._query(
-            "SELECT num, session_id FROM moment_concepts WHERE concept = ? ORDER BY num",
+            "SELECT cm.num, m.session_id FROM concepts c "
+            "JOIN concept_moments cm ON cm.concept_id = c.id JOIN moments m ON m.num = cm.num "
+            "WHERE c.name = ? ORDER BY cm.num",
             (concept,),
         )
         return _concept_entry(concept, rows) if rows else None
 
     def list_concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:
-        names = [
-            name
-            for (name,) in self._query(
-                "SELECT DISTINCT concept FROM moment_concepts ORDER BY concept LIMIT ? OFFSET ?",
-                (_limit(limit), offset),
-            )
-        ]
-        if not names:
-            return []
-        marks = ",".join("?" * len(names))
         rows = self._query(
-            f"SELECT concept, num, session_id FROM moment_concepts WHERE concept IN ({marks}) "
-            "ORDER BY concept, num",
-            names,
+            "WITH page AS (SELECT id, name FROM concepts "
+            "  WHERE EXISTS (SELECT 1 FROM concept_moments cm WHERE cm.concept_id = id) "
+            "  ORDER BY name LIMIT ? OFFSET ?) "
+            "SELECT page.name, cm.num, m.session_id FROM page "
+            "JOIN concept_moments cm ON cm.concept_id = page.id JOIN moments m ON m.num = cm.num "
+            "ORDER BY page.name, cm.num",
+            (_limit(limit), offset),
         )
         return [
             _concept_entry(name, [(num, sid) for _, num, sid in group])
@@ -264,7 +300,7 @@ class SqliteBackend(StorageBackend):
         ]
 
     def count_concepts(self) -> int:
-        return int(self._query("SELECT count(DISTINCT concept) FROM moment_concepts")[0][0])
+        return int(self._query("SELECT count(DISTINCT concept_id) FROM concept_moments")[0][0])
 
     # -- search -----------------------------------------------------------------------------
 
@@ -278,7 +314,8 @@ class SqliteBackend(StorageBackend):
             return []
         marks = ",".join("?" * len(terms))
         frequency = self._query(
-            f"SELECT term, doc FROM moments_vocab WHERE term IN ({marks}) ORDER BY doc, term",
+            f"SELECT term, docs FROM term_docs WHERE term IN ({marks}) AND docs > 0 "
+            "ORDER BY docs, term",
             terms,
         )
         chosen: list[str] = []

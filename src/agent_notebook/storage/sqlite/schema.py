@@ -58,6 +58,28 @@ MIGRATIONS: Final[list[list[str]]] = [
     [  # document frequencies, so a search can pick its terms within a cost budget
         "CREATE VIRTUAL TABLE moments_vocab USING fts5vocab (moments_fts, 'row')",
     ],
+    [
+        # fts5vocab counts a term's documents by reading all its postings, so the frequencies
+        # a search needs are kept here instead, in step with ``put_moments``.
+        """CREATE TABLE term_docs (
+            term TEXT PRIMARY KEY,
+            docs INTEGER NOT NULL
+        ) WITHOUT ROWID""",
+        "INSERT INTO term_docs (term, docs) SELECT term, doc FROM moments_vocab",
+        "DROP TABLE moments_vocab",
+        # Concept names stored once; a moment's concepts are known from its body, so the
+        # pairs need no index by moment. About a third of the bytes of the old layout.
+        "CREATE TABLE concepts (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)",
+        """CREATE TABLE concept_moments (
+            concept_id INTEGER NOT NULL,
+            num INTEGER NOT NULL,
+            PRIMARY KEY (concept_id, num)
+        ) WITHOUT ROWID""",
+        "INSERT INTO concepts (name) SELECT DISTINCT concept FROM moment_concepts ORDER BY concept",
+        """INSERT INTO concept_moments (concept_id, num)
+            SELECT c.id, mc.num FROM moment_concepts mc JOIN concepts c ON c.name = mc.concept""",
+        "DROP TABLE moment_concepts",
+    ],
 ]
 
 MOMENT_COLUMNS: Final = "num, session_id, ts_us, speaker, role, text, body"

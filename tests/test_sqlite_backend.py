@@ -1,0 +1,102 @@
+"""What only the SQLite backend has: its migrations, its term counts, its bounded search."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from agent_notebook.model import Moment, Session
+from agent_notebook.search.lexical import tokenize
+from agent_notebook.storage.base import MomentFilter
+from agent_notebook.storage.sqlite import SqliteBackend, schema
+from agent_notebook.storage.sqlite import backend as sqlite_backend
+
+WHEN = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+SESSION = "s_2026-03-01_001"
+
+
+def moment(number: int, text: str, concepts: list[str]) -> Moment:
+    return Moment.model_validate(
+        {
+            "id": f"m_{number}",
+            "session": SESSION,
+            "timestamp": WHEN,
+            "content": {"text": text},
+            "metadata": {"concepts": concepts},
+        }
+    )
+
+
+def open_with(tmp_path: Path) -> SqliteBackend:
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    backend.put_session(Session(id=SESSION, started=WHEN))
+    return backend
+
+
+def term_docs(backend: SqliteBackend) -> dict[str, int]:
+    rows = backend.connection.execute("SELECT term, docs FROM term_docs WHERE docs > 0")
+    return dict(rows.fetchall())
+
+
+def test_a_version_2_file_is_migrated_with_its_concepts_and_term_counts(tmp_path: Path) -> None:
+    path = tmp_path / "notebook.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for number, statements in enumerate(schema.MIGRATIONS[:2], start=1):
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {number}")
+    old = [
+        moment(1, "the deploy failed", ["deploy"]),
+        moment(2, "deploy again", ["deploy", "retry"]),
+    ]
+    conn.execute(
+        "INSERT INTO sessions (id, started_us, body) VALUES (?, ?, ?)",
+        schema.session_row(Session(id=SESSION, started=WHEN)),
+    )
+    for m in old:
+        conn.execute(schema.UPSERT_MOMENT, schema.moment_row(m))
+        conn.executemany(
+            "INSERT INTO moment_concepts (concept, num, session_id) VALUES (?, ?, ?)",
+            [(c, m.number, SESSION) for c in m.metadata.concepts],
+        )
+    conn.close()
+
+    backend = SqliteBackend(path)
+    entry = backend.get_concept("deploy")
+    assert entry is not None and entry.moments == ["m_1", "m_2"] and entry.sessions == [SESSION]
+    assert [c.concept for c in backend.list_concepts()] == ["deploy", "retry"]
+    assert term_docs(backend) == {"the": 1, "deploy": 2, "failed": 1, "again": 1}
+    assert backend.connection.execute("PRAGMA user_version").fetchone()[0] == len(schema.MIGRATIONS)
+
+
+def test_term_counts_follow_every_overwrite(tmp_path: Path) -> None:
+    backend = open_with(tmp_path)
+    backend.put_moments([moment(1, "alpha beta", ["alpha"]), moment(2, "beta gamma", ["gamma"])])
+    backend.put_moments([moment(1, "beta delta delta", ["delta"])])
+    expected: dict[str, int] = {}
+    for text in ["beta delta delta", "beta gamma"]:
+        for term in set(tokenize(text)):
+            expected[term] = expected.get(term, 0) + 1
+    assert term_docs(backend) == expected
+    assert backend.get_concept("alpha") is None
+    assert [c.concept for c in backend.list_concepts()] == ["delta", "gamma"]
+    assert backend.count_concepts() == 2
+
+
+def test_search_takes_rare_terms_first_within_its_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = open_with(tmp_path)
+    backend.put_moments(
+        [moment(n, f"common words here {n}", []) for n in range(1, 41)]
+        + [moment(41, "common rare-ish zebra", [])]
+    )
+    monkeypatch.setattr(sqlite_backend, "POSTINGS_BUDGET", 10)
+    hits = backend.search_text("common zebra", MomentFilter(), limit=5)
+    # "zebra" (1 moment) fits the budget, "common" (41) does not: only zebra's moment scores.
+    assert [moment_id for moment_id, _ in hits] == ["m_41"]
+    monkeypatch.undo()
+    assert len(backend.search_text("common zebra", MomentFilter(), limit=50)) == 41
