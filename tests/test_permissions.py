@@ -88,7 +88,7 @@ def test_yaml_notebook_is_owner_only(tmp_path: Path, permissive_umask: int) -> N
     with Notebook.open(home, backend="yaml") as nb:
         fill(nb)
         write_config(home, NotebookConfig(backend="yaml"))
-        found = assert_private(home)
+    found = assert_private(home)  # closed: the embedding worker is done writing
     sid = "s_2026-06-07_001"
     expected = {
         ".",

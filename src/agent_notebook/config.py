@@ -10,6 +10,7 @@ backend             ``backend=``              AGENT_NOTEBOOK_BACKEND ``sqlite`` 
 sqlite_synchronous  —                         —                      ``FULL``
 session_notebook    ``budgets=``              —                      seed 000's constants
 chat.model          ``--model`` / ``model=``  AGENT_NOTEBOOK_MODEL   none (an error says so)
+search.embedder     ``embedder=``             AGENT_NOTEBOOK_EMBEDDER ``default`` (MiniLM)
 ==================  ========================  =====================  ======================
 
 ``backend`` is ``sqlite`` (``<home>/notebook.db``), ``yaml`` (the seed's YAML layout inside
@@ -32,6 +33,7 @@ CONFIG_FILE = "config.yaml"
 DB_FILE = "notebook.db"
 HOME_ENV = "AGENT_NOTEBOOK_HOME"
 BACKEND_ENV = "AGENT_NOTEBOOK_BACKEND"
+EMBEDDER_ENV = "AGENT_NOTEBOOK_EMBEDDER"
 DEFAULT_HOME = Path("~/.agent-notebook")
 
 
@@ -75,6 +77,32 @@ class ChatSettings(BaseModel):
     summarizer: Literal["extractive", "llm"] = "extractive"
 
 
+class SearchSettings(BaseModel):
+    """How search ranks (``search:`` in ``config.yaml``). Each signal ranks its own
+    candidates; the ranks are fused (weighted reciprocal rank fusion), then the priors nudge
+    the fused score by up to their weight."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: ``default``: the offline MiniLM model when installed; ``none``: lexical only.
+    embedder: Literal["default", "none"] = "default"
+    lexical_weight: float = Field(1.0, ge=0)
+    vector_weight: float = Field(1.0, ge=0)
+    concept_weight: float = Field(0.5, ge=0)
+    #: The constant of reciprocal rank fusion: larger flattens the head of each list.
+    rrf_k: int = Field(60, ge=1)
+    #: Candidates each signal contributes before fusion.
+    candidates: int = Field(100, ge=1, le=1000)
+    #: Weight of ``importance * exp(-decay_rate * age_days)`` (0 turns it off).
+    importance_prior: float = Field(0.1, ge=0, le=1)
+    #: Weight of recency, ``0.5 ** (age_days / recency_half_life_days)``.
+    recency_prior: float = Field(0.05, ge=0, le=1)
+    recency_half_life_days: float = Field(30.0, gt=0)
+    #: Share of a turn's fused score given to each of its neighbouring turns (the same
+    #: session), so an answer's context is found with it. 0 turns it off.
+    neighbour_share: float = Field(0.0, ge=0, le=1)
+
+
 class NotebookConfig(BaseModel):
     """The contents of ``config.yaml``."""
 
@@ -85,6 +113,7 @@ class NotebookConfig(BaseModel):
     sqlite_synchronous: Literal["NORMAL", "FULL", "EXTRA"] = "FULL"
     session_notebook: SessionBudgets = Field(default_factory=SessionBudgets)
     chat: ChatSettings = Field(default_factory=ChatSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
 
 
 def resolve_home(home: Path | str | None = None) -> Path:

@@ -259,6 +259,14 @@ class Action(_Record):
     ok: bool = True
 
 
+class Tombstone(_Record):
+    """What is left of a redacted moment's content: who removed it, when and why."""
+
+    when: UtcTime
+    who: Text = "owner"
+    why: Text = ""
+
+
 class Moment(_Record):
     schema_version: Literal[1] = SCHEMA_VERSION
     id: MomentId
@@ -274,6 +282,8 @@ class Moment(_Record):
     actions: list[Action] = Field(default_factory=list)
     #: The id the source gave this moment (LoCoMo's ``dia_id``, a message id), for tracing.
     source_id: Text | None = None
+    #: Set when the content was redacted: the text, concepts, keys and actions are gone.
+    redacted: Tombstone | None = None
 
     @property
     def number(self) -> int:
@@ -318,6 +328,8 @@ class SearchHit(BaseModel):
 
     moment: Moment
     score: float
+    #: What found it: each signal's share, rank and raw score, and each prior's factor.
+    explain: dict[str, float] = Field(default_factory=dict)
 
 
 class NotebookStats(BaseModel):

@@ -8,6 +8,7 @@ composes the backend's primitives inside transactions, so every backend behaves 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -15,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
@@ -43,6 +44,7 @@ from .model import (
     SearchHit,
     Session,
     TaskStatus,
+    Tombstone,
     check_moment_id,
     check_session_id,
     describe_validation_error,
@@ -51,18 +53,25 @@ from .model import (
     session_id_for,
     validate_record,
 )
+from .search.engine import Mode, SearchEngine, SearchRequest, neighbour_ids
+from .slice import MAX_SLICE_TOKENS, Slice, build_slice
+from .slice import Format as SliceFormat
 from .storage import MomentFilter, StorageBackend, files, open_backend
 from .stores import open_checkpointer, open_store, write_lock
 from .tokens import DEFAULT_COUNTER, TokenCounter
 
 if TYPE_CHECKING:
+    from .embed import Embedder
+    from .search.semantic import SemanticIndex
     from .session import SessionNotebook
 
 #: How many of the latest moment ids a session keeps in ``context.recent_moments``.
 RECENT_MOMENTS = 20
 MAX_SEARCH_LIMIT = 1000
+CLOSE_EMBED_WAIT_S = 30.0
 
 Progress = Callable[[int], None]
+WriteBackKind = Literal["decision", "pending", "escalation_outcome"]
 THREADS_NAMESPACE = ("threads",)
 log = logging.getLogger(__name__)
 _thread_lock = threading.Lock()
@@ -85,7 +94,14 @@ class Notebook:
         home: Path | None = None,
         token_counter: TokenCounter = DEFAULT_COUNTER,
         config: cfg.NotebookConfig | None = None,
+        embedder: Embedder | Literal["default"] | None = "default",
+        background_embedding: bool = True,
     ) -> None:
+        """``embedder``: ``"default"`` follows ``search.embedder`` (the offline MiniLM model
+        when installed); ``None`` keeps search lexical; or any :class:`Embedder`, such as a
+        :class:`~agent_notebook.embed.LangChainEmbedder`. With ``background_embedding``
+        (for a notebook that lives a while: a server, a chat) new moments are embedded on a
+        worker thread; without it they wait in the queue for :meth:`reindex`."""
         self.backend = backend
         self.home = home
         self.tokens = token_counter
@@ -94,10 +110,19 @@ class Notebook:
         self._checkpointers: dict[tuple[Path | None, int], BaseCheckpointSaver[Any]] = {}
         self._connections: list[sqlite3.Connection] = []  # closed with the notebook
         self._after_turn: ThreadPoolExecutor | None = None
+        self._embedder_choice = embedder
+        self._background_embedding = background_embedding
+        self._semantic: SemanticIndex | None = None
+        self._semantic_ready = False
 
     @classmethod
     def open(
-        cls, home: Path | str | None = None, *, backend: str | None = None, create: bool = True
+        cls,
+        home: Path | str | None = None,
+        *,
+        backend: str | None = None,
+        create: bool = True,
+        background_embedding: bool = True,
     ) -> Self:
         """Open (and with ``create``, make) the notebook in ``home``; see :mod:`.config`."""
         root = cfg.resolve_home(home)
@@ -107,7 +132,7 @@ class Notebook:
         conf = cfg.load_config(root)
         location = cfg.backend_location(root, conf, backend)
         storage = open_backend(location, sqlite_synchronous=conf.sqlite_synchronous)
-        return cls(storage, home=root, config=conf)
+        return cls(storage, home=root, config=conf, background_embedding=background_embedding)
 
     def after_turn(self, work: Callable[[], object]) -> Future[object]:
         """Run derived work (a session-notebook update) after the turn, off the hot path, one
@@ -128,6 +153,13 @@ class Notebook:
         if self._after_turn is not None:
             self._after_turn.shutdown(wait=True)
             self._after_turn = None
+        if self._semantic is not None:
+            # Moments recorded just now get their vectors unless that takes long; any left
+            # are still queued, for the next process or 'agent-notebook reindex'.
+            self._semantic.wait_idle(timeout=CLOSE_EMBED_WAIT_S)
+            self._semantic.close()
+            self._semantic = None
+            self._semantic_ready = False
         for conn in self._connections:
             conn.close()
         self._connections.clear()
@@ -365,6 +397,8 @@ class Notebook:
             self.backend.put_moments([*moments, *parents])
             self._count(session, moments)
             self.backend.put_session(session)
+        if self._background_embedding and (semantic := self.semantic) is not None:
+            semantic.notify()  # vectors are derived: made off the hot path
         return moments
 
     def _prepare(self, draft: MomentDraft, session_id: str, now: datetime) -> Moment:
@@ -454,30 +488,187 @@ class Notebook:
         since: datetime | None = None,
         until: datetime | None = None,
         speaker: str | None = None,
+        concept: str | None = None,
         limit: int = 10,
         exclude: Collection[str] = (),
+        mode: Mode = "hybrid",
     ) -> list[SearchHit]:
-        """Lexical search over moment text (BM25), best first, within the filters; moments
-        in ``exclude`` (say, those already in the live messages) are passed over."""
+        """Moments relevant to ``query``, best first, within the filters. ``hybrid`` fuses
+        lexical (BM25), vector and concept matches (lexical alone without an embedder);
+        each hit's ``explain`` says what found it. Moments in ``exclude`` (say, those
+        already in the live messages) are passed over."""
         if session is not None:
             self.get_session(session)
         if since is not None and until is not None and since >= until:
             raise InvalidInput(f"search: since ({since}) must be before until ({until})")
+        if mode not in ("hybrid", "lexical", "vector"):
+            raise InvalidInput(f"search: mode {mode!r} is not one of hybrid, lexical, vector")
+        semantic = self.semantic
+        if mode == "vector" and semantic is None:
+            raise InvalidInput(
+                "search: vector mode needs an embedder; 'agent-notebook doctor' says why "
+                "there is none"
+            )
         where = MomentFilter(
             session=session,
             since=None if since is None else _aware(since, "since"),
             until=None if until is None else _aware(until, "until"),
             speaker=speaker,
         )
-        wanted = _limit(limit)
-        ranked = self.backend.search_text(
-            query, where, min(wanted + len(exclude), 2 * MAX_SEARCH_LIMIT)
+        engine = SearchEngine(self.backend, self.config.search, semantic)
+        request = SearchRequest(
+            query, where, _limit(limit), concept=concept, exclude=set(exclude), mode=mode
         )
-        ranked = [(mid, score) for mid, score in ranked if mid not in exclude][:wanted]
-        moments = {m.id: m for m in self.backend.get_moments([mid for mid, _ in ranked])}
-        return [
-            SearchHit(moment=moments[mid], score=score) for mid, score in ranked if mid in moments
-        ]
+        return engine.search(request)
+
+    def redact(self, moment_id: str, reason: str, who: str = "owner") -> Moment:
+        """Remove a moment's content (text, concepts, retrieval keys, actions) for good,
+        leaving a tombstone that says who, when and why; the session's audit log records it.
+        Search never returns it again, by words or by meaning."""
+        check_moment_id(moment_id)
+        with self.backend.atomic():
+            moment = self.get_moment(moment_id)
+            if moment.redacted is not None:
+                return moment
+            tombstone = validate_record(
+                Tombstone, {"when": now_utc(), "who": who, "why": reason}, "redaction"
+            )
+            redacted = moment.model_copy(
+                update={
+                    "content": MomentContent(),
+                    "metadata": moment.metadata.model_copy(
+                        update={"concepts": [], "retrieval_keys": []}
+                    ),
+                    "actions": [],
+                    "redacted": tombstone,
+                }
+            )
+            self.backend.put_moments([redacted])
+            self.decide(moment.session, f"redacted {moment_id}", reason, who=who)
+        if self._semantic is not None:
+            self._semantic.forget([moment.number])
+        return redacted
+
+    # -- slices for a guest -----------------------------------------------------------------
+
+    def slice(
+        self,
+        query: str,
+        budget_tokens: int = 4000,
+        *,
+        audience: str = "guest",
+        session: str | None = None,
+        fmt: SliceFormat = "markdown",
+        limit: int | None = None,
+        exclude: Collection[str] = (),
+    ) -> Slice:
+        """A read-only, relevance-ranked, provenance-tagged slice of the notebook for
+        ``audience`` that fits ``budget_tokens`` (at most 256K); see :mod:`.slice`. ``limit``
+        caps the matched moments; those in ``exclude`` are left out."""
+        if not 1 <= budget_tokens <= MAX_SLICE_TOKENS:
+            raise InvalidInput(
+                f"slice: budget_tokens must be between 1 and {MAX_SLICE_TOKENS}, "
+                f"not {budget_tokens}"
+            )
+        if fmt not in ("markdown", "yaml"):
+            raise InvalidInput(f"slice: format {fmt!r} is not markdown or yaml")
+        # Enough hits to fill the budget with room for those that do not fit.
+        pool = limit or min(MAX_SEARCH_LIMIT, max(20, budget_tokens // 40))
+        hits = self.search(query, session=session, limit=pool, exclude=exclude)
+        hits = hits if query.strip() else []
+        sessions: dict[str, Session] = {}
+
+        def session_of(session_id: str) -> Session:
+            if session_id not in sessions:
+                sessions[session_id] = self.get_session(session_id)
+            return sessions[session_id]
+
+        def neighbours_of(moment: Moment) -> list[Moment]:
+            near = self.backend.get_moments(neighbour_ids(moment.number))
+            return [m for m in near if m.session == moment.session and m.redacted is None]
+
+        return build_slice(
+            query,
+            hits,
+            budget_tokens=budget_tokens,
+            audience=audience,
+            counter=self.tokens,
+            session_of=session_of,
+            neighbours_of=neighbours_of,
+            fmt=fmt,
+        )
+
+    def write_back(
+        self,
+        guest: str,
+        session_id: str,
+        kind: WriteBackKind,
+        text: str,
+        *,
+        why: str = "",
+        escalation_id: str | None = None,
+    ) -> Decision:
+        """A guest's one write: a decision, a new pending item, or the outcome of an
+        escalation; each is entered in the session's audit log under ``guest:<name>``.
+        Returns that audit entry."""
+        name = guest.strip()
+        if not name or len(name) > 100:
+            raise InvalidInput("write_back: guest must be a name of 1 to 100 characters")
+        who = f"guest:{name}"
+        with self.backend.atomic():
+            if kind == "decision":
+                return self.decide(session_id, text, why, who=who)
+            if kind == "pending":
+                item = self.open_pending(session_id, text)
+                return self.decide(session_id, f"opened pending {item.id}: {text}", why, who=who)
+            if kind == "escalation_outcome":
+                if escalation_id is None:
+                    raise InvalidInput("write_back: an escalation outcome needs escalation_id")
+                self.resolve_escalation(session_id, escalation_id, text)
+                return self.decide(session_id, f"outcome of {escalation_id}: {text}", why, who=who)
+        raise InvalidInput(
+            f"write_back: kind {kind!r} is not decision, pending or escalation_outcome"
+        )
+
+    # -- vectors ----------------------------------------------------------------------------
+
+    @property
+    def semantic(self) -> SemanticIndex | None:
+        """The vector side of search, or None without an embedder (see ``doctor``)."""
+        if not self._semantic_ready:
+            self._semantic_ready = True
+            embedder = self._resolve_embedder()
+            if embedder is not None:
+                from .search.semantic import SemanticIndex
+
+                index_file = None
+                if self.home is not None and self.backend.capabilities.name == "yaml":
+                    index_file = self.home / "embeddings.faiss"
+                self._semantic = SemanticIndex(self.backend, embedder, index_file=index_file)
+        return self._semantic
+
+    def _resolve_embedder(self) -> Embedder | None:
+        if self._embedder_choice != "default":
+            return self._embedder_choice
+        chosen = os.environ.get(cfg.EMBEDDER_ENV) or self.config.search.embedder
+        if chosen == "none":
+            return None
+        from .embed import default_embedder
+
+        return default_embedder()
+
+    def reindex(self, progress: Progress | None = None) -> int:
+        """Embed every moment that has no vector yet (after a crash, a model change or
+        an import); returns how many were embedded."""
+        semantic = self.semantic
+        if semantic is None:
+            raise InvalidInput("reindex: no embedder; 'agent-notebook doctor' says why")
+        return semantic.catch_up(progress)
+
+    def unembedded(self) -> int:
+        """How many moments wait for a vector (0 without an embedder)."""
+        semantic = self.semantic
+        return 0 if semantic is None else semantic.pending()
 
     # -- ingest, export, import -------------------------------------------------------------
 
@@ -505,8 +696,12 @@ class Notebook:
         return copy_notebook(self.backend, target, progress)
 
     def import_from(self, source: StorageBackend, progress: Progress | None = None) -> CopyReport:
-        """Copy ``source`` into this notebook; all of it, or nothing on a conflict."""
-        return copy_notebook(source, self.backend, progress)
+        """Copy ``source`` into this notebook; all of it, or nothing on a conflict. The
+        imported moments are embedded like recorded ones (vectors are not copied)."""
+        report = copy_notebook(source, self.backend, progress)
+        if self._background_embedding and (semantic := self.semantic) is not None:
+            semantic.notify()
+        return report
 
     # -- stats ------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import chat, exchange, read, session, write
+from . import chat, exchange, maintain, read, session, write
 
 app = typer.Typer(
     name="agent-notebook",
@@ -21,11 +21,14 @@ app.command()(read.moments)
 app.command()(write.record)
 app.command()(write.ingest)
 app.command()(read.search)
+app.command("slice")(read.slice_)
 app.command()(exchange.export)
 app.command("import")(exchange.import_)
 app.command()(read.stats)
 app.command()(chat.chat)
 app.command("import-checkpoints")(chat.import_checkpoints)
+app.command()(maintain.reindex)
+app.command()(maintain.doctor)
 app.add_typer(session.app)
 
 

@@ -99,7 +99,7 @@ def chat(
 
     thread_id = thread or datetime.now().strftime("chat-%Y%m%d-%H%M%S")
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-    with open_notebook(home, create=True) as nb:
+    with open_notebook(home, create=True, long_lived=True) as nb:
         builtin = offline_models()
         name = model or nb.config.chat.model
         try:

@@ -64,9 +64,36 @@ def reporting_errors() -> Iterator[None]:
 
 
 @contextmanager
-def open_notebook(home: Path | None, *, create: bool = False) -> Iterator[Notebook]:
-    with reporting_errors(), Notebook.open(home, create=create) as nb:
+def open_notebook(
+    home: Path | None, *, create: bool = False, long_lived: bool = False
+) -> Iterator[Notebook]:
+    """A command's notebook. A one-shot command leaves new moments in the embedding queue
+    (loading the model would cost more than the command); a long-lived one (chat) embeds
+    them in the background."""
+    with (
+        reporting_errors(),
+        Notebook.open(home, create=create, background_embedding=long_lived) as nb,
+    ):
         yield nb
+
+
+#: A search embeds up to this many queued moments first; more wait for 'reindex'.
+CATCH_UP_LIMIT = 2000
+
+
+def catch_up(nb: Notebook) -> None:
+    """Embed what one-shot commands left queued, so a search finds it by meaning."""
+    if nb.semantic is None:
+        return
+    waiting = nb.unembedded()
+    if 0 < waiting <= CATCH_UP_LIMIT:
+        nb.reindex()
+    elif waiting:
+        stderr.print(
+            f"{waiting} moments wait for a vector and are found by words only: run "
+            "'agent-notebook reindex'",
+            highlight=False,
+        )
 
 
 def parse_time(value: str | None, option: str) -> datetime | None:

@@ -1,25 +1,37 @@
-"""Commands that read: sessions, show, moments, search, stats."""
+"""Commands that read: sessions, show, moments, search, slice, stats."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from enum import StrEnum
 from typing import Annotated
 
 import typer
 
 from ..model import Moment, SearchHit, Session
+from ..slice import MAX_SLICE_TOKENS
 from .common import (
     FormatOption,
     HomeOption,
     LimitOption,
     OffsetOption,
     OutputFormat,
+    catch_up,
     emit,
     open_notebook,
     parse_time,
     reporting_errors,
     short,
+    stderr,
     when,
 )
+
+
+class SearchMode(StrEnum):
+    HYBRID = "hybrid"
+    LEXICAL = "lexical"
+    VECTOR = "vector"
+
 
 SESSION_COLUMNS = [
     ("id", lambda s: s.id),
@@ -104,39 +116,101 @@ def moments(
 
 
 def search(
-    query: Annotated[str, typer.Argument(help="Words to look for; any may match.")],
+    query: Annotated[str, typer.Argument(help="What to look for, in words.")],
     home: HomeOption = None,
     session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
     since: Annotated[str | None, typer.Option(help="From this ISO time (inclusive).")] = None,
     until: Annotated[str | None, typer.Option(help="Before this ISO time.")] = None,
     speaker: Annotated[str | None, typer.Option(help="Only moments by this speaker.")] = None,
+    concept: Annotated[str | None, typer.Option(help="Only moments with this concept.")] = None,
+    mode: Annotated[
+        SearchMode, typer.Option(help="hybrid (default), lexical or vector.")
+    ] = SearchMode.HYBRID,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show each signal's share of each result.")
+    ] = False,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="How many results.")] = 10,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
-    """Search moment text (BM25), best first.
+    """Search moments by words and meaning, best first: lexical (BM25), vector and concept
+    matches fused, with importance and recency as priors.
 
-    Example: agent-notebook search "train to Lyon" --since 2026-06-01 --speaker ana
+    Example: agent-notebook search "train to Lyon" --since 2026-06-01 --speaker ana --explain
     """
     with open_notebook(home) as nb, reporting_errors():
+        if mode is not SearchMode.LEXICAL:
+            catch_up(nb)
         hits: list[SearchHit] = nb.search(
             query,
             session=session,
             since=parse_time(since, "--since"),
             until=parse_time(until, "--until"),
             speaker=speaker,
+            concept=concept,
+            mode=mode.value,
             limit=limit,
         )
-    emit(
-        hits,
-        fmt,
-        [
-            ("score", lambda h: f"{h.score:.3g}"),
-            ("id", lambda h: h.moment.id),
-            ("session", lambda h: h.moment.session),
-            ("speaker", lambda h: h.moment.speaker or h.moment.role),
-            ("text", lambda h: short(h.moment.content.text)),
-        ],
+    columns: list[tuple[str, Callable[[SearchHit], object]]] = [
+        ("score", lambda h: f"{h.score:.3g}"),
+        ("id", lambda h: h.moment.id),
+        ("session", lambda h: h.moment.session),
+        ("speaker", lambda h: h.moment.speaker or h.moment.role),
+        ("text", lambda h: short(h.moment.content.text, 60 if explain else 80)),
+    ]
+    if explain:
+        columns += [(signal, _share(signal)) for signal in ("lexical", "vector", "concept")]
+        columns.append(("priors", _priors))
+    elif fmt is OutputFormat.JSON:
+        hits = [h.model_copy(update={"explain": {}}) for h in hits]
+    emit(hits, fmt, columns)
+
+
+def _share(signal: str) -> Callable[[SearchHit], object]:
+    def cell(hit: SearchHit) -> str:
+        share = hit.explain.get(f"{signal}_share")
+        if share is None:
+            return "-"
+        rank = int(hit.explain[f"{signal}_rank"])
+        return f"{share:.0%} #{rank}"
+
+    return cell
+
+
+def _priors(hit: SearchHit) -> str:
+    return " ".join(
+        f"{key.removesuffix('_prior')} x{value:.2f}"
+        for key, value in hit.explain.items()
+        if key.endswith("_prior")
     )
+
+
+def slice_(
+    query: Annotated[str, typer.Argument(help="What the guest needs to know about.")],
+    home: HomeOption = None,
+    budget: Annotated[
+        int, typer.Option(min=1, max=MAX_SLICE_TOKENS, help="Token budget of the slice.")
+    ] = 4000,
+    audience: Annotated[str, typer.Option(help="Who the slice is for.")] = "guest",
+    session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
+    as_yaml: Annotated[bool, typer.Option("--yaml", help="YAML instead of Markdown.")] = False,
+) -> None:
+    """Print a read-only, provenance-tagged slice of the notebook for a guest agent: the
+    relevant moments with their neighbouring turns, each session's task, open pending items
+    and related decisions, within the token budget.
+
+    Example: agent-notebook slice "train to Lyon" --budget 2000 --audience hermes
+    """
+    with open_notebook(home) as nb, reporting_errors():
+        catch_up(nb)
+        found = nb.slice(
+            query,
+            budget,
+            audience=audience,
+            session=session,
+            fmt="yaml" if as_yaml else "markdown",
+        )
+    typer.echo(found.render(), nl=False)
+    stderr.print(f"{found.tokens} of {found.budget_tokens} tokens; {found.cut} matches left out")
 
 
 def stats(home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE) -> None:

@@ -112,6 +112,9 @@ def ingest(
     with open_notebook(home, create=True) as nb, progress_bar() as bar:
         task = bar.add_task(f"ingest {file.name}", total=plan.moment_count)
         created = nb.ingest(plan, progress=lambda n: bar.advance(task, n))
+        if nb.semantic is not None:  # embedded now, so the next search finds by meaning
+            embedding = bar.add_task("embed", total=nb.unembedded())
+            nb.reindex(progress=lambda n: bar.advance(embedding, n))
     stderr.print(
         f"ingested {plan.moment_count} moments into {len(created)} session(s) from {file} "
         f"({plan.format})",

@@ -34,6 +34,7 @@ SUMMARY_CHARS: Final = 200
 HISTORY_SUMMARY_CHARS: Final = 400
 SUMMARY_SECTIONS: Final = ("Current State", "Task Specification")
 #: Prompt order of the kinds; fitting goes by the order of the candidates (priority).
+MOMENT_KINDS: Final = ("moment", "context")
 PROMPT_ORDER: Final = ("session_notebook", "condensed_history", "pending", "decision", "moment")
 
 _SENTENCE = re.compile(r"^.+?[.!?](?=\s|$)", re.S)
@@ -289,8 +290,23 @@ class ContextBuilder:
         return found
 
     def _moments(self, message: str, skip: set[str]) -> list[Moment]:
-        """The moments relevant to ``message``, best first, minus those in ``skip``."""
+        """The moments of the notebook's slice for ``message`` (matches with the turns
+        around them), most relevant first, minus those in ``skip``."""
         if self.max_moments == 0 or not message.strip():
             return []
-        limit = min(self.max_moments, MAX_SEARCH_LIMIT)
-        return [h.moment for h in self.notebook.search(message, limit=limit, exclude=skip)]
+        found = self.notebook.slice(
+            message,
+            max(1, self.budget_tokens),
+            audience="chat",
+            limit=min(self.max_moments, MAX_SEARCH_LIMIT),
+            exclude=skip,
+        )
+        # The matches first, then the turns around them, within ``max_moments``.
+        ids = [
+            item.source.removeprefix("moment:")
+            for kind in MOMENT_KINDS
+            for item in found.items
+            if item.kind == kind
+        ]
+        kept = [i for i in ids if i not in skip][: self.max_moments]
+        return self.notebook.backend.get_moments(kept)

@@ -146,6 +146,40 @@ class StorageBackend(ABC):
         Any word of the query may match (OR); more matched, rarer words rank higher (BM25).
         """
 
+    # -- text vectors -------------------------------------------------------------------------
+    # A moment has at most one vector, made by one embedding model (named by ``model``); the
+    # bytes are opaque here. A moment whose text changes loses its vector. The moments
+    # without a vector of the current model are the embedding queue: it is durable because
+    # it is derived from the records themselves.
+
+    @abstractmethod
+    def put_vectors(self, model: str, vectors: Sequence[tuple[int, str, bytes]]) -> None:
+        """Store ``(moment number, text embedded, vector)`` items, replacing older vectors.
+        An item whose moment no longer exists or no longer has that text is skipped: it
+        was embedded from a version that has since been rewritten."""
+
+    @abstractmethod
+    def get_vectors(
+        self, model: str, after: int = 0, limit: int | None = None
+    ) -> list[tuple[int, bytes]]:
+        """Vectors of ``model`` as ``(moment number, vector)``, numbers above ``after``,
+        ascending."""
+
+    @abstractmethod
+    def unembedded(self, model: str, limit: int | None = None) -> list[int]:
+        """Numbers of the moments with no vector of ``model``, oldest first."""
+
+    def moment_numbers(self, where: MomentFilter) -> list[int]:
+        """Numbers of the moments ``where`` matches, ascending (to restrict a vector search)."""
+        moments = self.iter_moments() if where.session is None else self._session_moments(where)
+        return [m.number for m in moments if where.matches(m)]
+
+    def _session_moments(self, where: MomentFilter) -> Iterator[Moment]:
+        offset = 0
+        while page := self.list_moments(where.session, offset=offset, limit=500):
+            yield from page
+            offset += len(page)
+
     # -- lifecycle --------------------------------------------------------------------------
 
     def iter_moments(self, batch: int = 500) -> Iterator[Moment]:

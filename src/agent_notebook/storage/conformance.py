@@ -45,6 +45,7 @@ __all__ = [
     "TestMoments",
     "TestReopen",
     "TestSessions",
+    "TestVectors",
 ]
 
 T0 = datetime(2026, 6, 7, 9, 30, tzinfo=UTC)
@@ -309,3 +310,52 @@ class TestReopen:
         assert entry is not None and entry.moments == ["m_8"]
         assert again.next_number("moment") == 9
         assert [m for m, _ in again.search_text("eight", MomentFilter(), 5)] == ["m_8"]
+
+
+class TestVectors:
+    def test_put_get_and_the_queue(self, backend: StorageBackend) -> None:
+        backend.put_session(make_session())
+        backend.put_moments([make_moment(n, f"text {n}") for n in (1, 2, 3)])
+        assert backend.unembedded("model-a") == [1, 2, 3]
+        backend.put_vectors("model-a", [(1, "text 1", b"v1"), (3, "text 3", b"v3")])
+        assert backend.get_vectors("model-a") == [(1, b"v1"), (3, b"v3")]
+        assert backend.get_vectors("model-a", after=1, limit=5) == [(3, b"v3")]
+        assert backend.unembedded("model-a") == [2]
+        assert backend.unembedded("model-a", limit=0) == []
+        assert backend.unembedded("model-b") == [1, 2, 3]  # another model: all again
+        backend.put_vectors("model-b", [(1, "text 1", b"w1")])  # replaces model-a's
+        assert backend.get_vectors("model-a") == [(3, b"v3")]
+        assert backend.get_vectors("model-b") == [(1, b"w1")]
+
+    def test_a_vector_of_old_or_missing_text_is_dropped(self, backend: StorageBackend) -> None:
+        backend.put_session(make_session())
+        backend.put_moments([make_moment(1, "first words"), make_moment(2, "second")])
+        backend.put_vectors("m", [(1, "first words", b"v1"), (2, "second", b"v2")])
+        backend.put_moments([make_moment(1, "rewritten words"), make_moment(2, "second")])
+        assert backend.get_vectors("m") == [(2, b"v2")]  # unchanged text keeps its vector
+        assert backend.unembedded("m") == [1]
+        # a worker that embedded the old text, or a moment that does not exist: skipped
+        backend.put_vectors("m", [(1, "first words", b"old"), (9, "nine", b"v9")])
+        assert backend.get_vectors("m") == [(2, b"v2")]
+
+    def test_vectors_roll_back_with_their_transaction(self, backend: StorageBackend) -> None:
+        backend.put_session(make_session())
+        backend.put_moments([make_moment(1, "one")])
+        with pytest.raises(RuntimeError), backend.atomic():
+            backend.put_vectors("m", [(1, "one", b"v1")])
+            raise RuntimeError("abort")
+        assert backend.get_vectors("m") == []
+
+    def test_vectors_survive_reopening(
+        self, backend: StorageBackend, reopen: Callable[[], StorageBackend]
+    ) -> None:
+        if not backend.capabilities.persistent:
+            pytest.skip(f"{backend.capabilities.name} is not persistent")
+        backend.put_session(make_session())
+        backend.put_moments([make_moment(1, "one"), make_moment(2, "two")])
+        blob = bytes(range(256)) * 3  # any bytes, newlines included
+        backend.put_vectors("m", [(1, "one", blob)])
+        backend.close()
+        again = reopen()
+        assert again.get_vectors("m") == [(1, blob)]
+        assert again.unembedded("m") == [2]

@@ -8,6 +8,7 @@ area that reads see; the outermost block's exit applies the staged changes and h
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -26,9 +27,11 @@ class StagedChanges:
     sessions: dict[str, Session] = field(default_factory=dict)
     moments: dict[int, Moment] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
+    #: moment number -> (model, vector); applied after the moments of the same transaction
+    vectors: dict[int, tuple[str, bytes]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.sessions or self.moments or self.counters)
+        return bool(self.sessions or self.moments or self.counters or self.vectors)
 
 
 class NotebookState:
@@ -41,6 +44,7 @@ class NotebookState:
         self.concepts: dict[str, dict[int, str]] = {}  # concept -> {moment number: session}
         self.by_session: dict[str, set[int]] = {}
         self.text_index = Bm25Index()
+        self.vectors: dict[int, tuple[str, bytes]] = {}
 
     def put_moment(self, moment: Moment) -> None:
         num = moment.number
@@ -53,6 +57,8 @@ class NotebookState:
                     if not entry:
                         del self.concepts[concept]
             self.by_session.get(old.session, set()).discard(num)
+            if old.content.text != moment.content.text:
+                self.vectors.pop(num, None)  # a vector describes the text it was made from
         self.moments[num] = moment
         self.by_session.setdefault(moment.session, set()).add(num)
         for concept in moment.metadata.concepts:
@@ -64,6 +70,7 @@ class NotebookState:
         for moment in changes.moments.values():
             self.put_moment(moment)
         self.counters.update(changes.counters)
+        self.vectors.update(changes.vectors)
 
 
 class StagedBackend(StorageBackend):
@@ -219,6 +226,28 @@ class StagedBackend(StorageBackend):
     def count_moments(self, session_id: str | None = None) -> int:
         with self._reading() as state:
             return len(self._moment_numbers(state, session_id))
+
+    # -- text vectors -----------------------------------------------------------------------
+
+    def put_vectors(self, model: str, vectors: Sequence[tuple[int, str, bytes]]) -> None:
+        with self.atomic():
+            staged = self._write()
+            for num, text, blob in vectors:
+                current = staged.moments.get(num) or self._state.moments.get(num)
+                if current is not None and current.content.text == text:
+                    staged.vectors[num] = (model, blob)
+
+    def get_vectors(
+        self, model: str, after: int = 0, limit: int | None = None
+    ) -> list[tuple[int, bytes]]:
+        with self._reading() as state:
+            nums = sorted(n for n, (m, _) in state.vectors.items() if m == model and n > after)
+            return [(n, state.vectors[n][1]) for n in _page(nums, 0, limit)]
+
+    def unembedded(self, model: str, limit: int | None = None) -> list[int]:
+        with self._reading() as state:
+            nums = (n for n in sorted(state.moments) if state.vectors.get(n, ("",))[0] != model)
+            return list(itertools.islice(nums, limit))
 
     # -- concepts ---------------------------------------------------------------------------
     # The concept index reflects committed moments (the facade reads it outside transactions).

@@ -69,12 +69,12 @@ def dump_record(record: BaseModel) -> str:
 
 # Characters YAML readers fold as line breaks or refuse as unprintable: escape them.
 _UNSAFE_IN_QUOTES = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
-_PLAIN_KEY = re.compile(r"^[a-z0-9][\w .\-/]*$", re.ASCII)
+_PLAIN_KEY = re.compile(r"[a-z0-9][\w .\-/]*", re.ASCII)  # fullmatch: "$" allows a "\n"
 
 
 def _key(text: str) -> str:
     """A mapping key: plain when that is unambiguous, else a JSON string (valid YAML)."""
-    if _PLAIN_KEY.match(text) and not _AMBIGUOUS.match(text) and not text.endswith(" "):
+    if _PLAIN_KEY.fullmatch(text) and not _AMBIGUOUS.match(text) and not text.endswith(" "):
         return text
     return _UNSAFE_IN_QUOTES.sub(
         lambda m: f"\\u{ord(m[0]):04x}", json.dumps(text, ensure_ascii=False)

@@ -5,11 +5,15 @@
     │   ├── s_2026-06-07_001.yaml      # session file
     │   └── s_2026-06-07_001/
     │       └── moments/
-    │           └── m_1829.yaml        # individual moment
-    └── index.yaml                     # counters and the cross-session concept index
+    │           ├── m_1829.yaml        # individual moment
+    │           └── m_1829.vec         # its text vector, when embedded
+    ├── index.yaml                     # counters and the cross-session concept index
+    └── embeddings.faiss               # the vector index (derived from the .vec files)
 
 The files are the truth: ``index.yaml``'s concept index is rebuilt from the moments on load,
-so a crash between two file writes never leaves the notebook inconsistent. Every write is
+so a crash between two file writes never leaves the notebook inconsistent. A ``.vec`` file
+names its model and a digest of the text it was made from; one that no longer matches its
+moment is ignored (the moment is embedded again). Every write is
 atomic (temp file, fsync, rename); moments are written first, their session next and the
 index last. A ``.lock`` file (``flock``) admits one writing process at a time; a process
 reloads its cache when another one has changed ``index.yaml``.
@@ -21,6 +25,7 @@ volume.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from contextlib import AbstractContextManager
@@ -78,6 +83,9 @@ class YamlDirBackend(StagedBackend):
     def _moment_path(self, moment: Moment) -> Path:
         return self.root / "sessions" / moment.session / "moments" / f"{moment.id}.yaml"
 
+    def _vector_path(self, moment: Moment) -> Path:
+        return self._moment_path(moment).with_suffix(".vec")
+
     # -- hooks ------------------------------------------------------------------------------
 
     def _writer_lock(self) -> AbstractContextManager[None]:
@@ -131,6 +139,8 @@ class YamlDirBackend(StagedBackend):
                             path, f"holds {moment.id} of {moment.session}, not {path.stem}"
                         )
                     state.put_moment(moment)
+                    if (found := _read_vector(path.with_suffix(".vec"), moment)) is not None:
+                        state.vectors[moment.number] = found
         if state.moments:  # never hand out an id a moment file already has
             top = max(state.moments)
             state.counters["moment"] = max(state.counters.get("moment", 0), top)
@@ -143,6 +153,12 @@ class YamlDirBackend(StagedBackend):
             ensure_private_dir(path.parent)
             write_atomic(path, yamlcodec.dump_record(moment).encode(), sync_dir=False)
             dirs.add(path.parent)
+        for num, vector in changes.vectors.items():
+            moment = self._state.moments[num]
+            write_atomic(self._vector_path(moment), _vector_file(vector, moment), sync_dir=False)
+        for num, moment in changes.moments.items():
+            if num not in self._state.vectors:  # rewritten text: the old vector is stale
+                self._vector_path(moment).unlink(missing_ok=True)
         for session in changes.sessions.values():
             path = self._session_path(session.id)
             write_atomic(path, yamlcodec.dump_record(session).encode(), sync_dir=False)
@@ -164,3 +180,23 @@ class YamlDirBackend(StagedBackend):
         with self._lock:
             self._state = NotebookState()
             self._signature = None
+
+
+def _text_digest(moment: Moment) -> str:
+    return hashlib.sha256(moment.content.text.encode()).hexdigest()[:32]
+
+
+def _vector_file(vector: tuple[str, bytes], moment: Moment) -> bytes:
+    model, blob = vector
+    return f"{model} {_text_digest(moment)}\n".encode() + blob
+
+
+def _read_vector(path: Path, moment: Moment) -> tuple[str, bytes] | None:
+    """The vector file's (model, bytes), or None when absent or made from other text."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    header, _, blob = data.partition(b"\n")
+    model, _, digest = header.decode(errors="replace").partition(" ")
+    return (model, blob) if digest == _text_digest(moment) and blob else None

@@ -192,6 +192,11 @@ class SqliteBackend(StorageBackend):
             self._conn.executemany(schema.UPSERT_MOMENT, [schema.moment_row(m) for m in moments])
             self._index_terms(moments, replaced)
             self._index_concepts(moments, replaced)
+            texts = {m.number: m.content.text for m in moments}
+            self._conn.executemany(  # a vector describes the text it was made from
+                "DELETE FROM moment_vectors WHERE num = ?",
+                [(num,) for num, old in replaced.items() if old.content.text != texts[num]],
+            )
 
     def _replaced(self, moments: Sequence[Moment]) -> dict[int, Moment]:
         """The stored versions of the moments about to be overwritten, by number."""
@@ -273,6 +278,41 @@ class SqliteBackend(StorageBackend):
         rows = self._query("SELECT count(*) FROM moments WHERE session_id = ?", (session_id,))
         return int(rows[0][0])
 
+    def moment_numbers(self, where: MomentFilter) -> list[int]:
+        conditions, params = _filter_sql(where)
+        sql = "SELECT m.num FROM moments m" + (
+            " WHERE " + " AND ".join(conditions) if conditions else ""
+        )
+        return [num for (num,) in self._query(sql + " ORDER BY m.num", params)]
+
+    # -- text vectors -----------------------------------------------------------------------
+
+    def put_vectors(self, model: str, vectors: Sequence[tuple[int, str, bytes]]) -> None:
+        with self.atomic():
+            self._conn.executemany(
+                "INSERT INTO moment_vectors (num, model, vector) "
+                "SELECT num, ?, ? FROM moments WHERE num = ? AND text = ? "
+                "ON CONFLICT (num) DO UPDATE SET model = excluded.model, vector = excluded.vector",
+                [(model, blob, num, text) for num, text, blob in vectors],
+            )
+
+    def get_vectors(
+        self, model: str, after: int = 0, limit: int | None = None
+    ) -> list[tuple[int, bytes]]:
+        return self._query(
+            "SELECT num, vector FROM moment_vectors WHERE model = ? AND num > ? "
+            "ORDER BY num LIMIT ?",
+            (model, after, _limit(limit)),
+        )
+
+    def unembedded(self, model: str, limit: int | None = None) -> list[int]:
+        rows = self._query(
+            "SELECT m.num FROM moments m WHERE NOT EXISTS (SELECT 1 FROM moment_vectors v "
+            "WHERE v.num = m.num AND v.model = ?) ORDER BY m.num LIMIT ?",
+            (model, _limit(limit)),
+        )
+        return [num for (num,) in rows]
+
     # -- concepts ---------------------------------------------------------------------------
 
     def get_concept(self, concept: str) -> ConceptEntry | None:
@@ -335,18 +375,9 @@ class SqliteBackend(StorageBackend):
         if postings > POSTINGS_BUDGET:
             sql.append("AND moments_fts.rowid > (SELECT max(num) FROM moments) - ?")
             params.append(POSTINGS_BUDGET)
-        if where.session is not None:
-            sql.append("AND m.session_id = ?")
-            params.append(where.session)
-        if where.since is not None:
-            sql.append("AND m.ts_us >= ?")
-            params.append(schema.to_us(where.since))
-        if where.until is not None:
-            sql.append("AND m.ts_us < ?")
-            params.append(schema.to_us(where.until))
-        if where.speaker is not None:
-            sql.append("AND (m.speaker = ? COLLATE NOCASE OR m.role = ? COLLATE NOCASE)")
-            params += [where.speaker, where.speaker]
+        conditions, values = _filter_sql(where)
+        sql += [f"AND {c}" for c in conditions]
+        params += values
         sql.append("ORDER BY bm25(moments_fts), m.num LIMIT ?")
         params.append(limit)
         return [(f"m_{num}", float(score)) for num, score in self._query(" ".join(sql), params)]
@@ -354,6 +385,25 @@ class SqliteBackend(StorageBackend):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _filter_sql(where: MomentFilter) -> tuple[list[str], list[Any]]:
+    """SQL conditions on ``moments m`` for ``where``, with their parameters."""
+    conditions: list[str] = []
+    params: list[Any] = []
+    if where.session is not None:
+        conditions.append("m.session_id = ?")
+        params.append(where.session)
+    if where.since is not None:
+        conditions.append("m.ts_us >= ?")
+        params.append(schema.to_us(where.since))
+    if where.until is not None:
+        conditions.append("m.ts_us < ?")
+        params.append(schema.to_us(where.until))
+    if where.speaker is not None:
+        conditions.append("(m.speaker = ? COLLATE NOCASE OR m.role = ? COLLATE NOCASE)")
+        params += [where.speaker, where.speaker]
+    return conditions, params
 
 
 def _limit(limit: int | None) -> int:

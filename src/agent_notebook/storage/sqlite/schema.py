@@ -80,6 +80,13 @@ MIGRATIONS: Final[list[list[str]]] = [
             SELECT c.id, mc.num FROM moment_concepts mc JOIN concepts c ON c.name = mc.concept""",
         "DROP TABLE moment_concepts",
     ],
+    [  # one text vector per moment, from the notebook's current embedding model
+        """CREATE TABLE moment_vectors (
+            num INTEGER PRIMARY KEY REFERENCES moments (num),
+            model TEXT NOT NULL,
+            vector BLOB NOT NULL
+        )""",
+    ],
 ]
 
 MOMENT_COLUMNS: Final = "num, session_id, ts_us, speaker, role, text, body"

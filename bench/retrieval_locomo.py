@@ -1,0 +1,394 @@
+"""Retrieval recall on LoCoMo (development split), following the published protocol.
+
+For each conversation, one fresh notebook (SQLite in a temporary directory) receives its
+turns, one notebook session per LoCoMo session, each turn at its session's real date (turn i
+at date + i seconds), indexed as ``<speaker> said, "<text>"`` (plus `` and shared
+<blip_caption>`` when it has an image); the LLM-written ``observation``, ``session_summary``
+and ``event_summary`` are never read. Every question is then asked raw to
+``nb.search(question, limit=50, mode=...)`` and the hits are mapped to their dia_ids:
+recall@k = |evidence ∩ top-k| / |evidence|, averaged over all questions (empty evidence
+counts as 1). Reported per variant (search mode and settings): R@5/10/25/50 overall and per
+category, the time to index (record + embed) and the per-query latency p50.
+
+Variants named ``proto-*`` are prototypes of ranking changes, run by a subclass of the
+search engine defined here (``src/`` is unchanged); they are reported, not tuned.
+
+    python bench/retrieval_locomo.py [--data ../shared/data/locomo/locomo-dev.json]
+        [--variants lexical,vector,hybrid,...] [--limit-conversations N]
+        [--embedder default|none] [--failures N] [--failure-variant hybrid]
+
+Skips cleanly (exit 0) when the data set is absent; it is never copied into this repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sqlite3
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import percentile
+from agent_notebook import Notebook
+from agent_notebook.config import NotebookConfig, SearchSettings
+from agent_notebook.enrich import STOPWORDS, enrich, identifiers
+from agent_notebook.ingest.locomo import parse_locomo_time
+from agent_notebook.model import SearchHit, normalize_concept
+from agent_notebook.search.engine import SearchEngine, SearchRequest
+from agent_notebook.search.lexical import FTS5_TOKENIZER as FTS
+from agent_notebook.search.lexical import tokenize
+from agent_notebook.storage import MomentFilter, open_backend
+
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/locomo/locomo-dev.json"
+KS = (5, 10, 25, 50)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+TARGETS = {5: 70.0, 10: 80.0}
+REFERENCES = [  # (name, R@5, R@10, R@25, R@50); None: not published
+    ("DRAGON dense retriever (paper, all ten conversations)", 56.7, 66.2, 76.7, 82.7),
+    ("BM25, this machine (issue)", 45.9, 53.2, None, None),
+    ("MiniLM alone (issue)", 37.5, 46.5, None, None),
+    ("untuned RRF (issue)", 45.8, 55.4, None, None),
+]
+SESSION_KEY = re.compile(r"session_(\d+)")
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    mode: str  # hybrid, lexical, vector
+    settings: dict[str, float] = field(default_factory=dict)
+    proto: str = ""  # a prototype of ProtoEngine, or "" for nb.search itself
+    note: str = ""
+
+
+VARIANTS = [
+    Variant("lexical", "lexical", note="BM25 (FTS5) alone"),
+    Variant("vector", "vector", note="MiniLM alone"),
+    Variant("hybrid", "hybrid", note="default settings"),
+    Variant("hybrid-no-priors", "hybrid", {"importance_prior": 0, "recency_prior": 0}),
+    Variant("hybrid-ns0.1", "hybrid", {"neighbour_share": 0.1}),
+    Variant("hybrid-ns0.2", "hybrid", {"neighbour_share": 0.2}),
+    Variant("hybrid-ns0.3", "hybrid", {"neighbour_share": 0.3}),
+    Variant("hybrid-concept0", "hybrid", {"concept_weight": 0}),
+    Variant("hybrid-rrf20", "hybrid", {"rrf_k": 20}),
+    Variant("hybrid-vw1.5", "hybrid", {"vector_weight": 1.5}),
+    Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
+    Variant("proto-cdf", "hybrid", proto="cdf", note="concepts in >5% of moments skipped"),
+    Variant("proto-reply", "hybrid", proto="reply", note="a question's reply gets 1/2 its score"),
+    Variant("proto-cdf+reply", "hybrid", proto="cdf+reply", note="the two above"),
+    Variant("proto-all", "hybrid", proto="stop+cdf+reply", note="stop + cdf + reply"),
+    Variant("proto-porter-lex", "lexical", proto="porter", note="BM25 with porter stemming"),
+    Variant("proto-all+porter", "hybrid", proto="stop+cdf+reply+porter", note="all four"),
+]
+DEFAULT_VARIANTS = [v.name for v in VARIANTS]
+
+
+# -- data -------------------------------------------------------------------------------------
+
+
+def normalise_evidence(ids: list[str]) -> list[str]:
+    """Split on ';' and spaces, drop a stray colon, strip leading zeros, skip bare ids."""
+    out: list[str] = []
+    for raw in ids:
+        for part in re.split(r"[;\s]+", raw):
+            m = re.fullmatch(r"D:?(\d+):(\d+)", part.strip())
+            if m:
+                out.append(f"D{int(m[1])}:{int(m[2])}")
+    return list(dict.fromkeys(out))
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    text = f'{turn["speaker"]} said, "{turn["text"]}"'
+    caption = (turn.get("blip_caption") or "").strip()
+    return f"{text} and shared {caption}" if caption else text
+
+
+def load_conversation(nb: Notebook, conversation: dict[str, Any]) -> None:
+    body = conversation["conversation"]
+    keys = sorted((int(m[1]), k) for k in body if (m := SESSION_KEY.fullmatch(k)))
+    for number, key in keys:
+        if not body[key]:
+            continue
+        started = parse_locomo_time(body[f"{key}_date_time"])
+        session = nb.start_session(f"{conversation['sample_id']} session {number}", started=started)
+        drafts = [
+            {
+                "text": turn_text(turn),
+                "speaker": turn["speaker"],
+                "timestamp": started + timedelta(seconds=i),
+                "source_id": turn["dia_id"],
+            }
+            for i, turn in enumerate(body[key])
+        ]
+        nb.record_many(session.id, drafts)
+
+
+# -- prototypes -------------------------------------------------------------------------------
+
+
+class ProtoEngine(SearchEngine):
+    """The engine with generic changes, each off unless named in ``protos``:
+
+    ``stop``  the BM25 query without stopwords (the vector signal keeps the raw question);
+    ``cdf``   the concept signal skips concepts found in more than 5% of the moments (a
+              speaker's name is in every turn of theirs: ranking by it is noise);
+    ``reply`` a turn that asks something (contains '?') gives half its score to the next turn
+              of its session, the reply (one-sided, unlike ``neighbour_share``);
+    ``porter`` BM25 over an FTS5 index with the porter stemmer ("painted" finds "paint"),
+              built here in memory over the same moments (what a schema change would do).
+    It also works around the engine asking for ``m_0`` when ``neighbour_share`` > 0."""
+
+    def __init__(self, *args: Any, protos: set[str]) -> None:
+        super().__init__(*args)
+        self.protos = protos
+        if "porter" in protos:
+            self.fts = sqlite3.connect(":memory:")
+            self.fts.execute(f"CREATE VIRTUAL TABLE t USING fts5 (text, tokenize='porter {FTS}')")
+            rows = [(m.number, m.content.text) for m in self.backend.list_moments(None, 0, None)]
+            self.fts.executemany("INSERT INTO t (rowid, text) VALUES (?, ?)", rows)
+
+    def _neighbours(self, moments: dict[str, Any]) -> dict[str, list[str]]:
+        first = {k: v for k, v in moments.items() if v.number == 1}
+        found = super()._neighbours({k: v for k, v in moments.items() if k not in first})
+        for mid, m in first.items():
+            after = self._load(["m_2"]).get("m_2")
+            found[mid] = ["m_2"] if after is not None and after.session == m.session else []
+        return found
+
+    def _lexical(self, request: SearchRequest, pool: int, allowed: Any) -> list[tuple[str, float]]:
+        if "stop" in self.protos:
+            kept = [t for t in tokenize(request.query) if t not in STOPWORDS]
+            if kept:
+                request = SearchRequest(" ".join(kept), request.where, request.limit)
+        if "porter" in self.protos:
+            terms = " OR ".join(f'"{t}"' for t in dict.fromkeys(tokenize(request.query)))
+            sql = "SELECT rowid, -bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT ?"
+            return [(f"m_{n}", s) for n, s in self.fts.execute(sql, (terms, pool))] if terms else []
+        return super()._lexical(request, pool, allowed)
+
+    def _concepts(self, query: str, pool: int, allowed: Any) -> list[tuple[str, float]]:
+        if "cdf" not in self.protos:
+            return super()._concepts(query, pool, allowed)
+        total = max(1, self.backend.count_moments())
+        names = {*enrich(query).concepts, *map(normalize_concept, identifiers(query))}
+        scores: dict[str, float] = defaultdict(float)
+        for name in names:
+            entry = self.backend.get_concept(name)
+            if entry is not None and len(entry.moments) <= 0.05 * total:
+                for mid in entry.moments:
+                    scores[mid] += math.log(1 + total / len(entry.moments))
+        return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:pool]
+
+    def search(self, request: SearchRequest) -> list[Any]:
+        hits = super().search(SearchRequest(request.query, request.where, 200, mode=request.mode))
+        if "reply" not in self.protos:
+            return hits[: request.limit]
+        scores = {h.moment.id: h.score for h in hits}
+        by_id = {h.moment.id: h for h in hits}
+        asking = [h.moment for h in hits if "?" in h.moment.content.text]
+        missing = [f"m_{m.number + 1}" for m in asking if f"m_{m.number + 1}" not in by_id]
+        loaded = self._load(missing)
+        for m in asking:
+            nxt = f"m_{m.number + 1}"
+            reply = by_id[nxt].moment if nxt in by_id else loaded.get(nxt)
+            if reply is not None and reply.session == m.session:
+                scores[nxt] = scores.get(nxt, 0.0) + 0.5 * scores[m.id]
+                by_id.setdefault(nxt, SearchHit(moment=reply, score=0.0))
+        order = sorted(scores, key=lambda mid: (-scores[mid], by_id[mid].moment.number))
+        return [by_id[mid] for mid in order[: request.limit]]
+
+
+def searcher(nb: Notebook, variant: Variant) -> Callable[[str], list[str]]:
+    settings = SearchSettings(**variant.settings)
+    if not variant.proto and not variant.settings.get("neighbour_share"):
+        nb.config = NotebookConfig(search=settings)
+        return lambda q: [
+            h.moment.source_id or "" for h in nb.search(q, limit=50, mode=variant.mode)
+        ]
+    engine = ProtoEngine(nb.backend, settings, nb.semantic, protos=set(variant.proto.split("+")))
+    return lambda q: [
+        h.moment.source_id or ""
+        for h in engine.search(SearchRequest(q, MomentFilter(), 50, mode=variant.mode))
+    ]
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    recalls: list[tuple[int, dict[int, float]]] = field(default_factory=list)  # (cat, k->r)
+    latencies: list[float] = field(default_factory=list)
+
+
+def recall_at(evidence: list[str], found: list[str]) -> dict[int, float]:
+    if not evidence:
+        return dict.fromkeys(KS, 1.0)
+    return {k: len(set(evidence) & set(found[:k])) / len(evidence) for k in KS}
+
+
+def run(args: argparse.Namespace, data: list[dict[str, Any]], variants: list[Variant]) -> None:
+    results = {v.name: Result() for v in variants}
+    index_s = record_s = 0.0
+    failures: list[tuple[str, list[str], list[str], dict[str, str]]] = []
+    embedder: Any = "default" if args.embedder == "default" else None
+    for conversation in data[: args.limit_conversations]:
+        with tempfile.TemporaryDirectory() as tmp:
+            nb = Notebook(open_backend(str(Path(tmp) / "notebook.db")), embedder=embedder)
+            t0 = time.perf_counter()
+            load_conversation(nb, conversation)
+            record_s += time.perf_counter() - t0
+            if nb.semantic is not None:  # let the worker finish, then catch up what is left
+                nb.semantic.wait_idle()  # (a reindex beside the worker embeds twice)
+                nb.reindex()
+            index_s += time.perf_counter() - t0
+            texts = {m.source_id or "": m.content.text for m in nb.moments(limit=None)}
+            qa = conversation["qa"]
+            print(
+                f"{conversation['sample_id']}: {len(texts)} turns, {len(qa)} questions, "
+                f"indexed in {time.perf_counter() - t0:.1f} s",
+                file=sys.stderr,
+            )
+            for variant in variants:
+                if variant.mode == "vector" and nb.semantic is None:
+                    continue
+                search = searcher(nb, variant)
+                result = results[variant.name]
+                for q in qa:
+                    evidence = normalise_evidence(q.get("evidence", []))
+                    t1 = time.perf_counter()
+                    found = search(q["question"])
+                    result.latencies.append(time.perf_counter() - t1)
+                    recall = recall_at(evidence, found)
+                    result.recalls.append((q["category"], recall))
+                    if variant.name == args.failure_variant and recall[10] == 0:
+                        failures.append(
+                            (f"[{q['category']}] {q['question']}", evidence, found, texts)
+                        )
+            nb.close()
+    n_conv = len(data[: args.limit_conversations])
+    report(results, variants, index_s, record_s, n_conv, args.embedder)
+    show_failures(failures, args.failures, args.failure_variant)
+
+
+def mean_pct(values: list[float]) -> str:
+    return f"{100 * sum(values) / len(values):5.1f}" if values else "    -"
+
+
+def report(
+    results: dict[str, Result],
+    variants: list[Variant],
+    index_s: float,
+    record_s: float,
+    n_conv: int,
+    embedder: str,
+) -> None:
+    print(
+        f"\nLoCoMo dev, {n_conv} conversations, published protocol (turns of the same "
+        f"conversation, raw questions); embedder: {embedder}"
+    )
+    print(
+        f"index time (all conversations): record {record_s:.1f} s, record + embed {index_s:.1f} s"
+    )
+    print(f"targets: R@5 >= {TARGETS[5]:.0f}, R@10 >= {TARGETS[10]:.0f}\n")
+    head = f"{'variant':<18} {'n':>4}  {'R@5':>5} {'R@10':>5} {'R@25':>5} {'R@50':>5}  "
+    print(head + f"{'p50 ms':>7}  {'R@5/R@10 vs target':<19} note")
+    for variant in variants:
+        result = results[variant.name]
+        if not result.recalls:
+            print(f"{variant.name:<18} skipped (no embedder)")
+            continue
+        cells = [mean_pct([r[k] for _, r in result.recalls]) for k in KS]
+        p50 = percentile(result.latencies, 0.5) * 1000
+        gap = " ".join(f"{float(cells[i]) - TARGETS[k]:+5.1f}" for i, k in enumerate(TARGETS))
+        print(
+            f"{variant.name:<18} {len(result.recalls):>4}  {' '.join(cells)}  {p50:7.1f}  "
+            f"{gap:<19} {variant.note or variant.settings}"
+        )
+    print("\nreference (issue / paper):")
+    for name, *refs in REFERENCES:
+        cells = [f"{r:5.1f}" if r is not None else "    -" for r in refs]
+        print(f"  {name:<56} {' '.join(cells)}")
+    for cat, cat_name in CATEGORIES.items():
+        first = next((r for r in results.values() if r.recalls), None)
+        n = sum(1 for c, _ in first.recalls if c == cat) if first else 0
+        print(f"\ncategory {cat} ({cat_name}), {n} questions")
+        for variant in variants:
+            rows = [r for c, r in results[variant.name].recalls if c == cat]
+            if rows:
+                cells = [mean_pct([r[k] for r in rows]) for k in KS]
+                print(f"  {variant.name:<18} {' '.join(cells)}")
+
+
+def step(dia_id: str, by: int) -> str:
+    session, turn = dia_id.split(":")
+    return f"{session}:{int(turn) + by}"
+
+
+def show_failures(
+    failures: list[tuple[str, list[str], list[str], dict[str, str]]], n: int, name: str
+) -> None:
+    if not n or not failures:
+        return
+    kinds: dict[str, int] = defaultdict(int)
+    for question, evidence, found, _ in failures:
+        top = set(found[:10])
+        cat = int(question[1])
+        kinds[f"category {cat} ({CATEGORIES[cat]})"] += 1
+        after = {d for d in evidence if step(d, -1) in top}
+        beside = after | {d for d in evidence if step(d, 1) in top}
+        ranked = {d for d in evidence if d in found}
+        kinds["an evidence turn is the reply (next turn) to a top-10 hit"] += bool(after)
+        kinds["an evidence turn is next to a top-10 hit (either side)"] += bool(beside)
+        kinds["an evidence turn is ranked 11-50"] += bool(ranked)
+        kinds["none of these"] += not (beside or ranked)
+    print(f"\n{len(failures)} questions with R@10 = 0 for {name}:")
+    order = sorted(k for k in kinds if k.startswith("category")) + [
+        k for k in kinds if not k.startswith("category")
+    ]
+    for kind in order:
+        print(f"  {kind:<58} {kinds[kind]:4d}  ({100 * kinds[kind] / len(failures):4.1f}%)")
+    stride = max(1, len(failures) // n)
+    print(f"\n{n} of them, evenly spaced:")
+    for question, evidence, found, texts in failures[::stride][:n]:
+        print(f"\nQ {question}")
+        for dia in evidence:
+            rank = found.index(dia) + 1 if dia in found else None
+            print(f"  evidence {dia} (rank {rank}): {texts.get(dia, '?')[:150]}")
+        for i, dia in enumerate(found[:3], start=1):
+            print(f"  top {i} {dia}: {texts.get(dia, '?')[:150]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS))
+    parser.add_argument("--limit-conversations", type=int, default=None)
+    parser.add_argument("--embedder", choices=["default", "none"], default="default")
+    parser.add_argument("--failures", type=int, default=0, help="show N failing questions")
+    parser.add_argument("--failure-variant", default="hybrid")
+    args = parser.parse_args()
+    if not args.data.exists():
+        print(f"skipped: {args.data} is absent (see ../shared/data/locomo/README.md)")
+        return
+    by_name = {v.name: v for v in VARIANTS}
+    unknown = [n for n in args.variants.split(",") if n not in by_name]
+    if unknown:
+        parser.error(f"unknown variants {unknown}; known: {', '.join(by_name)}")
+    variants = [by_name[n] for n in args.variants.split(",")]
+    data = json.loads(args.data.read_text(encoding="utf-8"))
+    run(args, data, variants)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,285 @@
+"""Search latency at 10k and 100k moments, and ingest throughput with embeddings (SQLite).
+
+For each size, a fresh notebook on SQLite in a temporary directory receives that many chat
+turns: the LoCoMo development turns (``<speaker> said, "<text>"``), copied over and over with
+the speakers' names drawn from a pool of 60 and every number redrawn, so no two copies are
+alike (without the data set: generated turns from ``bench/chat_turns.py``'s templates).
+Throughput has two phases, measured apart:
+
+* record: ``record_many`` in batches of 500 (one notebook session per batch), through a
+  notebook with no embedder, so no embedding competes with the writes;
+* embed: the same file reopened with the default embedder (MiniLM) and ``nb.reindex()``,
+  which embeds every moment (the model is loaded before the clock starts); every text is
+  embedded, none reused.
+
+Then, with 0 moments waiting for a vector (printed), 10 warm-up queries per mode (the first
+hybrid one builds the in-process vector index from the stored vectors; its time is printed),
+then ``--queries`` questions (LoCoMo questions with the names redrawn from the same pool, or
+generated ones), each timed in lexical then hybrid mode (``nb.search(q, limit=10)``); the
+hybrid time includes embedding the query. Reported: p50/p95/mean per size and mode against
+the targets (p95 <= 20 ms lexical, <= 100 ms hybrid at 100k), and ratios.
+
+    python bench/search_latency.py [--sizes 10000,100000] [--queries 200] [--limit 10]
+        [--data ../shared/data/locomo/locomo-dev.json] [--seed 0]
+
+100k moments take a while to embed on a small machine (minutes); run it in the background:
+``nohup .venv/bin/python bench/search_latency.py > latency.txt 2> latency.err &``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import percentile
+from agent_notebook import Notebook
+from agent_notebook.storage import open_backend
+
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/locomo/locomo-dev.json"
+BATCH = 500
+WARMUP = 10
+TARGET_P95_MS = {"lexical": 20.0, "hybrid": 100.0}
+TARGET_SIZE = 100_000
+POOL_NAMES = """
+Caroline Melanie Jon Gina John Maria Joanna Nate Tim Audrey Andrew James Deborah Evan Sam
+Calvin Dave Jolene Priya Tomas Aiko Olivier Fatima Sven Lena Marco Nina Omar Hana Lucas
+Sofia Diego Mei Ravi Ingrid Kofi Elena Pablo Yuki Amara Felix Zoe Hugo Leila Mateo Astrid
+Tariq Clara Jonas Noor Emil Rosa Viktor Ada Bruno Ines Kenji Maya Luca Freya
+"""
+POOL = POOL_NAMES.split()
+DIGITS = re.compile(r"\d+")
+
+
+# -- texts ------------------------------------------------------------------------------------
+
+
+def redraw(text: str, names: dict[str, str], rng: random.Random) -> str:
+    for old, new in names.items():
+        text = text.replace(old, new)
+    return DIGITS.sub(lambda m: str(rng.randint(10 ** (len(m[0]) - 1), 10 ** len(m[0]) - 1)), text)
+
+
+def locomo_corpus(data: list[dict[str, Any]], rng: random.Random) -> Iterator[str]:
+    """LoCoMo turns, conversation after conversation, forever, names and numbers redrawn."""
+    while True:
+        for conv in data:
+            body = conv["conversation"]
+            pair = rng.sample(POOL, 2)
+            names = {body["speaker_a"]: pair[0], body["speaker_b"]: pair[1]}
+            for key in sorted(k for k in body if re.fullmatch(r"session_\d+", k)):
+                for turn in body[key]:
+                    text = f'{turn["speaker"]} said, "{turn["text"]}"'
+                    if caption := (turn.get("blip_caption") or "").strip():
+                        text += f" and shared {caption}"
+                    yield redraw(text, names, rng)
+
+
+def locomo_questions(data: list[dict[str, Any]], n: int, rng: random.Random) -> list[str]:
+    questions = [q["question"] for conv in data for q in conv["qa"]]
+    speakers = {
+        s for c in data for s in (c["conversation"]["speaker_a"], c["conversation"]["speaker_b"])
+    }
+    return [
+        redraw(q, {s: rng.choice(POOL) for s in speakers}, rng) for q in rng.sample(questions, n)
+    ]
+
+
+def generated_corpus(rng: random.Random) -> Iterator[str]:
+    from chat_turns import ANSWER_TEMPLATES, USER_TEMPLATES, _fill
+
+    while True:
+        for templates in (USER_TEMPLATES, ANSWER_TEMPLATES):
+            yield " ".join(_fill(rng.choice(templates), rng) for _ in range(rng.randint(1, 3)))
+
+
+def generated_questions(n: int, rng: random.Random) -> list[str]:
+    from chat_turns import NAMES, NOUNS, PLACES
+
+    forms = [
+        "What did {name} say about the {noun}?",
+        "When is the {noun} at {place}?",
+        "Who sent the {noun} for {name}?",
+        "Where did {name} leave the {noun}?",
+    ]
+    return [
+        rng.choice(forms).format(
+            name=rng.choice(NAMES), noun=rng.choice(NOUNS), place=rng.choice(PLACES)
+        )
+        for _ in range(n)
+    ]
+
+
+# -- one size ---------------------------------------------------------------------------------
+
+
+@dataclass
+class SizeResult:
+    size: int
+    record_s: float = 0.0
+    embed_s: float = 0.0
+    embed_first_10k_s: float | None = None
+    unembedded: int = -1
+    index_load_s: float = 0.0
+    graph_build_s: float = 0.0
+    approximate: bool = False
+    times: dict[str, list[float]] = field(default_factory=lambda: {"lexical": [], "hybrid": []})
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def measure(size: int, texts: Iterator[str], questions: list[str], limit: int) -> SizeResult:
+    result = SizeResult(size)
+    with tempfile.TemporaryDirectory() as tmp:
+        location = str(Path(tmp) / "notebook.db")
+        nb = Notebook(open_backend(location), embedder=None)
+        start = datetime(2024, 1, 1, tzinfo=UTC)
+        t0 = time.perf_counter()
+        for first in range(0, size, BATCH):
+            when = start + timedelta(hours=first // BATCH)
+            session = nb.start_session(f"batch {first // BATCH}", started=when)
+            drafts = [
+                {"text": next(texts), "speaker": "user", "timestamp": when + timedelta(seconds=i)}
+                for i in range(min(BATCH, size - first))
+            ]
+            nb.record_many(session.id, drafts)
+            if (first + BATCH) % 10_000 == 0:
+                log(f"{size}: recorded {first + BATCH}")
+        result.record_s = time.perf_counter() - t0
+        nb.close()
+
+        nb = Notebook(open_backend(location), embedder="default")
+        semantic = nb.semantic
+        if semantic is None:
+            raise SystemExit("no embedder: see 'agent-notebook doctor' (hybrid needs MiniLM)")
+        semantic.embedder.embed_documents(["warm up the model"])
+        done = 0
+        t0 = time.perf_counter()
+
+        def progress(n: int) -> None:
+            nonlocal done
+            before, done = done, done + n
+            if before < 10_000 <= done and result.embed_first_10k_s is None:
+                result.embed_first_10k_s = (time.perf_counter() - t0) * 10_000 / done
+            if before // 5000 != done // 5000:
+                rate = done / (time.perf_counter() - t0)
+                log(f"{size}: embedded {done} ({rate:.0f} moments/s)")
+
+        nb.reindex(progress)
+        result.embed_s = time.perf_counter() - t0
+        result.unembedded = nb.unembedded()
+        log(f"{size}: {result.unembedded} moments unembedded before timing")
+
+        t0 = time.perf_counter()
+        nb.search(questions[0], limit=limit, mode="hybrid")  # builds the vector index
+        result.index_load_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        index = semantic.index()
+        index.wait_idle()  # above its exact limit, the index builds an HNSW graph first
+        result.graph_build_s = time.perf_counter() - t0
+        result.approximate = index.approximate
+        for q in questions[:WARMUP]:
+            for mode in ("lexical", "hybrid"):
+                nb.search(q, limit=limit, mode=mode)
+        for q in questions[WARMUP:]:
+            for mode in ("lexical", "hybrid"):  # interleaved: noise hits both alike
+                t1 = time.perf_counter()
+                nb.search(q, limit=limit, mode=mode)
+                result.times[mode].append(time.perf_counter() - t1)
+        nb.close()
+    return result
+
+
+# -- report -----------------------------------------------------------------------------------
+
+
+def report(results: list[SizeResult], source: str, n_queries: int, limit: int) -> None:
+    print(
+        f"corpus: {source}; {n_queries} timed queries per mode after {WARMUP} warm-up, "
+        f"limit {limit}; SQLite (synchronous FULL) in a temporary directory"
+    )
+    print("\ningest throughput (moments/s)")
+    print(
+        f"{'moments':>8}  {'record':>8}  {'embed':>7}  {'embed first 10k':>15}  "
+        f"{'record+embed':>12}  unembedded before timing"
+    )
+    for r in results:
+        first = f"{10_000 / r.embed_first_10k_s:15.0f}" if r.embed_first_10k_s else f"{'-':>15}"
+        print(
+            f"{r.size:>8}  {r.size / r.record_s:8.0f}  {r.size / r.embed_s:7.0f}  {first}  "
+            f"{r.size / (r.record_s + r.embed_s):12.0f}  {r.unembedded}"
+        )
+    print("\nsearch latency (ms)")
+    print(f"{'moments':>8}  {'mode':<8} {'p50':>7} {'p95':>7} {'mean':>7}  target p95 at 100k")
+    for r in results:
+        for mode, times in r.times.items():
+            ms = [t * 1000 for t in times]
+            p95 = percentile(ms, 0.95)
+            target = TARGET_P95_MS[mode]
+            verdict = ""
+            if r.size == TARGET_SIZE:
+                verdict = f"{'met' if p95 <= target else 'MISSED'} (<= {target:.0f})"
+            print(
+                f"{r.size:>8}  {mode:<8} {percentile(ms, 0.5):7.2f} {p95:7.2f} "
+                f"{statistics.fmean(ms):7.2f}  {verdict}"
+            )
+        print(
+            f"{'':>8}  first hybrid query (loads the vector index): {r.index_load_s * 1000:.0f} ms"
+        )
+    print("\nratios of medians (p50)")
+    for r in results:
+        lex, hyb = (statistics.median(r.times[m]) for m in ("lexical", "hybrid"))
+        print(f"  {r.size:>7} moments: hybrid / lexical {hyb / lex:5.2f}")
+    if len(results) > 1:
+        a, b = results[0], results[-1]
+        for mode in ("lexical", "hybrid"):
+            ratio = statistics.median(b.times[mode]) / statistics.median(a.times[mode])
+            print(
+                f"  {mode:<8}: {b.size} / {a.size} moments {ratio:5.2f} "
+                f"({b.size / a.size:.0f}x the moments)"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rng = random.Random(args.seed)
+    n = args.queries + WARMUP
+    if args.data.exists():
+        data = json.loads(args.data.read_text(encoding="utf-8"))
+        source = "LoCoMo dev turns, names and numbers redrawn"
+        questions = locomo_questions(data, n, rng)
+    else:
+        data = None
+        source = "generated turns (bench/chat_turns.py templates); LoCoMo absent"
+        questions = generated_questions(n, rng)
+    results = []
+    for size in sizes:
+        text_rng = random.Random(args.seed + 1)  # the same texts for every size
+        texts = locomo_corpus(data, text_rng) if data else generated_corpus(text_rng)
+        log(f"{size}: recording")
+        results.append(measure(size, texts, questions, args.limit))
+    report(results, source, args.queries, args.limit)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""Search composed from the backend's primitives: lexical, vector and concept signals,
+fused (see :mod:`.hybrid`), filtered, with priors; every hit says what found it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from ..config import SearchSettings
+from ..enrich import enrich, identifiers
+from ..model import Moment, SearchHit, moment_number, normalize_concept, now_utc
+from ..storage import MomentFilter, StorageBackend
+from .hybrid import CONCEPT, LEXICAL, VECTOR, Fused, fuse, neighbour_spread, prior_factors
+from .semantic import SemanticIndex
+
+__all__ = ["Mode", "SearchEngine", "SearchRequest", "neighbour_ids"]
+
+Mode = Literal["hybrid", "lexical", "vector"]
+#: A concept in more moments than this says little about any of them; it is not scored.
+MAX_CONCEPT_MOMENTS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    query: str
+    where: MomentFilter
+    limit: int
+    concept: str | None = None
+    exclude: Collection[str] = ()
+    mode: Mode = "hybrid"
+    now: datetime | None = None
+
+
+def neighbour_ids(number: int) -> list[str]:
+    """The ids just before and after moment ``number`` (m_0 does not exist)."""
+    return [f"m_{n}" for n in (number - 1, number + 1) if n >= 1]
+
+
+class SearchEngine:
+    def __init__(
+        self,
+        backend: StorageBackend,
+        settings: SearchSettings,
+        semantic: SemanticIndex | None,
+    ) -> None:
+        self.backend, self.settings, self.semantic = backend, settings, semantic
+
+    def search(self, request: SearchRequest) -> list[SearchHit]:
+        allowed = self._concept_members(request.concept)
+        if allowed is not None and not allowed:
+            return []
+        wanted = request.limit + len(request.exclude)
+        pool = max(self.settings.candidates, wanted)
+        ranked: dict[str, list[tuple[str, float]]] = {}
+        if request.mode in ("hybrid", "lexical"):
+            ranked[LEXICAL] = self._lexical(request, pool, allowed)
+        if request.mode in ("hybrid", "vector") and self.semantic is not None:
+            ranked[VECTOR] = self._vector(request, pool, allowed)
+        if request.mode == "hybrid":
+            ranked[CONCEPT] = self._concepts(request.query, pool, allowed)
+        weights = {
+            LEXICAL: self.settings.lexical_weight if request.mode != "lexical" else 1.0,
+            VECTOR: self.settings.vector_weight if request.mode != "vector" else 1.0,
+            CONCEPT: self.settings.concept_weight,
+        }
+        fused = fuse(ranked, weights, self.settings.rrf_k)
+        moments = self._load(list(fused))
+        if self.settings.neighbour_share > 0 and request.mode == "hybrid":
+            neighbours = self._neighbours(moments)
+            neighbour_spread(fused, neighbours, self.settings.neighbour_share)
+            moments.update(self._load([m for m in fused if m not in moments]))
+        now = request.now or now_utc()
+        hits: list[tuple[float, int, SearchHit]] = []
+        for moment_id, entry in fused.items():
+            moment = moments.get(moment_id)
+            if moment is None or moment_id in request.exclude or moment.redacted is not None:
+                continue
+            if not request.where.matches(moment):
+                continue
+            if allowed is not None and moment.number not in allowed:
+                continue
+            hits.append(self._hit(moment, entry, now))
+        hits.sort(key=lambda h: (-h[0], h[1]))
+        return [hit for _, _, hit in hits[: request.limit]]
+
+    # -- the signals -------------------------------------------------------------------------
+
+    def _lexical(
+        self, request: SearchRequest, pool: int, allowed: set[int] | None
+    ) -> list[tuple[str, float]]:
+        found = self.backend.search_text(request.query, request.where, pool)
+        if allowed is not None:
+            found = [(mid, s) for mid, s in found if moment_number(mid) in allowed]
+        return found
+
+    def _vector(
+        self, request: SearchRequest, pool: int, allowed: set[int] | None
+    ) -> list[tuple[str, float]]:
+        assert self.semantic is not None
+        restrict: Collection[int] | None = allowed
+        if request.where != MomentFilter():
+            numbers = set(self.backend.moment_numbers(request.where))
+            restrict = numbers if allowed is None else numbers & allowed
+        if restrict is not None and not restrict:
+            return []
+        return self.semantic.search(request.query, pool, allowed=restrict)
+
+    def _concepts(self, query: str, pool: int, allowed: set[int] | None) -> list[tuple[str, float]]:
+        """Moments sharing the query's concepts and identifiers, rarer ones weighing more."""
+        names = dict.fromkeys(
+            [*enrich(query).concepts, *map(normalize_concept, identifiers(query))]
+        )
+        total = max(1, self.backend.count_moments())
+        scores: dict[int, float] = {}
+        for name in names:
+            entry = self.backend.get_concept(name)
+            if entry is None or len(entry.moments) > MAX_CONCEPT_MOMENTS:
+                continue
+            weight = math.log(1 + total / len(entry.moments))
+            for mid in entry.moments:
+                num = moment_number(mid)
+                if allowed is None or num in allowed:
+                    scores[num] = scores.get(num, 0.0) + weight
+        best = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))[:pool]
+        return [(f"m_{num}", score) for num, score in best]
+
+    def _concept_members(self, concept: str | None) -> set[int] | None:
+        if concept is None:
+            return None
+        entry = self.backend.get_concept(normalize_concept(concept))
+        return set() if entry is None else {moment_number(m) for m in entry.moments}
+
+    # -- assembling --------------------------------------------------------------------------
+
+    def _load(self, moment_ids: list[str]) -> dict[str, Moment]:
+        return {m.id: m for m in self.backend.get_moments(moment_ids)}
+
+    def _neighbours(self, moments: dict[str, Moment]) -> dict[str, list[str]]:
+        """The turns just before and after each candidate, in the same session."""
+        around = {m.id: [f"m_{m.number - 1}", f"m_{m.number + 1}"] for m in moments.values()}
+        wanted = {n for ids in around.values() for n in ids if n not in moments}
+        known = {**moments, **self._load(sorted(wanted))}
+        return {
+            mid: [n for n in ids if n in known and known[n].session == moments[mid].session]
+            for mid, ids in around.items()
+        }
+
+    def _hit(self, moment: Moment, entry: Fused, now: datetime) -> tuple[float, int, SearchHit]:
+        factors = prior_factors(moment, now, self.settings)
+        score = entry.score * math.prod(factors.values())
+        explain = {
+            "fused": entry.score,
+            **{f"{name}_share": share for name, share in entry.shares().items()},
+            **{f"{name}_rank": float(s.rank) for name, s in entry.signals.items()},
+            **{f"{name}_raw": s.raw for name, s in entry.signals.items()},
+            **{f"{name}_prior": f for name, f in factors.items()},
+            **{f"{name}_gain": g for name, g in entry.priors.items()},
+        }
+        return score, moment.number, SearchHit(moment=moment, score=score, explain=explain)

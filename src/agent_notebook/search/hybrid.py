@@ -1,0 +1,102 @@
+"""Fusing ranked lists into one ranking, and the priors applied after fusion (pure).
+
+Each signal (lexical BM25, vector similarity, concept matches) ranks its own candidates. The
+fused score of a moment is weighted reciprocal rank fusion, ``sum(weight / (k + rank))``,
+which needs no calibration between BM25 scores and cosine similarities. Priors then scale
+the fused score by ``1 + weight * (value - 0.5)`` (importance with decay, recency), so they
+reorder near-ties without overriding relevance.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..config import SearchSettings
+from ..model import Moment
+
+__all__ = ["Fused", "SignalScore", "fuse", "neighbour_spread", "prior_factors"]
+
+LEXICAL, VECTOR, CONCEPT = "lexical", "vector", "concept"
+
+
+@dataclass(frozen=True, slots=True)
+class SignalScore:
+    """One signal's part in a result: its rank (1 = best) and raw score in that signal,
+    and what it added to the fused score."""
+
+    rank: int
+    raw: float
+    contribution: float
+
+
+@dataclass(slots=True)
+class Fused:
+    moment_id: str
+    score: float = 0.0
+    signals: dict[str, SignalScore] = field(default_factory=dict)
+    priors: dict[str, float] = field(default_factory=dict)
+
+    def shares(self) -> dict[str, float]:
+        """Each signal's share of the fused score before priors (sums to 1)."""
+        total = sum(s.contribution for s in self.signals.values())
+        return {n: s.contribution / total for n, s in self.signals.items()} if total else {}
+
+
+def weights_of(settings: SearchSettings) -> dict[str, float]:
+    return {
+        LEXICAL: settings.lexical_weight,
+        VECTOR: settings.vector_weight,
+        CONCEPT: settings.concept_weight,
+    }
+
+
+def fuse(
+    ranked: Mapping[str, Sequence[tuple[str, float]]], weights: Mapping[str, float], k: int
+) -> dict[str, Fused]:
+    """Weighted reciprocal rank fusion of each signal's ``(moment id, raw score)`` list."""
+    fused: dict[str, Fused] = {}
+    for signal, hits in ranked.items():
+        weight = weights.get(signal, 0.0)
+        if weight <= 0:
+            continue
+        for rank, (moment_id, raw) in enumerate(hits, start=1):
+            part = weight / (k + rank)
+            entry = fused.setdefault(moment_id, Fused(moment_id))
+            entry.score += part
+            entry.signals[signal] = SignalScore(rank, raw, part)
+    return fused
+
+
+def neighbour_spread(
+    fused: dict[str, Fused], neighbours: Mapping[str, Sequence[str]], share: float
+) -> None:
+    """Give each turn's neighbours ``share`` of its score (in place): in a conversation the
+    answer to a question often sits next to the turn that matches it."""
+    if share <= 0:
+        return
+    gains: dict[str, float] = {}
+    for moment_id, entry in fused.items():
+        for other in neighbours.get(moment_id, ()):
+            gains[other] = gains.get(other, 0.0) + share * entry.score
+    for moment_id, gain in gains.items():
+        entry = fused.setdefault(moment_id, Fused(moment_id))
+        entry.score += gain
+        if gain:
+            entry.priors["neighbours"] = gain
+
+
+def prior_factors(moment: Moment, now: datetime, settings: SearchSettings) -> dict[str, float]:
+    """The priors' multipliers for ``moment``: ``1 + weight * (value - 0.5)`` each."""
+    age_days = max(0.0, (now - moment.timestamp).total_seconds() / 86_400)
+    meta = moment.metadata
+    importance = meta.importance * math.exp(-meta.decay_rate * age_days)
+    recency = 0.5 ** (age_days / settings.recency_half_life_days)
+    factors: dict[str, float] = {}
+    if settings.importance_prior:
+        factors["importance"] = 1 + settings.importance_prior * (importance - 0.5)
+    if settings.recency_prior:
+        factors["recency"] = 1 + settings.recency_prior * (recency - 0.5)
+    return factors

@@ -1,0 +1,185 @@
+"""The notebook's text vectors: embedded off the hot path, searched in process.
+
+The storage backend holds each moment's vector (the source of truth); the moments without
+one are the embedding queue, so a crash leaves moments unembedded, never lost. A worker
+thread embeds that queue in batches after each write; :meth:`SemanticIndex.catch_up` does the
+same in the foreground (``agent-notebook reindex``). The in-process :class:`VectorIndex` is
+built from the stored vectors on first use and reads the newer ones before each search,
+whoever wrote them (this process's worker or another process). The YAML layout's
+``embeddings.faiss`` is that index saved at close, for faiss tools; a notebook rebuilds its
+index from the stored vectors, which are the truth.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..model import moment_number
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from ..embed import Embedder
+    from ..storage import StorageBackend
+    from .vectors import VectorIndex
+
+__all__ = ["BATCH", "SemanticIndex", "decode_vector", "encode_vector"]
+
+#: Moments embedded per batch (one transaction each).
+BATCH = 64
+log = logging.getLogger(__name__)
+
+
+def encode_vector(vector: NDArray[np.float32]) -> bytes:
+    """Stored as little-endian float16: half the bytes, and cosine ranks the same."""
+
+    return vector.astype("<f2").tobytes()
+
+
+def decode_vector(data: bytes) -> NDArray[np.float32]:
+    import numpy as np
+
+    vector = np.frombuffer(data, dtype="<f2").astype(np.float32)
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
+
+
+class SemanticIndex:
+    """Vectors of one notebook for one embedder. Thread-safe."""
+
+    def __init__(
+        self, backend: StorageBackend, embedder: Embedder, *, index_file: Path | None = None
+    ) -> None:
+        self.backend = backend
+        self.embedder = embedder
+        self.index_file = index_file  # where the index is saved (the YAML layout's file)
+        self._index: VectorIndex | None = None
+        self._through = 0  # stored vectors with numbers up to here are in the index
+        self._lock = threading.RLock()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._worker: threading.Thread | None = None
+        self._idle = threading.Condition()
+        self._busy = False
+
+    @property
+    def model_id(self) -> str:
+        return self.embedder.model_id
+
+    # -- the index ---------------------------------------------------------------------------
+
+    def index(self) -> VectorIndex:
+        """The in-process index, brought up to date with the stored vectors."""
+        from .vectors import VectorIndex
+
+        with self._lock:
+            if self._index is None:
+                self._index = VectorIndex(self.embedder.dim, self.model_id)
+            self._load_newer()
+            return self._index
+
+    def _load_newer(self) -> None:
+        import numpy as np
+
+        assert self._index is not None
+        while rows := self.backend.get_vectors(self.model_id, after=self._through, limit=4096):
+            keys = [num for num, _ in rows]
+            self._index.add(keys, np.stack([decode_vector(blob) for _, blob in rows]))
+            self._through = keys[-1]
+
+    def search(
+        self, query: str, k: int, *, allowed: Collection[int] | None = None
+    ) -> list[tuple[str, float]]:
+        """Moment ids nearest to ``query`` by cosine similarity, best first."""
+        index = self.index()
+        if not len(index) or k <= 0:
+            return []
+        found = index.search(self.embedder.embed_query(query), k, allowed=allowed)
+        return [(f"m_{num}", score) for num, score in found]
+
+    def forget(self, numbers: list[int]) -> None:
+        """Drop these moments' vectors from the in-process index (their stored vectors went
+        with their text)."""
+        with self._lock:
+            if self._index is not None:
+                self._index.remove(numbers)
+
+    # -- embedding ---------------------------------------------------------------------------
+
+    def pending(self) -> int:
+        return len(self.backend.unembedded(self.model_id))
+
+    def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
+        """Embed every moment that has no vector yet; returns how many were embedded."""
+        done = 0
+        while batch := self.backend.unembedded(self.model_id, limit=BATCH):
+            done += self._embed(batch)
+            if progress is not None:
+                progress(len(batch))
+            if self._stopping:
+                break
+        return done
+
+    def _embed(self, numbers: list[int]) -> int:
+        moments = self.backend.get_moments([f"m_{n}" for n in numbers])
+        if not moments:
+            return 0
+        texts = [m.content.text for m in moments]
+        vectors = self.embedder.embed_documents(texts)
+        self.backend.put_vectors(
+            self.model_id,
+            [
+                (moment_number(m.id), text, encode_vector(vector))
+                for m, text, vector in zip(moments, texts, vectors, strict=True)
+            ],
+        )
+        return len(moments)  # the index reads them from the store at the next search
+
+    # -- the worker --------------------------------------------------------------------------
+
+    def notify(self) -> None:
+        """New moments were written: embed them soon, on the worker thread."""
+        if self._stopping:
+            return
+        if self._worker is None:
+            self._worker = threading.Thread(
+                target=self._run, name="agent-notebook-embedder", daemon=True
+            )
+            self._worker.start()
+        with self._idle:
+            self._busy = True
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stopping:
+            self._wake.wait()
+            self._wake.clear()
+            try:
+                self.catch_up()
+            except Exception:  # the moments stay queued; the next write or reindex retries
+                log.exception("embedding failed; the moments stay queued for 'reindex'")
+            with self._idle:
+                if not self._wake.is_set():
+                    self._busy = False
+                    self._idle.notify_all()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until the worker has embedded everything it was told about."""
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._busy, timeout)
+
+    def close(self) -> None:
+        """Stop the worker after its current batch and save the index file, if any."""
+        self._stopping = True
+        self._wake.set()
+        if self._worker is not None:
+            self._worker.join()
+            self._worker = None
+        with self._lock:
+            if self.index_file is not None and self._index is not None and len(self._index):
+                self._index.save(self.index_file)
