@@ -89,6 +89,7 @@ VARIANTS = [
     Variant("proto-all", "hybrid", proto="stop+cdf+reply", note="stop + cdf + reply"),
     Variant("proto-porter-lex", "lexical", proto="porter", note="BM25 with porter stemming"),
     Variant("proto-all+porter", "hybrid", proto="stop+cdf+reply+porter", note="all four"),
+    Variant("proto-cdf+reply+porter", "hybrid", proto="cdf+reply+porter", note="all but stop"),
 ]
 DEFAULT_VARIANTS = [v.name for v in VARIANTS]
 
@@ -301,18 +302,18 @@ def report(
         f"index time (all conversations): record {record_s:.1f} s, record + embed {index_s:.1f} s"
     )
     print(f"targets: R@5 >= {TARGETS[5]:.0f}, R@10 >= {TARGETS[10]:.0f}\n")
-    head = f"{'variant':<18} {'n':>4}  {'R@5':>5} {'R@10':>5} {'R@25':>5} {'R@50':>5}  "
+    head = f"{'variant':<22} {'n':>4}  {'R@5':>5} {'R@10':>5} {'R@25':>5} {'R@50':>5}  "
     print(head + f"{'p50 ms':>7}  {'R@5/R@10 vs target':<19} note")
     for variant in variants:
         result = results[variant.name]
         if not result.recalls:
-            print(f"{variant.name:<18} skipped (no embedder)")
+            print(f"{variant.name:<22} skipped (no embedder)")
             continue
         cells = [mean_pct([r[k] for _, r in result.recalls]) for k in KS]
         p50 = percentile(result.latencies, 0.5) * 1000
         gap = " ".join(f"{float(cells[i]) - TARGETS[k]:+5.1f}" for i, k in enumerate(TARGETS))
         print(
-            f"{variant.name:<18} {len(result.recalls):>4}  {' '.join(cells)}  {p50:7.1f}  "
+            f"{variant.name:<22} {len(result.recalls):>4}  {' '.join(cells)}  {p50:7.1f}  "
             f"{gap:<19} {variant.note or variant.settings}"
         )
     print("\nreference (issue / paper):")
@@ -327,7 +328,7 @@ def report(
             rows = [r for c, r in results[variant.name].recalls if c == cat]
             if rows:
                 cells = [mean_pct([r[k] for r in rows]) for k in KS]
-                print(f"  {variant.name:<18} {' '.join(cells)}")
+                print(f"  {variant.name:<22} {' '.join(cells)}")
 
 
 def step(dia_id: str, by: int) -> str:
