@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from agent_notebook import Notebook
 from agent_notebook.errors import InvalidInput
-from agent_notebook.storage import MomentFilter
+from agent_notebook.storage import MomentFilter, SqliteBackend
 from conftest import make_backend
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
@@ -124,8 +124,7 @@ def test_redacted_moments_never_come_back(nb: Notebook) -> None:
 
 
 def test_vector_mode_without_an_embedder_says_so(tmp_path: Path) -> None:
-    nb = Notebook.open(tmp_path / "nb")
-    nb._embedder_choice = None  # as with search.embedder: none
+    nb = Notebook(SqliteBackend(tmp_path / "notebook.db"), embedder=None)
     try:
         with pytest.raises(InvalidInput, match="doctor"):
             nb.search("anything", mode="vector")

@@ -574,8 +574,11 @@ class Notebook:
             raise InvalidInput(f"slice: format {fmt!r} is not markdown or yaml")
         # Enough hits to fill the budget with room for those that do not fit.
         pool = limit or min(MAX_SEARCH_LIMIT, max(20, budget_tokens // 40))
-        hits = self.search(query, session=session, limit=pool, exclude=exclude)
-        hits = hits if query.strip() else []
+        hits = (
+            self.search(query, session=session, limit=pool, exclude=exclude)
+            if query.strip()
+            else []
+        )
         sessions: dict[str, Session] = {}
 
         def session_of(session_id: str) -> Session:

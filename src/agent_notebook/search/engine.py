@@ -157,6 +157,6 @@ class SearchEngine:
             **{f"{name}_rank": float(s.rank) for name, s in entry.signals.items()},
             **{f"{name}_raw": s.raw for name, s in entry.signals.items()},
             **{f"{name}_prior": f for name, f in factors.items()},
-            **{f"{name}_gain": g for name, g in entry.priors.items()},
+            **{f"{name}_gain": g for name, g in entry.gains.items()},
         }
         return score, moment.number, SearchHit(moment=moment, score=score, explain=explain)

@@ -37,7 +37,8 @@ class Fused:
     moment_id: str
     score: float = 0.0
     signals: dict[str, SignalScore] = field(default_factory=dict)
-    priors: dict[str, float] = field(default_factory=dict)
+    #: Score added by other results (their neighbours), by source.
+    gains: dict[str, float] = field(default_factory=dict)
 
     def shares(self) -> dict[str, float]:
         """Each signal's share of the fused score before priors (sums to 1)."""
@@ -85,7 +86,7 @@ def neighbour_spread(
         entry = fused.setdefault(moment_id, Fused(moment_id))
         entry.score += gain
         if gain:
-            entry.priors["neighbours"] = gain
+            entry.gains["neighbours"] = gain
 
 
 def prior_factors(moment: Moment, now: datetime, settings: SearchSettings) -> dict[str, float]:

@@ -61,6 +61,7 @@ class SemanticIndex:
         self._index: VectorIndex | None = None
         self._through = 0  # stored vectors with numbers up to here are in the index
         self._lock = threading.RLock()
+        self._embedding = threading.Lock()
         self._wake = threading.Event()
         self._stopping = False
         self._worker: threading.Thread | None = None
@@ -117,13 +118,19 @@ class SemanticIndex:
     def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed every moment that has no vector yet; returns how many were embedded."""
         done = 0
-        while batch := self.backend.unembedded(self.model_id, limit=BATCH):
-            done += self._embed(batch)
+        while True:
+            # One batch at a time across threads, so the worker and a reindex never
+            # embed the same moments twice.
+            with self._embedding:
+                batch = self.backend.unembedded(self.model_id, limit=BATCH)
+                if batch:
+                    done += self._embed(batch)
+            if not batch:
+                return done
             if progress is not None:
                 progress(len(batch))
             if self._stopping:
-                break
-        return done
+                return done
 
     def _embed(self, numbers: list[int]) -> int:
         moments = self.backend.get_moments([f"m_{n}" for n in numbers])
