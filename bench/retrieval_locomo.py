@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import sqlite3
 import sys
@@ -41,9 +40,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import percentile
 from agent_notebook import Notebook
 from agent_notebook.config import NotebookConfig, SearchSettings
-from agent_notebook.enrich import STOPWORDS, enrich, identifiers
+from agent_notebook.enrich import STOPWORDS
 from agent_notebook.ingest.locomo import parse_locomo_time
-from agent_notebook.model import SearchHit, normalize_concept
 from agent_notebook.search.engine import SearchEngine, SearchRequest
 from agent_notebook.search.lexical import FTS5_TOKENIZER as FTS
 from agent_notebook.search.lexical import tokenize
@@ -75,21 +73,18 @@ VARIANTS = [
     Variant("lexical", "lexical", note="BM25 (FTS5) alone"),
     Variant("vector", "vector", note="MiniLM alone"),
     Variant("hybrid", "hybrid", note="default settings"),
+    Variant(
+        "hybrid-before",
+        "hybrid",
+        {"reply_share": 0, "concept_max_share": 1},
+        note="issue 5's first hybrid: no reply share, every concept scored",
+    ),
+    Variant("hybrid-no-reply", "hybrid", {"reply_share": 0}),
     Variant("hybrid-no-priors", "hybrid", {"importance_prior": 0, "recency_prior": 0}),
     Variant("hybrid-ns0.1", "hybrid", {"neighbour_share": 0.1}),
-    Variant("hybrid-ns0.2", "hybrid", {"neighbour_share": 0.2}),
-    Variant("hybrid-ns0.3", "hybrid", {"neighbour_share": 0.3}),
-    Variant("hybrid-concept0", "hybrid", {"concept_weight": 0}),
     Variant("hybrid-rrf20", "hybrid", {"rrf_k": 20}),
-    Variant("hybrid-vw1.5", "hybrid", {"vector_weight": 1.5}),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
-    Variant("proto-cdf", "hybrid", proto="cdf", note="concepts in >5% of moments skipped"),
-    Variant("proto-reply", "hybrid", proto="reply", note="a question's reply gets 1/2 its score"),
-    Variant("proto-cdf+reply", "hybrid", proto="cdf+reply", note="the two above"),
-    Variant("proto-all", "hybrid", proto="stop+cdf+reply", note="stop + cdf + reply"),
-    Variant("proto-porter-lex", "lexical", proto="porter", note="BM25 with porter stemming"),
-    Variant("proto-all+porter", "hybrid", proto="stop+cdf+reply+porter", note="all four"),
-    Variant("proto-cdf+reply+porter", "hybrid", proto="cdf+reply+porter", note="all but stop"),
+    Variant("proto-porter", "hybrid", proto="porter", note="BM25 with porter stemming"),
 ]
 DEFAULT_VARIANTS = [v.name for v in VARIANTS]
 
@@ -140,14 +135,10 @@ def load_conversation(nb: Notebook, conversation: dict[str, Any]) -> None:
 class ProtoEngine(SearchEngine):
     """The engine with generic changes, each off unless named in ``protos``:
 
-    ``stop``  the BM25 query without stopwords (the vector signal keeps the raw question);
-    ``cdf``   the concept signal skips concepts found in more than 5% of the moments (a
-              speaker's name is in every turn of theirs: ranking by it is noise);
-    ``reply`` a turn that asks something (contains '?') gives half its score to the next turn
-              of its session, the reply (one-sided, unlike ``neighbour_share``);
+    ``stop``   the BM25 query without stopwords (the vector signal keeps the raw question);
     ``porter`` BM25 over an FTS5 index with the porter stemmer ("painted" finds "paint"),
-              built here in memory over the same moments (what a schema change would do).
-    It also works around the engine asking for ``m_0`` when ``neighbour_share`` > 0."""
+               built here in memory over the same moments (what a schema change would do).
+    """
 
     def __init__(self, *args: Any, protos: set[str]) -> None:
         super().__init__(*args)
@@ -157,14 +148,6 @@ class ProtoEngine(SearchEngine):
             self.fts.execute(f"CREATE VIRTUAL TABLE t USING fts5 (text, tokenize='porter {FTS}')")
             rows = [(m.number, m.content.text) for m in self.backend.list_moments(None, 0, None)]
             self.fts.executemany("INSERT INTO t (rowid, text) VALUES (?, ?)", rows)
-
-    def _neighbours(self, moments: dict[str, Any]) -> dict[str, list[str]]:
-        first = {k: v for k, v in moments.items() if v.number == 1}
-        found = super()._neighbours({k: v for k, v in moments.items() if k not in first})
-        for mid, m in first.items():
-            after = self._load(["m_2"]).get("m_2")
-            found[mid] = ["m_2"] if after is not None and after.session == m.session else []
-        return found
 
     def _lexical(self, request: SearchRequest, pool: int, allowed: Any) -> list[tuple[str, float]]:
         if "stop" in self.protos:
@@ -177,41 +160,10 @@ class ProtoEngine(SearchEngine):
             return [(f"m_{n}", s) for n, s in self.fts.execute(sql, (terms, pool))] if terms else []
         return super()._lexical(request, pool, allowed)
 
-    def _concepts(self, query: str, pool: int, allowed: Any) -> list[tuple[str, float]]:
-        if "cdf" not in self.protos:
-            return super()._concepts(query, pool, allowed)
-        total = max(1, self.backend.count_moments())
-        names = {*enrich(query).concepts, *map(normalize_concept, identifiers(query))}
-        scores: dict[str, float] = defaultdict(float)
-        for name in names:
-            entry = self.backend.get_concept(name)
-            if entry is not None and len(entry.moments) <= 0.05 * total:
-                for mid in entry.moments:
-                    scores[mid] += math.log(1 + total / len(entry.moments))
-        return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:pool]
-
-    def search(self, request: SearchRequest) -> list[Any]:
-        hits = super().search(SearchRequest(request.query, request.where, 200, mode=request.mode))
-        if "reply" not in self.protos:
-            return hits[: request.limit]
-        scores = {h.moment.id: h.score for h in hits}
-        by_id = {h.moment.id: h for h in hits}
-        asking = [h.moment for h in hits if "?" in h.moment.content.text]
-        missing = [f"m_{m.number + 1}" for m in asking if f"m_{m.number + 1}" not in by_id]
-        loaded = self._load(missing)
-        for m in asking:
-            nxt = f"m_{m.number + 1}"
-            reply = by_id[nxt].moment if nxt in by_id else loaded.get(nxt)
-            if reply is not None and reply.session == m.session:
-                scores[nxt] = scores.get(nxt, 0.0) + 0.5 * scores[m.id]
-                by_id.setdefault(nxt, SearchHit(moment=reply, score=0.0))
-        order = sorted(scores, key=lambda mid: (-scores[mid], by_id[mid].moment.number))
-        return [by_id[mid] for mid in order[: request.limit]]
-
 
 def searcher(nb: Notebook, variant: Variant) -> Callable[[str], list[str]]:
     settings = SearchSettings(**variant.settings)
-    if not variant.proto and not variant.settings.get("neighbour_share"):
+    if not variant.proto:
         nb.config = NotebookConfig(search=settings)
         return lambda q: [
             h.moment.source_id or "" for h in nb.search(q, limit=50, mode=variant.mode)

@@ -123,6 +123,43 @@ def test_redacted_moments_never_come_back(nb: Notebook) -> None:
     assert audit.what == f"redacted {target.id}"
 
 
+def test_a_question_lends_its_score_to_its_reply(tmp_path: Path) -> None:
+    """The answer to a question rarely repeats its words; the reply is found with it."""
+    nb = Notebook(SqliteBackend(tmp_path / "notebook.db"), embedder=None)
+    try:
+        chat = nb.start_session("chat", started=T0)
+        other = nb.start_session("other", started=T0)
+        asked = nb.record(chat.id, "Where did you go on holiday last summer?", speaker="ben")
+        reply = nb.record(chat.id, "Portugal, we drove along the coast.", speaker="ana")
+        nb.record(other.id, "A holiday is overdue.", speaker="ana")  # no reply to it
+        hits = nb.search("holiday last summer", limit=5)
+        ids = [h.moment.id for h in hits]
+        assert ids[0] == asked.id and reply.id in ids
+        found = hits[ids.index(reply.id)]
+        assert found.explain["reply_gain"] > 0 and "lexical_rank" not in found.explain
+        assert nb.search("holiday last summer", mode="lexical", limit=5)[-1].moment.id != reply.id
+        nb.config.search.reply_share = 0
+        assert reply.id not in [h.moment.id for h in nb.search("holiday last summer")]
+    finally:
+        nb.close()
+
+
+def test_a_concept_in_most_moments_does_not_rank(tmp_path: Path) -> None:
+    nb = Notebook(SqliteBackend(tmp_path / "notebook.db"), embedder=None)
+    try:
+        s = nb.start_session("many", started=T0)
+        nb.record_many(
+            s.id, [{"text": f"Note {i}.", "concepts": ["everywhere"]} for i in range(40)]
+        )
+        rare = nb.record(s.id, "Filed.", concepts=["everywhere", "falcon"])
+        assert nb.search("everywhere", limit=5) == []  # in every moment: no signal
+        assert [h.moment.id for h in nb.search("falcon and everywhere", limit=5)] == [rare.id]
+        assert len(nb.search("x", concept="everywhere", limit=100)) == 0  # filter, no match
+        assert len(nb.search("note", concept="everywhere", limit=100)) == 40  # filter holds
+    finally:
+        nb.close()
+
+
 def test_vector_mode_without_an_embedder_says_so(tmp_path: Path) -> None:
     nb = Notebook(SqliteBackend(tmp_path / "notebook.db"), embedder=None)
     try:

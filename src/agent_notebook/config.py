@@ -101,6 +101,12 @@ class SearchSettings(BaseModel):
     #: Share of a turn's fused score given to each of its neighbouring turns (the same
     #: session), so an answer's context is found with it. 0 turns it off.
     neighbour_share: float = Field(0.0, ge=0, le=1)
+    #: Share of a question's fused score (a turn with a '?') given to the next turn of its
+    #: session: in a conversation the answer is the reply, which rarely repeats the words.
+    reply_share: float = Field(0.5, ge=0, le=1)
+    #: A concept found in more than this share of the moments (a speaker's name, say) says
+    #: little about any of them: the concept signal skips it.
+    concept_max_share: float = Field(0.05, gt=0, le=1)
 
 
 class NotebookConfig(BaseModel):

@@ -21,6 +21,8 @@ __all__ = ["Mode", "SearchEngine", "SearchRequest", "neighbour_ids"]
 Mode = Literal["hybrid", "lexical", "vector"]
 #: A concept in more moments than this says little about any of them; it is not scored.
 MAX_CONCEPT_MOMENTS = 2000
+#: ... but in a small notebook, a concept in this many moments is still scored.
+MIN_CONCEPT_CAP = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +70,8 @@ class SearchEngine:
         }
         fused = fuse(ranked, weights, self.settings.rrf_k)
         moments = self._load(list(fused))
-        if self.settings.neighbour_share > 0 and request.mode == "hybrid":
-            neighbours = self._neighbours(moments)
-            neighbour_spread(fused, neighbours, self.settings.neighbour_share)
-            moments.update(self._load([m for m in fused if m not in moments]))
+        if request.mode == "hybrid":
+            self._spread(fused, moments)
         now = request.now or now_utc()
         hits: list[tuple[float, int, SearchHit]] = []
         for moment_id, entry in fused.items():
@@ -109,15 +109,20 @@ class SearchEngine:
         return self.semantic.search(request.query, pool, allowed=restrict)
 
     def _concepts(self, query: str, pool: int, allowed: set[int] | None) -> list[tuple[str, float]]:
-        """Moments sharing the query's concepts and identifiers, rarer ones weighing more."""
+        """Moments sharing the query's concepts and identifiers, rarer ones weighing more;
+        concepts in too many moments to say anything about one are skipped."""
         names = dict.fromkeys(
             [*enrich(query).concepts, *map(normalize_concept, identifiers(query))]
         )
         total = max(1, self.backend.count_moments())
+        most = min(
+            MAX_CONCEPT_MOMENTS,
+            max(MIN_CONCEPT_CAP, int(self.settings.concept_max_share * total)),
+        )
         scores: dict[int, float] = {}
         for name in names:
             entry = self.backend.get_concept(name)
-            if entry is None or len(entry.moments) > MAX_CONCEPT_MOMENTS:
+            if entry is None or len(entry.moments) > most:
                 continue
             weight = math.log(1 + total / len(entry.moments))
             for mid in entry.moments:
@@ -138,15 +143,33 @@ class SearchEngine:
     def _load(self, moment_ids: list[str]) -> dict[str, Moment]:
         return {m.id: m for m in self.backend.get_moments(moment_ids)}
 
-    def _neighbours(self, moments: dict[str, Moment]) -> dict[str, list[str]]:
-        """The turns just before and after each candidate, in the same session."""
-        around = {m.id: [f"m_{m.number - 1}", f"m_{m.number + 1}"] for m in moments.values()}
+    def _spread(self, fused: dict[str, Fused], moments: dict[str, Moment]) -> None:
+        """Pass part of each candidate's score to the turns around it (in place; the turns
+        it reaches are loaded into ``moments``): a question's reply gets ``reply_share``,
+        each neighbour ``neighbour_share``."""
+        reply_share, neighbour_share = self.settings.reply_share, self.settings.neighbour_share
+        if reply_share <= 0 and neighbour_share <= 0:
+            return
+        around: dict[str, list[str]] = {}
+        for m in moments.values():
+            if neighbour_share > 0:
+                around[m.id] = neighbour_ids(m.number)
+            elif "?" in m.content.text:
+                around[m.id] = [f"m_{m.number + 1}"]
         wanted = {n for ids in around.values() for n in ids if n not in moments}
-        known = {**moments, **self._load(sorted(wanted))}
-        return {
-            mid: [n for n in ids if n in known and known[n].session == moments[mid].session]
-            for mid, ids in around.items()
+        moments.update(self._load(sorted(wanted)))
+
+        def same_session(mid: str, ids: list[str]) -> list[str]:
+            return [n for n in ids if n in moments and moments[n].session == moments[mid].session]
+
+        replies = {
+            mid: same_session(mid, [f"m_{moments[mid].number + 1}"])
+            for mid in around
+            if "?" in moments[mid].content.text
         }
+        neighbours = {mid: same_session(mid, ids) for mid, ids in around.items()}
+        neighbour_spread(fused, replies, reply_share, source="reply")
+        neighbour_spread(fused, neighbours, neighbour_share)
 
     def _hit(self, moment: Moment, entry: Fused, now: datetime) -> tuple[float, int, SearchHit]:
         factors = prior_factors(moment, now, self.settings)

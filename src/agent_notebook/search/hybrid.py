@@ -72,21 +72,25 @@ def fuse(
 
 
 def neighbour_spread(
-    fused: dict[str, Fused], neighbours: Mapping[str, Sequence[str]], share: float
+    fused: dict[str, Fused],
+    neighbours: Mapping[str, Sequence[str]],
+    share: float,
+    source: str = "neighbours",
 ) -> None:
-    """Give each turn's neighbours ``share`` of its score (in place): in a conversation the
-    answer to a question often sits next to the turn that matches it."""
+    """Give each turn's ``neighbours`` ``share`` of its score (in place), recorded in their
+    ``gains`` under ``source``: in a conversation the answer to a question often sits next
+    to the turn that matches it."""
     if share <= 0:
         return
     gains: dict[str, float] = {}
-    for moment_id, entry in fused.items():
+    for moment_id, entry in list(fused.items()):
         for other in neighbours.get(moment_id, ()):
             gains[other] = gains.get(other, 0.0) + share * entry.score
     for moment_id, gain in gains.items():
         entry = fused.setdefault(moment_id, Fused(moment_id))
         entry.score += gain
         if gain:
-            entry.gains["neighbours"] = gain
+            entry.gains[source] = entry.gains.get(source, 0.0) + gain
 
 
 def prior_factors(moment: Moment, now: datetime, settings: SearchSettings) -> dict[str, float]:

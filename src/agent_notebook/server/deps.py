@@ -1,0 +1,72 @@
+"""What the routers share: the notebook of the app, paging, ETags."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Annotated, Generic, TypeVar
+
+from fastapi import Header, Query, Request, Response
+from pydantic import BaseModel
+
+from ..errors import Conflict
+from ..notebook import Notebook
+
+MAX_PAGE = 1000
+MAX_OFFSET = 2**53  # past any real list; keeps the database's integers in range
+
+Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Skip this many items.")]
+Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description="Return at most this many items.")]
+IfMatch = Annotated[
+    str | None,
+    Header(
+        description="The ETag of your last read; the write is refused with 409 if the "
+        "record changed since."
+    ),
+]
+
+_T = TypeVar("_T")
+
+
+class Page(BaseModel, Generic[_T]):
+    """One page of a list: ``items``, and ``next_offset`` when there may be more."""
+
+    items: list[_T]
+    offset: int
+    limit: int
+    next_offset: int | None = None
+
+
+def page(items: Sequence[_T], offset: int, limit: int) -> Page[_T]:
+    more = len(items) >= limit
+    return Page[_T](
+        items=list(items), offset=offset, limit=limit, next_offset=offset + limit if more else None
+    )
+
+
+def notebook(request: Request) -> Notebook:
+    nb: Notebook = request.app.state.notebook
+    return nb
+
+
+def etag_of(data: BaseModel | str) -> str:
+    """A strong ETag: a hash of the record's JSON (or of the text)."""
+    raw = data if isinstance(data, str) else data.model_dump_json()
+    return '"' + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:20] + '"'
+
+
+def check_if_match(if_match: str | None, current: str, what: str) -> None:
+    """Raise :class:`Conflict` unless ``if_match`` is absent, ``*`` or ``current``."""
+    if if_match is None:
+        return
+    offered = [tag.strip().removeprefix("W/") for tag in if_match.split(",")]
+    if "*" in offered or current in offered:
+        return
+    raise Conflict(
+        f"{what} changed since you read it (If-Match {if_match}, now {current}); "
+        "read it again and reapply your change"
+    )
+
+
+def set_etag(response: Response, tag: str) -> None:
+    response.headers["ETag"] = tag

@@ -1,0 +1,162 @@
+"""Errors as JSON a person (or a model) can act on: ``{"error", "detail", "fix"}``.
+
+404 an unknown id, 409 a conflict (a stale ``If-Match`` too), 413 an oversized body, 422
+invalid input; a bad request never gets a 5xx and changes nothing. Library errors keep their
+own message (which says what was wrong) as ``detail``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import (
+    Conflict,
+    InvalidInput,
+    MissingDependency,
+    NotebookError,
+    NotFound,
+    StorageError,
+)
+from ..graph.models import ModelNotConfigured
+
+log = logging.getLogger(__name__)
+
+FIXES: dict[int, str] = {
+    400: "send a well-formed HTTP request",
+    404: "check the id or the path; the list endpoints (GET /api/sessions, "
+    "GET /api/chat/sessions) say what exists, and /docs lists every path",
+    405: "use one of the methods /docs lists for this path",
+    409: "read the record again (its ETag header is current), reapply your change to it "
+    "and send it again with that ETag in If-Match",
+    413: "send a smaller body: split long texts into several moments, or start the server "
+    "with a larger --max-body",
+    422: "correct what the detail names and send the request again; nothing was changed",
+    501: "install the optional part the detail names, then restart the server",
+    503: "the server cannot do this now; the detail says what to set up or when to retry",
+    500: "this is a bug in agent-notebook; report it with the request that caused it",
+}
+TITLES: dict[int, str] = {
+    400: "bad request",
+    404: "not found",
+    405: "method not allowed",
+    409: "conflict",
+    413: "request body too large",
+    422: "invalid input",
+    501: "not installed",
+    503: "unavailable",
+    500: "internal error",
+}
+
+
+class ApiError(BaseModel):
+    """Every error response's body."""
+
+    error: str
+    detail: str
+    fix: str
+
+
+def error_response(status: int, detail: str, fix: str | None = None) -> JSONResponse:
+    body = ApiError(
+        error=TITLES.get(status, "error"), detail=detail, fix=fix or FIXES.get(status, "")
+    )
+    return JSONResponse(body.model_dump(), status_code=status)
+
+
+def status_of(err: NotebookError) -> int:
+    if isinstance(err, NotFound):
+        return 404
+    if isinstance(err, Conflict):
+        return 409
+    if isinstance(err, InvalidInput):
+        return 422
+    if isinstance(err, MissingDependency):
+        return 501
+    if isinstance(err, StorageError | ModelNotConfigured):
+        return 503
+    return 500
+
+
+class BodyTooLarge(HTTPException):
+    """Raised while reading a body past the limit (FastAPI re-raises HTTP exceptions)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is larger than {limit} bytes")
+
+
+class BodySizeLimit:
+    """ASGI middleware: a body over ``limit`` bytes gets 413, by its Content-Length up front
+    or, without one, as soon as the bytes read pass the limit."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            detail = f"the request body is larger than {self.limit} bytes"
+            if not declared.isdigit():
+                detail = "the Content-Length header is not a number"
+            response = error_response(413 if declared.isdigit() else 400, detail)
+            await response(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise BodyTooLarge(self.limit)
+            return message
+
+        await self.app(scope, counted, send)
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that turn every error into :class:`ApiError` JSON."""
+
+    @app.exception_handler(NotebookError)
+    async def notebook_error(request: Request, err: NotebookError) -> JSONResponse:
+        status = status_of(err)
+        if status >= 500:
+            log.error("%s %s: %s", request.method, request.url.path, err)
+        return error_response(status, str(err))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, err: RequestValidationError) -> JSONResponse:
+        return error_response(422, describe(err.errors()))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, err: HTTPException) -> JSONResponse:
+        response = error_response(err.status_code, str(err.detail))
+        if err.headers:
+            response.headers.update(err.headers)
+        return response
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, err: Exception) -> JSONResponse:
+        log.exception("%s %s failed", request.method, request.url.path, exc_info=err)
+        return error_response(500, f"{type(err).__name__}: {err}")
+
+
+def describe(errors: Any) -> str:
+    """FastAPI's validation errors as one line: ``body.text: Field required; …``."""
+    parts = []
+    for e in errors:
+        loc = ".".join(str(p) for p in e.get("loc", ())) or "request"
+        parts.append(f"{loc}: {str(e.get('msg', 'invalid')).removeprefix('Value error, ')}")
+    return "; ".join(parts) or "invalid request"
