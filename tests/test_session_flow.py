@@ -109,6 +109,17 @@ def test_identifiers_that_vanish_unresolved_are_reported(nb: Notebook) -> None:
     assert notes.update_from(conversation(), marked, force=True).vanished_identifiers == []
 
 
+def test_a_date_kept_in_words_has_not_vanished(nb: Notebook) -> None:
+    notes = nb.session_notebook(THREAD).sync
+    notes.update_section("Current State", "- the review moved to 14 June")
+    kept = dict.fromkeys(SECTION_NAMES, "")
+    kept["Current State"] = "- the review moved to 14 June; Ana agreed"
+    report = notes.update_from(
+        conversation(), LlmUpdater(FakeListChatModel(responses=[answer(kept)])), force=True
+    )
+    assert report.updated and report.vanished_identifiers == []
+
+
 def test_header_lines_in_an_answer_stay_inside_their_section(nb: Notebook) -> None:
     notes = nb.session_notebook(THREAD).sync
     new = dict.fromkeys(SECTION_NAMES, "")

@@ -399,11 +399,16 @@ def _vanished(
     Text condensed into a moment is not vanished: its marker names where it went."""
     # Only a changed section can lose an identifier (one may move to another section).
     before = identifiers("\n".join(old[n] for n in sections.SECTIONS if old[n] != proposed[n]))
-    after_text = normalize_concept(
-        stored + "\n" + sections.render(proposed) if condensed else stored
-    )
+    after_raw = stored + "\n" + sections.render(proposed) if condensed else stored
+    after_text = normalize_concept(after_raw)
+    # A date's identifier is its ISO form ("--06-14" for "14 June"): compare identifiers too.
+    after_ids = {normalize_concept(i) for i in identifiers(after_raw)}
     done = {normalize_concept(r) for r in resolved}
-    return [i for i in before if i not in after_text and i not in done]
+    return [
+        i
+        for i in before
+        if i not in after_text and normalize_concept(i) not in after_ids and i not in done
+    ]
 
 
 class SessionNotebook:
