@@ -76,13 +76,13 @@ VARIANTS = [
     Variant(
         "hybrid-before",
         "hybrid",
-        {"reply_share": 0, "concept_max_share": 1},
+        {"reply_share": 0, "concept_max_share": 1, "rrf_k": 60},
         note="issue 5's first hybrid: no reply share, every concept scored",
     ),
     Variant("hybrid-no-reply", "hybrid", {"reply_share": 0}),
     Variant("hybrid-no-priors", "hybrid", {"importance_prior": 0, "recency_prior": 0}),
     Variant("hybrid-ns0.1", "hybrid", {"neighbour_share": 0.1}),
-    Variant("hybrid-rrf20", "hybrid", {"rrf_k": 20}),
+    Variant("hybrid-rrf60", "hybrid", {"rrf_k": 60}, note="the usual constant"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
     Variant("proto-porter", "hybrid", proto="porter", note="BM25 with porter stemming"),
 ]

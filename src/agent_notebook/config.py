@@ -90,7 +90,7 @@ class SearchSettings(BaseModel):
     vector_weight: float = Field(1.0, ge=0)
     concept_weight: float = Field(0.5, ge=0)
     #: The constant of reciprocal rank fusion: larger flattens the head of each list.
-    rrf_k: int = Field(60, ge=1)
+    rrf_k: int = Field(20, ge=1)
     #: Candidates each signal contributes before fusion.
     candidates: int = Field(100, ge=1, le=1000)
     #: Weight of ``importance * exp(-decay_rate * age_days)`` (0 turns it off).

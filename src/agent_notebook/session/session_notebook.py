@@ -35,13 +35,17 @@ from ..model import UtcTime, normalize_concept, now_utc
 from ..notebook import Notebook
 from ..stores import write_lock
 from ..tokens import DEFAULT_COUNTER, TokenCounter
-from . import budget, sections
+from . import budget, quotes, sections
 from .activity import ActivityMark, count_activity, mark_after
 from .updaters.base import MessageLike, NotebookUpdater, UpdateFailed, as_messages
 
 NAMESPACE_ROOT: Final = "session"
 KEY: Final = "notebook"
 CUTS_NAMESPACE: Final = "cuts"
+#: The speaker of the moments that keep text cut from a session notebook.
+CUT_SPEAKER: Final = "session-notebook"
+#: Cut text is checked for quotes of this many of the session's latest moments.
+QUOTABLE_MOMENTS: Final = 64
 MAX_FAILURES_KEPT: Final = 20
 WRITE_ATTEMPTS: Final = 5
 
@@ -354,9 +358,9 @@ class SessionNotebookSync:
             session_id = self._long_term_session(state)
             moment = self.notebook.record(
                 session_id,
-                text,
+                quotes.compress(text, self._quotable(session_id)),
                 role="system",
-                speaker="session-notebook",
+                speaker=CUT_SPEAKER,
                 links=[f"session-notebook:{self.thread_id}#{section}"],
                 source_id=f"{self.thread_id}#{section}",
             )
@@ -376,10 +380,30 @@ class SessionNotebookSync:
             state.session_id = self.notebook.thread_session(self.thread_id)
         return state.session_id
 
+    def _quotable(self, session_id: str) -> dict[int, str]:
+        """The latest conversation moments of the session: what cut text quotes."""
+        assert self.notebook is not None
+        count = self.notebook.get_session(session_id).stats.moments
+        recent = self.notebook.moments(session_id, max(0, count - QUOTABLE_MOMENTS))
+        return {
+            m.number: m.content.text
+            for m in recent
+            if m.speaker != CUT_SPEAKER and m.redacted is None and m.content.text
+        }
+
     def fetch_cut(self, reference: str) -> str:
         """The text a marker's reference names ("moment m_42" or "store item …/cut_3")."""
         if reference.startswith("moment ") and self.notebook is not None:
-            return self.notebook.get_moment(reference.removeprefix("moment ")).content.text
+            notebook = self.notebook
+            text = notebook.get_moment(reference.removeprefix("moment ")).content.text
+
+            def moment_text(number: int) -> str | None:
+                try:
+                    return notebook.get_moment(f"m_{number}").content.text
+                except NotFound:
+                    return None
+
+            return quotes.expand(text, moment_text)
         prefix = f"store item {NAMESPACE_ROOT}/{self.thread_id}/{CUTS_NAMESPACE}/"
         if reference.startswith(prefix):
             item = self.store.get((*self.namespace, CUTS_NAMESPACE), reference.removeprefix(prefix))
