@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent_notebook.model import Moment, Session
-from agent_notebook.search.lexical import tokenize
+from agent_notebook.search.lexical import terms
 from agent_notebook.storage.base import MomentFilter
 from agent_notebook.storage.sqlite import SqliteBackend, schema
 from agent_notebook.storage.sqlite import backend as sqlite_backend
@@ -68,8 +68,24 @@ def test_a_version_2_file_is_migrated_with_its_concepts_and_term_counts(tmp_path
     entry = backend.get_concept("deploy")
     assert entry is not None and entry.moments == ["m_1", "m_2"] and entry.sessions == [SESSION]
     assert [c.concept for c in backend.list_concepts()] == ["deploy", "retry"]
-    assert term_docs(backend) == {"the": 1, "deploy": 2, "failed": 1, "again": 1}
+    assert term_docs(backend) == {"the": 1, "deploi": 2, "fail": 1, "again": 1}  # stems
     assert backend.connection.execute("PRAGMA user_version").fetchone()[0] == len(schema.MIGRATIONS)
+    assert {m for m, _ in backend.search_text("deploying", MomentFilter(), 5)} == {"m_1", "m_2"}
+
+
+def test_python_stems_like_fts5(tmp_path: Path) -> None:
+    """term_docs is kept by Python's stemmer and rebuilt by FTS5's: they must agree."""
+    backend = open_with(tmp_path)
+    texts = [
+        "Caroline painted a sunrise; she's been painting since the relational databases died.",
+        "Généralisation: the agreed feed happily flies over nationalities and skies.",
+        "Ticket EXP-5839 (auth/middleware.py:42) raised KeyError 'user_id' on 2026-06-14.",
+    ]
+    backend.put_moments([moment(n, t, []) for n, t in enumerate(texts, start=1)])
+    kept = term_docs(backend)
+    conn = backend.connection
+    conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab (main, moments_fts, 'row')")
+    assert kept == dict(conn.execute("SELECT term, doc FROM temp.v").fetchall())
 
 
 def test_term_counts_follow_every_overwrite(tmp_path: Path) -> None:
@@ -78,7 +94,7 @@ def test_term_counts_follow_every_overwrite(tmp_path: Path) -> None:
     backend.put_moments([moment(1, "beta delta delta", ["delta"])])
     expected: dict[str, int] = {}
     for text in ["beta delta delta", "beta gamma"]:
-        for term in set(tokenize(text)):
+        for term in set(terms(text)):
             expected[term] = expected.get(term, 0) + 1
     assert term_docs(backend) == expected
     assert backend.get_concept("alpha") is None

@@ -1,19 +1,24 @@
 """Lexical matching shared by the backends: one tokenizer, and BM25 in Python.
 
-The Python tokenizer mirrors FTS5's ``unicode61 remove_diacritics 2`` closely enough that the
-in-memory and YAML backends rank like SQLite on ordinary text: case-folded, accents removed,
-split on anything that is not a letter or digit.
+The Python tokenizer mirrors FTS5's ``porter unicode61 remove_diacritics 2`` closely enough
+that the in-memory and YAML backends rank like SQLite on ordinary text: case-folded, accents
+removed, split on anything that is not a letter or digit, and each word reduced to its Porter
+stem ("painted" and "painting" are both "paint"), the same algorithm as FTS5's.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 
-FTS5_TOKENIZER = "unicode61 remove_diacritics 2"
+import snowballstemmer
+
+FTS5_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -25,6 +30,25 @@ def tokenize(text: str) -> list[str]:
     folded = unicodedata.normalize("NFKD", text.casefold())
     stripped = "".join(ch for ch in folded if not unicodedata.combining(ch))
     return _WORD.findall(stripped)
+
+
+_PORTER = snowballstemmer.stemmer("porter")
+_PORTER_LOCK = threading.Lock()  # a stemmer object keeps its word in itself
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    """The Porter stem of a tokenized word (as FTS5's ``porter`` tokenizer stems it: words
+    shorter than 3 or longer than 64 characters pass through)."""
+    if not 3 <= len(word) <= 64:
+        return word
+    with _PORTER_LOCK:
+        return str(_PORTER.stemWord(word))
+
+
+def terms(text: str) -> list[str]:
+    """The index terms of ``text``: its words, stemmed."""
+    return [stem(word) for word in tokenize(text)]
 
 
 class Bm25Index:
@@ -41,23 +65,23 @@ class Bm25Index:
 
     def put(self, key: int, text: str) -> None:
         self.remove(key)
-        terms = Counter(tokenize(text))
-        self._docs[key] = terms
-        length = sum(terms.values())
+        counts = Counter(terms(text))
+        self._docs[key] = counts
+        length = sum(counts.values())
         self._lengths[key] = length
         self._total_length += length
-        self._df.update(terms.keys())
+        self._df.update(counts.keys())
 
     def remove(self, key: int) -> None:
-        terms = self._docs.pop(key, None)
-        if terms is None:
+        counts = self._docs.pop(key, None)
+        if counts is None:
             return
         self._total_length -= self._lengths.pop(key)
-        self._df.subtract(terms.keys())
+        self._df.subtract(counts.keys())
 
     def score(self, query: str, keys: Iterable[int] | None = None) -> list[tuple[int, float]]:
         """(key, score) for documents matching any query token, best first."""
-        tokens = list(dict.fromkeys(tokenize(query)))
+        tokens = list(dict.fromkeys(terms(query)))
         n = len(self._docs)
         if not tokens or not n:
             return []
@@ -71,13 +95,13 @@ class Bm25Index:
             return []
         results = []
         for key in self._docs if keys is None else keys:
-            terms = self._docs.get(key)
-            if terms is None:
+            counts = self._docs.get(key)
+            if counts is None:
                 continue
             norm = BM25_K1 * (1 - BM25_B + BM25_B * self._lengths[key] / avg)
             s = 0.0
             for t, w in idf.items():
-                f = terms.get(t)
+                f = counts.get(t)
                 if f:
                     s += w * f * (BM25_K1 + 1) / (f + norm)
             if s > 0:

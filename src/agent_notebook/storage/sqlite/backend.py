@@ -21,8 +21,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from ...errors import StorageError
-from ...model import ConceptEntry, Moment, Session, moment_number
-from ...search.lexical import tokenize
+from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
+from ...search.lexical import stem, terms, tokenize
 from ..base import Capabilities, MomentFilter, StorageBackend
 from ..files import ensure_private_dir, ensure_private_file
 from . import schema
@@ -214,9 +214,9 @@ class SqliteBackend(StorageBackend):
     def _index_terms(self, moments: Sequence[Moment], replaced: dict[int, Moment]) -> None:
         change: Counter[str] = Counter()
         for moment in moments:
-            change.update(set(tokenize(moment.content.text)))
+            change.update(set(terms(moment.content.text)))
             if (old := replaced.get(moment.number)) is not None:
-                change.subtract(set(tokenize(old.content.text)))
+                change.subtract(set(terms(old.content.text)))
         self._conn.executemany(
             "INSERT INTO term_docs (term, docs) VALUES (?, ?) "
             "ON CONFLICT (term) DO UPDATE SET docs = docs + excluded.docs",
@@ -349,14 +349,18 @@ class SqliteBackend(StorageBackend):
         their postings fit ``POSTINGS_BUDGET``, so a search costs the same in a notebook of a
         thousand moments and of millions (a word in most moments adds little to BM25
         anyway). When even the rarest term is over budget, only the newest moments count."""
-        terms = list(dict.fromkeys(tokenize(query)))[:MAX_QUERY_TERMS]
-        if not terms:
+        # FTS5 stems the words of a MATCH itself; term_docs is keyed by their stems.
+        words: dict[str, str] = {}
+        for word in tokenize(query):
+            words.setdefault(stem(word), word)
+        stems = list(words)[:MAX_QUERY_TERMS]
+        if not stems:
             return []
-        marks = ",".join("?" * len(terms))
+        marks = ",".join("?" * len(stems))
         frequency = self._query(
             f"SELECT term, docs FROM term_docs WHERE term IN ({marks}) AND docs > 0 "
             "ORDER BY docs, term",
-            terms,
+            stems,
         )
         chosen: list[str] = []
         postings = 0
@@ -371,7 +375,7 @@ class SqliteBackend(StorageBackend):
             "SELECT m.num, -bm25(moments_fts) AS score FROM moments_fts "
             "JOIN moments m ON m.num = moments_fts.rowid WHERE moments_fts MATCH ?"
         ]
-        params: list[Any] = [" OR ".join(f'"{t}"' for t in chosen)]
+        params: list[Any] = [" OR ".join(f'"{words[t]}"' for t in chosen)]
         if postings > POSTINGS_BUDGET:
             sql.append("AND moments_fts.rowid > (SELECT max(num) FROM moments) - ?")
             params.append(POSTINGS_BUDGET)
@@ -381,6 +385,65 @@ class SqliteBackend(StorageBackend):
         sql.append("ORDER BY bm25(moments_fts), m.num LIMIT ?")
         params.append(limit)
         return [(f"m_{num}", float(score)) for num, score in self._query(" ".join(sql), params)]
+
+    # -- the cold archive ---------------------------------------------------------------------
+
+    def archive_moments(self, entries: Sequence[ArchiveEntry]) -> None:
+        with self.atomic():
+            gone = {m.number: m for m in self.get_moments([e.id for e in entries])}
+            nums = [(num,) for num in gone]
+            emptied = [m.model_copy(update={"content": MomentContent()}) for m in gone.values()]
+            self._index_terms(emptied, gone)  # their words leave the document frequencies
+            self._conn.executemany("DELETE FROM concept_moments WHERE num = ?", nums)
+            self._conn.executemany("DELETE FROM moment_vectors WHERE num = ?", nums)
+            self._conn.executemany("DELETE FROM moments WHERE num = ?", nums)
+            self._conn.executemany(
+                "INSERT INTO archived (num, body) VALUES (?, ?) "
+                "ON CONFLICT (num) DO UPDATE SET body = excluded.body",
+                [schema.archive_row(e) for e in entries],
+            )
+            self._conn.executemany(
+                "DELETE FROM archived_concepts WHERE num = ?", [(e.number,) for e in entries]
+            )
+            pairs = [(c, e.number) for e in entries for c in e.concepts]
+            self._conn.executemany(
+                "INSERT INTO concepts (name) VALUES (?) ON CONFLICT (name) DO NOTHING",
+                [(name,) for name in dict.fromkeys(c for c, _ in pairs)],
+            )
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO archived_concepts (concept_id, num) "
+                "SELECT id, ? FROM concepts WHERE name = ?",
+                [(num, name) for name, num in pairs],
+            )
+
+    def get_archived(self, moment_ids: Sequence[str]) -> list[ArchiveEntry]:
+        nums = [moment_number(mid) for mid in moment_ids]
+        found: dict[int, ArchiveEntry] = {}
+        for start in range(0, len(nums), 500):  # SQLite caps the number of parameters
+            chunk = nums[start : start + 500]
+            rows = self._query(
+                f"SELECT num, body FROM archived WHERE num IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+            found.update((num, schema.archive_from_row(body)) for num, body in rows)
+        return [found[n] for n in nums if n in found]
+
+    def list_archived(self, offset: int = 0, limit: int | None = None) -> list[ArchiveEntry]:
+        rows = self._query(
+            "SELECT body FROM archived ORDER BY num LIMIT ? OFFSET ?", (_limit(limit), offset)
+        )
+        return [schema.archive_from_row(body) for (body,) in rows]
+
+    def count_archived(self) -> int:
+        return int(self._query("SELECT count(*) FROM archived")[0][0])
+
+    def archived_with_concept(self, concept: str) -> list[str]:
+        rows = self._query(
+            "SELECT ac.num FROM concepts c JOIN archived_concepts ac ON ac.concept_id = c.id "
+            "WHERE c.name = ? ORDER BY ac.num",
+            (concept,),
+        )
+        return [f"m_{num}" for (num,) in rows]
 
     def close(self) -> None:
         with self._lock:

@@ -11,8 +11,28 @@ import json
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from ...model import Moment, Session
+from ...model import ArchiveEntry, Moment, Session
 from ...search.lexical import FTS5_TOKENIZER
+
+
+def _full_text_index(tokenizer: str) -> list[str]:
+    """The FTS5 index over the moments' text, kept in step by triggers."""
+    return [
+        f"""CREATE VIRTUAL TABLE moments_fts USING fts5 (
+            text, content='moments', content_rowid='num', tokenize='{tokenizer}'
+        )""",
+        """CREATE TRIGGER moments_fts_insert AFTER INSERT ON moments BEGIN
+            INSERT INTO moments_fts (rowid, text) VALUES (new.num, new.text);
+        END""",
+        """CREATE TRIGGER moments_fts_delete AFTER DELETE ON moments BEGIN
+            INSERT INTO moments_fts (moments_fts, rowid, text) VALUES ('delete', old.num, old.text);
+        END""",
+        """CREATE TRIGGER moments_fts_update AFTER UPDATE OF text ON moments BEGIN
+            INSERT INTO moments_fts (moments_fts, rowid, text) VALUES ('delete', old.num, old.text);
+            INSERT INTO moments_fts (rowid, text) VALUES (new.num, new.text);
+        END""",
+    ]
+
 
 MIGRATIONS: Final[list[list[str]]] = [
     [
@@ -33,19 +53,7 @@ MIGRATIONS: Final[list[list[str]]] = [
         )""",
         "CREATE INDEX moments_by_session ON moments (session_id, num)",
         "CREATE INDEX moments_by_time ON moments (ts_us)",
-        f"""CREATE VIRTUAL TABLE moments_fts USING fts5 (
-            text, content='moments', content_rowid='num', tokenize='{FTS5_TOKENIZER}'
-        )""",
-        """CREATE TRIGGER moments_fts_insert AFTER INSERT ON moments BEGIN
-            INSERT INTO moments_fts (rowid, text) VALUES (new.num, new.text);
-        END""",
-        """CREATE TRIGGER moments_fts_delete AFTER DELETE ON moments BEGIN
-            INSERT INTO moments_fts (moments_fts, rowid, text) VALUES ('delete', old.num, old.text);
-        END""",
-        """CREATE TRIGGER moments_fts_update AFTER UPDATE OF text ON moments BEGIN
-            INSERT INTO moments_fts (moments_fts, rowid, text) VALUES ('delete', old.num, old.text);
-            INSERT INTO moments_fts (rowid, text) VALUES (new.num, new.text);
-        END""",
+        *_full_text_index("unicode61 remove_diacritics 2"),
         """CREATE TABLE moment_concepts (
             concept TEXT NOT NULL,
             num INTEGER NOT NULL,
@@ -86,6 +94,29 @@ MIGRATIONS: Final[list[list[str]]] = [
             model TEXT NOT NULL,
             vector BLOB NOT NULL
         )""",
+    ],
+    [  # words indexed by their Porter stems ("painted" finds "painting"); counts follow
+        "DROP TRIGGER moments_fts_insert",
+        "DROP TRIGGER moments_fts_delete",
+        "DROP TRIGGER moments_fts_update",
+        "DROP TABLE moments_fts",
+        *_full_text_index(FTS5_TOKENIZER),
+        "INSERT INTO moments_fts (moments_fts) VALUES ('rebuild')",
+        "DELETE FROM term_docs",
+        "CREATE VIRTUAL TABLE moments_vocab USING fts5vocab (moments_fts, 'row')",
+        "INSERT INTO term_docs (term, docs) SELECT term, doc FROM moments_vocab",
+        "DROP TABLE moments_vocab",
+    ],
+    [  # the cold archive's index: where compaction put each archived moment
+        """CREATE TABLE archived (
+            num INTEGER PRIMARY KEY,          -- the N of m_N
+            body TEXT NOT NULL                -- the ArchiveEntry as JSON
+        )""",
+        """CREATE TABLE archived_concepts (
+            concept_id INTEGER NOT NULL,
+            num INTEGER NOT NULL,
+            PRIMARY KEY (concept_id, num)
+        ) WITHOUT ROWID""",
     ],
 ]
 
@@ -137,3 +168,11 @@ def session_row(session: Session) -> tuple[str, int, str]:
 
 def session_from_row(body: str) -> Session:
     return Session.model_validate_json(body)
+
+
+def archive_row(entry: ArchiveEntry) -> tuple[int, str]:
+    return (entry.number, _json(entry.model_dump(mode="json")))
+
+
+def archive_from_row(body: str) -> ArchiveEntry:
+    return ArchiveEntry.model_validate_json(body)
