@@ -276,3 +276,26 @@ def test_the_embedding_queue_survives_sigkill(tmp_path: Path) -> None:
         assert nb.search("tool hut in the yard", mode="vector", limit=1)
     finally:
         nb.close()
+
+
+def test_the_yaml_layout_reads_its_saved_index_back(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with Notebook.open(home, backend="yaml", background_embedding=False) as nb:
+        fill(nb)
+        assert nb.semantic is not None and not nb.semantic.loaded_from_file
+        nb.search("reset password", mode="vector")
+    assert (home / "embeddings.faiss").exists() and (home / "embeddings.faiss.json").exists()
+    with Notebook.open(home, backend="yaml", background_embedding=False) as nb:
+        s = nb.start_session("later")
+        late = nb.record(s.id, "The plumber comes on Tuesday to fix the leaking sink.")
+        nb.reindex()
+        assert (
+            nb.search("reset password", mode="vector", limit=1)[0].moment.content.text
+            == FACTS[0][1]
+        )
+        assert nb.search("a water pipe repair", mode="vector", limit=1)[0].moment.id == late.id
+        assert nb.semantic is not None and nb.semantic.loaded_from_file
+    (home / "embeddings.faiss").write_bytes(b"not an index")  # damaged: rebuilt, not trusted
+    with Notebook.open(home, backend="yaml", background_embedding=False) as nb:
+        assert nb.search("a water pipe repair", mode="vector", limit=1)[0].moment.id == late.id
+        assert nb.semantic is not None and not nb.semantic.loaded_from_file

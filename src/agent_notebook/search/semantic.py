@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import CorruptFile
 from ..model import moment_number
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ class SemanticIndex:
         self.embedder = embedder
         self.index_file = index_file  # where the index is saved (the YAML layout's file)
         self._index: VectorIndex | None = None
+        self.loaded_from_file = False  # the index came from index_file, not the vectors
         self._through = 0  # stored vectors with numbers up to here are in the index
         self._lock = threading.RLock()
         self._embedding = threading.Lock()
@@ -80,9 +82,32 @@ class SemanticIndex:
 
         with self._lock:
             if self._index is None:
-                self._index = VectorIndex(self.embedder.dim, self.model_id)
+                self._index = self._saved_index() or VectorIndex(self.embedder.dim, self.model_id)
             self._load_newer()
             return self._index
+
+    def _saved_index(self) -> VectorIndex | None:
+        """The index saved in ``index_file`` when it still holds exactly the stored vectors
+        up to its last key (else None: the index is rebuilt from the stored vectors)."""
+        from .vectors import VectorIndex
+
+        if self.index_file is None:
+            return None
+        try:
+            saved = VectorIndex.load(self.index_file, model_id=self.model_id, dim=self.embedder.dim)
+        except CorruptFile as err:
+            log.warning("%s; rebuilding it from the stored vectors", err)
+            return None
+        if saved is None or not len(saved):
+            return None
+        through = saved.last_key()
+        newer = len(self.backend.get_vectors(self.model_id, after=through))
+        stored = self.backend.count_moments() - len(self.backend.unembedded(self.model_id))
+        if len(saved) + newer != stored:  # vectors added below its last key, or dropped
+            return None
+        self._through = through
+        self.loaded_from_file = True
+        return saved
 
     def _load_newer(self) -> None:
         import numpy as np

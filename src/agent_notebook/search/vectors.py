@@ -188,6 +188,11 @@ class VectorIndex:
     def __len__(self) -> int:
         return self._n
 
+    def last_key(self) -> int:
+        """The highest key in the index (0 when empty)."""
+        with self._lock:
+            return int(self._keys[: self._n].max()) if self._n else 0
+
     def __contains__(self, key: object) -> bool:
         return key in self._rows
 
