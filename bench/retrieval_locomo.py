@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sqlite3
 import sys
 import tempfile
 import time
@@ -43,7 +42,6 @@ from agent_notebook.config import NotebookConfig, SearchSettings
 from agent_notebook.enrich import STOPWORDS
 from agent_notebook.ingest.locomo import parse_locomo_time
 from agent_notebook.search.engine import SearchEngine, SearchRequest
-from agent_notebook.search.lexical import FTS5_TOKENIZER as FTS
 from agent_notebook.search.lexical import tokenize
 from agent_notebook.storage import MomentFilter, open_backend
 
@@ -84,7 +82,6 @@ VARIANTS = [
     Variant("hybrid-ns0.1", "hybrid", {"neighbour_share": 0.1}),
     Variant("hybrid-rrf60", "hybrid", {"rrf_k": 60}, note="the usual constant"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
-    Variant("proto-porter", "hybrid", proto="porter", note="BM25 with porter stemming"),
 ]
 DEFAULT_VARIANTS = [v.name for v in VARIANTS]
 
@@ -135,29 +132,18 @@ def load_conversation(nb: Notebook, conversation: dict[str, Any]) -> None:
 class ProtoEngine(SearchEngine):
     """The engine with generic changes, each off unless named in ``protos``:
 
-    ``stop``   the BM25 query without stopwords (the vector signal keeps the raw question);
-    ``porter`` BM25 over an FTS5 index with the porter stemmer ("painted" finds "paint"),
-               built here in memory over the same moments (what a schema change would do).
+    ``stop``   the BM25 query without stopwords (the vector signal keeps the raw question).
     """
 
     def __init__(self, *args: Any, protos: set[str]) -> None:
         super().__init__(*args)
         self.protos = protos
-        if "porter" in protos:
-            self.fts = sqlite3.connect(":memory:")
-            self.fts.execute(f"CREATE VIRTUAL TABLE t USING fts5 (text, tokenize='porter {FTS}')")
-            rows = [(m.number, m.content.text) for m in self.backend.list_moments(None, 0, None)]
-            self.fts.executemany("INSERT INTO t (rowid, text) VALUES (?, ?)", rows)
 
     def _lexical(self, request: SearchRequest, pool: int, allowed: Any) -> list[tuple[str, float]]:
         if "stop" in self.protos:
             kept = [t for t in tokenize(request.query) if t not in STOPWORDS]
             if kept:
                 request = SearchRequest(" ".join(kept), request.where, request.limit)
-        if "porter" in self.protos:
-            terms = " OR ".join(f'"{t}"' for t in dict.fromkeys(tokenize(request.query)))
-            sql = "SELECT rowid, -bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT ?"
-            return [(f"m_{n}", s) for n, s in self.fts.execute(sql, (terms, pool))] if terms else []
         return super()._lexical(request, pool, allowed)
 
 
