@@ -9,14 +9,15 @@ fake chat model; the same seeded texts for every variant) through:
     checkpoints only the writes of each step and a full snapshot every 100 updates;
 (c) ours: ``build_chat_graph(Notebook.open(tmp), model=fake)`` with default settings;
 (d) the floor: a one-node graph whose state is one short string (no history, no model) on
-    ``SqliteSaver``, i.e. what LangGraph and its SQLite checkpointer cost per turn here.
+    ``SqliteSaver``, i.e. what LangGraph and its SQLite checkpointer cost per turn here;
+(e) ours with ``chat.context_search: lexical``: the context does not embed the message.
 
 Each turn is one timed ``graph.invoke({"messages": [HumanMessage(text)]}, thread)``. Reported
 per variant: p50/p95 over the last 10% of turns and over turns 100-200 (their p95 ratio says
 whether latency stays flat), total seconds, bytes on disk in the variant's directory (after
 closing connections and a ``wal_checkpoint(TRUNCATE)``) against the raw UTF-8 text bytes.
 
-    python bench/chat_turns.py [--turns 2000] [--only a,b,c,d] [--a-turns N] [--seed 0]
+    python bench/chat_turns.py [--turns 2000] [--only a,b,c,d,e] [--a-turns N] [--seed 0]
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Optional, TypedDict
 
@@ -293,6 +294,7 @@ class Result:
     total: float
     disk_bytes: int
     raw_bytes: int
+    tables: dict[str, int] = field(default_factory=dict)
 
 
 def run_turns(
@@ -355,20 +357,41 @@ def bench_seed(
     return Result(key, name, times, total, disk, raw_bytes(users, answers))
 
 
-def bench_ours(base: Path, users: Sequence[str], answers: Sequence[str]) -> Result:
-    with tempfile.TemporaryDirectory(prefix="chat_turns_c_", dir=base) as tmp:
+def bench_ours(
+    base: Path,
+    users: Sequence[str],
+    answers: Sequence[str],
+    key: str = "c",
+    context_search: str = "hybrid",
+) -> Result:
+    with tempfile.TemporaryDirectory(prefix=f"chat_turns_{key}_", dir=base) as tmp:
         root = Path(tmp) / "home"
         nb = Notebook.open(root)
+        nb.config.chat.context_search = context_search  # type: ignore[assignment]
         try:
             graph = build_chat_graph(nb, model=fake_model(answers))
-            times, total = run_turns("c", graph, users)
+            times, total = run_turns(key, graph, users)
         finally:
             nb.close()
         del graph
         disk = fold_wal_and_measure(root)
-    return Result(
-        "c", "ours: build_chat_graph (defaults)", times, total, disk, raw_bytes(users, answers)
-    )
+        tables = table_bytes(root / "notebook.db")
+    name = "ours: build_chat_graph (defaults)" if key == "c" else "ours, lexical context search"
+    return Result(key, name, times, total, disk, raw_bytes(users, answers), tables)
+
+
+def table_bytes(db: Path) -> dict[str, int]:
+    """Bytes per table (and index) of an SQLite file, largest first (empty without dbstat)."""
+    conn = sqlite3.connect(db)
+    try:
+        rows = conn.execute(
+            "SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC"
+        ).fetchall()
+    except sqlite3.OperationalError:
+        rows = []
+    finally:
+        conn.close()
+    return dict(rows)
 
 
 def bench_floor(base: Path, users: Sequence[str], answers: Sequence[str]) -> Result:
@@ -437,6 +460,9 @@ def report(results: Sequence[Result], turns: int, a_turns: int) -> None:
     ours = next((r for r in results if r.key == "c"), None)
     if ours is None:
         return
+    print(f"\n(c) bytes by table ({size(ours.disk_bytes)} on disk):")
+    for name, n in list(ours.tables.items())[:8]:
+        print(f"  {name:<32} {size(n):>10} {n / ours.raw_bytes:6.2f}x raw")
     tail, head = last_tenth(ours.times), early(ours.times)
     p95, flat = ms(tail, 0.95), ms(tail, 0.95) / ms(head, 0.95)
     ratio = ours.disk_bytes / ours.raw_bytes
@@ -463,7 +489,7 @@ def report(results: Sequence[Result], turns: int, a_turns: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=2000, help="turns in the thread")
-    parser.add_argument("--only", default="a,b,c,d", help="variants to run, e.g. 'c,d'")
+    parser.add_argument("--only", default="a,b,c,d,e", help="variants to run, e.g. 'c,d'")
     parser.add_argument(
         "--a-turns", type=int, default=None, help="turns for (a) and (b) (default: --turns)"
     )
@@ -471,8 +497,8 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None, help="where the temp dirs go")
     args = parser.parse_args()
     only = {v.strip() for v in args.only.split(",") if v.strip()}
-    if not only <= {"a", "b", "c", "d"}:
-        parser.error("--only takes a comma-separated subset of a,b,c,d")
+    if not only <= {"a", "b", "c", "d", "e"}:
+        parser.error("--only takes a comma-separated subset of a,b,c,d,e")
     a_turns = args.a_turns or args.turns
     base = args.dir or Path(tempfile.gettempdir())
     users, answers = make_texts(max(args.turns, a_turns), args.seed)
@@ -507,6 +533,10 @@ def main() -> None:
         ),
         ("c", lambda: bench_ours(base, users[: args.turns], answers[: args.turns])),
         ("d", lambda: bench_floor(base, users[: args.turns], answers[: args.turns])),
+        (
+            "e",
+            lambda: bench_ours(base, users[: args.turns], answers[: args.turns], "e", "lexical"),
+        ),
     ]
     results = []
     for key, run in variants:

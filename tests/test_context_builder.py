@@ -374,3 +374,19 @@ def test_budget_property_over_random_notebooks(
         assert item.text.startswith(f"[{item.id}]")
         assert config.get(item.kind, "full") != "not in context"
     assert len([i for i in ctx.items if i.kind == "decision"]) <= 5
+
+
+def test_context_finds_moments_by_meaning_unless_set_to_lexical(tmp_path: Path) -> None:
+    with Notebook.open(tmp_path / "home", background_embedding=False) as nb:
+        earlier = nb.start_session("Earlier")
+        found = nb.record(earlier.id, "I forgot my login credentials for the expenses portal.")
+        s = nb.start_session("Chat")
+        nb.reindex()
+
+        def moment_ids() -> list[str]:
+            ctx = ContextBuilder(nb).build(message="reset password", session_id=s.id)
+            return [i.id for i in ctx.items if i.kind == "moment"]
+
+        assert moment_ids() == [f"moment:{found.id}"]  # no word in common: by meaning
+        nb.config.chat.context_search = "lexical"
+        assert moment_ids() == []

@@ -73,6 +73,9 @@ class ChatSettings(BaseModel):
     live_budget_tokens: int = Field(6000, ge=256)
     condensed_history_tokens: int = Field(800, ge=64)
     context_budget_tokens: int = Field(4000, ge=256)
+    #: How the context finds the notebook's moments for a message: ``hybrid`` embeds the
+    #: message (a few ms per turn with the offline model); ``lexical`` does not.
+    context_search: Literal["hybrid", "lexical"] = "hybrid"
     notebook_updater: Literal["deterministic", "llm"] = "deterministic"
     summarizer: Literal["extractive", "llm"] = "extractive"
 

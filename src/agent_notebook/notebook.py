@@ -561,10 +561,12 @@ class Notebook:
         fmt: SliceFormat = "markdown",
         limit: int | None = None,
         exclude: Collection[str] = (),
+        mode: Mode = "hybrid",
     ) -> Slice:
         """A read-only, relevance-ranked, provenance-tagged slice of the notebook for
         ``audience`` that fits ``budget_tokens`` (at most 256K); see :mod:`.slice`. ``limit``
-        caps the matched moments; those in ``exclude`` are left out."""
+        caps the matched moments; those in ``exclude`` are left out; ``mode`` is the
+        search's."""
         if not 1 <= budget_tokens <= MAX_SLICE_TOKENS:
             raise InvalidInput(
                 f"slice: budget_tokens must be between 1 and {MAX_SLICE_TOKENS}, "
@@ -575,7 +577,7 @@ class Notebook:
         # Enough hits to fill the budget with room for those that do not fit.
         pool = limit or min(MAX_SEARCH_LIMIT, max(20, budget_tokens // 40))
         hits = (
-            self.search(query, session=session, limit=pool, exclude=exclude)
+            self.search(query, session=session, limit=pool, exclude=exclude, mode=mode)
             if query.strip()
             else []
         )

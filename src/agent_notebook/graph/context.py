@@ -300,6 +300,7 @@ class ContextBuilder:
             audience="chat",
             limit=min(self.max_moments, MAX_SEARCH_LIMIT),
             exclude=skip,
+            mode=self.notebook.config.chat.context_search,
         )
         # The matches first, then the turns around them, within ``max_moments``.
         ids = [
