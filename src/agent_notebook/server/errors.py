@@ -38,6 +38,7 @@ FIXES: dict[int, str] = {
     "and send it again with that ETag in If-Match",
     413: "send a smaller body: split long texts into several moments, or start the server "
     "with a larger --max-body",
+    502: "the chat model's provider failed; retry, or pick another model with model_override",
     422: "correct what the detail names and send the request again; nothing was changed",
     501: "install the optional part the detail names, then restart the server",
     503: "the server cannot do this now; the detail says what to set up or when to retry",
@@ -51,9 +52,14 @@ TITLES: dict[int, str] = {
     413: "request body too large",
     422: "invalid input",
     501: "not installed",
+    502: "bad gateway",
     503: "unavailable",
     500: "internal error",
 }
+
+
+class ModelFailed(NotebookError):
+    """The chat model (a provider) failed: 502."""
 
 
 class ApiError(BaseModel):
@@ -82,6 +88,8 @@ def status_of(err: NotebookError) -> int:
         return 501
     if isinstance(err, StorageError | ModelNotConfigured):
         return 503
+    if isinstance(err, ModelFailed):
+        return 502
     return 500
 
 

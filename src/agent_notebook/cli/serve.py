@@ -1,0 +1,71 @@
+"""Commands that serve the notebook: serve (HTTP, with MCP mounted) and mcp (stdio)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .common import HomeOption, reporting_errors
+
+BackendOption = Annotated[
+    str | None,
+    typer.Option(
+        envvar="AGENT_NOTEBOOK_BACKEND",
+        help="sqlite, yaml or a URL [default: backend in config.yaml, else sqlite].",
+        show_default=False,
+    ),
+]
+
+
+def serve(
+    home: HomeOption = None,
+    host: Annotated[str, typer.Option(help="The address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="The port to listen on.")] = 8765,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="The default chat model, provider:model [default: chat.model in config.yaml, "
+            "else AGENT_NOTEBOOK_MODEL]. 'fake:echo' is an offline test double.",
+            show_default=False,
+        ),
+    ] = None,
+    backend: BackendOption = None,
+    max_body: Annotated[
+        int, typer.Option(min=1, help="Refuse request bodies over this many bytes (413).")
+    ] = 1024 * 1024,
+    log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "info",
+) -> None:
+    """Serve the notebook over HTTP until stopped: the chat API, the notebook API, and the
+    MCP server at /mcp/ (owner tools) and /mcp-guest/ (guest tools). OpenAPI docs at /docs.
+
+    Example: agent-notebook serve --port 8765 --model openai:gpt-4o-mini
+    """
+    import uvicorn
+
+    from ..server import ServerSettings, create_app
+
+    settings = ServerSettings(
+        home=home, backend=backend, model=model, max_body_bytes=max_body, host=host
+    )
+    uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
+
+
+def mcp(
+    home: HomeOption = None,
+    guest: Annotated[
+        bool, typer.Option("--guest", help="Only the guest tools (read, slice, write_back).")
+    ] = False,
+    backend: BackendOption = None,
+) -> None:
+    """Serve the notebook's MCP tools over stdio, for an MCP client that starts this command
+    (search, slice, read_session, read_notebook_section, write_back; record and
+    update_section unless --guest).
+
+    Example: agent-notebook mcp --home ~/.agent-notebook --guest
+    """
+    from ..notebook import Notebook
+    from ..server.mcp_tools import build_mcp
+
+    with reporting_errors(), Notebook.open(home, backend=backend) as nb:
+        build_mcp(nb, owner=not guest).run("stdio")

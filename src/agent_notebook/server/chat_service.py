@@ -1,0 +1,179 @@
+"""The chat graph behind the chat endpoints: one compiled graph over the app's notebook,
+threads (chat sessions) registered in the notebook's store, one turn at a time per thread."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+
+from ..errors import Conflict, InvalidInput, NotebookError, NotFound
+from ..graph import ContextBuilder, ModelResolver, build_chat_graph
+from ..graph.context import BuiltContext
+from ..model import SESSION_ID_RE
+from ..notebook import THREADS_NAMESPACE, Notebook
+from ..session.session_notebook import KEY, NAMESPACE_ROOT
+from ..summarize import strip_think
+from .errors import ModelFailed
+
+
+class ChatService:
+    def __init__(
+        self,
+        nb: Notebook,
+        *,
+        model: BaseChatModel | str | None,
+        models: Mapping[str, BaseChatModel],
+    ) -> None:
+        self.nb = nb
+        self.graph = build_chat_graph(nb, model=model, models=models)
+        self._resolver = ModelResolver(model or nb.config.chat.model, models)
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    # -- threads ----------------------------------------------------------------------------
+
+    def exists(self, thread_id: str) -> bool:
+        if self.nb.store.get(THREADS_NAMESPACE, thread_id) is not None:
+            return True
+        return bool(SESSION_ID_RE.fullmatch(thread_id)) and (
+            self.nb.backend.get_session(thread_id) is not None
+        )
+
+    def require(self, thread_id: str) -> str:
+        """The notebook session of a known thread; NotFound otherwise."""
+        if not self.exists(thread_id):
+            raise NotFound(
+                f"no chat session {thread_id!r}: create it with POST /api/chat/sessions "
+                "(GET /api/chat/sessions lists them)"
+            )
+        return self.nb.thread_session(thread_id)
+
+    def create(self, thread_id: str, title: str) -> str:
+        with self._lock(thread_id):
+            if self.exists(thread_id):
+                raise Conflict(
+                    f"chat session {thread_id!r} exists already; continue it with "
+                    "POST /api/chat/execute or choose another thread_id"
+                )
+            session_id = self.nb.thread_session(thread_id)
+            if title:
+                self.nb.update_session(session_id, task=title)
+            return session_id
+
+    def threads(self, offset: int, limit: int) -> list[tuple[str, str]]:
+        """(thread id, session id) of the registered threads, oldest first."""
+        items = self.nb.store.search(THREADS_NAMESPACE, limit=limit, offset=offset)
+        return [(item.key, str(item.value["session_id"])) for item in items]
+
+    def delete(self, thread_id: str) -> None:
+        """Forget the thread's conversation (checkpoints) and session notebook; its turns
+        stay in the long-term notebook as moments of its session."""
+        self.require(thread_id)
+        with self._lock(thread_id):
+            self.graph.checkpointer.delete_thread(thread_id)  # type: ignore[union-attr]
+            self.nb.store.delete((NAMESPACE_ROOT, thread_id), KEY)
+            self.nb.store.delete(THREADS_NAMESPACE, thread_id)
+
+    def state(self, thread_id: str) -> dict[str, Any]:
+        values: dict[str, Any] = self.graph.get_state(_config(thread_id)).values or {}
+        return values
+
+    # -- turns ------------------------------------------------------------------------------
+
+    def check_model(self, override: str | None) -> None:
+        """Fail early, as invalid input, on a model_override the server cannot make."""
+        if override is None:
+            return
+        try:
+            self._resolver.resolve(override)
+        except NotebookError as err:
+            raise InvalidInput(f"model_override {override!r}: {err}") from None
+        except Exception as err:  # noqa: BLE001 - a provider refusing to start (no key…)
+            raise InvalidInput(
+                f"model_override {override!r}: cannot make this chat model: "
+                f"{type(err).__name__}: {err}"
+            ) from None
+
+    def turn_input(
+        self,
+        message: str,
+        context: str | None,
+        context_config: Mapping[str, str] | None,
+        model_override: str | None,
+    ) -> dict[str, Any]:
+        data: dict[str, Any] = {"messages": [HumanMessage(message)]}
+        if context is not None:
+            data["context"] = context
+        if context_config is not None:
+            data["context_config"] = dict(context_config)
+        if model_override is not None:
+            data["model_override"] = model_override
+        return data
+
+    def execute(self, thread_id: str, data: dict[str, Any]) -> list[BaseMessage]:
+        with self._lock(thread_id):
+            try:
+                state = self.graph.invoke(data, _config(thread_id))
+            except NotebookError:
+                raise
+            except Exception as err:  # a provider's failure (network, quota…)
+                raise ModelFailed(f"the chat model failed: {type(err).__name__}: {err}") from err
+        messages: list[BaseMessage] = state.get("messages") or []
+        return messages
+
+    def stream(self, thread_id: str, data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+        """("token", text) as the answer comes (``<think>`` blocks held back), then
+        ("done", the final messages)."""
+        with self._lock(thread_id):
+            raw, sent = "", ""
+            final: dict[str, Any] = {}
+            try:
+                parts: Iterator[tuple[str, Any]] = self.graph.stream(  # type: ignore[assignment]
+                    data, _config(thread_id), stream_mode=["messages", "values"]
+                )
+                for mode, chunk in parts:
+                    if mode == "values":
+                        final = chunk
+                        continue
+                    message, meta = chunk
+                    if meta.get("langgraph_node") != "agent":
+                        continue
+                    if not isinstance(message, AIMessageChunk | AIMessage):
+                        continue
+                    raw += message.text
+                    visible = strip_think(raw)
+                    if visible.startswith(sent) and len(visible) > len(sent):
+                        yield "token", visible[len(sent) :]
+                        sent = visible
+            except NotebookError:
+                raise
+            except Exception as err:  # a provider's failure
+                raise ModelFailed(f"the chat model failed: {type(err).__name__}: {err}") from err
+        yield "done", final.get("messages") or []
+
+    def context(
+        self, thread_id: str, message: str, context_config: Mapping[str, str] | None
+    ) -> BuiltContext:
+        """What the next turn's system prompt would get, as the graph builds it."""
+        session_id = self.require(thread_id)
+        builder = ContextBuilder(self.nb, budget_tokens=self.nb.config.chat.context_budget_tokens)
+        return builder.build(
+            message=message,
+            session_id=session_id,
+            session_notebook=self.nb.session_notebook(thread_id).sync.render_for_compaction(),
+            condensed_history=self.state(thread_id).get("condensed_history") or "",
+            context_config=context_config,
+        )
+
+    def _lock(self, thread_id: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(thread_id, threading.Lock())
+
+
+def _config(thread_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id}}

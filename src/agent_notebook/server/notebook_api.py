@@ -1,0 +1,367 @@
+"""The long-term notebook over HTTP: sessions, moments, decisions, pending items,
+escalations, a guest's write-back, search, slices, stats and export.
+
+Session writes take ``If-Match`` (the ETag of the last read): the check and the write run in
+one backend transaction, so two writers cannot overwrite each other blindly (409)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Annotated, Literal, TypeVar
+
+from fastapi import APIRouter, Depends, Query, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import InvalidInput
+from ..model import (
+    Decision,
+    Escalation,
+    Moment,
+    MomentDraft,
+    NotebookStats,
+    PendingItem,
+    SearchHit,
+    Session,
+    TaskStatus,
+    Text,
+)
+from ..notebook import MAX_SEARCH_LIMIT, Notebook, WriteBackKind
+from ..slice import MAX_SLICE_TOKENS, Slice
+from .deps import IfMatch, Limit, Offset, Page, check_if_match, etag_of, notebook, page, set_etag
+
+router = APIRouter(prefix="/api")
+Nb = Annotated[Notebook, Depends(notebook)]
+_T = TypeVar("_T")
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NewSession(_Body):
+    task: Text = Field("", max_length=10_000, description="What the session is about.")
+
+
+class SessionChange(_Body):
+    task: Text | None = Field(None, max_length=10_000)
+    task_status: TaskStatus | None = None
+
+
+class MomentBatch(_Body):
+    moments: list[MomentDraft] = Field(min_length=1, max_length=1000)
+
+
+class NewDecision(_Body):
+    what: Text = Field(min_length=1)
+    why: Text = ""
+    who: Text = Field("owner", min_length=1, max_length=100)
+
+
+class NewPending(_Body):
+    what: Text = Field(min_length=1)
+
+
+class Closing(_Body):
+    resolution: Text = ""
+
+
+class NewEscalation(_Body):
+    to: Text = Field(min_length=1, max_length=200, description="The agent handed the task.")
+    why: Text = ""
+    slice: Text = Field("", description="The slice it was given (see GET /api/slice).")
+
+
+class Outcome(_Body):
+    outcome: Text = Field(min_length=1)
+
+
+class WriteBack(_Body):
+    guest: Text = Field(min_length=1, max_length=100, description="The guest agent's name.")
+    kind: WriteBackKind
+    text: Text = Field(min_length=1)
+    why: Text = ""
+    escalation_id: str | None = Field(None, description="For kind escalation_outcome.")
+
+
+class SliceResponse(BaseModel):
+    slice: Slice
+    rendered: str
+
+
+def _guarded(
+    nb: Notebook, session_id: str, if_match: str | None, write: Callable[[], _T]
+) -> tuple[_T, str]:
+    """Check ``If-Match`` against the session and write, in one transaction; return the
+    write's result and the session's new ETag."""
+    with nb.backend.atomic():
+        if if_match is not None:
+            current = etag_of(nb.get_session(session_id))
+            check_if_match(if_match, current, f"session {session_id}")
+        result = write()
+        tag = etag_of(nb.get_session(session_id))
+    return result, tag
+
+
+def _utc(when: datetime | None) -> datetime | None:
+    """A time without a zone is UTC, as on the command line."""
+    return when if when is None or when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+# -- sessions -------------------------------------------------------------------------------
+
+
+@router.get("/sessions", tags=["sessions"])
+def list_sessions(nb: Nb, offset: Offset = 0, limit: Limit = 50) -> Page[Session]:
+    """Sessions, oldest first."""
+    return page(nb.sessions(offset, limit), offset, limit)
+
+
+@router.post("/sessions", status_code=201, tags=["sessions"])
+def start_session(body: NewSession, nb: Nb, response: Response) -> Session:
+    """Start a session; its id is ``s_<day>_<NNN>``."""
+    session = nb.start_session(body.task)
+    set_etag(response, etag_of(session))
+    return session
+
+
+@router.get("/sessions/{session_id}", tags=["sessions"])
+def get_session(session_id: str, nb: Nb, response: Response) -> Session:
+    """One session whole; its ``ETag`` goes in ``If-Match`` of your next write to it."""
+    session = nb.get_session(session_id)
+    set_etag(response, etag_of(session))
+    return session
+
+
+@router.patch("/sessions/{session_id}", tags=["sessions"])
+def change_session(
+    session_id: str, body: SessionChange, nb: Nb, response: Response, if_match: IfMatch = None
+) -> Session:
+    """Change a session's task or status."""
+    session, tag = _guarded(
+        nb,
+        session_id,
+        if_match,
+        lambda: nb.update_session(session_id, task=body.task, task_status=body.task_status),
+    )
+    set_etag(response, tag)
+    return session
+
+
+# -- moments --------------------------------------------------------------------------------
+
+
+@router.get("/sessions/{session_id}/moments", tags=["moments"])
+def session_moments(session_id: str, nb: Nb, offset: Offset = 0, limit: Limit = 50) -> Page[Moment]:
+    """A session's moments in order."""
+    return page(nb.moments(session_id, offset, limit), offset, limit)
+
+
+@router.post("/sessions/{session_id}/moments", status_code=201, tags=["moments"])
+def record(session_id: str, body: MomentDraft, nb: Nb) -> Moment:
+    """Record one moment; concepts, retrieval keys and importance are derived when left out."""
+    return nb.record_many(session_id, [body])[0]
+
+
+@router.post("/sessions/{session_id}/moments/batch", status_code=201, tags=["moments"])
+def record_batch(session_id: str, body: MomentBatch, nb: Nb) -> list[Moment]:
+    """Record up to 1000 moments in one transaction: all of them or none."""
+    return nb.record_many(session_id, body.moments)
+
+
+@router.get("/moments", tags=["moments"])
+def list_moments(nb: Nb, offset: Offset = 0, limit: Limit = 50) -> Page[Moment]:
+    """Every moment, in order of id."""
+    return page(nb.moments(None, offset, limit), offset, limit)
+
+
+@router.get("/moments/{moment_id}", tags=["moments"])
+def get_moment(moment_id: str, nb: Nb, response: Response) -> Moment:
+    moment = nb.get_moment(moment_id)
+    set_etag(response, etag_of(moment))
+    return moment
+
+
+# -- the audit log, pending items, escalations ----------------------------------------------
+
+
+@router.get("/sessions/{session_id}/decisions", tags=["decisions"])
+def decisions(session_id: str, nb: Nb, offset: Offset = 0, limit: Limit = 50) -> Page[Decision]:
+    """The session's audit log, oldest first."""
+    return page(nb.get_session(session_id).decisions[offset : offset + limit], offset, limit)
+
+
+@router.post("/sessions/{session_id}/decisions", status_code=201, tags=["decisions"])
+def decide(
+    session_id: str, body: NewDecision, nb: Nb, response: Response, if_match: IfMatch = None
+) -> Decision:
+    """Append a decision to the audit log."""
+    decision, tag = _guarded(
+        nb, session_id, if_match, lambda: nb.decide(session_id, body.what, body.why, body.who)
+    )
+    set_etag(response, tag)
+    return decision
+
+
+@router.get("/sessions/{session_id}/pending", tags=["pending"])
+def pending(
+    session_id: str,
+    nb: Nb,
+    offset: Offset = 0,
+    limit: Limit = 50,
+    open_only: Annotated[bool, Query(description="Only items not closed yet.")] = False,
+) -> Page[PendingItem]:
+    items = nb.get_session(session_id).pending
+    if open_only:
+        items = [p for p in items if p.closed is None]
+    return page(items[offset : offset + limit], offset, limit)
+
+
+@router.post("/sessions/{session_id}/pending", status_code=201, tags=["pending"])
+def open_pending(
+    session_id: str, body: NewPending, nb: Nb, response: Response, if_match: IfMatch = None
+) -> PendingItem:
+    """Open a pending thread (``p_N``)."""
+    item, tag = _guarded(nb, session_id, if_match, lambda: nb.open_pending(session_id, body.what))
+    set_etag(response, tag)
+    return item
+
+
+@router.post("/sessions/{session_id}/pending/{pending_id}/close", tags=["pending"])
+def close_pending(
+    session_id: str,
+    pending_id: str,
+    body: Closing,
+    nb: Nb,
+    response: Response,
+    if_match: IfMatch = None,
+) -> PendingItem:
+    """Close a pending thread; closing it twice is a 409."""
+    item, tag = _guarded(
+        nb,
+        session_id,
+        if_match,
+        lambda: nb.close_pending(session_id, pending_id, body.resolution),
+    )
+    set_etag(response, tag)
+    return item
+
+
+@router.get("/sessions/{session_id}/escalations", tags=["escalations"])
+def escalations(session_id: str, nb: Nb, offset: Offset = 0, limit: Limit = 50) -> Page[Escalation]:
+    return page(nb.get_session(session_id).escalations[offset : offset + limit], offset, limit)
+
+
+@router.post("/sessions/{session_id}/escalations", status_code=201, tags=["escalations"])
+def escalate(
+    session_id: str, body: NewEscalation, nb: Nb, response: Response, if_match: IfMatch = None
+) -> Escalation:
+    """Record a hand-off to a bigger agent, with the slice it was given."""
+    item, tag = _guarded(
+        nb,
+        session_id,
+        if_match,
+        lambda: nb.escalate(session_id, body.to, body.why, slice=body.slice),
+    )
+    set_etag(response, tag)
+    return item
+
+
+@router.post("/sessions/{session_id}/escalations/{escalation_id}/resolve", tags=["escalations"])
+def resolve_escalation(
+    session_id: str,
+    escalation_id: str,
+    body: Outcome,
+    nb: Nb,
+    response: Response,
+    if_match: IfMatch = None,
+) -> Escalation:
+    """Record an escalation's outcome; a second outcome is a 409."""
+    item, tag = _guarded(
+        nb,
+        session_id,
+        if_match,
+        lambda: nb.resolve_escalation(session_id, escalation_id, body.outcome),
+    )
+    set_etag(response, tag)
+    return item
+
+
+@router.post("/sessions/{session_id}/write-back", status_code=201, tags=["guests"])
+def write_back(
+    session_id: str, body: WriteBack, nb: Nb, response: Response, if_match: IfMatch = None
+) -> Decision:
+    """A guest agent's one write: a decision, a pending item or an escalation's outcome,
+    entered in the audit log under ``guest:<name>``."""
+    entry, tag = _guarded(
+        nb,
+        session_id,
+        if_match,
+        lambda: nb.write_back(
+            body.guest,
+            session_id,
+            body.kind,
+            body.text,
+            why=body.why,
+            escalation_id=body.escalation_id,
+        ),
+    )
+    set_etag(response, tag)
+    return entry
+
+
+# -- search, slices, stats ------------------------------------------------------------------
+
+
+@router.get("/search", tags=["search"])
+def search(
+    nb: Nb,
+    q: Annotated[str, Query(min_length=1, max_length=10_000, description="What to look for.")],
+    session: str | None = None,
+    since: Annotated[datetime | None, Query(description="From this time (no zone: UTC).")] = None,
+    until: Annotated[datetime | None, Query(description="Before this time.")] = None,
+    speaker: str | None = None,
+    concept: str | None = None,
+    mode: Literal["hybrid", "lexical", "vector"] = "hybrid",
+    explain: Annotated[
+        bool, Query(description="Keep each hit's explain (signals, priors).")
+    ] = True,
+    offset: Annotated[int, Query(ge=0, lt=MAX_SEARCH_LIMIT)] = 0,
+    limit: Limit = 10,
+) -> Page[SearchHit]:
+    """Moments by words and meaning, best first; ``explain`` says what found each hit.
+    ``offset + limit`` may reach 1000."""
+    if offset + limit > MAX_SEARCH_LIMIT:
+        raise InvalidInput(f"search: offset + limit must be at most {MAX_SEARCH_LIMIT}")
+    hits = nb.search(
+        q,
+        session=session,
+        since=_utc(since),
+        until=_utc(until),
+        speaker=speaker,
+        concept=concept,
+        limit=offset + limit,
+        mode=mode,
+    )[offset:]
+    if not explain:
+        hits = [h.model_copy(update={"explain": {}}) for h in hits]
+    return page(hits, offset, limit)
+
+
+@router.get("/slice", tags=["search"])
+def slice_(
+    nb: Nb,
+    q: Annotated[str, Query(max_length=10_000, description="What the guest needs to know.")],
+    budget: Annotated[int, Query(ge=1, le=MAX_SLICE_TOKENS)] = 4000,
+    audience: Annotated[str, Query(min_length=1, max_length=100)] = "guest",
+    session: str | None = None,
+    format: Literal["markdown", "yaml"] = "markdown",
+) -> SliceResponse:
+    """A read-only, provenance-tagged slice of the notebook within a token budget."""
+    found = nb.slice(q, budget, audience=audience, session=session, fmt=format)
+    return SliceResponse(slice=found, rendered=found.render())
+
+
+@router.get("/stats", tags=["notebook"])
+def stats(nb: Nb) -> NotebookStats:
+    return nb.stats()
