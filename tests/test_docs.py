@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -44,14 +47,44 @@ def test_quickstart_has_exactly_two_commands_and_ci_runs_the_second() -> None:
 
 
 def test_quickstart_main_job_runs(workdir: Path) -> None:
+    """The main job sets up, loads the example and serves it; the README's curl finds it."""
     main_job = bash_blocks()[0].strip()
     setup = ("python3 -m venv", ".venv/bin/pip install")
     steps = [s for s in main_job.split(" && ") if not s.startswith(setup)]
     steps = [s.replace(".venv/bin/", "") for s in steps]
-    assert steps[0] == "agent-notebook init"
-    result = run(" && ".join(steps), workdir, workdir / "home")
+    assert steps[0] == "agent-notebook init" and steps[-1] == "agent-notebook serve"
+    home = workdir / "home"
+    result = run(" && ".join(steps[:-1]), workdir, home)
     assert result.returncode == 0, result.stderr
-    assert "Lyon" in result.stdout  # the search found the trip
+    curl = re.search(r"`curl '(http://127\.0\.0\.1:8765/[^']+)'`", README)
+    assert curl is not None, "the Quickstart shows how to query the server"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "AGENT_NOTEBOOK_HOME": str(home), "PATH": f"{BIN}:{os.environ['PATH']}"}
+    server = subprocess.Popen(
+        [*steps[-1].split(), "--port", str(port)],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        url = curl.group(1).replace(":8765/", f":{port}/")
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    body = response.read().decode()
+                break
+            except OSError:
+                assert server.poll() is None, server.communicate()[1]
+                assert time.monotonic() < deadline, "the server did not answer within 60 s"
+                time.sleep(0.2)
+        assert "Lyon" in body  # the search found the trip
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)  # waits, and closes the pipe
 
 
 def test_every_command_line_example_in_the_readme_runs(workdir: Path) -> None:
