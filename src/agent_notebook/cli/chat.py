@@ -9,13 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from ..errors import NotebookError
+from ..graph.models import offline_models
 from .common import (
     FormatOption,
     HomeOption,
@@ -40,32 +38,6 @@ IMPORT_COLUMNS = [
     ("messages", lambda t: t.messages),
     ("skipped", lambda t: t.skipped),
 ]
-
-
-class EchoChatModel(BaseChatModel):
-    """The offline test double behind ``--model fake:echo``: it answers
-    "echo: <the last user line> (messages: <how many it was given, system prompt aside>)"."""
-
-    @property
-    def _llm_type(self) -> str:
-        return "agent-notebook-echo"
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        seen = [m for m in messages if not isinstance(m, SystemMessage)]
-        last = next((m.text for m in reversed(seen) if isinstance(m, HumanMessage)), "")
-        answer = AIMessage(f"echo: {last} (messages: {len(seen)})")
-        return ChatResult(generations=[ChatGeneration(message=answer)])
-
-
-def offline_models() -> dict[str, BaseChatModel]:
-    """The models ``--model`` can name without a provider: offline test doubles."""
-    return {"fake:echo": EchoChatModel()}
 
 
 def chat(

@@ -8,7 +8,10 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 
 from ..errors import InvalidInput, MissingDependency, NotebookError
 
@@ -68,3 +71,29 @@ def _init(name: str) -> BaseChatModel:
     if not isinstance(model, BaseChatModel):
         raise InvalidInput(f"{name!r} did not give a chat model")
     return model
+
+
+class EchoChatModel(BaseChatModel):
+    """The offline test double behind ``--model fake:echo``: it answers
+    "echo: <the last user line> (messages: <how many it was given, system prompt aside>)"."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "agent-notebook-echo"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        seen = [m for m in messages if not isinstance(m, SystemMessage)]
+        last = next((m.text for m in reversed(seen) if isinstance(m, HumanMessage)), "")
+        answer = AIMessage(f"echo: {last} (messages: {len(seen)})")
+        return ChatResult(generations=[ChatGeneration(message=answer)])
+
+
+def offline_models() -> dict[str, BaseChatModel]:
+    """The models ``--model`` can name without a provider: offline test doubles."""
+    return {"fake:echo": EchoChatModel()}

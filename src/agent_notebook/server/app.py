@@ -33,7 +33,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        from ..cli.chat import offline_models
+        from ..graph.models import offline_models
 
         nb = Notebook.open(settings.home, backend=settings.backend, background_embedding=True)
         try:

@@ -15,7 +15,6 @@ from ..errors import InvalidInput, NotFound
 from ..model import Text
 from ..notebook import Notebook
 from ..session import sections
-from ..session.session_notebook import StoredNotebook
 from .deps import IfMatch, check_if_match, etag_of, notebook, set_etag
 
 router = APIRouter(prefix="/api/threads", tags=["session notebook"])
@@ -56,10 +55,7 @@ def _section(name: str) -> str:
 @router.get("/{thread_id}/notebook")
 def read_notebook(thread_id: str, nb: Nb, response: Response) -> SessionNotebookView:
     """The thread's session notebook (the template when it has none yet)."""
-    notes = nb.session_notebook(thread_id).sync
-    stored = notes._read()
-    content = stored.content if stored is not None else notes.load()
-    revision = stored.revision if stored is not None else 0
+    revision, content = nb.session_notebook(thread_id).sync.revision()
     set_etag(response, _revision_tag(revision))
     return SessionNotebookView(
         thread_id=thread_id, revision=revision, content=content, sections=sections.parse(content)
@@ -89,14 +85,10 @@ def update_section(
     name = _section(section)
     notes = nb.session_notebook(thread_id).sync
 
-    def replace(state: StoredNotebook) -> None:
-        current = sections.parse(state.content)
-        check_if_match(if_match, etag_of(current[name]), f"section {name!r} of {thread_id}")
-        current[name] = body.content.strip("\n")
-        state.content = sections.render(current)
+    def check(current: str) -> None:
+        check_if_match(if_match, etag_of(current), f"section {name!r} of {thread_id}")
 
-    # The check and the write under the notebook's locks, as one change.
-    notes._change(replace)
+    notes.update_section(name, body.content, check=check)  # checked and written as one change
     condensed = notes.enforce_budget()
     text = notes.get_section(name)
     set_etag(response, etag_of(text))

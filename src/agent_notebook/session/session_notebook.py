@@ -196,15 +196,28 @@ class SessionNotebookSync:
 
         self._change(overwrite)
 
-    def update_section(self, name: str, content: str) -> None:
+    def update_section(
+        self, name: str, content: str, *, check: Callable[[str], None] | None = None
+    ) -> None:
+        """Replace one section. ``check``, when given, is called with the section's current
+        text inside the write, under its locks: raising (say, :class:`Conflict` for a stale
+        ETag) refuses the change, so a check-then-write cannot race another writer."""
         sections.check_section(name)
 
         def replace(state: StoredNotebook) -> None:
             current = sections.parse(state.content)
+            if check is not None:
+                check(current[name])
             current[name] = content.strip("\n")
             state.content = sections.render(current)
 
         self._change(replace)
+
+    def revision(self) -> tuple[int, str]:
+        """The notebook's revision number (0 before its first write) and its text, read
+        together."""
+        state = self._read()
+        return (state.revision, state.content) if state is not None else (0, sections.template())
 
     def get_section(self, name: str) -> str:
         return sections.parse(self.load())[sections.check_section(name)]
