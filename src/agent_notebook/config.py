@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import InvalidInput
 from .model import describe_validation_error
@@ -112,6 +112,46 @@ class SearchSettings(BaseModel):
     concept_max_share: float = Field(0.05, gt=0, le=1)
 
 
+class CompactionSettings(BaseModel):
+    """The age policy of seed 002 (``compaction:`` in ``config.yaml``). Ages are in days
+    before ``now``; a moment's decayed importance is ``importance * exp(-decay_rate * age)``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Younger moments keep full fidelity.
+    full_fidelity_days: float = Field(7.0, ge=0)
+    #: Older moments whose decayed importance is below this are summarized, one daily
+    #: summary per session and day. Pinned moments (or importance 1.0) never are.
+    summarize_below: float = Field(0.3, ge=0, le=1)
+    #: Daily summaries this old roll into weekly ones (ISO weeks).
+    weekly_after_days: float = Field(30.0, ge=0)
+    #: Weekly summaries this old roll into monthly ones, and the originals they cover move
+    #: to the cold archive (``<home>/archive/``).
+    monthly_after_days: float = Field(90.0, ge=0)
+    #: A summary is at most this share of its sources' tokens ...
+    summary_ratio: float = Field(0.15, gt=0, le=1)
+    #: ... but never under this many tokens (a short day is kept whole when it fits) ...
+    min_summary_tokens: int = Field(40, ge=8)
+    #: ... nor over these.
+    daily_max_tokens: int = Field(300, ge=8)
+    weekly_max_tokens: int = Field(600, ge=8)
+    monthly_max_tokens: int = Field(1000, ge=8)
+    #: ``extractive`` (no model) or ``llm`` (``model``, else ``chat.model``), which falls
+    #: back to the extractive summarizer when the model fails.
+    summarizer: Literal["extractive", "llm"] = "extractive"
+    model: str | None = None
+
+    @model_validator(mode="after")
+    def _tiers_in_order(self) -> Self:
+        if not self.full_fidelity_days <= self.weekly_after_days <= self.monthly_after_days:
+            raise ValueError(
+                "the tiers must be in order: full_fidelity_days <= weekly_after_days <= "
+                f"monthly_after_days (got {self.full_fidelity_days}, "
+                f"{self.weekly_after_days}, {self.monthly_after_days})"
+            )
+        return self
+
+
 class NotebookConfig(BaseModel):
     """The contents of ``config.yaml``."""
 
@@ -123,6 +163,7 @@ class NotebookConfig(BaseModel):
     session_notebook: SessionBudgets = Field(default_factory=SessionBudgets)
     chat: ChatSettings = Field(default_factory=ChatSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    compaction: CompactionSettings = Field(default_factory=CompactionSettings)
 
 
 def resolve_home(home: Path | str | None = None) -> Path:

@@ -40,6 +40,7 @@ __all__ = [
     "MAX_RETRIEVAL_KEYS",
     "Enrichment",
     "enrich",
+    "exact_identifiers",
     "identifiers",
 ]
 
@@ -180,6 +181,15 @@ def identifiers(text: str) -> list[str]:
     keys, masked = _exact_keys(text.replace("\u2019", "'"))
     strong, weak, *_ = _scan(masked)
     return _first(keys + strong + weak, limit=0)
+
+
+def exact_identifiers(text: str) -> list[str]:
+    """The exact keys (ids, dates, numbers with units, paths…) and the strongly named things
+    of ``text`` (not a lone capitalised word that starts a sentence), normalised: what a
+    summary of ``text`` should keep verbatim."""
+    keys, masked = _exact_keys(text.replace("\u2019", "'"))
+    strong, *_ = _scan(masked)
+    return _first(keys + strong, limit=0)
 
 
 def _exact_keys(text: str) -> tuple[list[str], str]:

@@ -237,6 +237,8 @@ class MomentMetadata(_Record):
     retrieval_keys: list[Text] = Field(default_factory=list)
     importance: Unit = DEFAULT_IMPORTANCE
     decay_rate: float = Field(DEFAULT_DECAY_RATE, ge=0.0, allow_inf_nan=False)
+    #: A pinned moment is never summarized nor archived by compaction (nor is importance 1.0).
+    pinned: bool = False
 
     @field_validator("concepts")
     @classmethod
@@ -267,6 +269,30 @@ class Tombstone(_Record):
     why: Text = ""
 
 
+RollupLevel = Literal["daily", "weekly", "monthly"]
+
+
+class Rollup(_Record):
+    """What makes a moment a rollup (a summary made by compaction): its lineage and the
+    dropped manifest, the identifiers, numbers, dates and names of its sources that the
+    summary does not keep."""
+
+    level: RollupLevel
+    #: ``2026-06-07`` (daily), ``2026-W23`` (weekly) or ``2026-06`` (monthly).
+    period: Text
+    #: The moments it summarizes: originals (daily) or rollups one level down.
+    sources: list[MomentId] = Field(default_factory=list)
+    #: The original moments it covers, through every level below.
+    originals: list[MomentId] = Field(default_factory=list)
+    dropped: list[Text] = Field(default_factory=list)
+    #: How many such items the sources had (the manifest's denominator).
+    salient: int = Field(0, ge=0)
+    summarizer: Text = ""
+    #: Tokens of the original moments it covers, and of its own text.
+    tokens_before: int = Field(0, ge=0)
+    tokens_after: int = Field(0, ge=0)
+
+
 class Moment(_Record):
     schema_version: Literal[1] = SCHEMA_VERSION
     id: MomentId
@@ -284,10 +310,17 @@ class Moment(_Record):
     source_id: Text | None = None
     #: Set when the content was redacted: the text, concepts, keys and actions are gone.
     redacted: Tombstone | None = None
+    #: Set on a summary made by compaction: its lineage and dropped manifest.
+    rollup: Rollup | None = None
 
     @property
     def number(self) -> int:
         return int(self.id[2:])
+
+    @property
+    def pinned(self) -> bool:
+        """Never summarized: flagged ``pinned`` or of importance 1.0."""
+        return self.metadata.pinned or self.metadata.importance >= 1.0
 
 
 class MomentDraft(_Record):
@@ -304,6 +337,7 @@ class MomentDraft(_Record):
     retrieval_keys: list[Text] | None = None
     importance: Unit | None = None
     decay_rate: float | None = Field(None, ge=0.0, allow_inf_nan=False)
+    pinned: bool = False
     parent: MomentId | None = None
     links: list[Text] = Field(default_factory=list)
     actions: list[Action] = Field(default_factory=list)
@@ -321,6 +355,26 @@ class ConceptEntry(_Record):
     concept: Text
     moments: list[MomentId] = Field(default_factory=list)
     sessions: list[SessionId] = Field(default_factory=list)
+    #: Moments with this concept that compaction moved to the cold archive.
+    archived: list[MomentId] = Field(default_factory=list)
+
+
+class ArchiveEntry(_Record):
+    """Where an archived moment is: a line of ``file`` (relative to the archive directory),
+    whose bytes hash to ``sha256``; ``rollup`` is the summary that replaced it."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    id: MomentId
+    session: SessionId
+    timestamp: UtcTime
+    rollup: MomentId
+    file: Text
+    sha256: Text
+    concepts: list[Text] = Field(default_factory=list)
+
+    @property
+    def number(self) -> int:
+        return int(self.id[2:])
 
 
 class SearchHit(BaseModel):
@@ -330,6 +384,9 @@ class SearchHit(BaseModel):
     score: float
     #: What found it: each signal's share, rank and raw score, and each prior's factor.
     explain: dict[str, float] = Field(default_factory=dict)
+    #: ``active`` (a moment), ``rollup`` (a summary made by compaction) or ``archived``
+    #: (from the cold archive, only with ``include_archive``).
+    tier: Literal["active", "rollup", "archived"] = "active"
 
 
 class NotebookStats(BaseModel):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import tempfile
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -18,11 +19,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
+from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from pydantic import ValidationError
 
 from . import config as cfg
+from .compaction import ARCHIVE_DIR, ColdArchive, CompactionReport, Compactor
+from .compaction.runner import Progress as CompactProgress
 from .enrich import enrich
 from .errors import Conflict, InvalidInput, NotFound
 from .exchange import CopyReport, copy_notebook
@@ -30,6 +34,7 @@ from .ingest import IngestPlan
 from .model import (
     MOMENT_ID_RE,
     SESSION_ID_RE,
+    ArchiveEntry,
     ConceptEntry,
     Decision,
     Escalation,
@@ -56,8 +61,10 @@ from .model import (
 from .search.engine import Mode, SearchEngine, SearchRequest, neighbour_ids
 from .slice import MAX_SLICE_TOKENS, Slice, build_slice
 from .slice import Format as SliceFormat
-from .storage import MomentFilter, StorageBackend, files, open_backend
+from .storage import MemoryBackend, MomentFilter, StorageBackend, files, open_backend
+from .storage.files import exclusive_lock as write_lock_file
 from .stores import open_checkpointer, open_store, write_lock
+from .summarize import ExtractiveSummarizer, LlmSummarizer, Summarizer
 from .tokens import DEFAULT_COUNTER, TokenCounter
 
 if TYPE_CHECKING:
@@ -114,6 +121,7 @@ class Notebook:
         self._background_embedding = background_embedding
         self._semantic: SemanticIndex | None = None
         self._semantic_ready = False
+        self._archive: ColdArchive | None = None
 
     @classmethod
     def open(
@@ -419,6 +427,7 @@ class Notebook:
                 ),
                 importance=derived.importance if draft.importance is None else draft.importance,
                 **({} if draft.decay_rate is None else {"decay_rate": draft.decay_rate}),
+                pinned=draft.pinned,
             ),
             relations=Relations(parent=draft.parent, links=draft.links),
             actions=draft.actions,
@@ -470,7 +479,7 @@ class Notebook:
     # -- concepts and search ----------------------------------------------------------------
 
     def concept(self, name: str) -> ConceptEntry:
-        entry = self.backend.get_concept(normalize_concept(name))
+        entry = self._concept_with_archive(normalize_concept(name))
         if entry is None:
             raise NotFound(
                 f"no concept {name!r} in the index; 'agent-notebook concepts' lists them"
@@ -492,11 +501,14 @@ class Notebook:
         limit: int = 10,
         exclude: Collection[str] = (),
         mode: Mode = "hybrid",
+        include_archive: bool = False,
     ) -> list[SearchHit]:
         """Moments relevant to ``query``, best first, within the filters. ``hybrid`` fuses
         lexical (BM25), vector and concept matches (lexical alone without an embedder);
         each hit's ``explain`` says what found it. Moments in ``exclude`` (say, those
-        already in the live messages) are passed over."""
+        already in the live messages) are passed over. Rollups are found like moments
+        (``tier="rollup"``); with ``include_archive`` the cold archive is searched too (by
+        words) and its hits come ranked among the others, ``tier="archived"``."""
         if session is not None:
             self.get_session(session)
         if since is not None and until is not None and since >= until:
@@ -519,7 +531,7 @@ class Notebook:
         request = SearchRequest(
             query, where, _limit(limit), concept=concept, exclude=set(exclude), mode=mode
         )
-        return engine.search(request)
+        return self._with_tiers(engine.search(request), request, include_archive)
 
     def redact(self, moment_id: str, reason: str, who: str = "owner") -> Moment:
         """Remove a moment's content (text, concepts, retrieval keys, actions) for good,
@@ -724,6 +736,149 @@ class Notebook:
             last_activity=max(lasts, default=None),
             backend=f"{self.backend.capabilities.name} at {self.backend.location}",
         )
+
+    # -- compaction: rollups, lineage, the cold archive (seed 002) -----------------------------
+
+    @property
+    def archive_dir(self) -> Path | None:
+        """``<home>/archive``, the cold archive (None for a notebook without a home)."""
+        return None if self.home is None else self.home / ARCHIVE_DIR
+
+    def _cold_archive(self, archive_dir: Path | None = None) -> ColdArchive:
+        root = archive_dir or self.archive_dir
+        if root is None:
+            raise InvalidInput(
+                "compaction needs an archive directory: open the notebook with a home "
+                "(Notebook.open(home)) or pass archive_dir"
+            )
+        if self._archive is None or self._archive.root != root:
+            self._archive = ColdArchive(root)
+        return self._archive
+
+    def compact(
+        self,
+        *,
+        now: datetime | None = None,
+        dry_run: bool = False,
+        summarizer: Summarizer | None = None,
+        model: BaseChatModel | None = None,
+        archive_dir: Path | None = None,
+        progress: CompactProgress | None = None,
+    ) -> CompactionReport:
+        """Apply the age policy (``compaction:`` settings) as of ``now``: summarize faded
+        moments into daily rollups, roll days into weeks and weeks into months, and move
+        what the monthly rollups replace to the cold archive. Idempotent and safe to kill
+        (see :mod:`agent_notebook.compaction.runner`). ``dry_run`` does the same on a copy
+        and changes nothing. ``summarizer`` defaults to ``compaction.summarizer``: the
+        extractive one, or with ``llm`` one over ``model`` that falls back to it."""
+        when = now_utc() if now is None else _aware(now, "now")
+        chosen = summarizer or self._compaction_summarizer(model)
+        archive = self._cold_archive(archive_dir)
+        settings = self.config.compaction
+        files.ensure_private_dir(archive.root)
+        with write_lock_file(archive.root / ".lock", 5.0):
+            if not dry_run:
+                compactor = Compactor(self.backend, archive, chosen, settings, self.tokens)
+                try:
+                    return compactor.run(when, progress=progress)
+                finally:
+                    if self._semantic is not None and compactor.archived_numbers:
+                        self._semantic.forget(compactor.archived_numbers)
+                    if self._background_embedding and (semantic := self.semantic) is not None:
+                        semantic.notify()  # the new rollups wait for a vector
+            with tempfile.TemporaryDirectory(prefix="compact-dry-run-") as scratch:
+                copy = MemoryBackend()
+                copy_notebook(self.backend, copy)
+                offset = 0
+                while page := self.backend.list_archived(offset, 1000):
+                    copy.archive_moments(page)
+                    offset += len(page)
+                scratch_archive = ColdArchive(Path(scratch), also=[archive.root])
+                compactor = Compactor(copy, scratch_archive, chosen, settings, self.tokens)
+                report = compactor.run(when, progress=progress)
+                return report.model_copy(update={"dry_run": True})
+
+    def _compaction_summarizer(self, model: BaseChatModel | None) -> Summarizer:
+        extractive = ExtractiveSummarizer(self.tokens)
+        if self.config.compaction.summarizer == "extractive":
+            return extractive
+        if model is None:
+            raise InvalidInput(
+                "compaction.summarizer is 'llm' but no chat model was given: pass model=, "
+                "set compaction.model or chat.model in config.yaml, or use 'extractive'"
+            )
+        return LlmSummarizer(model, fallback=extractive, counter=self.tokens)
+
+    def _archive_entry(self, moment_id: str) -> ArchiveEntry:
+        found = self.backend.get_archived([check_moment_id(moment_id)])
+        if not found:
+            where = "is active: use get_moment" if self.backend.get_moment(moment_id) else ""
+            raise NotFound(
+                f"moment {moment_id} is not in the cold archive of {self.backend.location}"
+                + (f"; it {where}" if where else "")
+            )
+        return found[0]
+
+    def archived_record(self, moment_id: str, archive_dir: Path | None = None) -> bytes:
+        """The archived moment's record, byte for byte as it was when archived (the JSON
+        of :meth:`Moment.model_dump_json`), checked against its SHA-256."""
+        return self._cold_archive(archive_dir).record(self._archive_entry(moment_id))
+
+    def archived_moment(self, moment_id: str, archive_dir: Path | None = None) -> Moment:
+        """An archived moment, read back from the cold archive by its id."""
+        return Moment.model_validate_json(self.archived_record(moment_id, archive_dir))
+
+    def archived_count(self) -> int:
+        return self.backend.count_archived()
+
+    def _with_tiers(
+        self, hits: list[SearchHit], request: SearchRequest, include_archive: bool
+    ) -> list[SearchHit]:
+        """Tag rollups; with ``include_archive``, rank archived hits among the others by
+        reciprocal rank (each list counts alike) and tag them."""
+        tagged = [
+            h.model_copy(update={"tier": "rollup", "explain": {**h.explain, "rollup": 1.0}})
+            if h.moment.rollup is not None
+            else h
+            for h in hits
+        ]
+        if not include_archive:
+            return tagged
+        archive = self._cold_archive()
+        found = archive.search(self.backend, request.query, request.where, request.limit)
+        allowed = (
+            None
+            if request.concept is None
+            else set(self.backend.archived_with_concept(normalize_concept(request.concept)))
+        )
+        k = self.config.search.rrf_k
+        merged: list[tuple[float, int, SearchHit]] = []
+        for rank, hit in enumerate(tagged, 1):
+            merged.append(
+                (
+                    1 / (k + rank),
+                    hit.moment.number,
+                    hit.model_copy(update={"score": 1 / (k + rank)}),
+                )
+            )
+        rank = 0
+        for moment, raw in found:
+            if moment.id in request.exclude or (allowed is not None and moment.id not in allowed):
+                continue
+            rank += 1
+            explain = {"archived": 1.0, "lexical_rank": float(rank), "lexical_raw": raw}
+            hit = SearchHit(moment=moment, score=1 / (k + rank), explain=explain, tier="archived")
+            merged.append((hit.score, moment.number, hit))
+        merged.sort(key=lambda item: (-item[0], item[1]))
+        return [hit for _, _, hit in merged[: request.limit]]
+
+    def _concept_with_archive(self, concept: str) -> ConceptEntry | None:
+        """The concept's active moments and rollups, and the archived moments it had."""
+        entry = self.backend.get_concept(concept)
+        archived = self.backend.archived_with_concept(concept)
+        if entry is None and not archived:
+            return None
+        return (entry or ConceptEntry(concept=concept)).model_copy(update={"archived": archived})
 
 
 def _log_failure(future: Future[object]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import chat, exchange, maintain, read, serve, session, write
+from . import chat, compact, exchange, maintain, read, serve, session, write
 
 app = typer.Typer(
     name="agent-notebook",
@@ -29,6 +29,7 @@ app.command()(chat.chat)
 app.command("import-checkpoints")(chat.import_checkpoints)
 app.command()(maintain.reindex)
 app.command()(maintain.doctor)
+app.command()(compact.compact)
 app.command()(serve.serve)
 app.command()(serve.mcp)
 app.add_typer(session.app)

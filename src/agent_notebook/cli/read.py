@@ -130,10 +130,17 @@ def search(
         bool, typer.Option("--explain", help="Show each signal's share of each result.")
     ] = False,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="How many results.")] = 10,
+    include_archive: Annotated[
+        bool,
+        typer.Option(
+            "--include-archive", help="Search the cold archive too (by words); hits are tagged."
+        ),
+    ] = False,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
     """Search moments by words and meaning, best first: lexical (BM25), vector and concept
-    matches fused, with importance and recency as priors.
+    matches fused, with importance and recency as priors. Rollups made by 'compact' are
+    found too (tier "rollup"); --include-archive adds what it archived (tier "archived").
 
     Example: agent-notebook search "train to Lyon" --since 2026-06-01 --speaker ana --explain
     """
@@ -149,6 +156,7 @@ def search(
             concept=concept,
             mode=mode.value,
             limit=limit,
+            include_archive=include_archive,
         )
     columns: list[tuple[str, Callable[[SearchHit], object]]] = [
         ("score", lambda h: f"{h.score:.3g}"),
@@ -157,6 +165,8 @@ def search(
         ("speaker", lambda h: h.moment.speaker or h.moment.role),
         ("text", lambda h: short(h.moment.content.text, 60 if explain else 80)),
     ]
+    if include_archive or any(h.tier != "active" for h in hits):
+        columns.insert(2, ("tier", lambda h: h.tier))
     if explain:
         columns += [(signal, _share(signal)) for signal in ("lexical", "vector", "concept")]
         columns.append(("priors", _priors))

@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..model import ConceptEntry, Moment, Session
+from ..model import ArchiveEntry, ConceptEntry, Moment, Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +179,32 @@ class StorageBackend(ABC):
         while page := self.list_moments(where.session, offset=offset, limit=500):
             yield from page
             offset += len(page)
+
+    # -- the cold archive ---------------------------------------------------------------------
+    # Compaction writes archived records to files of its own (durably) first; then
+    # ``archive_moments`` moves the moments out of the active set and keeps where they went.
+
+    @abstractmethod
+    def archive_moments(self, entries: Sequence[ArchiveEntry]) -> None:
+        """In one step: remove each entry's moment from the active set (records, full-text
+        and concept indexes, vectors) and keep the entry, whose concepts stay findable with
+        :meth:`archived_with_concept`. An entry whose moment is not active is kept all the
+        same (a rerun after a crash); an entry replaces an older one of the same id."""
+
+    @abstractmethod
+    def get_archived(self, moment_ids: Sequence[str]) -> list[ArchiveEntry]:
+        """The entries among ``moment_ids``, in the order asked."""
+
+    @abstractmethod
+    def list_archived(self, offset: int = 0, limit: int | None = None) -> list[ArchiveEntry]:
+        """In id order."""
+
+    @abstractmethod
+    def count_archived(self) -> int: ...
+
+    @abstractmethod
+    def archived_with_concept(self, concept: str) -> list[str]:
+        """Ids of the archived moments with ``concept`` (normalised), in id order."""
 
     # -- lifecycle --------------------------------------------------------------------------
 

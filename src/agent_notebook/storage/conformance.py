@@ -22,6 +22,7 @@ import pytest
 
 from ..model import (
     Action,
+    ArchiveEntry,
     Decision,
     Escalation,
     Link,
@@ -38,6 +39,7 @@ from ..model import (
 from .base import MomentFilter, StorageBackend
 
 __all__ = [
+    "TestArchive",
     "TestAtomic",
     "TestConceptIndex",
     "TestCounters",
@@ -359,3 +361,92 @@ class TestVectors:
         again = reopen()
         assert again.get_vectors("m") == [(1, blob)]
         assert again.unembedded("m") == [2]
+
+
+def make_entry(num: int, sid: str = SID, *, concepts: list[str] | None = None) -> ArchiveEntry:
+    return ArchiveEntry(
+        id=f"m_{num}",
+        session=sid,
+        timestamp=T0 + timedelta(minutes=num),
+        rollup="m_99",
+        file="2026-06/m_99.jsonl.gz",
+        sha256="0" * 64,
+        concepts=concepts or [],
+    )
+
+
+class TestArchive:
+    @pytest.fixture
+    def filled(self, backend: StorageBackend) -> StorageBackend:
+        backend.put_session(make_session())
+        backend.put_moments(
+            [
+                make_moment(1, "We booked the train to Lyon", concepts=["lyon", "train"]),
+                make_moment(2, "Dinner in Lyon", concepts=["lyon"]),
+                make_moment(3, "Seat 42 on the train", concepts=["train"]),
+            ]
+        )
+        backend.put_vectors(
+            "m", [(1, "We booked the train to Lyon", b"v1"), (2, "Dinner in Lyon", b"v2")]
+        )
+        return backend
+
+    def test_archived_moments_leave_the_active_set_and_every_index(
+        self, filled: StorageBackend
+    ) -> None:
+        filled.archive_moments([make_entry(1, concepts=["lyon", "train"])])
+        assert filled.get_moment("m_1") is None
+        assert [m.id for m in filled.list_moments()] == ["m_2", "m_3"]
+        assert filled.count_moments() == 2 and filled.count_moments(SID) == 2
+        found = {m for m, _ in filled.search_text("train lyon", MomentFilter(), 10)}
+        assert found == {"m_2", "m_3"}
+        lyon = filled.get_concept("lyon")
+        assert lyon is not None and lyon.moments == ["m_2"]
+        assert filled.get_vectors("m") == [(2, b"v2")]
+        assert 1 not in filled.unembedded("m")
+        assert filled.get_archived(["m_3", "m_1"]) == [make_entry(1, concepts=["lyon", "train"])]
+        assert filled.list_archived() == [make_entry(1, concepts=["lyon", "train"])]
+        assert filled.count_archived() == 1
+        assert filled.archived_with_concept("lyon") == ["m_1"]
+        assert filled.archived_with_concept("paris") == []
+
+    def test_a_concept_only_in_archived_moments_keeps_them(self, filled: StorageBackend) -> None:
+        filled.archive_moments(
+            [make_entry(3, concepts=["train"]), make_entry(1, concepts=["train"])]
+        )
+        assert filled.archived_with_concept("train") == ["m_1", "m_3"]
+        assert filled.get_concept("train") is None
+        assert [e.id for e in filled.list_archived(offset=1, limit=5)] == ["m_3"]
+
+    def test_archiving_again_replaces_the_entry(self, filled: StorageBackend) -> None:
+        filled.archive_moments([make_entry(1, concepts=["lyon"])])
+        again = make_entry(1, concepts=["train"]).model_copy(update={"file": "other.jsonl.gz"})
+        filled.archive_moments([again])  # a rerun after a crash: the moment is gone already
+        assert filled.get_archived(["m_1"]) == [again]
+        assert filled.count_archived() == 1
+        assert filled.archived_with_concept("lyon") == []
+        assert filled.archived_with_concept("train") == ["m_1"]
+
+    def test_archiving_rolls_back_with_its_transaction(self, filled: StorageBackend) -> None:
+        with pytest.raises(RuntimeError), filled.atomic():
+            filled.archive_moments([make_entry(2)])
+            assert filled.get_moment("m_2") is None
+            assert [m.id for m in filled.list_moments(SID)] == ["m_1", "m_3"]
+            raise RuntimeError("abort")
+        moment = filled.get_moment("m_2")
+        assert moment is not None and moment.content.text == "Dinner in Lyon"
+        assert filled.count_archived() == 0
+        assert [m for m, _ in filled.search_text("dinner", MomentFilter(), 5)] == ["m_2"]
+
+    def test_archive_survives_reopening(
+        self, filled: StorageBackend, reopen: Callable[[], StorageBackend]
+    ) -> None:
+        if not filled.capabilities.persistent:
+            pytest.skip(f"{filled.capabilities.name} is not persistent")
+        filled.archive_moments([make_entry(2, concepts=["lyon"])])
+        filled.close()
+        again = reopen()
+        assert again.get_moment("m_2") is None
+        assert again.get_archived(["m_2"]) == [make_entry(2, concepts=["lyon"])]
+        assert again.archived_with_concept("lyon") == ["m_2"]
+        assert again.get_vectors("m") == [(1, b"v1")]

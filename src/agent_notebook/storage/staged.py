@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from ..model import ConceptEntry, Moment, Session, moment_number
+from ..model import ArchiveEntry, ConceptEntry, Moment, Session, moment_number
 from ..search.lexical import Bm25Index
 from .base import MomentFilter, StorageBackend
 
@@ -29,9 +29,11 @@ class StagedChanges:
     counters: dict[str, int] = field(default_factory=dict)
     #: moment number -> (model, vector); applied after the moments of the same transaction
     vectors: dict[int, tuple[str, bytes]] = field(default_factory=dict)
+    #: moments moved to the cold archive: number -> its entry (applied after ``moments``)
+    archived: dict[int, ArchiveEntry] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.sessions or self.moments or self.counters or self.vectors)
+        return bool(self.sessions or self.moments or self.counters or self.vectors or self.archived)
 
 
 class NotebookState:
@@ -45,6 +47,32 @@ class NotebookState:
         self.by_session: dict[str, set[int]] = {}
         self.text_index = Bm25Index()
         self.vectors: dict[int, tuple[str, bytes]] = {}
+        self.archived: dict[int, ArchiveEntry] = {}
+        self.archived_concepts: dict[str, set[int]] = {}
+
+    def remove_moment(self, num: int) -> Moment | None:
+        """Take a moment out of the active set and every index derived from it."""
+        old = self.moments.pop(num, None)
+        if old is None:
+            return None
+        for concept in old.metadata.concepts:
+            entry = self.concepts.get(concept)
+            if entry is not None:
+                entry.pop(num, None)
+                if not entry:
+                    del self.concepts[concept]
+        self.by_session.get(old.session, set()).discard(num)
+        self.text_index.remove(num)
+        self.vectors.pop(num, None)
+        return old
+
+    def put_archived(self, entry: ArchiveEntry) -> None:
+        old = self.archived.get(entry.number)
+        for concept in old.concepts if old is not None else ():
+            self.archived_concepts.get(concept, set()).discard(entry.number)
+        self.archived[entry.number] = entry
+        for concept in entry.concepts:
+            self.archived_concepts.setdefault(concept, set()).add(entry.number)
 
     def put_moment(self, moment: Moment) -> None:
         num = moment.number
@@ -71,6 +99,9 @@ class NotebookState:
             self.put_moment(moment)
         self.counters.update(changes.counters)
         self.vectors.update(changes.vectors)
+        for num, entry in changes.archived.items():
+            self.remove_moment(num)
+            self.put_archived(entry)
 
 
 class StagedBackend(StorageBackend):
@@ -190,13 +221,16 @@ class StagedBackend(StorageBackend):
 
     def put_moments(self, moments: Sequence[Moment]) -> None:
         with self.atomic():
-            staged = self._write().moments
+            staged = self._write()
             for m in moments:
-                staged[m.number] = m.model_copy(deep=True)
+                staged.moments[m.number] = m.model_copy(deep=True)
+                staged.archived.pop(m.number, None)  # put back after being archived
 
     def get_moment(self, moment_id: str) -> Moment | None:
         num = moment_number(moment_id)
         with self._reading() as state:
+            if self._staged is not None and num in self._staged.archived:
+                return None
             if self._staged is not None and num in self._staged.moments:
                 return self._staged.moments[num].model_copy(deep=True)
             found = state.moments.get(num)
@@ -213,6 +247,7 @@ class StagedBackend(StorageBackend):
                     nums.add(num)
                 else:
                     nums.discard(num)
+            nums.difference_update(self._staged.archived)
         return sorted(nums)
 
     def list_moments(
@@ -234,7 +269,11 @@ class StagedBackend(StorageBackend):
             staged = self._write()
             for num, text, blob in vectors:
                 current = staged.moments.get(num) or self._state.moments.get(num)
-                if current is not None and current.content.text == text:
+                if (
+                    current is not None
+                    and num not in staged.archived
+                    and current.content.text == text
+                ):
                     staged.vectors[num] = (model, blob)
 
     def get_vectors(
@@ -281,6 +320,41 @@ class StagedBackend(StorageBackend):
                     if len(hits) >= limit:
                         break
             return hits
+
+    # -- the cold archive ---------------------------------------------------------------------
+
+    def archive_moments(self, entries: Sequence[ArchiveEntry]) -> None:
+        with self.atomic():
+            staged = self._write()
+            for entry in entries:
+                staged.moments.pop(entry.number, None)
+                staged.vectors.pop(entry.number, None)
+                staged.archived[entry.number] = entry.model_copy(deep=True)
+
+    def _all_archived(self, state: NotebookState) -> dict[int, ArchiveEntry]:
+        merged = dict(state.archived)
+        if self._staged is not None:
+            merged.update(self._staged.archived)
+        return merged
+
+    def get_archived(self, moment_ids: Sequence[str]) -> list[ArchiveEntry]:
+        with self._reading() as state:
+            merged = self._all_archived(state)
+            found = (merged.get(moment_number(mid)) for mid in moment_ids)
+            return [e.model_copy(deep=True) for e in found if e is not None]
+
+    def list_archived(self, offset: int = 0, limit: int | None = None) -> list[ArchiveEntry]:
+        with self._reading() as state:
+            merged = self._all_archived(state)
+            return [merged[n].model_copy(deep=True) for n in _page(sorted(merged), offset, limit)]
+
+    def count_archived(self) -> int:
+        with self._reading() as state:
+            return len(self._all_archived(state))
+
+    def archived_with_concept(self, concept: str) -> list[str]:
+        with self._reading() as state:
+            return [f"m_{n}" for n in sorted(state.archived_concepts.get(concept, ()))]
 
     def close(self) -> None:
         return None

@@ -8,6 +8,7 @@
     │           ├── m_1829.yaml        # individual moment
     │           └── m_1829.vec         # its text vector, when embedded
     ├── index.yaml                     # counters and the cross-session concept index
+    ├── archived.yaml                  # moments compaction moved to the cold archive
     └── embeddings.faiss               # the vector index (derived from the .vec files)
 
 The files are the truth: ``index.yaml``'s concept index is rebuilt from the moments on load,
@@ -15,7 +16,8 @@ so a crash between two file writes never leaves the notebook inconsistent. A ``.
 names its model and a digest of the text it was made from; one that no longer matches its
 moment is ignored (the moment is embedded again). Every write is
 atomic (temp file, fsync, rename); moments are written first, their session next and the
-index last. A ``.lock`` file (``flock``) admits one writing process at a time; a process
+index last; an archived moment's file is deleted only after ``archived.yaml`` names it (a
+moment whose file is still there counts as active). A ``.lock`` file (``flock``) admits one writing process at a time; a process
 reloads its cache when another one has changed ``index.yaml``.
 
 Every commit rewrites ``index.yaml`` whole, so a write costs time in proportion to the
@@ -31,8 +33,10 @@ import re
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from ..errors import CorruptFile
-from ..model import SCHEMA_VERSION, Moment, Session
+from ..model import SCHEMA_VERSION, ArchiveEntry, Moment, Session, describe_validation_error
 from . import yamlcodec
 from .base import Capabilities
 from .files import (
@@ -45,6 +49,7 @@ from .files import (
 from .staged import NotebookState, StagedBackend, StagedChanges
 
 INDEX_FILE = "index.yaml"
+ARCHIVED_FILE = "archived.yaml"
 LOCK_FILE = ".lock"
 LOCK_TIMEOUT_S = 30.0
 
@@ -141,6 +146,11 @@ class YamlDirBackend(StagedBackend):
                     state.put_moment(moment)
                     if (found := _read_vector(path.with_suffix(".vec"), moment)) is not None:
                         state.vectors[moment.number] = found
+        archived_path = self.root / ARCHIVED_FILE
+        if archived_path.exists():
+            for archived in _read_archived(archived_path):
+                if archived.number not in state.moments:  # else its removal did not finish
+                    state.put_archived(archived)
         if state.moments:  # never hand out an id a moment file already has
             top = max(state.moments)
             state.counters["moment"] = max(state.counters.get("moment", 0), top)
@@ -163,11 +173,24 @@ class YamlDirBackend(StagedBackend):
             path = self._session_path(session.id)
             write_atomic(path, yamlcodec.dump_record(session).encode(), sync_dir=False)
             dirs.add(path.parent)
+        if changes.archived:
+            entries = [e.model_dump(mode="json") for _, e in sorted(self._state.archived.items())]
+            document = {"schema_version": SCHEMA_VERSION, "archived": entries}
+            write_atomic(self.root / ARCHIVED_FILE, yamlcodec.dump_data(document).encode())
         for d in dirs:
             fsync_dir(d)
         self._revision += 1
         write_atomic(self.root / INDEX_FILE, self._index_document().encode())
         self._signature = self._index_signature()
+        gone: set[Path] = set()
+        for entry in changes.archived.values():  # named in archived.yaml: now safe to delete
+            path = self.root / "sessions" / entry.session / "moments" / f"{entry.id}.yaml"
+            path.unlink(missing_ok=True)
+            path.with_suffix(".vec").unlink(missing_ok=True)
+            gone.add(path.parent)
+        for d in gone:
+            if d.exists():
+                fsync_dir(d)
 
     def _index_document(self) -> str:
         concepts = {
@@ -180,6 +203,21 @@ class YamlDirBackend(StagedBackend):
         with self._lock:
             self._state = NotebookState()
             self._signature = None
+
+
+def _read_archived(path: Path) -> list[ArchiveEntry]:
+    data = yamlcodec.load_data(yamlcodec.read_text(path), path)
+    if not isinstance(data, dict) or not isinstance(data.get("archived"), list):
+        raise CorruptFile(path, "expected a mapping with an 'archived' list")
+    entries = []
+    for i, item in enumerate(data["archived"]):
+        try:
+            entries.append(ArchiveEntry.model_validate(item))
+        except ValidationError as err:
+            raise CorruptFile(
+                path, f"entry {i} is not valid: {describe_validation_error(err)}"
+            ) from None
+    return entries
 
 
 def _text_digest(moment: Moment) -> str:

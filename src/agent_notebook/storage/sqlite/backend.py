@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from ...errors import StorageError
-from ...model import ConceptEntry, Moment, Session, moment_number
+from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
 from ...search.lexical import stem, terms, tokenize
 from ..base import Capabilities, MomentFilter, StorageBackend
 from ..files import ensure_private_dir, ensure_private_file
@@ -385,6 +385,65 @@ class SqliteBackend(StorageBackend):
         sql.append("ORDER BY bm25(moments_fts), m.num LIMIT ?")
         params.append(limit)
         return [(f"m_{num}", float(score)) for num, score in self._query(" ".join(sql), params)]
+
+    # -- the cold archive ---------------------------------------------------------------------
+
+    def archive_moments(self, entries: Sequence[ArchiveEntry]) -> None:
+        with self.atomic():
+            gone = {m.number: m for m in self.get_moments([e.id for e in entries])}
+            nums = [(num,) for num in gone]
+            emptied = [m.model_copy(update={"content": MomentContent()}) for m in gone.values()]
+            self._index_terms(emptied, gone)  # their words leave the document frequencies
+            self._conn.executemany("DELETE FROM concept_moments WHERE num = ?", nums)
+            self._conn.executemany("DELETE FROM moment_vectors WHERE num = ?", nums)
+            self._conn.executemany("DELETE FROM moments WHERE num = ?", nums)
+            self._conn.executemany(
+                "INSERT INTO archived (num, body) VALUES (?, ?) "
+                "ON CONFLICT (num) DO UPDATE SET body = excluded.body",
+                [schema.archive_row(e) for e in entries],
+            )
+            self._conn.executemany(
+                "DELETE FROM archived_concepts WHERE num = ?", [(e.number,) for e in entries]
+            )
+            pairs = [(c, e.number) for e in entries for c in e.concepts]
+            self._conn.executemany(
+                "INSERT INTO concepts (name) VALUES (?) ON CONFLICT (name) DO NOTHING",
+                [(name,) for name in dict.fromkeys(c for c, _ in pairs)],
+            )
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO archived_concepts (concept_id, num) "
+                "SELECT id, ? FROM concepts WHERE name = ?",
+                [(num, name) for name, num in pairs],
+            )
+
+    def get_archived(self, moment_ids: Sequence[str]) -> list[ArchiveEntry]:
+        nums = [moment_number(mid) for mid in moment_ids]
+        found: dict[int, ArchiveEntry] = {}
+        for start in range(0, len(nums), 500):  # SQLite caps the number of parameters
+            chunk = nums[start : start + 500]
+            rows = self._query(
+                f"SELECT num, body FROM archived WHERE num IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+            found.update((num, schema.archive_from_row(body)) for num, body in rows)
+        return [found[n] for n in nums if n in found]
+
+    def list_archived(self, offset: int = 0, limit: int | None = None) -> list[ArchiveEntry]:
+        rows = self._query(
+            "SELECT body FROM archived ORDER BY num LIMIT ? OFFSET ?", (_limit(limit), offset)
+        )
+        return [schema.archive_from_row(body) for (body,) in rows]
+
+    def count_archived(self) -> int:
+        return int(self._query("SELECT count(*) FROM archived")[0][0])
+
+    def archived_with_concept(self, concept: str) -> list[str]:
+        rows = self._query(
+            "SELECT ac.num FROM concepts c JOIN archived_concepts ac ON ac.concept_id = c.id "
+            "WHERE c.name = ? ORDER BY ac.num",
+            (concept,),
+        )
+        return [f"m_{num}" for (num,) in rows]
 
     def close(self) -> None:
         with self._lock:

@@ -11,7 +11,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from ...model import Moment, Session
+from ...model import ArchiveEntry, Moment, Session
 from ...search.lexical import FTS5_TOKENIZER
 
 
@@ -107,6 +107,17 @@ MIGRATIONS: Final[list[list[str]]] = [
         "INSERT INTO term_docs (term, docs) SELECT term, doc FROM moments_vocab",
         "DROP TABLE moments_vocab",
     ],
+    [  # the cold archive's index: where compaction put each archived moment
+        """CREATE TABLE archived (
+            num INTEGER PRIMARY KEY,          -- the N of m_N
+            body TEXT NOT NULL                -- the ArchiveEntry as JSON
+        )""",
+        """CREATE TABLE archived_concepts (
+            concept_id INTEGER NOT NULL,
+            num INTEGER NOT NULL,
+            PRIMARY KEY (concept_id, num)
+        ) WITHOUT ROWID""",
+    ],
 ]
 
 MOMENT_COLUMNS: Final = "num, session_id, ts_us, speaker, role, text, body"
@@ -157,3 +168,11 @@ def session_row(session: Session) -> tuple[str, int, str]:
 
 def session_from_row(body: str) -> Session:
     return Session.model_validate_json(body)
+
+
+def archive_row(entry: ArchiveEntry) -> tuple[int, str]:
+    return (entry.number, _json(entry.model_dump(mode="json")))
+
+
+def archive_from_row(body: str) -> ArchiveEntry:
+    return ArchiveEntry.model_validate_json(body)

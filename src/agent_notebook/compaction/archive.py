@@ -1,0 +1,145 @@
+"""The cold archive: ``<home>/archive/``, where compaction moves the moments it replaced.
+
+One file per batch, ``archive/<YYYY-MM>/<rollup id>-<digest>.jsonl.gz``: gzip (no timestamp
+in the header, so the same batch always gives the same bytes) of JSON lines, each a moment's
+record exactly as :meth:`Moment.model_dump_json` writes it. A file is written whole (temp
+file, fsync, rename, fsync of the directory) before the backend forgets the moments it holds,
+so an archived moment is always somewhere. The backend keeps where each one went
+(:class:`ArchiveEntry`, with the SHA-256 of its line), so a record is read back by id, byte
+for byte, and checked.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from ..errors import CorruptFile, InvalidInput, NotFound
+from ..model import ArchiveEntry, Moment
+from ..search.lexical import Bm25Index
+from ..storage import MomentFilter, StorageBackend, files
+
+__all__ = ["ColdArchive"]
+
+
+class ColdArchive:
+    """Archive files under ``root``; ``also`` lists other roots to read from (a dry run
+    writes to a scratch directory and still reads the real archive)."""
+
+    def __init__(self, root: Path, *, also: Sequence[Path] = ()) -> None:
+        self.root = root
+        self.also = list(also)
+        self._cache: dict[str, dict[str, bytes]] = {}  # file -> {moment id: record bytes}
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def write(self, rollup: Moment, moments: Sequence[Moment]) -> list[ArchiveEntry]:
+        """Write ``moments`` (replaced by ``rollup``) durably to one file; return the entries
+        that say where each one is. Writing the same batch again gives the same file."""
+        if not moments:
+            return []
+        lines = [m.model_dump_json().encode("utf-8") for m in sorted(moments, key=_number)]
+        digest = hashlib.sha256(b"\n".join(lines)).hexdigest()[:12]
+        name = f"{rollup.timestamp:%Y-%m}/{rollup.id}-{digest}.jsonl.gz"
+        path = self.root / name
+        files.ensure_private_dir(path.parent)
+        buffer = io.BytesIO()
+        with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz:
+            gz.write(b"".join(line + b"\n" for line in lines))
+        files.write_atomic(path, buffer.getvalue())
+        self._cache.pop(name, None)
+        by_id = {m.id: m for m in moments}
+        return [
+            ArchiveEntry(
+                id=moment.id,
+                session=moment.session,
+                timestamp=moment.timestamp,
+                rollup=rollup.id,
+                file=name,
+                sha256=hashlib.sha256(line).hexdigest(),
+                concepts=moment.metadata.concepts,
+            )
+            for line in lines
+            for moment in (by_id[json.loads(line)["id"]],)
+        ]
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def record(self, entry: ArchiveEntry) -> bytes:
+        """The archived record of ``entry``, byte for byte (checked against its SHA-256)."""
+        records = self._file(entry.file)
+        data = records.get(entry.id)
+        if data is None:
+            raise CorruptFile(self.root / entry.file, f"does not hold {entry.id}")
+        if hashlib.sha256(data).hexdigest() != entry.sha256:
+            raise CorruptFile(self.root / entry.file, f"the record of {entry.id} was altered")
+        return data
+
+    def moment(self, entry: ArchiveEntry) -> Moment:
+        return Moment.model_validate_json(self.record(entry))
+
+    def moments(self, entries: Iterable[ArchiveEntry]) -> list[Moment]:
+        return [self.moment(e) for e in entries]
+
+    def _file(self, name: str) -> dict[str, bytes]:
+        if name not in self._cache:
+            if ".." in Path(name).parts or Path(name).is_absolute():
+                raise InvalidInput(f"archive file {name!r} is outside the archive")
+            for root in [self.root, *self.also]:
+                path = root / name
+                if path.exists():
+                    break
+            else:
+                raise NotFound(
+                    f"archive file {self.root / name} is missing; restore it from a backup "
+                    "of the notebook's archive/ directory"
+                )
+            try:
+                raw = gzip.decompress(path.read_bytes())
+            except (OSError, EOFError) as err:
+                raise CorruptFile(path, f"not a readable gzip file ({err})") from None
+            records: dict[str, bytes] = {}
+            for line in raw.split(b"\n"):
+                if line:
+                    try:
+                        records[str(json.loads(line)["id"])] = line
+                    except (ValueError, KeyError, TypeError):
+                        raise CorruptFile(path, "holds a line that is not a record") from None
+            self._cache[name] = records
+        return self._cache[name]
+
+    # -- search -------------------------------------------------------------------------------
+
+    def search(
+        self, backend: StorageBackend, query: str, where: MomentFilter, limit: int
+    ) -> list[tuple[Moment, float]]:
+        """Archived original moments matching ``query`` by words (BM25), best first, within
+        ``where`` (the rollups a higher one replaced are left out: their summary is active).
+        Reads the archive files the filter leaves in: for occasional, on-request use."""
+        entries = []
+        offset = 0
+        while page := backend.list_archived(offset, 1000):
+            offset += len(page)
+            entries += [e for e in page if _may_match(e, where)]
+        candidates = {m.number: m for m in self.moments(entries) if where.matches(m)}
+        index = Bm25Index()
+        for num, moment in candidates.items():
+            if moment.redacted is None and moment.rollup is None:  # its summary is active
+                index.put(num, moment.content.text)
+        return [(candidates[num], score) for num, score in index.score(query)[:limit]]
+
+
+def _number(moment: Moment) -> int:
+    return moment.number
+
+
+def _may_match(entry: ArchiveEntry, where: MomentFilter) -> bool:
+    if where.session is not None and entry.session != where.session:
+        return False
+    if where.since is not None and entry.timestamp < where.since:
+        return False
+    return where.until is None or entry.timestamp < where.until

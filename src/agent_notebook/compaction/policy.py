@@ -1,0 +1,147 @@
+"""The age policy of seed 002, as pure functions of the active moments and ``now``.
+
+==========  =================================================================================
+age (days)  what happens
+==========  =================================================================================
+0-7         full fidelity
+7-30        moments whose decayed importance ``importance · exp(-decay_rate · age)`` is below
+            0.3 are summarized: one daily rollup per session and day
+30-90       daily rollups roll into weekly ones (ISO weeks); the dailies go to the archive
+90+         weekly rollups roll into monthly ones; the weeklies and the original moments they
+            cover go to the archive
+never       pinned moments (``metadata.pinned`` or importance 1.0) are summarized
+==========  =================================================================================
+
+Every number is a setting (``compaction:`` in ``config.yaml``). A rollup's age is that of
+its newest source. Work is found from what is active, so a run after an interrupted one
+finds what is left and nothing twice: a moment a rollup already covers is not summarized
+again, and a rollup that replaced others archives those still active.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..config import CompactionSettings
+from ..model import Moment, RollupLevel
+
+__all__ = [
+    "LEVELS",
+    "Group",
+    "age_days",
+    "decayed_importance",
+    "due_groups",
+    "period_of",
+    "summarizable",
+]
+
+LEVELS: tuple[RollupLevel, ...] = ("daily", "weekly", "monthly")
+_BELOW: dict[RollupLevel, RollupLevel | None] = {
+    "daily": None,
+    "weekly": "daily",
+    "monthly": "weekly",
+}
+
+
+def age_days(moment: Moment, now: datetime) -> float:
+    return (now - moment.timestamp).total_seconds() / 86_400
+
+
+def decayed_importance(moment: Moment, now: datetime) -> float:
+    """``importance · exp(-decay_rate · age_days)``; never above ``importance``."""
+    age = max(0.0, age_days(moment, now))
+    return moment.metadata.importance * math.exp(-moment.metadata.decay_rate * age)
+
+
+def summarizable(moment: Moment, now: datetime, settings: CompactionSettings) -> bool:
+    """An original moment the daily tier takes: old enough, faded enough, not pinned."""
+    return (
+        moment.rollup is None
+        and moment.redacted is None
+        and not moment.pinned
+        and age_days(moment, now) >= settings.full_fidelity_days
+        and decayed_importance(moment, now) < settings.summarize_below
+    )
+
+
+def period_of(level: RollupLevel, moment: Moment) -> str:
+    """The period a source lands in at ``level``: its day, ISO week or month."""
+    when = moment.timestamp
+    if level == "daily":
+        return when.date().isoformat()
+    if level == "weekly":
+        year, week, _ = when.isocalendar()
+        return f"{year}-W{week:02d}"
+    return f"{when:%Y-%m}"
+
+
+@dataclass
+class Group:
+    """The sources due for one rollup of ``level`` and ``period`` (and ``session`` for a
+    daily), and the active rollup of that key they extend, if any."""
+
+    level: RollupLevel
+    period: str
+    session: str | None
+    sources: list[Moment] = field(default_factory=list)
+    extends: Moment | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str | None]:
+        return (self.level, self.period, self.session)
+
+
+def due_groups(
+    level: RollupLevel,
+    active: Sequence[Moment],
+    now: datetime,
+    settings: CompactionSettings,
+) -> list[Group]:
+    """The rollups of ``level`` to make (or extend) now, in period order."""
+    rollups = [m for m in active if m.rollup is not None]
+    replaced = {s for r in rollups for s in _rollup_sources(r)}
+    if level == "daily":
+        covered = {o for r in rollups for o in _rollup_originals(r)}
+        due: Iterable[Moment] = (
+            m for m in active if m.id not in covered and summarizable(m, now, settings)
+        )
+    else:
+        below = _BELOW[level]
+        threshold = settings.weekly_after_days if level == "weekly" else settings.monthly_after_days
+        due = (
+            r
+            for r in rollups
+            if _level(r) == below and r.id not in replaced and age_days(r, now) >= threshold
+        )
+    open_rollups = {
+        _key(r): r for r in rollups if _level(r) == level and r.id not in replaced
+    }  # the latest rollup of a key that nothing replaced yet takes late sources
+    groups: dict[tuple[str, str, str | None], Group] = {}
+    for moment in due:
+        session = moment.session if level == "daily" else None
+        key = (level, period_of(level, moment), session)
+        if key not in groups:
+            groups[key] = Group(level, key[1], session, extends=open_rollups.get(key))
+        groups[key].sources.append(moment)
+    return [groups[k] for k in sorted(groups, key=lambda k: (k[1], k[2] or ""))]
+
+
+def _key(rollup: Moment) -> tuple[str, str, str | None]:
+    assert rollup.rollup is not None
+    level = rollup.rollup.level
+    return (level, rollup.rollup.period, rollup.session if level == "daily" else None)
+
+
+def _level(moment: Moment) -> RollupLevel | None:
+    return None if moment.rollup is None else moment.rollup.level
+
+
+def _rollup_sources(moment: Moment) -> list[str]:
+    return [] if moment.rollup is None else moment.rollup.sources
+
+
+def _rollup_originals(moment: Moment) -> list[str]:
+    return [] if moment.rollup is None else moment.rollup.originals

@@ -1,0 +1,225 @@
+"""Running the age policy over a notebook's backend: rollups, lineage, the archive.
+
+Order of every step, so that a run killed anywhere loses nothing and a second run finishes
+the work without doing any twice:
+
+1. a rollup is written (one transaction, durable when it returns), listing its sources;
+2. the moments it replaces that leave the active set (lower rollups; for a monthly rollup,
+   also the original moments it covers) are written to an archive file (fsynced, renamed
+   into place);
+3. only then, in one transaction, the backend records where they went and forgets them.
+
+Work is always found from what is active (see :mod:`.policy`): after a kill between 1 and
+3, the rollup is there and its replaced moments still active, so the next run archives them;
+sources a rollup covers are never summarized again. Without new sources a run changes
+nothing. ``AGENT_NOTEBOOK_COMPACT_PAUSE`` (seconds to sleep after each durable step) and
+``AGENT_NOTEBOOK_COMPACT_KILL_AFTER`` (SIGKILL itself after that many durable steps) are
+hooks for crash tests.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Final
+
+from pydantic import BaseModel, Field
+
+from ..config import CompactionSettings
+from ..errors import InvalidInput
+from ..model import ArchiveEntry, Moment, RollupLevel
+from ..storage import StorageBackend
+from ..summarize import Summarizer
+from ..tokens import TokenCounter
+from .archive import ColdArchive
+from .policy import LEVELS, Group, due_groups
+from .rollup import build_rollup
+
+__all__ = ["CompactionReport", "Compactor", "DroppedItem", "Progress"]
+
+PAUSE_ENV: Final = "AGENT_NOTEBOOK_COMPACT_PAUSE"
+KILL_AFTER_ENV: Final = "AGENT_NOTEBOOK_COMPACT_KILL_AFTER"
+
+#: ``progress(stage, done, total)``
+Progress = Callable[[str, int, int], None]
+
+
+def _zeros() -> dict[str, int]:
+    return {str(level): 0 for level in LEVELS}
+
+
+class DroppedItem(BaseModel):
+    """One rollup's dropped manifest, for the report."""
+
+    rollup: str
+    level: RollupLevel
+    period: str
+    salient: int
+    dropped: list[str]
+
+
+class CompactionReport(BaseModel):
+    now: datetime
+    dry_run: bool
+    #: Original moments summarized into daily rollups by this run.
+    summarized: int = 0
+    #: Rollups made and rollups extended with late sources, by level.
+    rollups: dict[str, int] = Field(default_factory=lambda: _zeros())
+    extended: dict[str, int] = Field(default_factory=lambda: _zeros())
+    #: Original moments and replaced rollups moved to the cold archive by this run.
+    archived: int = 0
+    archived_rollups: int = 0
+    #: Tokens of the active moments before and after.
+    tokens_before: int = 0
+    tokens_after: int = 0
+    active_before: int = 0
+    active_after: int = 0
+    #: Salient items (identifiers, numbers, dates, names) of the rollups' sources, and how
+    #: many of them the summaries dropped.
+    salient: int = 0
+    dropped: int = 0
+    manifest: list[DroppedItem] = Field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(sum(self.rollups.values()) + sum(self.extended.values()) + self.archived)
+
+
+class Compactor:
+    """Applies the policy to ``backend``; see the module doc."""
+
+    def __init__(
+        self,
+        backend: StorageBackend,
+        archive: ColdArchive,
+        summarizer: Summarizer,
+        settings: CompactionSettings,
+        counter: TokenCounter,
+    ) -> None:
+        self.backend, self.archive, self.summarizer = backend, archive, summarizer
+        self.settings, self.counter = settings, counter
+        self.archived_numbers: list[int] = []  # for the caller's vector index
+        self._steps = 0
+
+    def run(self, now: datetime, *, progress: Progress | None = None) -> CompactionReport:
+        if now.tzinfo is None or now.utcoffset() is None:
+            raise InvalidInput(f"compact: now ({now}) has no timezone; give a UTC time")
+        report = CompactionReport(now=now, dry_run=False)
+        active = self._active()
+        report.active_before = len(active)
+        report.tokens_before = self._tokens(active)
+        self._finish_archiving(active, report)  # what an interrupted run left
+        for level in LEVELS:
+            groups = due_groups(level, self._active(), now, self.settings)
+            for done, group in enumerate(groups, 1):
+                self._roll(group, report)
+                if progress is not None:
+                    progress(level, done, len(groups))
+            if progress is not None and not groups:
+                progress(level, 0, 0)
+        active = self._active()
+        report.active_after = len(active)
+        report.tokens_after = self._tokens(active)
+        return report
+
+    # -- steps --------------------------------------------------------------------------------
+
+    def _roll(self, group: Group, report: CompactionReport) -> None:
+        sources = list(group.sources)
+        if group.extends is not None:  # late sources: the open rollup is made again
+            assert group.extends.rollup is not None
+            known = {m.id for m in sources}
+            earlier = [i for i in group.extends.rollup.sources if i not in known]
+            sources += self._load(earlier)
+        with self.backend.atomic():
+            number = (
+                group.extends.number
+                if group.extends is not None
+                else self.backend.next_number("moment")
+            )
+            rollup = build_rollup(
+                number=number,
+                level=group.level,
+                period=group.period,
+                sources=sources,
+                summarizer=self.summarizer,
+                settings=self.settings,
+                counter=self.counter,
+            )
+            self.backend.put_moments([rollup])
+        self._step()
+        assert rollup.rollup is not None
+        counts = report.extended if group.extends is not None else report.rollups
+        counts[group.level] += 1
+        if group.level == "daily":
+            report.summarized += len(group.sources)
+        report.salient += rollup.rollup.salient
+        report.dropped += len(rollup.rollup.dropped)
+        report.manifest.append(
+            DroppedItem(
+                rollup=rollup.id,
+                level=group.level,
+                period=group.period,
+                salient=rollup.rollup.salient,
+                dropped=rollup.rollup.dropped,
+            )
+        )
+        self._archive_under(rollup, report)
+
+    def _finish_archiving(self, active: Sequence[Moment], report: CompactionReport) -> None:
+        for moment in active:
+            if moment.rollup is not None and moment.rollup.level != "daily":
+                self._archive_under(moment, report)
+
+    def _archive_under(self, rollup: Moment, report: CompactionReport) -> None:
+        """Move what ``rollup`` replaces out of the active set: the rollups below it, and
+        for a monthly rollup the originals it covers. Durable file first, then the index."""
+        assert rollup.rollup is not None
+        if rollup.rollup.level == "daily":
+            return
+        wanted = list(rollup.rollup.sources)
+        if rollup.rollup.level == "monthly":
+            wanted += rollup.rollup.originals
+        moments = self.backend.get_moments(list(dict.fromkeys(wanted)))
+        if not moments:
+            return
+        entries = self.archive.write(rollup, moments)
+        self._step()
+        self._forget(entries)
+        originals = sum(1 for m in moments if m.rollup is None)
+        report.archived += originals
+        report.archived_rollups += len(moments) - originals
+
+    def _forget(self, entries: Sequence[ArchiveEntry]) -> None:
+        with self.backend.atomic():
+            self.backend.archive_moments(entries)
+        self.archived_numbers += [e.number for e in entries]
+        self._step()
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _active(self) -> list[Moment]:
+        return list(self.backend.iter_moments())
+
+    def _tokens(self, moments: Sequence[Moment]) -> int:
+        return sum(self.counter.count(m.content.text) for m in moments)
+
+    def _load(self, ids: Sequence[str]) -> list[Moment]:
+        """Moments by id, active or archived."""
+        found = {m.id: m for m in self.backend.get_moments(ids)}
+        missing = [i for i in ids if i not in found]
+        for entry in self.backend.get_archived(missing):
+            found[entry.id] = self.archive.moment(entry)
+        return [found[i] for i in ids if i in found]
+
+    def _step(self) -> None:
+        """A durable step is done: the crash-test hooks act here."""
+        self._steps += 1
+        if pause := float(os.environ.get(PAUSE_ENV, "0") or 0):
+            time.sleep(pause)
+        kill_after = os.environ.get(KILL_AFTER_ENV)
+        if kill_after and self._steps >= int(kill_after):
+            os.kill(os.getpid(), signal.SIGKILL)
