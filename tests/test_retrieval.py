@@ -299,3 +299,27 @@ def test_the_yaml_layout_reads_its_saved_index_back(tmp_path: Path) -> None:
     with Notebook.open(home, backend="yaml", background_embedding=False) as nb:
         assert nb.search("a water pipe repair", mode="vector", limit=1)[0].moment.id == late.id
         assert nb.semantic is not None and not nb.semantic.loaded_from_file
+
+
+def test_the_worker_does_not_rescan_the_notebook_after_each_write(tmp_path: Path) -> None:
+    """Each write wakes the embedding worker; it looks only past what it already saw."""
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    seen: list[int] = []
+    unembedded = backend.unembedded
+
+    def spy(model: str, limit: int | None = None, after: int = 0) -> list[int]:
+        seen.append(after)
+        return unembedded(model, limit, after)
+
+    backend.unembedded = spy  # type: ignore[method-assign]
+    nb = Notebook(backend, background_embedding=True)
+    try:
+        s = nb.start_session("Chat")
+        for i in range(5):
+            nb.record(s.id, f"Message number {i} about the weather in Lyon.")
+            assert nb.semantic is not None and nb.semantic.wait_idle(timeout=60)
+        worker_scans = seen[1:]  # the first pass of a process starts at the beginning
+        assert worker_scans and max(worker_scans) >= 4 and 0 not in worker_scans[-3:]
+        assert nb.unembedded() == 0
+    finally:
+        nb.close()

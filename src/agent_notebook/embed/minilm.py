@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -116,7 +115,13 @@ class MiniLmEmbedder:
         self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = min(4, os.cpu_count() or 1)
+        # One thread, and no spinning between runs: embedding runs beside the caller's own
+        # work (a chat turn while the worker embeds the last one), and on a small machine
+        # threads that spin or fan out starve it; a short text gains little from more.
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # errors only; they are raised anyway
         self._session: Any = ort.InferenceSession(

@@ -62,6 +62,7 @@ class SemanticIndex:
         self._index: VectorIndex | None = None
         self.loaded_from_file = False  # the index came from index_file, not the vectors
         self._through = 0  # stored vectors with numbers up to here are in the index
+        self._queued_after = 0  # every moment up to here had a vector at the last look
         self._lock = threading.RLock()
         self._embedding = threading.Lock()
         self._wake = threading.Event()
@@ -140,18 +141,28 @@ class SemanticIndex:
     def pending(self) -> int:
         return len(self.backend.unembedded(self.model_id))
 
-    def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
-        """Embed every moment that has no vector yet; returns how many were embedded."""
+    def catch_up(
+        self, progress: Callable[[int], None] | None = None, *, newer_only: bool = False
+    ) -> int:
+        """Embed every moment that has no vector yet; returns how many were embedded. With
+        ``newer_only`` (the worker, after each write) the search starts where the last one
+        found nothing more: scanning the whole notebook after every turn would make a turn
+        cost more as the notebook grows. A moment whose vector was dropped below that mark
+        (its text rewritten) waits for the next full pass: a new process, or ``reindex``."""
         done = 0
+        after = self._queued_after if newer_only else 0
         while True:
             # One batch at a time across threads, so the worker and a reindex never
             # embed the same moments twice.
             with self._embedding:
-                batch = self.backend.unembedded(self.model_id, limit=BATCH)
+                batch = self.backend.unembedded(self.model_id, limit=BATCH, after=after)
                 if batch:
                     done += self._embed(batch)
             if not batch:
+                # Moments are numbered in commit order, so none can appear below ``after``.
+                self._queued_after = max(self._queued_after, after)
                 return done
+            after = batch[-1]
             if progress is not None:
                 progress(len(batch))
             if self._stopping:
@@ -192,7 +203,7 @@ class SemanticIndex:
             self._wake.wait()
             self._wake.clear()
             try:
-                self.catch_up()
+                self.catch_up(newer_only=True)
             except Exception:  # the moments stay queued; the next write or reindex retries
                 log.exception("embedding failed; the moments stay queued for 'reindex'")
             with self._idle:

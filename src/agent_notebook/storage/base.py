@@ -166,8 +166,9 @@ class StorageBackend(ABC):
         ascending."""
 
     @abstractmethod
-    def unembedded(self, model: str, limit: int | None = None) -> list[int]:
-        """Numbers of the moments with no vector of ``model``, oldest first."""
+    def unembedded(self, model: str, limit: int | None = None, after: int = 0) -> list[int]:
+        """Numbers above ``after`` of the moments with no vector of ``model``, oldest
+        first."""
 
     def moment_numbers(self, where: MomentFilter) -> list[int]:
         """Numbers of the moments ``where`` matches, ascending (to restrict a vector search)."""

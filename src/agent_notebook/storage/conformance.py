@@ -325,6 +325,8 @@ class TestVectors:
         assert backend.unembedded("model-a") == [2]
         assert backend.unembedded("model-a", limit=0) == []
         assert backend.unembedded("model-b") == [1, 2, 3]  # another model: all again
+        assert backend.unembedded("model-b", after=1) == [2, 3]
+        assert backend.unembedded("model-b", limit=1, after=2) == [3]
         backend.put_vectors("model-b", [(1, "text 1", b"w1")])  # replaces model-a's
         assert backend.get_vectors("model-a") == [(3, b"v3")]
         assert backend.get_vectors("model-b") == [(1, b"w1")]

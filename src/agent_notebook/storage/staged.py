@@ -283,9 +283,13 @@ class StagedBackend(StorageBackend):
             nums = sorted(n for n, (m, _) in state.vectors.items() if m == model and n > after)
             return [(n, state.vectors[n][1]) for n in _page(nums, 0, limit)]
 
-    def unembedded(self, model: str, limit: int | None = None) -> list[int]:
+    def unembedded(self, model: str, limit: int | None = None, after: int = 0) -> list[int]:
         with self._reading() as state:
-            nums = (n for n in sorted(state.moments) if state.vectors.get(n, ("",))[0] != model)
+            nums = (
+                n
+                for n in sorted(state.moments)
+                if n > after and state.vectors.get(n, ("",))[0] != model
+            )
             return list(itertools.islice(nums, limit))
 
     # -- concepts ---------------------------------------------------------------------------

@@ -305,11 +305,11 @@ class SqliteBackend(StorageBackend):
             (model, after, _limit(limit)),
         )
 
-    def unembedded(self, model: str, limit: int | None = None) -> list[int]:
+    def unembedded(self, model: str, limit: int | None = None, after: int = 0) -> list[int]:
         rows = self._query(
-            "SELECT m.num FROM moments m WHERE NOT EXISTS (SELECT 1 FROM moment_vectors v "
-            "WHERE v.num = m.num AND v.model = ?) ORDER BY m.num LIMIT ?",
-            (model, _limit(limit)),
+            "SELECT m.num FROM moments m WHERE m.num > ? AND NOT EXISTS (SELECT 1 FROM "
+            "moment_vectors v WHERE v.num = m.num AND v.model = ?) ORDER BY m.num LIMIT ?",
+            (after, model, _limit(limit)),
         )
         return [num for (num,) in rows]
 
