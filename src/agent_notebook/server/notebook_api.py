@@ -90,17 +90,22 @@ class SliceResponse(BaseModel):
 
 
 def _guarded(
-    nb: Notebook, session_id: str, if_match: str | None, write: Callable[[], _T]
-) -> tuple[_T, str]:
-    """Check ``If-Match`` against the session and write, in one transaction; return the
-    write's result and the session's new ETag."""
+    nb: Notebook,
+    session_id: str,
+    if_match: str | None,
+    response: Response,
+    write: Callable[[], _T],
+) -> _T:
+    """Check ``If-Match`` against the session and write, in one transaction; the response
+    carries the session's new ETag."""
     with nb.backend.atomic():
         if if_match is not None:
             current = etag_of(nb.get_session(session_id))
             check_if_match(if_match, current, f"session {session_id}")
         result = write()
         tag = etag_of(nb.get_session(session_id))
-    return result, tag
+    set_etag(response, tag)
+    return result
 
 
 def _utc(when: datetime | None) -> datetime | None:
@@ -138,13 +143,13 @@ def change_session(
     session_id: str, body: SessionChange, nb: Nb, response: Response, if_match: IfMatch = None
 ) -> Session:
     """Change a session's task or status."""
-    session, tag = _guarded(
+    session = _guarded(
         nb,
         session_id,
         if_match,
+        response,
         lambda: nb.update_session(session_id, task=body.task, task_status=body.task_status),
     )
-    set_etag(response, tag)
     return session
 
 
@@ -196,10 +201,13 @@ def decide(
     session_id: str, body: NewDecision, nb: Nb, response: Response, if_match: IfMatch = None
 ) -> Decision:
     """Append a decision to the audit log."""
-    decision, tag = _guarded(
-        nb, session_id, if_match, lambda: nb.decide(session_id, body.what, body.why, body.who)
+    decision = _guarded(
+        nb,
+        session_id,
+        if_match,
+        response,
+        lambda: nb.decide(session_id, body.what, body.why, body.who),
     )
-    set_etag(response, tag)
     return decision
 
 
@@ -222,8 +230,9 @@ def open_pending(
     session_id: str, body: NewPending, nb: Nb, response: Response, if_match: IfMatch = None
 ) -> PendingItem:
     """Open a pending thread (``p_N``)."""
-    item, tag = _guarded(nb, session_id, if_match, lambda: nb.open_pending(session_id, body.what))
-    set_etag(response, tag)
+    item = _guarded(
+        nb, session_id, if_match, response, lambda: nb.open_pending(session_id, body.what)
+    )
     return item
 
 
@@ -237,13 +246,13 @@ def close_pending(
     if_match: IfMatch = None,
 ) -> PendingItem:
     """Close a pending thread; closing it twice is a 409."""
-    item, tag = _guarded(
+    item = _guarded(
         nb,
         session_id,
         if_match,
+        response,
         lambda: nb.close_pending(session_id, pending_id, body.resolution),
     )
-    set_etag(response, tag)
     return item
 
 
@@ -257,13 +266,13 @@ def escalate(
     session_id: str, body: NewEscalation, nb: Nb, response: Response, if_match: IfMatch = None
 ) -> Escalation:
     """Record a hand-off to a bigger agent, with the slice it was given."""
-    item, tag = _guarded(
+    item = _guarded(
         nb,
         session_id,
         if_match,
+        response,
         lambda: nb.escalate(session_id, body.to, body.why, slice=body.slice),
     )
-    set_etag(response, tag)
     return item
 
 
@@ -277,13 +286,13 @@ def resolve_escalation(
     if_match: IfMatch = None,
 ) -> Escalation:
     """Record an escalation's outcome; a second outcome is a 409."""
-    item, tag = _guarded(
+    item = _guarded(
         nb,
         session_id,
         if_match,
+        response,
         lambda: nb.resolve_escalation(session_id, escalation_id, body.outcome),
     )
-    set_etag(response, tag)
     return item
 
 
@@ -293,10 +302,11 @@ def write_back(
 ) -> Decision:
     """A guest agent's one write: a decision, a pending item or an escalation's outcome,
     entered in the audit log under ``guest:<name>``."""
-    entry, tag = _guarded(
+    entry = _guarded(
         nb,
         session_id,
         if_match,
+        response,
         lambda: nb.write_back(
             body.guest,
             session_id,
@@ -306,7 +316,6 @@ def write_back(
             escalation_id=body.escalation_id,
         ),
     )
-    set_etag(response, tag)
     return entry
 
 

@@ -55,16 +55,20 @@ class NotebookState:
         old = self.moments.pop(num, None)
         if old is None:
             return None
-        for concept in old.metadata.concepts:
-            entry = self.concepts.get(concept)
-            if entry is not None:
-                entry.pop(num, None)
-                if not entry:
-                    del self.concepts[concept]
-        self.by_session.get(old.session, set()).discard(num)
+        self._unindex(old)
         self.text_index.remove(num)
         self.vectors.pop(num, None)
         return old
+
+    def _unindex(self, old: Moment) -> None:
+        """Take ``old`` out of the concept and session indexes."""
+        for concept in old.metadata.concepts:
+            entry = self.concepts.get(concept)
+            if entry is not None:
+                entry.pop(old.number, None)
+                if not entry:
+                    del self.concepts[concept]
+        self.by_session.get(old.session, set()).discard(old.number)
 
     def put_archived(self, entry: ArchiveEntry) -> None:
         old = self.archived.get(entry.number)
@@ -78,13 +82,7 @@ class NotebookState:
         num = moment.number
         old = self.moments.get(num)
         if old is not None:
-            for concept in old.metadata.concepts:
-                entry = self.concepts.get(concept)
-                if entry is not None:
-                    entry.pop(num, None)
-                    if not entry:
-                        del self.concepts[concept]
-            self.by_session.get(old.session, set()).discard(num)
+            self._unindex(old)
             if old.content.text != moment.content.text:
                 self.vectors.pop(num, None)  # a vector describes the text it was made from
         self.moments[num] = moment

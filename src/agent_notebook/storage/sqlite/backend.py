@@ -130,6 +130,15 @@ class SqliteBackend(StorageBackend):
         with self._lock, self._mapped("read"):
             return self._conn.execute(sql, params).fetchall()
 
+    def _rows_by_num(self, select: str, nums: Sequence[int]) -> list[Any]:
+        """Rows of ``select`` (ending in ``WHERE num IN``) for ``nums``, in chunks: SQLite
+        caps the number of parameters of a statement."""
+        rows: list[Any] = []
+        for start in range(0, len(nums), 500):
+            chunk = nums[start : start + 500]
+            rows += self._query(f"{select} ({','.join('?' * len(chunk))})", chunk)
+        return rows
+
     def _moments_from(self, rows: list[Any]) -> list[Moment]:
         try:
             return [schema.moment_from_row(text, body) for text, body in rows]
@@ -200,16 +209,10 @@ class SqliteBackend(StorageBackend):
 
     def _replaced(self, moments: Sequence[Moment]) -> dict[int, Moment]:
         """The stored versions of the moments about to be overwritten, by number."""
-        nums = [m.number for m in moments]
-        found: dict[int, Moment] = {}
-        for start in range(0, len(nums), 500):  # SQLite caps the number of parameters
-            chunk = nums[start : start + 500]
-            rows = self._conn.execute(
-                f"SELECT num, text, body FROM moments WHERE num IN ({','.join('?' * len(chunk))})",
-                chunk,
-            ).fetchall()
-            found.update((num, schema.moment_from_row(text, body)) for num, text, body in rows)
-        return found
+        rows = self._rows_by_num(
+            "SELECT num, text, body FROM moments WHERE num IN", [m.number for m in moments]
+        )
+        return {num: schema.moment_from_row(text, body) for num, text, body in rows}
 
     def _index_terms(self, moments: Sequence[Moment], replaced: dict[int, Moment]) -> None:
         change: Counter[str] = Counter()
@@ -248,15 +251,9 @@ class SqliteBackend(StorageBackend):
 
     def get_moments(self, moment_ids: Sequence[str]) -> list[Moment]:
         nums = [moment_number(mid) for mid in moment_ids]
-        found: dict[int, Moment] = {}
-        for start in range(0, len(nums), 500):  # SQLite caps the number of parameters
-            chunk = nums[start : start + 500]
-            rows = self._query(
-                f"SELECT num, text, body FROM moments WHERE num IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
-            loaded = self._moments_from([(text, body) for _, text, body in rows])
-            found.update(zip((num for num, _, _ in rows), loaded, strict=True))
+        rows = self._rows_by_num("SELECT num, text, body FROM moments WHERE num IN", nums)
+        loaded = self._moments_from([(text, body) for _, text, body in rows])
+        found = dict(zip((num for num, _, _ in rows), loaded, strict=True))
         return [found[n] for n in nums if n in found]
 
     def list_moments(
@@ -418,14 +415,8 @@ class SqliteBackend(StorageBackend):
 
     def get_archived(self, moment_ids: Sequence[str]) -> list[ArchiveEntry]:
         nums = [moment_number(mid) for mid in moment_ids]
-        found: dict[int, ArchiveEntry] = {}
-        for start in range(0, len(nums), 500):  # SQLite caps the number of parameters
-            chunk = nums[start : start + 500]
-            rows = self._query(
-                f"SELECT num, body FROM archived WHERE num IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
-            found.update((num, schema.archive_from_row(body)) for num, body in rows)
+        rows = self._rows_by_num("SELECT num, body FROM archived WHERE num IN", nums)
+        found = {num: schema.archive_from_row(body) for num, body in rows}
         return [found[n] for n in nums if n in found]
 
     def list_archived(self, offset: int = 0, limit: int | None = None) -> list[ArchiveEntry]:
