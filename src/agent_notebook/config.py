@@ -152,6 +152,42 @@ class CompactionSettings(BaseModel):
         return self
 
 
+class Modalities(BaseModel):
+    """Which modalities are recorded at all (``privacy.modalities:``). An opted-out modality
+    is never written: not its content, its signature, its path, nor (``embeddings``) a
+    vector of any moment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: bool = True
+    audio: bool = True
+    image: bool = True
+    embeddings: bool = True
+
+
+class EncryptionSettings(BaseModel):
+    """Encryption at rest (``privacy.encryption:``), off by default for speed. The key is
+    read from ``key_env`` when set there, else from ``key_file`` (kept outside the home)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    key_env: str = "AGENT_NOTEBOOK_KEY"
+    key_file: Path | None = None
+
+
+class PrivacySettings(BaseModel):
+    """Seed 002's privacy model (``privacy:`` in ``config.yaml``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    modalities: Modalities = Field(default_factory=Modalities)
+    #: What happens to an API key, token or private key about to be recorded: ``mask`` it
+    #: (the default), ``refuse`` the record, or ``off`` (record it as given).
+    secrets: Literal["mask", "refuse", "off"] = "mask"
+    encryption: EncryptionSettings = Field(default_factory=EncryptionSettings)
+
+
 class NotebookConfig(BaseModel):
     """The contents of ``config.yaml``."""
 
@@ -164,6 +200,7 @@ class NotebookConfig(BaseModel):
     chat: ChatSettings = Field(default_factory=ChatSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
+    privacy: PrivacySettings = Field(default_factory=PrivacySettings)
 
 
 def resolve_home(home: Path | str | None = None) -> Path:
