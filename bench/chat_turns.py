@@ -10,14 +10,16 @@ fake chat model; the same seeded texts for every variant) through:
 (c) ours: ``build_chat_graph(Notebook.open(tmp), model=fake)`` with default settings;
 (d) the floor: a one-node graph whose state is one short string (no history, no model) on
     ``SqliteSaver``, i.e. what LangGraph and its SQLite checkpointer cost per turn here;
-(e) ours with ``chat.context_search: lexical``: the context does not embed the message.
+(e) ours with ``chat.context_search: lexical``: the context does not embed the message;
+(f) (e) with ``sqlite_synchronous: NORMAL``: no fsync when a turn's moments are committed
+    (a crash of the process loses nothing; a power cut may lose the last turns).
 
 Each turn is one timed ``graph.invoke({"messages": [HumanMessage(text)]}, thread)``. Reported
 per variant: p50/p95 over the last 10% of turns and over turns 100-200 (their p95 ratio says
 whether latency stays flat), total seconds, bytes on disk in the variant's directory (after
 closing connections and a ``wal_checkpoint(TRUNCATE)``) against the raw UTF-8 text bytes.
 
-    python bench/chat_turns.py [--turns 2000] [--only a,b,c,d,e] [--a-turns N] [--seed 0]
+    python bench/chat_turns.py [--turns 2000] [--only a,b,c,d,e,f] [--a-turns N] [--seed 0]
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from langgraph.graph.message import add_messages
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import percentile
 from agent_notebook import Notebook
+from agent_notebook.config import NotebookConfig, write_config
 from agent_notebook.graph import build_chat_graph
 
 USER_CHARS = 300
@@ -363,11 +366,16 @@ def bench_ours(
     answers: Sequence[str],
     key: str = "c",
     context_search: str = "hybrid",
+    synchronous: str = "FULL",
 ) -> Result:
     with tempfile.TemporaryDirectory(prefix=f"chat_turns_{key}_", dir=base) as tmp:
         root = Path(tmp) / "home"
+        config = NotebookConfig.model_validate(
+            {"sqlite_synchronous": synchronous, "chat": {"context_search": context_search}}
+        )
+        root.mkdir(mode=0o700)
+        write_config(root, config)
         nb = Notebook.open(root)
-        nb.config.chat.context_search = context_search  # type: ignore[assignment]
         try:
             graph = build_chat_graph(nb, model=fake_model(answers))
             times, total = run_turns(key, graph, users)
@@ -376,7 +384,11 @@ def bench_ours(
         del graph
         disk = fold_wal_and_measure(root)
         tables = table_bytes(root / "notebook.db")
-    name = "ours: build_chat_graph (defaults)" if key == "c" else "ours, lexical context search"
+    name = {
+        "c": "ours: build_chat_graph (defaults)",
+        "e": "ours, lexical context search",
+        "f": "ours, lexical, synchronous NORMAL",
+    }[key]
     return Result(key, name, times, total, disk, raw_bytes(users, answers), tables)
 
 
@@ -489,7 +501,7 @@ def report(results: Sequence[Result], turns: int, a_turns: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=2000, help="turns in the thread")
-    parser.add_argument("--only", default="a,b,c,d,e", help="variants to run, e.g. 'c,d'")
+    parser.add_argument("--only", default="a,b,c,d,e,f", help="variants to run, e.g. 'c,d'")
     parser.add_argument(
         "--a-turns", type=int, default=None, help="turns for (a) and (b) (default: --turns)"
     )
@@ -497,8 +509,8 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None, help="where the temp dirs go")
     args = parser.parse_args()
     only = {v.strip() for v in args.only.split(",") if v.strip()}
-    if not only <= {"a", "b", "c", "d", "e"}:
-        parser.error("--only takes a comma-separated subset of a,b,c,d,e")
+    if not only <= {"a", "b", "c", "d", "e", "f"}:
+        parser.error("--only takes a comma-separated subset of a,b,c,d,e,f")
     a_turns = args.a_turns or args.turns
     base = args.dir or Path(tempfile.gettempdir())
     users, answers = make_texts(max(args.turns, a_turns), args.seed)
@@ -536,6 +548,12 @@ def main() -> None:
         (
             "e",
             lambda: bench_ours(base, users[: args.turns], answers[: args.turns], "e", "lexical"),
+        ),
+        (
+            "f",
+            lambda: bench_ours(
+                base, users[: args.turns], answers[: args.turns], "f", "lexical", "NORMAL"
+            ),
         ),
     ]
     results = []

@@ -41,6 +41,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import percentile
 from agent_notebook import Notebook
+from agent_notebook.privacy.tokens import read_owner_token
 from chat_turns import NAMES, PLACES, USER_TEMPLATES, make_text
 
 BATCH = 500
@@ -115,6 +116,8 @@ class Server:
         while time.monotonic() < deadline:
             try:
                 if httpx.get(f"{self.url}/api/health", timeout=1).status_code == 200:
+                    # serve made the owner token if the home had none; every client sends it
+                    self.auth = {"Authorization": f"Bearer {read_owner_token(home)}"}
                     return
             except httpx.TransportError:
                 time.sleep(0.2)
@@ -127,7 +130,11 @@ class Server:
 
 
 def run_phase(
-    url: str, clients: int, requests: int, call: Callable[[httpx.Client, int, int], bool]
+    url: str,
+    auth: dict[str, str],
+    clients: int,
+    requests: int,
+    call: Callable[[httpx.Client, int, int], bool],
 ) -> tuple[list[float], float, int]:
     """``requests`` calls spread over ``clients`` threads; call(client, worker, n) -> ok."""
     latencies: list[float] = []
@@ -139,7 +146,7 @@ def run_phase(
         nonlocal errors
         mine: list[float] = []
         bad = 0
-        with httpx.Client(base_url=url, timeout=60) as client:
+        with httpx.Client(base_url=url, timeout=60, headers=auth) as client:
             barrier.wait()
             for n in range(w, requests, clients):
                 start = time.perf_counter()
@@ -166,7 +173,7 @@ def bench_mode(home: Path, mode: str, clients: int, requests: int, seed: int) ->
     texts = [make_text(rng, USER_TEMPLATES, TEXT_CHARS, i) for i in range(requests)]
     server = Server(home, mode)
     try:
-        with httpx.Client(base_url=server.url, timeout=120) as warm:
+        with httpx.Client(base_url=server.url, timeout=120, headers=server.auth) as warm:
             for q in queries[:WARMUP]:
                 warm.get("/api/search", params={"q": q, "limit": 10}).raise_for_status()
             sessions = [
@@ -184,7 +191,7 @@ def bench_mode(home: Path, mode: str, clients: int, requests: int, seed: int) ->
 
         phases = []
         for what, call in (("search", search), ("record", record)):
-            latencies, wall, errors = run_phase(server.url, clients, requests, call)
+            latencies, wall, errors = run_phase(server.url, server.auth, clients, requests, call)
             phases.append(Phase(mode, what, latencies, wall, errors))
             print(phases[-1].line(), flush=True)
         return phases

@@ -56,8 +56,13 @@ def test_quickstart_main_job_runs(workdir: Path) -> None:
     home = workdir / "home"
     result = run(" && ".join(steps[:-1]), workdir, home)
     assert result.returncode == 0, result.stderr
-    curl = re.search(r"`curl '(http://127\.0\.0\.1:8765/[^']+)'`", README)
-    assert curl is not None, "the Quickstart shows how to query the server"
+    curl = re.search(
+        r"`curl -H \"Authorization: Bearer \$\(cat ~/\.agent-notebook/secrets/owner-token\)\" "
+        r"'(http://127\.0\.0\.1:8765/[^']+)'`",
+        README,
+    )
+    assert curl is not None, "the Quickstart shows how to query the server, with the token"
+    token = (home / "secrets" / "owner-token").read_text().strip()  # as the curl's $(cat …)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -74,7 +79,8 @@ def test_quickstart_main_job_runs(workdir: Path) -> None:
         deadline = time.monotonic() + 60
         while True:
             try:
-                with urllib.request.urlopen(url, timeout=5) as response:
+                request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+                with urllib.request.urlopen(request, timeout=5) as response:
                     body = response.read().decode()
                 break
             except OSError:

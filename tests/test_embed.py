@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import random
 import shutil
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +22,8 @@ from agent_notebook.embed import (
 )
 from agent_notebook.embed.minilm import MODEL_SHA256, missing_packages
 from agent_notebook.errors import InvalidInput, StorageError
+from agent_notebook.notebook import Notebook
+from agent_notebook.storage import SqliteBackend
 
 
 @pytest.fixture(scope="module")
@@ -235,3 +239,63 @@ def test_langchain_embedder_rejects_malformed_answers(
 def test_langchain_embedder_probe_rejects_an_empty_vector() -> None:
     with pytest.raises(InvalidInput, match="0 numbers per vector, not at least 1"):
         LangChainEmbedder(Scripted([[]]), "empty")
+
+
+class CountingEmbedder:
+    """The real model, counting the texts it is asked to embed as documents."""
+
+    symmetric = True
+
+    def __init__(self, inner: MiniLmEmbedder) -> None:
+        self.inner, self.model_id, self.dim = inner, inner.model_id, inner.dim
+        self.documents: list[str] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.documents += texts
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.inner.embed_query(text)
+
+
+def test_a_message_just_searched_with_is_not_embedded_again(
+    minilm: MiniLmEmbedder, tmp_path: Path
+) -> None:
+    """A chat turn searches with the user's message, then records it: the moment's vector
+    is the query's, and the worker embeds only the text it has not seen."""
+    counting = CountingEmbedder(minilm)
+    with Notebook(
+        SqliteBackend(tmp_path / "notebook.db"), embedder=counting, background_embedding=False
+    ) as nb:
+        sid = nb.start_session().id
+        nb.record(sid, "The cat sat on the warm windowsill")
+        nb.reindex()
+        message = "When does the train to Lyon leave?"
+        nb.search(message, mode="vector")
+        counting.documents.clear()
+        asked = nb.record(sid, message)
+        nb.record(sid, "At 7:40 on Saturday, from platform 4.")
+        assert nb.reindex() == 2
+        assert counting.documents == ["At 7:40 on Saturday, from platform 4."]
+        hits = nb.search(message, mode="vector", limit=1)
+        assert hits[0].moment.id == asked.id and hits[0].explain["vector_raw"] > 0.99
+
+
+def test_exit_without_close_while_the_worker_embeds_is_clean(tmp_path: Path) -> None:
+    """A script that never closes its notebook exits normally: the embedding worker is
+    stopped at exit rather than killed inside the model (which aborts the interpreter)."""
+    script = (
+        "import sys\n"
+        "from agent_notebook import Notebook\n"
+        "nb = Notebook.open(sys.argv[1])\n"
+        "sid = nb.start_session().id\n"
+        "nb.record_many(sid, [{'text': f'moment {i} on the train to Lyon'} for i in range(300)])\n"
+    )
+    home = tmp_path / "home"
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(home)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "terminate called" not in done.stderr
+    with Notebook.open(home, background_embedding=False) as nb:
+        assert nb.backend.count_moments() == 300

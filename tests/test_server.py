@@ -24,8 +24,10 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from schemathesis.checks import not_a_server_error
 
+from agent_notebook.privacy.tokens import ensure_owner_token, read_owner_token
 from agent_notebook.server import ServerSettings, create_app
 from agent_notebook.storage import SqliteBackend
 
@@ -40,13 +42,16 @@ def free_port() -> int:
 
 
 class Server:
-    """``agent-notebook serve`` in a subprocess on a free loopback port."""
+    """``agent-notebook serve`` in a subprocess on a free loopback port (over ``home`` and
+    any ``more_homes``); ``token`` is the first home's owner token."""
 
-    def __init__(self, home: Path, log: Path) -> None:
+    def __init__(self, home: Path, log: Path, *more_homes: Path) -> None:
         self.home, self.log = home, log
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        command = [sys.executable, "-m", "agent_notebook", "serve", "--home", str(home)]
+        command = [sys.executable, "-m", "agent_notebook", "serve"]
+        for root in (home, *more_homes):
+            command += ["--home", str(root)]
         command += ["--port", str(self.port), "--model", "fake:echo", "--log-level", "warning"]
         with log.open("ab") as out:
             self.process = subprocess.Popen(command, env=ENV, stdout=out, stderr=out)
@@ -55,14 +60,20 @@ class Server:
             assert self.process.poll() is None, log.read_text()
             try:
                 if httpx.get(f"{self.url}/api/health", timeout=1).status_code == 200:
+                    self.token = read_owner_token(home)
                     return
             except httpx.TransportError:
                 time.sleep(0.1)
         self.stop()
         raise AssertionError(f"the server did not start: {log.read_text()}")
 
-    def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=30)
+    def client(self, token: str | None = None) -> httpx.Client:
+        """A client sending ``token`` (default: the owner's) as its bearer token."""
+        auth = {"Authorization": f"Bearer {token or self.token}"}
+        return httpx.Client(base_url=self.url, timeout=30, headers=auth)
+
+    def mcp_client(self, token: str | None = None) -> httpx.AsyncClient:
+        return create_mcp_http_client(headers={"Authorization": f"Bearer {token or self.token}"})
 
     def stop(self) -> None:
         self.process.terminate()  # uvicorn shuts down gracefully: the notebook is closed
@@ -320,7 +331,8 @@ def test_bad_input_gets_json_errors_and_changes_nothing(api: httpx.Client) -> No
 def test_mcp_is_mounted_on_the_http_server(server: Server) -> None:
     async def main() -> tuple[list[str], list[str], str]:
         async with (
-            streamable_http_client(f"{server.url}/mcp/") as (read, write, _),
+            server.mcp_client() as http,
+            streamable_http_client(f"{server.url}/mcp/", http_client=http) as (read, write, _),
             ClientSession(read, write) as session,
         ):
             await session.initialize()
@@ -328,7 +340,12 @@ def test_mcp_is_mounted_on_the_http_server(server: Server) -> None:
             recorded = await session.call_tool("record", {"text": "Mounted MCP saw a heron"})
             assert not recorded.isError, recorded.content
         async with (
-            streamable_http_client(f"{server.url}/mcp-guest/") as (read, write, _),
+            server.mcp_client() as http,
+            streamable_http_client(f"{server.url}/mcp-guest/", http_client=http) as (
+                read,
+                write,
+                _,
+            ),
             ClientSession(read, write) as session,
         ):
             await session.initialize()
@@ -438,10 +455,11 @@ schema.app, schema.location = SCHEMA_APP, "/openapi.json"  # as from_asgi sets t
 
 
 @pytest.fixture(scope="module")
-def schema_home() -> Iterator[Path]:
+def schema_token() -> Iterator[str]:
+    """The owner token the generated requests send (made before the app starts)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AGENT_NOTEBOOK_EMBEDDER", "none")
-        yield SCHEMA_HOME
+        yield ensure_owner_token(SCHEMA_HOME / "home")[0]
     shutil.rmtree(SCHEMA_HOME, ignore_errors=True)
 
 
@@ -452,6 +470,6 @@ def schema_home() -> Iterator[Path]:
     derandomize=True,
     suppress_health_check=list(HealthCheck),
 )
-def test_no_server_error_for_generated_input(case: Any, schema_home: Path) -> None:
-    response = case.call()
+def test_no_server_error_for_generated_input(case: Any, schema_token: str) -> None:
+    response = case.call(headers={"Authorization": f"Bearer {schema_token}"})
     case.validate_response(response, checks=[not_a_server_error])

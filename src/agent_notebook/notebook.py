@@ -14,6 +14,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.store.base import BaseStore
 from pydantic import ValidationError
 
@@ -49,7 +51,6 @@ from .model import (
     SearchHit,
     Session,
     TaskStatus,
-    Tombstone,
     check_moment_id,
     check_session_id,
     describe_validation_error,
@@ -58,6 +59,9 @@ from .model import (
     session_id_for,
     validate_record,
 )
+from .privacy import audit, modalities, permissions
+from .privacy import secrets as secret_masking
+from .privacy.crypto import cipher_of, load_cipher
 from .search.engine import Mode, SearchEngine, SearchRequest, neighbour_ids
 from .slice import MAX_SLICE_TOKENS, Slice, build_slice
 from .slice import Format as SliceFormat
@@ -69,6 +73,7 @@ from .tokens import DEFAULT_COUNTER, TokenCounter
 
 if TYPE_CHECKING:
     from .embed import Embedder
+    from .privacy.redaction import ForgetReport
     from .search.semantic import SemanticIndex
     from .session import SessionNotebook
 
@@ -137,9 +142,11 @@ class Notebook:
         if not root.exists() and not create:
             raise NotFound(f"no notebook at {root}: run 'agent-notebook init --home {root}'")
         files.ensure_private_dir(root)
+        permissions.report_on_open(root)  # logs what is open to others, and the fix
         conf = cfg.load_config(root)
         location = cfg.backend_location(root, conf, backend)
-        storage = open_backend(location, sqlite_synchronous=conf.sqlite_synchronous)
+        cipher = load_cipher(conf.privacy.encryption, root)  # None unless encryption is on
+        storage = open_backend(location, sqlite_synchronous=conf.sqlite_synchronous, cipher=cipher)
         return cls(storage, home=root, config=conf, background_embedding=background_embedding)
 
     def after_turn(self, work: Callable[[], object]) -> Future[object]:
@@ -186,6 +193,8 @@ class Notebook:
         key = (chat.checkpoints, chat.keep_checkpoints)
         if key not in self._checkpointers:
             saver, conn = open_checkpointer(self.backend, chat.checkpoints, chat.keep_checkpoints)
+            if (cipher := cipher_of(self.backend)) is not None:  # checkpoints hold the chat
+                saver.serde = EncryptedSerializer(cipher.checkpoint_cipher(), saver.serde)
             self._checkpointers[key] = saver
             if conn is not None:
                 self._connections.append(conn)
@@ -197,7 +206,7 @@ class Notebook:
         ``notebook.db``): give it to your LangGraph app, and the session notebooks and your
         app's items share one file."""
         if self._store is None:
-            self._store, conn = open_store(self.backend)
+            self._store, conn = open_store(self.backend, cipher_of(self.backend))
             if conn is not None:
                 self._connections.append(conn)
         return self._store
@@ -393,8 +402,11 @@ class Notebook:
         ]
         if not checked:
             return []
+        privacy = self.config.privacy  # secrets first: no concept or key is made of one
+        checked, masked = secret_masking.screen(checked, privacy.secrets)
+        stripped = [modalities.strip(d, privacy.modalities) for d in checked]
         now = now_utc()
-        prepared = [self._prepare(d, session_id, now) for d in checked]  # enrich outside the lock
+        prepared = [self._prepare(d, session_id, now) for d, _ in stripped]  # outside the lock
         with self.backend.atomic():
             session = self.get_session(session_id)
             first = self.backend.next_number("moment", len(prepared))
@@ -404,6 +416,10 @@ class Notebook:
             parents = self._adopt_children(moments)
             self.backend.put_moments([*moments, *parents])
             self._count(session, moments)
+            for i, kinds in masked.items():  # the audit log says what, never the secret
+                audit.note(session, secret_masking.audit_text(kinds, moments[i].id))
+            for name in dict.fromkeys(name for _, dropped in stripped for name in dropped):
+                audit.note(session, modalities.audit_text(name), once=True)
             self.backend.put_session(session)
         if self._background_embedding and (semantic := self.semantic) is not None:
             semantic.notify()  # vectors are derived: made off the hot path
@@ -535,31 +551,33 @@ class Notebook:
 
     def redact(self, moment_id: str, reason: str, who: str = "owner") -> Moment:
         """Remove a moment's content (text, concepts, retrieval keys, actions) for good,
-        leaving a tombstone that says who, when and why; the session's audit log records it.
-        Search never returns it again, by words or by meaning."""
+        leaving a tombstone that says who, when and why; the session's audit log records it
+        (without the text). The text also leaves the rollups, the cold archive, the session
+        notebooks, condensed histories and checkpoints, and the files are purged; see
+        :mod:`.privacy.redaction`. Search never returns it again, by words or by meaning."""
+        from .privacy.redaction import Redaction
+
         check_moment_id(moment_id)
-        with self.backend.atomic():
-            moment = self.get_moment(moment_id)
-            if moment.redacted is not None:
-                return moment
-            tombstone = validate_record(
-                Tombstone, {"when": now_utc(), "who": who, "why": reason}, "redaction"
-            )
-            redacted = moment.model_copy(
-                update={
-                    "content": MomentContent(),
-                    "metadata": moment.metadata.model_copy(
-                        update={"concepts": [], "retrieval_keys": []}
-                    ),
-                    "actions": [],
-                    "redacted": tombstone,
-                }
-            )
-            self.backend.put_moments([redacted])
-            self.decide(moment.session, f"redacted {moment_id}", reason, who=who)
-        if self._semantic is not None:
-            self._semantic.forget([moment.number])
-        return redacted
+        with self._redaction_lock():
+            return Redaction(self, reason, who).redact(moment_id)
+
+    def forget(
+        self, concept: str, reason: str = "", *, who: str = "owner", dry_run: bool = False
+    ) -> ForgetReport:
+        """Redact every moment, rollup and session-notebook line tied to ``concept`` (the
+        concept index, and the phrase appearing as words), then drop the concept from the
+        index; with ``dry_run`` only list what would go."""
+        from .privacy.redaction import Redaction
+
+        with self._redaction_lock():
+            return Redaction(self, reason, who).forget(concept, dry_run=dry_run)
+
+    def _redaction_lock(self) -> AbstractContextManager[None]:
+        """Compaction's lock: a moment is not archived while it is being redacted."""
+        if self.archive_dir is None:
+            return nullcontext()
+        files.ensure_private_dir(self.archive_dir)
+        return write_lock_file(self.archive_dir / ".lock", 30.0)
 
     # -- slices for a guest -----------------------------------------------------------------
 
@@ -651,7 +669,10 @@ class Notebook:
 
     @property
     def semantic(self) -> SemanticIndex | None:
-        """The vector side of search, or None without an embedder (see ``doctor``)."""
+        """The vector side of search, or None without an embedder (see ``doctor``) or with
+        ``privacy.modalities.embeddings`` off (no vector is made, stored or read)."""
+        if not self.config.privacy.modalities.embeddings:
+            return None
         if not self._semantic_ready:
             self._semantic_ready = True
             embedder = self._resolve_embedder()
@@ -659,7 +680,11 @@ class Notebook:
                 from .search.semantic import SemanticIndex
 
                 index_file = None
-                if self.home is not None and self.backend.capabilities.name == "yaml":
+                if (  # with encryption on, the faiss file (plain vectors) is not written
+                    self.home is not None
+                    and self.backend.capabilities.name == "yaml"
+                    and cipher_of(self.backend) is None
+                ):
                     index_file = self.home / "embeddings.faiss"
                 self._semantic = SemanticIndex(self.backend, embedder, index_file=index_file)
         return self._semantic
@@ -752,7 +777,7 @@ class Notebook:
                 "(Notebook.open(home)) or pass archive_dir"
             )
         if self._archive is None or self._archive.root != root:
-            self._archive = ColdArchive(root)
+            self._archive = ColdArchive(root, cipher=cipher_of(self.backend))
         return self._archive
 
     def compact(
@@ -793,7 +818,9 @@ class Notebook:
                 while page := self.backend.list_archived(offset, 1000):
                     copy.archive_moments(page)
                     offset += len(page)
-                scratch_archive = ColdArchive(Path(scratch), also=[archive.root])
+                scratch_archive = ColdArchive(
+                    Path(scratch), also=[archive.root], cipher=archive.cipher
+                )
                 compactor = Compactor(copy, scratch_archive, chosen, settings, self.tokens)
                 report = compactor.run(when, progress=progress)
                 return report.model_copy(update={"dry_run": True})

@@ -20,6 +20,8 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
 from .errors import StorageError
+from .privacy.crypto import Cipher
+from .privacy.sealed_store import SealedSqliteStore
 from .storage import StorageBackend
 from .storage.files import ensure_private_dir, ensure_private_file, exclusive_lock
 
@@ -39,8 +41,11 @@ def store_path(backend: StorageBackend) -> Path | None:
     return Path(backend.location) / STORE_FILE
 
 
-def open_store(backend: StorageBackend) -> tuple[BaseStore, sqlite3.Connection | None]:
-    """A store for ``backend`` and the connection to close with it (None in memory)."""
+def open_store(
+    backend: StorageBackend, cipher: Cipher | None = None
+) -> tuple[BaseStore, sqlite3.Connection | None]:
+    """A store for ``backend`` and the connection to close with it (None in memory); with
+    ``cipher`` (encryption at rest) its values are sealed."""
     path = store_path(backend)
     if path is None:
         return InMemoryStore(), None
@@ -50,7 +55,7 @@ def open_store(backend: StorageBackend) -> tuple[BaseStore, sqlite3.Connection |
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")
-        store = SqliteStore(conn)
+        store = SqliteStore(conn) if cipher is None else SealedSqliteStore(conn, cipher=cipher)
         _setup(store)
     except sqlite3.Error as err:
         raise StorageError(f"{path}: cannot open the LangGraph store: {err}") from err

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import typer
 
-from . import chat, compact, exchange, maintain, read, serve, session, write
+from . import (
+    chat,
+    compact,
+    exchange,
+    keys,
+    maintain,
+    privacy,
+    read,
+    serve,
+    session,
+    tokens,
+    write,
+)
 
 app = typer.Typer(
     name="agent-notebook",
@@ -30,9 +42,13 @@ app.command("import-checkpoints")(chat.import_checkpoints)
 app.command()(maintain.reindex)
 app.command()(maintain.doctor)
 app.command()(compact.compact)
+app.command()(privacy.redact)
+app.command()(privacy.forget)
 app.command()(serve.serve)
 app.command()(serve.mcp)
 app.add_typer(session.app)
+app.add_typer(tokens.app)
+app.add_typer(keys.app)
 
 
 def main() -> None:

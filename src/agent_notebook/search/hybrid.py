@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..config import SearchSettings
-from ..model import Moment
+from ..storage.base import MomentBrief
 
 __all__ = ["Fused", "SignalScore", "fuse", "neighbour_spread", "prior_factors"]
 
@@ -93,11 +93,10 @@ def neighbour_spread(
             entry.gains[source] = entry.gains.get(source, 0.0) + gain
 
 
-def prior_factors(moment: Moment, now: datetime, settings: SearchSettings) -> dict[str, float]:
+def prior_factors(moment: MomentBrief, now: datetime, settings: SearchSettings) -> dict[str, float]:
     """The priors' multipliers for ``moment``: ``1 + weight * (value - 0.5)`` each."""
     age_days = max(0.0, (now - moment.timestamp).total_seconds() / 86_400)
-    meta = moment.metadata
-    importance = meta.importance * math.exp(-meta.decay_rate * age_days)
+    importance = moment.importance * math.exp(-moment.decay_rate * age_days)
     recency = 0.5 ** (age_days / settings.recency_half_life_days)
     factors: dict[str, float] = {}
     if settings.importance_prior:

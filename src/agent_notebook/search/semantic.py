@@ -12,8 +12,11 @@ index from the stored vectors, which are the truth.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +36,9 @@ __all__ = ["BATCH", "SemanticIndex", "decode_vector", "encode_vector"]
 
 #: Moments embedded per batch (one transaction each).
 BATCH = 64
+#: Query vectors kept for reuse: a chat turn searches with the message it records next, so
+#: the worker can take that moment's vector from here instead of embedding the text again.
+RECENT_QUERIES = 16
 log = logging.getLogger(__name__)
 
 
@@ -48,6 +54,17 @@ def decode_vector(data: bytes) -> NDArray[np.float32]:
     vector = np.frombuffer(data, dtype="<f2").astype(np.float32)
     norm = float(np.linalg.norm(vector))
     return vector / norm if norm > 0 else vector
+
+
+#: Indexes whose worker runs: stopped at exit when their notebook was never closed (a
+#: daemon thread killed inside onnxruntime aborts the interpreter).
+_running: weakref.WeakSet[SemanticIndex] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_workers() -> None:
+    for index in list(_running):
+        index.stop_worker()
 
 
 class SemanticIndex:
@@ -70,6 +87,10 @@ class SemanticIndex:
         self._worker: threading.Thread | None = None
         self._idle = threading.Condition()
         self._busy = False
+        # Only for an embedder that gives a query and a document of one text the same vector.
+        self._reuse_queries = bool(getattr(embedder, "symmetric", False))
+        self._recent_queries: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
+        self._recent_lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
@@ -126,8 +147,23 @@ class SemanticIndex:
         index = self.index()
         if not len(index) or k <= 0:
             return []
-        found = index.search(self.embedder.embed_query(query), k, allowed=allowed)
+        found = index.search(self._query_vector(query), k, allowed=allowed)
         return [(f"m_{num}", score) for num, score in found]
+
+    def _query_vector(self, query: str) -> NDArray[np.float32]:
+        vector = self._recent(query)
+        if vector is None:
+            vector = self.embedder.embed_query(query)
+            if self._reuse_queries:
+                with self._recent_lock:
+                    self._recent_queries[query] = vector
+                    while len(self._recent_queries) > RECENT_QUERIES:
+                        self._recent_queries.popitem(last=False)
+        return vector
+
+    def _recent(self, text: str) -> NDArray[np.float32] | None:
+        with self._recent_lock:
+            return self._recent_queries.get(text)
 
     def forget(self, numbers: list[int]) -> None:
         """Drop these moments' vectors from the in-process index (their stored vectors went
@@ -135,6 +171,22 @@ class SemanticIndex:
         with self._lock:
             if self._index is not None:
                 self._index.remove(numbers)
+
+    def purge(self) -> None:
+        """Rewrite the saved index file now, without the vectors forgotten since it was
+        saved (a redaction); an index with no vector left has its files deleted."""
+        if self.index_file is None:
+            return
+        with self._lock:
+            index = self.index()
+            if len(index):
+                index.save_compacted(self.index_file)
+            else:
+                for path in (
+                    self.index_file,
+                    self.index_file.with_name(self.index_file.name + ".json"),
+                ):
+                    path.unlink(missing_ok=True)
 
     # -- embedding ---------------------------------------------------------------------------
 
@@ -172,8 +224,17 @@ class SemanticIndex:
         moments = self.backend.get_moments([f"m_{n}" for n in numbers])
         if not moments:
             return 0
+        import numpy as np
+
         texts = [m.content.text for m in moments]
-        vectors = self.embedder.embed_documents(texts)
+        known = [self._recent(text) for text in texts]
+        todo = [i for i, vector in enumerate(known) if vector is None]
+        vectors = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
+        if todo:
+            vectors[todo] = self.embedder.embed_documents([texts[i] for i in todo])
+        for i, vector in enumerate(known):
+            if vector is not None:
+                vectors[i] = vector
         self.backend.put_vectors(
             self.model_id,
             [
@@ -194,6 +255,7 @@ class SemanticIndex:
                 target=self._run, name="agent-notebook-embedder", daemon=True
             )
             self._worker.start()
+            _running.add(self)
         with self._idle:
             self._busy = True
         self._wake.set()
@@ -216,13 +278,18 @@ class SemanticIndex:
         with self._idle:
             return self._idle.wait_for(lambda: not self._busy, timeout)
 
-    def close(self) -> None:
-        """Stop the worker after its current batch and save the index file, if any."""
+    def stop_worker(self) -> None:
+        """Stop the worker after its current batch; the rest stays queued."""
         self._stopping = True
         self._wake.set()
         if self._worker is not None:
             self._worker.join()
             self._worker = None
+        _running.discard(self)
+
+    def close(self) -> None:
+        """Stop the worker after its current batch and save the index file, if any."""
+        self.stop_worker()
         with self._lock:
             if self.index_file is not None and self._index is not None and len(self._index):
                 self._index.save(self.index_file)

@@ -498,6 +498,16 @@ class VectorIndex:
 
     # -- files -------------------------------------------------------------------------------
 
+    def save_compacted(self, path: Path) -> None:
+        """:meth:`save` without the stale entries an HNSW graph keeps of removed vectors
+        (after a redaction): the graph is dropped, the exact index saved, a new graph built."""
+        self.wait_idle()
+        with self._lock:
+            if self._graph is not None and self._graph.stale:
+                self._graph = None
+            self.save(path)
+            self._maybe_rebuild()
+
     def save(self, path: Path) -> None:
         """Write the index to ``path`` and its sidecar ``<path>.json``, each atomically and
         owner-only.

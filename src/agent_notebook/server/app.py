@@ -1,55 +1,57 @@
-"""``create_app(settings)``: the HTTP server over one notebook.
+"""``create_app(settings)``: the HTTP server over one notebook, or several owners' notebooks.
 
-The notebook is opened when the app starts (embedding new moments in the background) and
-closed when it stops; the chat graph, the routers and the MCP servers share it."""
+Each notebook is opened when the app starts (embedding new moments in the background) and
+closed when it stops; its chat graph, its MCP servers and its tokens go with it. Every
+request's bearer token selects the notebook it sees (see :mod:`.auth`)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from pydantic import BaseModel
 
 from .. import __version__
+from ..errors import InvalidInput
 from ..notebook import Notebook
+from ..privacy.tokens import TokenStore, ensure_owner_token, owner_token_path, read_owner_token
 from . import chat, errors, export, notebook_api, sections_api
+from .auth import ACCESS_KEY, Access, BearerAuth, McpByToken, Tenant, Tenants
 from .chat_service import ChatService
 from .mcp_tools import build_mcp
 from .settings import ServerSettings
+
+log = logging.getLogger(__name__)
 
 
 class Health(BaseModel):
     status: str
     version: str
-    notebook: str
+    #: The notebook's location, for its owner's token only (the endpoint needs none).
+    notebook: str | None = None
 
 
 def create_app(settings: ServerSettings | None = None) -> FastAPI:
     """The FastAPI app: chat (seed 001) under ``/api/chat``, the notebook under ``/api``,
-    MCP at ``/mcp/`` (owner tools) and ``/mcp-guest/`` (guest tools), OpenAPI at ``/docs``."""
+    MCP at ``/mcp/`` (owner tools) and ``/mcp-guest/`` (guest tools), OpenAPI at ``/docs``;
+    everything but ``/api/health`` and the docs needs a bearer token."""
     settings = settings or ServerSettings()
-    owner_mcp = guest_mcp = None
+    tenants = Tenants()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        from ..graph.models import offline_models
-
-        nb = Notebook.open(settings.home, backend=settings.backend, background_embedding=True)
-        try:
-            app.state.notebook = nb
-            app.state.chat = ChatService(
-                nb,
-                model=settings.model or nb.config.chat.model,
-                models={**offline_models(), **settings.models},
-            )
-            async with AsyncExitStack() as stack:
-                for server in (owner_mcp, guest_mcp):
-                    if server is not None:
-                        await stack.enter_async_context(server.session_manager.run())
+        async with AsyncExitStack() as stack:
+            for home in settings.all_homes():
+                tenants.items.append(await _open_tenant(home, settings, stack))
+            _check_distinct(tenants)
+            app.state.tenants = tenants
+            try:
                 yield
-        finally:
-            nb.close()
+            finally:
+                tenants.items.clear()
 
     app = FastAPI(
         title="agent-notebook",
@@ -60,17 +62,61 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     )
     errors.install(app)
     app.add_middleware(errors.BodySizeLimit, limit=settings.max_body_bytes)
+    app.add_middleware(BearerAuth, tenants=tenants)  # outermost: nothing runs before it
     for module in (chat, notebook_api, sections_api, export):
         app.include_router(module.router, responses={"default": {"model": errors.ApiError}})
 
     @app.get("/api/health", tags=["notebook"])
-    def health() -> Health:
-        nb: Notebook = app.state.notebook
-        return Health(status="ok", version=__version__, notebook=nb.backend.location)
+    def health(request: Request) -> Health:
+        """Liveness; open without a token (an owner's token also gets the notebook's path)."""
+        access: Access | None = request.scope.get(ACCESS_KEY)
+        where = None
+        if access is not None and not access.is_guest:
+            where = access.tenant.notebook.backend.location
+        return Health(status="ok", version=__version__, notebook=where)
 
     if settings.mcp:
-        owner_mcp = build_mcp(lambda: app.state.notebook, owner=True, host=settings.host)
-        guest_mcp = build_mcp(lambda: app.state.notebook, owner=False, host=settings.host)
-        app.mount("/mcp", owner_mcp.streamable_http_app())
-        app.mount("/mcp-guest", guest_mcp.streamable_http_app())
+        app.mount("/mcp", McpByToken(tenants, owner=True))
+        app.mount("/mcp-guest", McpByToken(tenants, owner=False))
     return app
+
+
+async def _open_tenant(home: Path, settings: ServerSettings, stack: AsyncExitStack) -> Tenant:
+    from ..graph.models import offline_models
+
+    nb = Notebook.open(home, backend=settings.backend, background_embedding=True)
+    stack.callback(nb.close)  # after the MCP servers below have stopped
+    _, created = ensure_owner_token(home)
+    if created:
+        log.warning("created the owner token of %s in %s", home, owner_token_path(home))
+    tenant = Tenant(
+        home=home,
+        tokens=TokenStore(home),
+        notebook=nb,
+        chat=ChatService(
+            nb,
+            model=settings.model or nb.config.chat.model,
+            models={**offline_models(), **settings.models},
+        ),
+    )
+    if settings.mcp:
+        owner = build_mcp(nb, owner=True, host=settings.host)
+        guest = build_mcp(nb, owner=False, host=settings.host)
+        tenant.owner_mcp = owner.streamable_http_app()  # also makes its session manager
+        tenant.guest_mcp = guest.streamable_http_app()
+        for server in (owner, guest):
+            await stack.enter_async_context(server.session_manager.run())
+    return tenant
+
+
+def _check_distinct(tenants: Tenants) -> None:
+    """Two homes with one owner token (a copied home) would make the token ambiguous."""
+    seen: dict[str, str] = {}
+    for tenant in tenants.items:
+        token = read_owner_token(tenant.home)
+        if token in seen:
+            raise InvalidInput(
+                f"{tenant.home} and {seen[token]} have the same owner token: delete "
+                f"{owner_token_path(tenant.home)} and start again to make a new one"
+            )
+        seen[token] = str(tenant.home)

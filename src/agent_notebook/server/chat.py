@@ -18,6 +18,7 @@ from ..errors import NotebookError
 from ..graph.context import Mode
 from ..model import Text
 from ..notebook import Notebook
+from .auth import access_of
 from .chat_service import ChatService
 from .deps import Limit, Offset, Page, notebook, page
 from .errors import FIXES, TITLES, status_of
@@ -28,8 +29,8 @@ THREAD_PATTERN = r"^[A-Za-z0-9_:@-]{1,200}$"
 
 
 def chat_service(request: Request) -> ChatService:
-    service: ChatService = request.app.state.chat
-    return service
+    """The chat service of the request's notebook (one per notebook on the server)."""
+    return access_of(request).tenant.chat
 
 
 Chat = Annotated[ChatService, Depends(chat_service)]

@@ -1,4 +1,4 @@
-"""What the routers share: the notebook of the app, paging, ETags."""
+"""What the routers share: the notebook of the request's token, paging, ETags."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from ..errors import Conflict
 from ..notebook import Notebook
+from .auth import access_of
 
 MAX_PAGE = 1000
 MAX_OFFSET = 2**53  # past any real list; keeps the database's integers in range
@@ -45,8 +46,8 @@ def page(items: Sequence[_T], offset: int, limit: int) -> Page[_T]:
 
 
 def notebook(request: Request) -> Notebook:
-    nb: Notebook = request.app.state.notebook
-    return nb
+    """The notebook of the request's bearer token (see :mod:`.auth`)."""
+    return access_of(request).tenant.notebook
 
 
 def etag_of(data: BaseModel | str) -> str:

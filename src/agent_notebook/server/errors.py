@@ -1,8 +1,9 @@
 """Errors as JSON a person (or a model) can act on: ``{"error", "detail", "fix"}``.
 
-404 an unknown id, 409 a conflict (a stale ``If-Match`` too), 413 an oversized body, 422
-invalid input; a bad request never gets a 5xx and changes nothing. Library errors keep their
-own message (which says what was wrong) as ``detail``.
+401 a missing or wrong bearer token, 403 a guest token off its routes, 404 an unknown id,
+409 a conflict (a stale ``If-Match`` too), 413 an oversized body, 422 invalid input; a bad
+request never gets a 5xx and changes nothing. Library errors keep their own message (which
+says what was wrong) as ``detail``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ log = logging.getLogger(__name__)
 
 FIXES: dict[int, str] = {
     400: "send a well-formed HTTP request",
+    401: "send 'Authorization: Bearer <token>': the owner's token is in "
+    "<home>/secrets/owner-token; a guest gets one from the owner ('agent-notebook token "
+    "create --guest NAME')",
+    403: "use a route your token may use, or ask the notebook's owner to do this",
     404: "check the id or the path; the list endpoints (GET /api/sessions, "
     "GET /api/chat/sessions) say what exists, and /docs lists every path",
     405: "use one of the methods /docs lists for this path",
@@ -46,6 +51,8 @@ FIXES: dict[int, str] = {
 }
 TITLES: dict[int, str] = {
     400: "bad request",
+    401: "unauthorized",
+    403: "forbidden",
     404: "not found",
     405: "method not allowed",
     409: "conflict",
@@ -60,6 +67,10 @@ TITLES: dict[int, str] = {
 
 class ModelFailed(NotebookError):
     """The chat model (a provider) failed: 502."""
+
+
+class Forbidden(NotebookError):
+    """The token is valid but may not do this (a guest off its routes): 403."""
 
 
 class ApiError(BaseModel):
@@ -80,6 +91,8 @@ def error_response(status: int, detail: str, fix: str | None = None) -> JSONResp
 def status_of(err: NotebookError) -> int:
     if isinstance(err, NotFound):
         return 404
+    if isinstance(err, Forbidden):
+        return 403
     if isinstance(err, Conflict):
         return 409
     if isinstance(err, InvalidInput):

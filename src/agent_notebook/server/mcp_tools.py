@@ -3,8 +3,9 @@
 Guest tools read the notebook and write back one kind of record: ``search``, ``slice``,
 ``read_session``, ``read_notebook_section``, ``write_back``. Owner tools add ``record`` and
 ``update_section``. Served over stdio by ``agent-notebook mcp`` and mounted on the HTTP
-server (``/mcp`` for the owner, ``/mcp-guest`` for guests). A failed call's message says
-what was wrong and how to recover.
+server (``/mcp`` for the owner, ``/mcp-guest`` for guests; there a guest token's
+``write_back`` must name that guest). A failed call's message says what was wrong and how to
+recover.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 import anyio
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
@@ -50,6 +51,19 @@ async def _run(work: Callable[[], _T]) -> _T:
         return await anyio.to_thread.run_sync(work)
     except NotebookError as err:
         raise ToolError(f"{err}. To recover: {_recover(err)}.") from None
+
+
+def _token_guest(ctx: Context) -> str | None:  # type: ignore[type-arg]
+    """Over HTTP, the guest name of the request's bearer token (None for the owner's token
+    and over stdio, where the process itself is the owner's)."""
+    from .auth import ACCESS_KEY, Access
+
+    request = ctx.request_context.request
+    scope = getattr(request, "scope", None)
+    access = scope.get(ACCESS_KEY) if isinstance(scope, dict) else None
+    if isinstance(access, Access) and access.is_guest:
+        return access.grant.name
+    return None
 
 
 def build_mcp(
@@ -150,6 +164,7 @@ def build_mcp(
         session_id: str,
         kind: Literal["decision", "pending", "escalation_outcome"],
         text: str,
+        ctx: Context,  # type: ignore[type-arg]
         why: str = "",
         escalation_id: str | None = None,
     ) -> dict[str, Any]:
@@ -165,6 +180,12 @@ def build_mcp(
         why: the reason, briefly.
         Returns the audit-log entry.
         """
+        token_guest = _token_guest(ctx)
+        if token_guest is not None and guest != token_guest:
+            raise ToolError(
+                f"your token is guest {token_guest!r}: call write_back with "
+                f"guest={token_guest!r}, not {guest!r}"
+            )
         return await _run(
             lambda: (
                 get()

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Literal, TypeVar
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import InvalidInput
@@ -27,8 +27,11 @@ from ..model import (
     Text,
 )
 from ..notebook import MAX_SEARCH_LIMIT, Notebook, WriteBackKind
+from ..privacy.redaction import ForgetReport
 from ..slice import MAX_SLICE_TOKENS, Slice
+from .auth import access_of
 from .deps import IfMatch, Limit, Offset, Page, check_if_match, etag_of, notebook, page, set_etag
+from .errors import Forbidden
 
 router = APIRouter(prefix="/api")
 Nb = Annotated[Notebook, Depends(notebook)]
@@ -82,6 +85,16 @@ class WriteBack(_Body):
     text: Text = Field(min_length=1)
     why: Text = ""
     escalation_id: str | None = Field(None, description="For kind escalation_outcome.")
+
+
+class Redaction(_Body):
+    reason: Text = Field(min_length=1, max_length=10_000, description="Why, for the tombstone.")
+
+
+class Forgetting(_Body):
+    concept: Text = Field(min_length=1, max_length=200, description="What to forget.")
+    reason: Text = Field("", max_length=10_000)
+    dry_run: bool = Field(False, description="Only report what would be forgotten.")
 
 
 class SliceResponse(BaseModel):
@@ -185,6 +198,20 @@ def get_moment(moment_id: str, nb: Nb, response: Response) -> Moment:
     moment = nb.get_moment(moment_id)
     set_etag(response, etag_of(moment))
     return moment
+
+
+@router.post("/moments/{moment_id}/redact", tags=["moments"])
+def redact(moment_id: str, body: Redaction, nb: Nb) -> Moment:
+    """Remove a moment's content for good, leaving a tombstone (who, when, why) and an
+    audit-log entry; owner only. Redacting it again changes nothing."""
+    return nb.redact(moment_id, body.reason, who="owner")
+
+
+@router.post("/forget", tags=["moments"])
+def forget(body: Forgetting, nb: Nb) -> ForgetReport:
+    """Forget a concept: redact every moment, rollup and session-notebook line tied to it
+    (``dry_run``: only say what would go); owner only."""
+    return nb.forget(body.concept, body.reason, who="owner", dry_run=body.dry_run)
 
 
 # -- the audit log, pending items, escalations ----------------------------------------------
@@ -298,10 +325,22 @@ def resolve_escalation(
 
 @router.post("/sessions/{session_id}/write-back", status_code=201, tags=["guests"])
 def write_back(
-    session_id: str, body: WriteBack, nb: Nb, response: Response, if_match: IfMatch = None
+    session_id: str,
+    body: WriteBack,
+    nb: Nb,
+    request: Request,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> Decision:
     """A guest agent's one write: a decision, a pending item or an escalation's outcome,
-    entered in the audit log under ``guest:<name>``."""
+    entered in the audit log under ``guest:<name>``; with a guest token, ``guest`` must be
+    that token's name."""
+    access = access_of(request)
+    if access.is_guest and body.guest != access.grant.name:
+        raise Forbidden(
+            f"this guest token is {access.grant.name!r}: write back as guest "
+            f"{access.grant.name!r}, not {body.guest!r}"
+        )
     entry = _guarded(
         nb,
         session_id,

@@ -14,17 +14,22 @@ holding ``index.yaml``
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidInput
-from .base import Capabilities, MomentFilter, StorageBackend
+from .base import Capabilities, MomentBrief, MomentFilter, StorageBackend
 from .memory import MemoryBackend
 from .sqlite import SqliteBackend
 from .sqlite.backend import Synchronous
 from .yamldir import YamlDirBackend
 
+if TYPE_CHECKING:
+    from ..privacy.crypto import Cipher
+
 __all__ = [
     "Capabilities",
     "MemoryBackend",
+    "MomentBrief",
     "MomentFilter",
     "SqliteBackend",
     "StorageBackend",
@@ -34,8 +39,12 @@ __all__ = [
 
 
 def open_backend(
-    location: str | Path, *, sqlite_synchronous: Synchronous = "FULL"
+    location: str | Path,
+    *,
+    sqlite_synchronous: Synchronous = "FULL",
+    cipher: Cipher | None = None,
 ) -> StorageBackend:
+    """``cipher`` (encryption at rest) seals what the SQLite and YAML backends store."""
     text = str(location)
     if text in ("memory", "memory://"):
         return MemoryBackend()
@@ -43,15 +52,17 @@ def open_backend(
         return SqliteBackend(":memory:")
     if text.startswith("sqlite://"):
         return SqliteBackend(
-            text.removeprefix("sqlite://") or ":memory:", synchronous=sqlite_synchronous
+            text.removeprefix("sqlite://") or ":memory:",
+            synchronous=sqlite_synchronous,
+            cipher=cipher,
         )
     if text.startswith("yaml://"):
-        return YamlDirBackend(text.removeprefix("yaml://"))
+        return YamlDirBackend(text.removeprefix("yaml://"), cipher=cipher)
     path = Path(text).expanduser()
     if path.suffix in (".db", ".sqlite", ".sqlite3"):
-        return SqliteBackend(path, synchronous=sqlite_synchronous)
+        return SqliteBackend(path, synchronous=sqlite_synchronous, cipher=cipher)
     if path.is_dir() and ((path / "index.yaml").exists() or (path / "sessions").is_dir()):
-        return YamlDirBackend(path)
+        return YamlDirBackend(path, cipher=cipher)
     raise InvalidInput(
         f"cannot tell which backend {text!r} is: use sqlite:///path/notebook.db, "
         "yaml:///path/dir, memory://, or a path ending in .db"

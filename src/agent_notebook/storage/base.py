@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from ..model import ArchiveEntry, ConceptEntry, Moment, Session
 
@@ -36,6 +37,51 @@ class Capabilities:
 
 
 @dataclass(frozen=True, slots=True)
+class MomentBrief:
+    """What ranking needs of a moment, without loading it: where and when it is, who
+    spoke, its priors' inputs, whether it was redacted and whether it asks a question."""
+
+    number: int
+    session: str
+    timestamp: datetime
+    role: str
+    speaker: str
+    importance: float
+    decay_rate: float
+    redacted: bool
+    asks: bool
+
+    @property
+    def id(self) -> str:
+        return f"m_{self.number}"
+
+    @classmethod
+    def of(cls, moment: Moment) -> MomentBrief:
+        return cls(
+            number=moment.number,
+            session=moment.session,
+            timestamp=moment.timestamp,
+            role=moment.role,
+            speaker=moment.speaker,
+            importance=moment.metadata.importance,
+            decay_rate=moment.metadata.decay_rate,
+            redacted=moment.redacted is not None,
+            asks="?" in moment.content.text,
+        )
+
+
+class _Filterable(Protocol):
+    @property
+    def session(self) -> str: ...
+    @property
+    def timestamp(self) -> datetime: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def speaker(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
 class MomentFilter:
     """Filters shared by listing and search. ``since`` is inclusive, ``until`` exclusive;
     ``speaker`` matches a moment's speaker or its role (``assistant``), ignoring case."""
@@ -45,7 +91,7 @@ class MomentFilter:
     until: datetime | None = None
     speaker: str | None = None
 
-    def matches(self, moment: Moment) -> bool:
+    def matches(self, moment: _Filterable) -> bool:
         if self.session is not None and moment.session != self.session:
             return False
         if self.since is not None and moment.timestamp < self.since:
@@ -114,6 +160,12 @@ class StorageBackend(ABC):
     def get_moments(self, moment_ids: Sequence[str]) -> list[Moment]:
         """The moments that exist among ``moment_ids``, in the order asked."""
         return [m for m in map(self.get_moment, moment_ids) if m is not None]
+
+    def moment_briefs(self, moment_ids: Sequence[str]) -> list[MomentBrief]:
+        """:class:`MomentBrief` of the moments that exist among ``moment_ids``, in the order
+        asked. Search ranks many candidates and loads only the few it returns; a backend
+        that can read these fields without loading whole moments should."""
+        return [MomentBrief.of(m) for m in self.get_moments(moment_ids)]
 
     @abstractmethod
     def list_moments(
@@ -215,6 +267,13 @@ class StorageBackend(ABC):
         while page := self.list_moments(offset=offset, limit=batch):
             yield from page
             offset += len(page)
+
+    @abstractmethod
+    def purge(self) -> None:
+        """Make removed data physically gone (after a redaction): no copy of rewritten or
+        deleted text may stay in the backend's files (free pages, logs, index segments,
+        temp files). Costly (a SQLite file is rewritten whole): call it once after a batch
+        of redactions, outside ``atomic()``. Nothing to do for a backend in memory."""
 
     @abstractmethod
     def close(self) -> None: ...

@@ -35,8 +35,9 @@ from ..model import (
     SessionContext,
     SessionStats,
     TaskStatus,
+    Tombstone,
 )
-from .base import MomentFilter, StorageBackend
+from .base import MomentBrief, MomentFilter, StorageBackend
 
 __all__ = [
     "TestArchive",
@@ -196,6 +197,32 @@ class TestMoments:
         assert [m.id for m in found] == ["m_3", "m_1", "m_3"]
         assert found[1] == backend.get_moment("m_1")
 
+    def test_briefs_agree_with_the_moments(self, backend: StorageBackend) -> None:
+        backend.put_session(make_session())
+        gone = Tombstone(when=T0, who="owner", why="private")
+        backend.put_moments(
+            [
+                make_moment(1, "plain text"),
+                make_moment(
+                    2,
+                    "Where did Caroline go?",
+                    role="assistant",
+                    speaker="Hermes",
+                    metadata=MomentMetadata(importance=0.9, decay_rate=0.1),
+                    timestamp=T0 + timedelta(days=3, microseconds=17),
+                ),
+                make_moment(3, "", redacted=gone),
+            ]
+        )
+        briefs = backend.moment_briefs(["m_3", "m_404", "m_2", "m_1"])
+        wanted = [MomentBrief.of(m) for m in backend.get_moments(["m_3", "m_2", "m_1"])]
+        assert briefs == wanted
+        assert [(b.asks, b.redacted, b.importance) for b in briefs] == [
+            (False, True, 0.5),
+            (True, False, 0.9),
+            (False, False, 0.5),
+        ]
+
     def test_put_replaces_text_concepts_and_index(self, backend: StorageBackend) -> None:
         backend.put_session(make_session())
         backend.put_moments([make_moment(1, "about kangaroos", concepts=["kangaroo"])])
@@ -204,6 +231,21 @@ class TestMoments:
         assert backend.get_concept("kangaroo") is None
         assert backend.search_text("kangaroos", MomentFilter(), 5) == []
         assert [h[0] for h in backend.search_text("wombats", MomentFilter(), 5)] == ["m_1"]
+
+    def test_purge_keeps_records_and_drops_what_was_removed(self, backend: StorageBackend) -> None:
+        backend.put_session(make_session())
+        backend.put_moments(
+            [
+                make_moment(1, "about kangaroos", concepts=["kangaroo"]),
+                make_moment(2, "about wombats", concepts=["wombat"]),
+            ]
+        )
+        backend.put_moments([make_moment(1, "")])  # a redaction: text and concepts gone
+        backend.purge()
+        assert backend.get_concept("kangaroo") is None
+        assert backend.search_text("kangaroos", MomentFilter(), 10) == []
+        assert [i for i, _ in backend.search_text("wombats", MomentFilter(), 10)] == ["m_2"]
+        assert [m.content.text for m in backend.list_moments()] == ["", "about wombats"]
 
 
 class TestAtomic:

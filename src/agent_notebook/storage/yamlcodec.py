@@ -12,13 +12,17 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from ..errors import CorruptFile
+from ..errors import CorruptFile, InvalidInput
 from ..model import describe_validation_error
+from ..privacy.crypto import sealed_key_id
+
+if TYPE_CHECKING:
+    from ..privacy.crypto import Cipher
 
 _Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -115,21 +119,40 @@ def load_data(text: str, path: Path) -> Any:
 _R = TypeVar("_R", bound=BaseModel)
 
 
-def read_text(path: Path) -> str:
-    """A stored file's text; failures are a :class:`CorruptFile` naming ``path``."""
+def read_text(path: Path, cipher: Cipher | None = None) -> str:
+    """A stored file's text; failures are a :class:`CorruptFile` naming ``path``. A sealed
+    file (encryption at rest) is opened with ``cipher``."""
     try:
         raw = path.read_bytes()
     except OSError as err:
         raise CorruptFile(path, f"cannot be read ({err.strerror})") from None
+    raw = open_sealed(raw, path, cipher)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise CorruptFile(path, f"not valid UTF-8 at byte {err.start}") from None
 
 
-def read_record(path: Path, cls: type[_R]) -> _R:
+def open_sealed(raw: bytes, path: Path, cipher: Cipher | None) -> bytes:
+    """``raw`` as written: a sealed file opened (bound to its name), a plain one as is."""
+    if sealed_key_id(raw) is None:
+        return raw
+    if cipher is None:
+        raise InvalidInput(
+            f"{path} is encrypted: set privacy.encryption.enabled: true and give the "
+            "notebook's key (AGENT_NOTEBOOK_KEY or privacy.encryption.key_file)"
+        )
+    return cipher.decrypt(raw, path.name.encode(), str(path))
+
+
+def seal(data: bytes, path: Path, cipher: Cipher | None) -> bytes:
+    """What to write to ``path``: ``data`` sealed when ``cipher`` is given."""
+    return data if cipher is None else cipher.encrypt(data, path.name.encode())
+
+
+def read_record(path: Path, cls: type[_R], cipher: Cipher | None = None) -> _R:
     """Load a record file; every failure is a :class:`CorruptFile` naming ``path``."""
-    data = load_data(read_text(path), path)
+    data = load_data(read_text(path, cipher), path)
     try:
         return cls.model_validate(data)
     except ValidationError as err:

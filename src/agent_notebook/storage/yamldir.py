@@ -32,11 +32,13 @@ import os
 import re
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from ..errors import CorruptFile
 from ..model import SCHEMA_VERSION, ArchiveEntry, Moment, Session, describe_validation_error
+from ..privacy.crypto import sealed_key_id
 from . import yamlcodec
 from .base import Capabilities
 from .files import (
@@ -47,6 +49,9 @@ from .files import (
     write_atomic,
 )
 from .staged import NotebookState, StagedBackend, StagedChanges
+
+if TYPE_CHECKING:
+    from ..privacy.crypto import Cipher
 
 INDEX_FILE = "index.yaml"
 ARCHIVED_FILE = "archived.yaml"
@@ -66,9 +71,10 @@ class YamlDirBackend(StagedBackend):
         native_full_text=False,
     )
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, *, cipher: Cipher | None = None) -> None:
         super().__init__()
         self.root = Path(root)
+        self.cipher = cipher  # encryption at rest: every file is sealed whole, same names
         ensure_private_dir(self.root / "sessions")
         self._lock_path = ensure_private_file(self.root / LOCK_FILE)
         self._signature: _Signature | None = None
@@ -122,7 +128,7 @@ class YamlDirBackend(StagedBackend):
         state = NotebookState()
         index_path = self.root / INDEX_FILE
         if index_path.exists():
-            index = yamlcodec.load_data(yamlcodec.read_text(index_path), index_path)
+            index = yamlcodec.load_data(yamlcodec.read_text(index_path, self.cipher), index_path)
             if not isinstance(index, dict) or not isinstance(index.get("counters", {}), dict):
                 raise CorruptFile(index_path, "expected a mapping with 'counters'")
             self._revision = int(index.get("revision", 0))
@@ -132,23 +138,24 @@ class YamlDirBackend(StagedBackend):
             if entry.name.startswith("."):
                 continue  # temp files of an interrupted write
             if entry.is_file() and entry.suffix == ".yaml":
-                session = yamlcodec.read_record(entry, Session)
+                session = yamlcodec.read_record(entry, Session, self.cipher)
                 if session.id != entry.stem:
                     raise CorruptFile(entry, f"holds session {session.id}, not {entry.stem}")
                 state.sessions[session.id] = session
             elif entry.is_dir():
                 for path in sorted((entry / "moments").glob("m_*.yaml")):
-                    moment = yamlcodec.read_record(path, Moment)
+                    moment = yamlcodec.read_record(path, Moment, self.cipher)
                     if moment.id != path.stem or moment.session != entry.name:
                         raise CorruptFile(
                             path, f"holds {moment.id} of {moment.session}, not {path.stem}"
                         )
                     state.put_moment(moment)
-                    if (found := _read_vector(path.with_suffix(".vec"), moment)) is not None:
+                    vec = path.with_suffix(".vec")
+                    if (found := _read_vector(vec, moment, self.cipher)) is not None:
                         state.vectors[moment.number] = found
         archived_path = self.root / ARCHIVED_FILE
         if archived_path.exists():
-            for archived in _read_archived(archived_path):
+            for archived in _read_archived(archived_path, self.cipher):
                 if archived.number not in state.moments:  # else its removal did not finish
                     state.put_archived(archived)
         if state.moments:  # never hand out an id a moment file already has
@@ -161,26 +168,33 @@ class YamlDirBackend(StagedBackend):
         for moment in changes.moments.values():
             path = self._moment_path(moment)
             ensure_private_dir(path.parent)
-            write_atomic(path, yamlcodec.dump_record(moment).encode(), sync_dir=False)
+            write_atomic(
+                path, self._seal(yamlcodec.dump_record(moment).encode(), path), sync_dir=False
+            )
             dirs.add(path.parent)
         for num, vector in changes.vectors.items():
             moment = self._state.moments[num]
-            write_atomic(self._vector_path(moment), _vector_file(vector, moment), sync_dir=False)
+            vec = self._vector_path(moment)
+            write_atomic(vec, self._seal(_vector_file(vector, moment), vec), sync_dir=False)
         for num, moment in changes.moments.items():
             if num not in self._state.vectors:  # rewritten text: the old vector is stale
                 self._vector_path(moment).unlink(missing_ok=True)
         for session in changes.sessions.values():
             path = self._session_path(session.id)
-            write_atomic(path, yamlcodec.dump_record(session).encode(), sync_dir=False)
+            write_atomic(
+                path, self._seal(yamlcodec.dump_record(session).encode(), path), sync_dir=False
+            )
             dirs.add(path.parent)
         if changes.archived:
             entries = [e.model_dump(mode="json") for _, e in sorted(self._state.archived.items())]
             document = {"schema_version": SCHEMA_VERSION, "archived": entries}
-            write_atomic(self.root / ARCHIVED_FILE, yamlcodec.dump_data(document).encode())
+            archived = self.root / ARCHIVED_FILE
+            write_atomic(archived, self._seal(yamlcodec.dump_data(document).encode(), archived))
         for d in dirs:
             fsync_dir(d)
         self._revision += 1
-        write_atomic(self.root / INDEX_FILE, self._index_document().encode())
+        index = self.root / INDEX_FILE
+        write_atomic(index, self._seal(self._index_document().encode(), index))
         self._signature = self._index_signature()
         gone: set[Path] = set()
         for entry in changes.archived.values():  # named in archived.yaml: now safe to delete
@@ -192,6 +206,32 @@ class YamlDirBackend(StagedBackend):
             if d.exists():
                 fsync_dir(d)
 
+    def _seal(self, data: bytes, path: Path) -> bytes:
+        return yamlcodec.seal(data, path, self.cipher)
+
+    def reseal(self) -> int:
+        """Rewrite every file not sealed with the cipher's key (a key rotation; plain files
+        are sealed too), one atomic file at a time: a kill leaves each file under the old
+        key or the new one, and running this again finishes. Returns the files rewritten."""
+        if self.cipher is None:
+            raise CorruptFile(self.root, "reseal needs a cipher")
+        done = 0
+        with self._lock, self._writer_lock():
+            paths = [self.root / INDEX_FILE, self.root / ARCHIVED_FILE]
+            paths += sorted((self.root / "sessions").rglob("*.yaml"))
+            paths += sorted((self.root / "sessions").rglob("*.vec"))
+            for path in paths:
+                if path.name.startswith(".") or not path.is_file():
+                    continue
+                raw = path.read_bytes()
+                if sealed_key_id(raw) == self.cipher.key_id:
+                    continue
+                plain = yamlcodec.open_sealed(raw, path, self.cipher)
+                write_atomic(path, self._seal(plain, path))
+                done += 1
+            self._invalidate()
+        return done
+
     def _index_document(self) -> str:
         concepts = {
             concept: ([f"m_{n}" for n in sorted(entry)], sorted(set(entry.values())))
@@ -199,14 +239,21 @@ class YamlDirBackend(StagedBackend):
         }
         return yamlcodec.dump_index(SCHEMA_VERSION, self._revision, self._state.counters, concepts)
 
+    def purge(self) -> None:
+        # Every record file is rewritten whole (temp file, rename) when it changes; what may
+        # be left is the temp file of a write a crash interrupted. The lock keeps out writers.
+        with self.atomic():
+            for stale in self.root.rglob(".*.tmp"):
+                stale.unlink(missing_ok=True)
+
     def close(self) -> None:
         with self._lock:
             self._state = NotebookState()
             self._signature = None
 
 
-def _read_archived(path: Path) -> list[ArchiveEntry]:
-    data = yamlcodec.load_data(yamlcodec.read_text(path), path)
+def _read_archived(path: Path, cipher: Cipher | None = None) -> list[ArchiveEntry]:
+    data = yamlcodec.load_data(yamlcodec.read_text(path, cipher), path)
     if not isinstance(data, dict) or not isinstance(data.get("archived"), list):
         raise CorruptFile(path, "expected a mapping with an 'archived' list")
     entries = []
@@ -229,10 +276,12 @@ def _vector_file(vector: tuple[str, bytes], moment: Moment) -> bytes:
     return f"{model} {_text_digest(moment)}\n".encode() + blob
 
 
-def _read_vector(path: Path, moment: Moment) -> tuple[str, bytes] | None:
+def _read_vector(
+    path: Path, moment: Moment, cipher: Cipher | None = None
+) -> tuple[str, bytes] | None:
     """The vector file's (model, bytes), or None when absent or made from other text."""
     try:
-        data = path.read_bytes()
+        data = yamlcodec.open_sealed(path.read_bytes(), path, cipher)
     except FileNotFoundError:
         return None
     header, _, blob = data.partition(b"\n")

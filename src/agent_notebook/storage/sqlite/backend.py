@@ -16,16 +16,20 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
 from ...errors import StorageError
 from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
+from ...privacy.crypto import sealed_key_id
 from ...search.lexical import stem, terms, tokenize
-from ..base import Capabilities, MomentFilter, StorageBackend
+from ..base import Capabilities, MomentBrief, MomentFilter, StorageBackend
 from ..files import ensure_private_dir, ensure_private_file
-from . import schema
+from . import schema, sealed
+
+if TYPE_CHECKING:
+    from ...privacy.crypto import Cipher
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
@@ -49,8 +53,10 @@ class SqliteBackend(StorageBackend):
         *,
         synchronous: Synchronous = "FULL",
         busy_timeout_s: float = 60.0,
+        cipher: Cipher | None = None,
     ) -> None:
         self.path = str(path)
+        self.cipher = cipher  # encryption at rest: see ``sealed``
         self._lock = threading.RLock()
         self._depth = 0
         self._savepoints = itertools.count()
@@ -68,6 +74,7 @@ class SqliteBackend(StorageBackend):
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
             self._migrate()
+        self._check_sealing()
 
     @property
     def location(self) -> str:
@@ -139,9 +146,36 @@ class SqliteBackend(StorageBackend):
             rows += self._query(f"{select} ({','.join('?' * len(chunk))})", chunk)
         return rows
 
+    def _check_sealing(self) -> None:
+        """Refuse at open, before any write, a notebook sealed with another key (or
+        sealed at all, without a key): the newest moment and session tell."""
+        for table in ("moments", "sessions"):
+            rows = self._query(f"SELECT body FROM {table} ORDER BY rowid DESC LIMIT 1")
+            if rows and sealed.is_sealed(rows[0][0]):
+                part = sealed.sealed_part(rows[0][0])
+                if self.cipher is None:
+                    sealed.moment_from_row(None, "", rows[0][0])  # raises: needs the key
+                elif (kid := self.cipher.text_key_id(part)) and not self.cipher.knows(kid):
+                    raise self.cipher.wrong_key(kid, self.path)
+
+    def _terms(self, text: str) -> list[str]:
+        """The index terms of ``text`` as stored: keyed tokens when encrypted."""
+        return terms(text) if self.cipher is None else sealed.index_terms(self.cipher, text)
+
+    def _name(self, concept: str) -> str:
+        return concept if self.cipher is None else self.cipher.seal_name(concept)
+
+    def _unname(self, stored: str) -> str:
+        return stored if self.cipher is None else self.cipher.open_name(stored)
+
+    def _moment_row(self, moment: Moment) -> tuple[int, str, int, str, str, str, str]:
+        if self.cipher is None:
+            return schema.moment_row(moment)
+        return sealed.moment_row(self.cipher, moment)
+
     def _moments_from(self, rows: list[Any]) -> list[Moment]:
         try:
-            return [schema.moment_from_row(text, body) for text, body in rows]
+            return [sealed.moment_from_row(self.cipher, text, body) for text, body in rows]
         except (ValueError, ValidationError) as err:
             raise StorageError(f"{self.path}: a stored moment does not load: {err}") from err
 
@@ -172,7 +206,7 @@ class SqliteBackend(StorageBackend):
 
     def get_session(self, session_id: str) -> Session | None:
         rows = self._query("SELECT body FROM sessions WHERE id = ?", (session_id,))
-        return schema.session_from_row(rows[0][0]) if rows else None
+        return sealed.session_from_row(self.cipher, rows[0][0]) if rows else None
 
     def put_session(self, session: Session) -> None:
         with self.atomic():
@@ -180,15 +214,21 @@ class SqliteBackend(StorageBackend):
                 "INSERT INTO sessions (id, started_us, body) VALUES (?, ?, ?) "
                 "ON CONFLICT (id) DO UPDATE SET started_us = excluded.started_us, "
                 "body = excluded.body",
-                schema.session_row(session),
+                self._session_row(session),
             )
+
+    def _session_row(self, session: Session) -> tuple[str, int, str]:
+        row = schema.session_row(session)
+        if self.cipher is None:
+            return row
+        return (row[0], row[1], sealed.session_body(self.cipher, session))
 
     def list_sessions(self, offset: int = 0, limit: int | None = None) -> list[Session]:
         rows = self._query(
             "SELECT body FROM sessions ORDER BY started_us, id LIMIT ? OFFSET ?",
             (_limit(limit), offset),
         )
-        return [schema.session_from_row(body) for (body,) in rows]
+        return [sealed.session_from_row(self.cipher, body) for (body,) in rows]
 
     def count_sessions(self) -> int:
         return int(self._query("SELECT count(*) FROM sessions")[0][0])
@@ -198,7 +238,7 @@ class SqliteBackend(StorageBackend):
     def put_moments(self, moments: Sequence[Moment]) -> None:
         with self.atomic():
             replaced = self._replaced(moments)
-            self._conn.executemany(schema.UPSERT_MOMENT, [schema.moment_row(m) for m in moments])
+            self._conn.executemany(schema.UPSERT_MOMENT, [self._moment_row(m) for m in moments])
             self._index_terms(moments, replaced)
             self._index_concepts(moments, replaced)
             texts = {m.number: m.content.text for m in moments}
@@ -212,14 +252,15 @@ class SqliteBackend(StorageBackend):
         rows = self._rows_by_num(
             "SELECT num, text, body FROM moments WHERE num IN", [m.number for m in moments]
         )
-        return {num: schema.moment_from_row(text, body) for num, text, body in rows}
+        loaded = self._moments_from([(text, body) for _, text, body in rows])
+        return dict(zip((num for num, _, _ in rows), loaded, strict=True))
 
     def _index_terms(self, moments: Sequence[Moment], replaced: dict[int, Moment]) -> None:
         change: Counter[str] = Counter()
         for moment in moments:
-            change.update(set(terms(moment.content.text)))
+            change.update(set(self._terms(moment.content.text)))
             if (old := replaced.get(moment.number)) is not None:
-                change.subtract(set(terms(old.content.text)))
+                change.subtract(set(self._terms(old.content.text)))
         self._conn.executemany(
             "INSERT INTO term_docs (term, docs) VALUES (?, ?) "
             "ON CONFLICT (term) DO UPDATE SET docs = docs + excluded.docs",
@@ -231,9 +272,9 @@ class SqliteBackend(StorageBackend):
         self._conn.executemany(
             "DELETE FROM concept_moments WHERE num = ? "
             "AND concept_id = (SELECT id FROM concepts WHERE name = ?)",
-            [(num, name) for name, num in gone],
+            [(num, self._name(name)) for name, num in gone],
         )
-        pairs = [(c, m.number) for m in moments for c in m.metadata.concepts]
+        pairs = [(self._name(c), m.number) for m in moments for c in m.metadata.concepts]
         self._conn.executemany(
             "INSERT INTO concepts (name) VALUES (?) ON CONFLICT (name) DO NOTHING",
             [(name,) for name in dict.fromkeys(c for c, _ in pairs)],
@@ -254,6 +295,25 @@ class SqliteBackend(StorageBackend):
         rows = self._rows_by_num("SELECT num, text, body FROM moments WHERE num IN", nums)
         loaded = self._moments_from([(text, body) for _, text, body in rows])
         found = dict(zip((num for num, _, _ in rows), loaded, strict=True))
+        return [found[n] for n in nums if n in found]
+
+    def moment_briefs(self, moment_ids: Sequence[str]) -> list[MomentBrief]:
+        # Read from the columns and the JSON body in SQL: no moment is parsed or validated.
+        nums = [moment_number(mid) for mid in moment_ids]
+        found = {
+            row[0]: MomentBrief(
+                number=row[0],
+                session=row[1],
+                timestamp=schema.from_us(row[2]),
+                role=row[3],
+                speaker=row[4],
+                importance=row[5],
+                decay_rate=row[6],
+                redacted=bool(row[7]),
+                asks=bool(row[8]),
+            )
+            for row in self._rows_by_num(schema.SELECT_BRIEFS, nums)
+        }
         return [found[n] for n in nums if n in found]
 
     def list_moments(
@@ -285,6 +345,11 @@ class SqliteBackend(StorageBackend):
     # -- text vectors -----------------------------------------------------------------------
 
     def put_vectors(self, model: str, vectors: Sequence[tuple[int, str, bytes]]) -> None:
+        if (cipher := self.cipher) is not None:  # the text column holds the index's tokens
+            vectors = [
+                (num, sealed.index_text(cipher, text), cipher.encrypt(blob, sealed.vector_aad(num)))
+                for num, text, blob in vectors
+            ]
         with self.atomic():
             self._conn.executemany(
                 "INSERT INTO moment_vectors (num, model, vector) "
@@ -296,11 +361,14 @@ class SqliteBackend(StorageBackend):
     def get_vectors(
         self, model: str, after: int = 0, limit: int | None = None
     ) -> list[tuple[int, bytes]]:
-        return self._query(
+        rows: list[tuple[int, bytes]] = self._query(
             "SELECT num, vector FROM moment_vectors WHERE model = ? AND num > ? "
             "ORDER BY num LIMIT ?",
             (model, after, _limit(limit)),
         )
+        if self.cipher is not None:
+            rows = [(n, self._open_vector(n, v)) for n, v in rows]
+        return rows
 
     def unembedded(self, model: str, limit: int | None = None, after: int = 0) -> list[int]:
         rows = self._query(
@@ -317,11 +385,13 @@ class SqliteBackend(StorageBackend):
             "SELECT cm.num, m.session_id FROM concepts c "
             "JOIN concept_moments cm ON cm.concept_id = c.id JOIN moments m ON m.num = cm.num "
             "WHERE c.name = ? ORDER BY cm.num",
-            (concept,),
+            (self._name(concept),),
         )
         return _concept_entry(concept, rows) if rows else None
 
     def list_concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:
+        if self.cipher is not None:
+            return self._list_sealed_concepts(offset, limit)
         rows = self._query(
             "WITH page AS (SELECT id, name FROM concepts "
             "  WHERE EXISTS (SELECT 1 FROM concept_moments cm WHERE cm.concept_id = id) "
@@ -336,6 +406,25 @@ class SqliteBackend(StorageBackend):
             for name, group in itertools.groupby(rows, key=lambda r: r[0])
         ]
 
+    def _list_sealed_concepts(self, offset: int, limit: int | None) -> list[ConceptEntry]:
+        """Sealed names do not sort in SQL: every name is opened and sorted here, then the
+        page's moments are read (a listing costs time in the number of concepts)."""
+        named = self._query(
+            "SELECT id, name FROM concepts WHERE EXISTS "
+            "(SELECT 1 FROM concept_moments cm WHERE cm.concept_id = id)"
+        )
+        ordered = sorted((self._unname(name), cid) for cid, name in named)
+        page = ordered[offset:] if limit is None else ordered[offset : offset + limit]
+        entries = []
+        for name, cid in page:
+            rows = self._query(
+                "SELECT cm.num, m.session_id FROM concept_moments cm "
+                "JOIN moments m ON m.num = cm.num WHERE cm.concept_id = ? ORDER BY cm.num",
+                (cid,),
+            )
+            entries.append(_concept_entry(name, rows))
+        return entries
+
     def count_concepts(self) -> int:
         return int(self._query("SELECT count(DISTINCT concept_id) FROM concept_moments")[0][0])
 
@@ -349,6 +438,10 @@ class SqliteBackend(StorageBackend):
         # FTS5 stems the words of a MATCH itself; term_docs is keyed by their stems.
         words: dict[str, str] = {}
         for word in tokenize(query):
+            if self.cipher is not None:  # the index holds keyed tokens, matched as they are
+                token = self.cipher.token(stem(word))
+                words.setdefault(token, token)
+                continue
             words.setdefault(stem(word), word)
         stems = list(words)[:MAX_QUERY_TERMS]
         if not stems:
@@ -397,12 +490,12 @@ class SqliteBackend(StorageBackend):
             self._conn.executemany(
                 "INSERT INTO archived (num, body) VALUES (?, ?) "
                 "ON CONFLICT (num) DO UPDATE SET body = excluded.body",
-                [schema.archive_row(e) for e in entries],
+                [self._archive_row(e) for e in entries],
             )
             self._conn.executemany(
                 "DELETE FROM archived_concepts WHERE num = ?", [(e.number,) for e in entries]
             )
-            pairs = [(c, e.number) for e in entries for c in e.concepts]
+            pairs = [(self._name(c), e.number) for e in entries for c in e.concepts]
             self._conn.executemany(
                 "INSERT INTO concepts (name) VALUES (?) ON CONFLICT (name) DO NOTHING",
                 [(name,) for name in dict.fromkeys(c for c, _ in pairs)],
@@ -413,17 +506,22 @@ class SqliteBackend(StorageBackend):
                 [(num, name) for name, num in pairs],
             )
 
+    def _archive_row(self, entry: ArchiveEntry) -> tuple[int, str]:
+        if self.cipher is None:
+            return schema.archive_row(entry)
+        return (entry.number, sealed.archive_body(self.cipher, entry))
+
     def get_archived(self, moment_ids: Sequence[str]) -> list[ArchiveEntry]:
         nums = [moment_number(mid) for mid in moment_ids]
         rows = self._rows_by_num("SELECT num, body FROM archived WHERE num IN", nums)
-        found = {num: schema.archive_from_row(body) for num, body in rows}
+        found = {num: sealed.archive_from_row(self.cipher, body) for num, body in rows}
         return [found[n] for n in nums if n in found]
 
     def list_archived(self, offset: int = 0, limit: int | None = None) -> list[ArchiveEntry]:
         rows = self._query(
             "SELECT body FROM archived ORDER BY num LIMIT ? OFFSET ?", (_limit(limit), offset)
         )
-        return [schema.archive_from_row(body) for (body,) in rows]
+        return [sealed.archive_from_row(self.cipher, body) for (body,) in rows]
 
     def count_archived(self) -> int:
         return int(self._query("SELECT count(*) FROM archived")[0][0])
@@ -432,9 +530,122 @@ class SqliteBackend(StorageBackend):
         rows = self._query(
             "SELECT ac.num FROM concepts c JOIN archived_concepts ac ON ac.concept_id = c.id "
             "WHERE c.name = ? ORDER BY ac.num",
-            (concept,),
+            (self._name(concept),),
         )
         return [f"m_{num}" for (num,) in rows]
+
+    # -- key rotation ---------------------------------------------------------------------------
+
+    def reseal(self, batch: int = 500) -> int:
+        """Seal every row under the cipher's key (after a key rotation, the cipher opens the
+        old key too; rows stored in plain text are sealed as well). One transaction per
+        batch: a kill leaves each row under the old key or the new one, and running this
+        again finishes the job. Returns how many rows were sealed again."""
+        cipher = self.cipher
+        if cipher is None:
+            raise StorageError(f"{self.path}: reseal needs a cipher")
+
+        def stale(body: str) -> bool:
+            return not sealed.is_sealed(body) or (
+                cipher.text_key_id(sealed.sealed_part(body)) != cipher.key_id
+            )
+
+        done, after = 0, 0
+        while True:
+            with self.atomic():
+                rows = self._conn.execute(
+                    "SELECT num, text, body FROM moments WHERE num > ? ORDER BY num LIMIT ?",
+                    (after, batch),
+                ).fetchall()
+                if not rows:
+                    break
+                after = rows[-1][0]
+                old = [(text, body) for _, text, body in rows if stale(body)]
+                moments = self._moments_from(old)
+                self._conn.executemany(schema.UPSERT_MOMENT, map(self._moment_row, moments))
+                nums = [num for num, _, _ in rows]
+                vectors = self._conn.execute(
+                    f"SELECT num, vector FROM moment_vectors WHERE num IN "
+                    f"({','.join('?' * len(nums))})",
+                    nums,
+                ).fetchall()
+                resealed = [
+                    (cipher.encrypt(self._open_vector(n, v), sealed.vector_aad(n)), n)
+                    for n, v in vectors
+                    if sealed_key_id(v) != cipher.key_id
+                ]
+                self._conn.executemany(
+                    "UPDATE moment_vectors SET vector = ? WHERE num = ?", resealed
+                )
+                done += len(moments) + len(resealed)
+        with self.atomic():
+            for session_id, body in self._conn.execute("SELECT id, body FROM sessions").fetchall():
+                if stale(body):
+                    self._conn.execute(
+                        "UPDATE sessions SET body = ? WHERE id = ?",
+                        (self._session_row(sealed.session_from_row(cipher, body))[2], session_id),
+                    )
+                    done += 1
+            for num, body in self._conn.execute("SELECT num, body FROM archived").fetchall():
+                if stale(body):
+                    entry = sealed.archive_from_row(cipher, body)
+                    self._conn.execute(
+                        "UPDATE archived SET body = ? WHERE num = ?",
+                        (self._archive_row(entry)[1], num),
+                    )
+                    done += 1
+            prefix = "~" + cipher.key_id.hex() + ":"
+            for cid, name in self._conn.execute("SELECT id, name FROM concepts").fetchall():
+                if not name.startswith(prefix):
+                    self._reseal_concept(cid, cipher.seal_name(cipher.open_name(name)))
+                    done += 1
+            # The tokens changed with the key: count their documents again.
+            self._conn.execute("DELETE FROM term_docs")
+            self._conn.execute(
+                "CREATE VIRTUAL TABLE temp.moments_vocab USING fts5vocab (main, moments_fts, 'row')"
+            )
+            self._conn.execute(
+                "INSERT INTO term_docs (term, docs) SELECT term, doc FROM temp.moments_vocab"
+            )
+            self._conn.execute("DROP TABLE temp.moments_vocab")
+        return done
+
+    def purge(self) -> None:
+        # secure_delete zeroes what the statements below free; VACUUM then rewrites every
+        # page and the TRUNCATE checkpoints empty the WAL, which still holds old pages.
+        with self._lock, self._mapped("purge"):
+            self._conn.execute("PRAGMA secure_delete = ON")
+            with self.atomic():
+                self._conn.execute("INSERT INTO moments_fts (moments_fts) VALUES ('optimize')")
+                self._conn.execute("DELETE FROM term_docs WHERE docs <= 0")
+                self._conn.execute(
+                    "DELETE FROM concepts WHERE id NOT IN (SELECT concept_id FROM "
+                    "concept_moments) AND id NOT IN (SELECT concept_id FROM archived_concepts)"
+                )
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._conn.execute("VACUUM")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def _open_vector(self, num: int, blob: bytes) -> bytes:
+        """A stored vector's bytes (one stored before encryption was on passes through)."""
+        if self.cipher is None or sealed_key_id(blob) is None:
+            return blob
+        return self.cipher.decrypt(blob, sealed.vector_aad(num), f"{self.path}: a vector")
+
+    def _reseal_concept(self, cid: int, name: str) -> None:
+        """Rename concept ``cid``; when a write under the new key made that name already,
+        its moments join that one."""
+        found = self._conn.execute("SELECT id FROM concepts WHERE name = ?", (name,)).fetchone()
+        if found is None:
+            self._conn.execute("UPDATE concepts SET name = ? WHERE id = ?", (name, cid))
+            return
+        for table in ("concept_moments", "archived_concepts"):
+            self._conn.execute(
+                f"UPDATE OR IGNORE {table} SET concept_id = ? WHERE concept_id = ?",
+                (found[0], cid),
+            )
+            self._conn.execute(f"DELETE FROM {table} WHERE concept_id = ?", (cid,))
+        self._conn.execute("DELETE FROM concepts WHERE id = ?", (cid,))
 
     def close(self) -> None:
         with self._lock:

@@ -8,10 +8,10 @@ stored once.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from ...model import ArchiveEntry, Moment, Session
+from ...model import DEFAULT_DECAY_RATE, DEFAULT_IMPORTANCE, ArchiveEntry, Moment, Session
 from ...search.lexical import FTS5_TOKENIZER
 
 
@@ -128,6 +128,21 @@ UPSERT_MOMENT: Final = f"""
         session_id = excluded.session_id, ts_us = excluded.ts_us, speaker = excluded.speaker,
         role = excluded.role, text = excluded.text, body = excluded.body
 """
+
+
+#: A moment's :class:`MomentBrief` fields (fields at their defaults are not in the body).
+SELECT_BRIEFS: Final = f"""
+    SELECT num, session_id, ts_us, role, speaker,
+        coalesce(json_extract(body, '$.metadata.importance'), {DEFAULT_IMPORTANCE}),
+        coalesce(json_extract(body, '$.metadata.decay_rate'), {DEFAULT_DECAY_RATE}),
+        json_type(body, '$.redacted') IS NOT NULL AND json_type(body, '$.redacted') != 'null',
+        instr(text, '?') > 0
+    FROM moments WHERE num IN"""
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def from_us(us: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=us)
 
 
 def to_us(when: datetime) -> int:

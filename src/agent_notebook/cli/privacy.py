@@ -1,0 +1,79 @@
+"""Commands that remove for good: redact, forget."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..errors import InvalidInput
+from ..model import check_moment_id
+from .common import (
+    FormatOption,
+    HomeOption,
+    OutputFormat,
+    emit,
+    open_notebook,
+    reporting_errors,
+    stderr,
+)
+from .read import MOMENT_COLUMNS
+
+_REPORT_COLUMNS = [
+    ("what", lambda row: row[0]),
+    ("ids", lambda row: ", ".join(row[1]) or "-"),
+]
+
+
+def redact(
+    moment_id: Annotated[str, typer.Argument(help="The moment to redact, m_N.")],
+    reason: Annotated[str, typer.Option(help="Why (kept in the tombstone and the audit log).")],
+    home: HomeOption = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
+    """Remove a moment's text for good: a tombstone (who, when, why) stays; the text leaves
+    search, vectors, rollups, the archive, session notebooks and checkpoints, and the files.
+
+    Example: agent-notebook redact m_42 --reason "contains a password"
+    """
+    with reporting_errors():
+        check_moment_id(moment_id)
+        if not reason.strip():
+            raise InvalidInput("redact: --reason is empty; say why the moment is redacted")
+    with open_notebook(home) as nb:
+        moment = nb.redact(moment_id, reason)
+    stderr.print(f"redacted {moment.id}", highlight=False)
+    emit(moment, fmt, MOMENT_COLUMNS)
+
+
+def forget(
+    concept: Annotated[str, typer.Argument(help="The concept (a word or phrase) to forget.")],
+    reason: Annotated[str, typer.Option(help="Why (kept in the audit log).")] = "",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would be removed; change nothing.")
+    ] = False,
+    home: HomeOption = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
+    """Redact every moment, rollup and session-notebook line tied to a concept, and drop the
+    concept from the index.
+
+    Example: agent-notebook forget "Lyon trip" --dry-run
+    """
+    with open_notebook(home) as nb:
+        report = nb.forget(concept, reason, dry_run=dry_run)
+    verb = "would forget" if report.dry_run else "forgot"
+    stderr.print(
+        f"{verb} {len(report.moments)} moment(s), {len(report.rollups)} rollup(s) and "
+        f"{len(report.sections)} session-notebook section(s)",
+        highlight=False,
+    )
+    if fmt is OutputFormat.JSON:
+        emit(report, fmt)
+        return
+    rows = [
+        ("moments", report.moments),
+        ("rollups", report.rollups),
+        ("sections", report.sections),
+    ]
+    emit(rows, fmt, _REPORT_COLUMNS)

@@ -1,0 +1,88 @@
+"""``agent-notebook token …``: the API tokens of ``agent-notebook serve``.
+
+The owner's token is made by ``init`` (or the first ``serve``) and kept in
+``<home>/secrets/owner-token``; guest tokens are made here, shown once, and kept only as a
+hash."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .. import config as cfg
+from ..errors import NotFound
+from ..privacy.tokens import TokenStore
+from .common import FormatOption, HomeOption, OutputFormat, emit, reporting_errors, stderr, when
+
+app = typer.Typer(
+    name="token",
+    help="Create, list and revoke the bearer tokens of 'agent-notebook serve'.",
+    no_args_is_help=True,
+)
+
+TOKEN_COLUMNS = [
+    ("name", lambda t: t.name),
+    ("role", lambda t: t.role),
+    ("created", lambda t: when(t.created)),
+    ("kept in", lambda t: t.where),
+]
+
+
+def _home(home: Path | None) -> Path:
+    root = cfg.resolve_home(home)
+    if not root.is_dir():
+        raise NotFound(f"no notebook at {root}: run 'agent-notebook init --home {root}' first")
+    return root
+
+
+@app.command()
+def create(
+    guest: Annotated[
+        str, typer.Option("--guest", help="The guest's name (letters, digits, '.', '_', '-').")
+    ],
+    home: HomeOption = None,
+) -> None:
+    """Create a guest token: it may read slices (GET /api/slice), write back (POST
+    /api/sessions/{id}/write-back) and use the guest MCP tools at /mcp-guest/. The token is
+    printed once, on stdout; only its hash is kept.
+
+    Example: agent-notebook token create --guest planner
+    """
+    with reporting_errors():
+        store = TokenStore(_home(home))
+        token = store.create_guest(guest)
+    stderr.print(
+        f"guest token {guest!r} created; it is shown only now: give it to the guest agent "
+        f"(revoke it with 'agent-notebook token revoke {guest}')",
+        highlight=False,
+    )
+    sys.stdout.write(token + "\n")
+
+
+@app.command("list")
+def list_(home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE) -> None:
+    """List the tokens of the notebook: the owner's and each guest's (names, never secrets).
+
+    Example: agent-notebook token list
+    """
+    with reporting_errors():
+        rows = TokenStore(_home(home)).listing()
+    emit(rows, fmt, TOKEN_COLUMNS)
+
+
+@app.command()
+def revoke(
+    name: Annotated[str, typer.Argument(help="The guest token's name.")],
+    home: HomeOption = None,
+) -> None:
+    """Revoke a guest token; a running server refuses it (401) from its next request.
+
+    Example: agent-notebook token revoke planner
+    """
+    with reporting_errors():
+        TokenStore(_home(home)).revoke(name)
+    stderr.print(f"guest token {name!r} revoked", highlight=False)
+    print(name)

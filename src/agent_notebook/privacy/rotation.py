@@ -1,0 +1,167 @@
+"""Key rotation: seal everything a notebook stores under a new key.
+
+Everything is rewritten in small atomic steps (a batch of rows in one transaction, one file
+at a time), and every sealed blob names the key that sealed it, so a rotation killed half
+way leaves each blob readable with the old key or the new one: run it again (with both
+keys still at hand) and it finishes. Run it while no other process has the notebook open.
+Plain data left from before encryption was turned on is sealed too, so rotating to the same
+key encrypts a notebook that was started without encryption.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import config as cfg
+from ..compaction import ARCHIVE_DIR
+from ..errors import InvalidInput, StorageError
+from ..storage import SqliteBackend, YamlDirBackend, open_backend
+from ..storage.files import write_atomic
+from ..stores import CHECKPOINT_FILE, store_path
+from .crypto import CHECKPOINT_CIPHER, Cipher, load_key, sealed_key_id
+from .sealed_store import SEALED, store_aad
+
+__all__ = ["RotationReport", "rotate_key"]
+
+
+@dataclass(frozen=True)
+class RotationReport:
+    old_key_id: str
+    new_key_id: str
+    records: int  # rows or record files sealed again
+    archive_files: int
+    checkpoints: int
+
+
+def rotate_key(home: Path, new_key: bytes) -> RotationReport:
+    """Seal the notebook in ``home`` under ``new_key``; its configured key must open it."""
+    conf = cfg.load_config(home)
+    settings = conf.privacy.encryption
+    if not settings.enabled:
+        raise InvalidInput(
+            f"{home}: encryption is off; set privacy.encryption.enabled: true in "
+            f"{home / cfg.CONFIG_FILE} and give the current key first"
+        )
+    old_key, source = load_key(settings, home)
+    cipher = Cipher(new_key, also=[old_key], source=f"{source} (or the new key)")
+    backend = open_backend(cfg.backend_location(home, conf), cipher=cipher)
+    try:
+        if isinstance(backend, SqliteBackend | YamlDirBackend):
+            records = backend.reseal()
+        else:
+            raise InvalidInput(f"the {backend.capabilities.name} backend stores nothing to seal")
+        checkpoints = _reseal_checkpoints(_checkpoint_file(home, conf, backend), cipher)
+        if (store := store_path(backend)) is not None:
+            records += _reseal_store(store, cipher)
+    finally:
+        backend.close()
+    return RotationReport(
+        old_key_id=Cipher(old_key).key_id.hex(),
+        new_key_id=cipher.key_id.hex(),
+        records=records,
+        archive_files=_reseal_archive(home / ARCHIVE_DIR, cipher),
+        checkpoints=checkpoints,
+    )
+
+
+def _reseal_archive(root: Path, cipher: Cipher) -> int:
+    done = 0
+    for path in sorted(root.rglob("*.jsonl.gz")) if root.is_dir() else []:
+        data = path.read_bytes()
+        if sealed_key_id(data) == cipher.key_id:
+            continue
+        name = path.relative_to(root).as_posix()  # what the archive binds a file to
+        if sealed_key_id(data) is not None:
+            data = cipher.decrypt(data, name.encode(), str(path))
+        write_atomic(path, cipher.encrypt(data, name.encode()))
+        done += 1
+    return done
+
+
+def _checkpoint_file(home: Path, conf: cfg.NotebookConfig, backend: object) -> Path:
+    if conf.chat.checkpoints is not None:
+        return Path(conf.chat.checkpoints).expanduser()
+    if isinstance(backend, SqliteBackend):
+        return Path(backend.path)
+    return home / CHECKPOINT_FILE
+
+
+def _reseal_checkpoints(path: Path, cipher: Cipher) -> int:
+    """Seal again the LangGraph checkpoints (and pending writes) sealed by
+    ``EncryptedSerializer``: their ``type`` column ends in ``+anb-aesgcm``."""
+    if not path.is_file():
+        return 0
+    suffix = "+" + CHECKPOINT_CIPHER
+    done = 0
+    try:
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+            for table, column in (("checkpoints", "checkpoint"), ("writes", "value")):
+                if table not in tables:
+                    continue
+                rows = conn.execute(
+                    f"SELECT rowid, type, {column} FROM {table} WHERE type IS NOT NULL "
+                    f"AND {column} IS NOT NULL"
+                ).fetchall()
+                stale = [
+                    (rowid, kind, blob)
+                    for rowid, kind, blob in rows
+                    if not kind.endswith(suffix) or sealed_key_id(blob) != cipher.key_id
+                ]
+                conn.execute("BEGIN IMMEDIATE")
+                for rowid, kind, blob in stale:
+                    if kind.endswith(suffix):
+                        plain = cipher.decrypt(blob, b"checkpoint", f"{path}: a checkpoint")
+                    else:  # written before encryption was on: sealed now, the way
+                        plain, kind = blob, kind + suffix  # EncryptedSerializer does
+                    conn.execute(
+                        f"UPDATE {table} SET type = ?, {column} = ? WHERE rowid = ?",
+                        (kind, cipher.encrypt(plain, b"checkpoint"), rowid),
+                    )
+                conn.execute("COMMIT")
+                done += len(stale)
+        finally:
+            conn.close()
+    except sqlite3.Error as err:
+        raise StorageError(f"{path}: cannot seal the checkpoints again: {err}") from err
+    return done
+
+
+def _reseal_store(path: Path, cipher: Cipher) -> int:
+    """Seal again the LangGraph store's values (the session notebooks); plain ones too."""
+    if not path.is_file():
+        return 0
+    try:
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+            if "store" not in tables:
+                return 0
+            rows = conn.execute("SELECT rowid, prefix, key, value FROM store").fetchall()
+            conn.execute("BEGIN IMMEDIATE")
+            done = 0
+            for rowid, prefix, key, stored in rows:
+                text = stored.decode() if isinstance(stored, bytes) else str(stored)
+                value = json.loads(text)
+                aad = store_aad(tuple(prefix.split(".")), key)
+                sealed = value.get(SEALED) if isinstance(value, dict) and len(value) == 1 else None
+                if isinstance(sealed, str):
+                    if cipher.text_key_id(sealed) == cipher.key_id:
+                        continue
+                    plain = cipher.decrypt_text(sealed, aad, f"{path}: store item {key}")
+                else:
+                    plain = text
+                new = json.dumps({SEALED: cipher.encrypt_text(plain, aad)})
+                written = new.encode() if isinstance(stored, bytes) else new  # as the store does
+                conn.execute("UPDATE store SET value = ? WHERE rowid = ?", (written, rowid))
+                done += 1
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+    except sqlite3.Error as err:
+        raise StorageError(f"{path}: cannot seal the store again: {err}") from err
+    return done

@@ -1,0 +1,222 @@
+"""API tokens for ``agent-notebook serve``: one owner token and named guest tokens per home.
+
+Everything lives in ``<home>/secrets/`` (0700), each file 0600:
+
+* ``owner-token`` holds the owner's token in clear. The owner's own tools (curl, scripts, the
+  tests) must send it, and the file sits beside the notebook it protects in the same
+  owner-only home: whoever can read it can read the notebook's files directly, so a hash
+  would protect nothing and only make the owner's life harder.
+* ``guest-tokens.json`` holds, per guest, only the SHA-256 of its token with its name, role
+  and creation time. A guest token is shown once, when it is created; a leaked file does not
+  leak it, and revoking the name ends it.
+
+Tokens are ``secrets.token_urlsafe(32)`` (256 bits) and are compared in constant time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import Conflict, CorruptFile, InvalidInput, NotFound
+from ..model import now_utc
+from ..storage.files import ensure_private_dir, exclusive_lock, write_atomic
+
+SECRETS_DIR = "secrets"
+OWNER_TOKEN_FILE = "owner-token"
+GUEST_TOKENS_FILE = "guest-tokens.json"
+LOCK_FILE = ".tokens.lock"
+GUEST_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+Role = Literal["owner", "guest"]
+
+
+class TokenRecord(BaseModel):
+    """What is kept of a guest token: never the token, only its SHA-256."""
+
+    name: str
+    role: Role = "guest"
+    sha256: str
+    created: datetime
+
+
+class TokenInfo(BaseModel):
+    """A token as ``token list`` shows it (no secret)."""
+
+    name: str
+    role: Role
+    created: datetime | None
+    where: str
+
+
+class _GuestFile(BaseModel):
+    tokens: list[TokenRecord] = []
+
+
+@dataclass(frozen=True)
+class Grant:
+    """Who a valid token belongs to: the owner, or the guest ``name``."""
+
+    role: Role
+    name: str
+
+
+def secrets_dir(home: Path) -> Path:
+    return home / SECRETS_DIR
+
+
+def owner_token_path(home: Path) -> Path:
+    return secrets_dir(home) / OWNER_TOKEN_FILE
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _same(a: str, b: str) -> bool:
+    """Constant-time equality (bytes, so any text a client sends can be compared)."""
+    return hmac.compare_digest(a.encode("utf-8", "surrogatepass"), b.encode("utf-8"))
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    ensure_private_dir(path.parent)
+    write_atomic(path, data)  # the temp file is created 0600 and renamed over
+    os.chmod(path, 0o600)
+
+
+def ensure_owner_token(home: Path) -> tuple[str, bool]:
+    """The owner's token of ``home``, created first if there is none; and whether it was
+    created now."""
+    ensure_private_dir(secrets_dir(home))
+    with exclusive_lock(secrets_dir(home) / LOCK_FILE):
+        path = owner_token_path(home)
+        if path.exists():
+            return read_owner_token(home), False
+        token = secrets.token_urlsafe(32)
+        _write_private(path, (token + "\n").encode())
+        return token, True
+
+
+def read_owner_token(home: Path) -> str:
+    """The owner's token of ``home`` (``<home>/secrets/owner-token``)."""
+    path = owner_token_path(home)
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise NotFound(
+            f"no owner token at {path}: run 'agent-notebook init --home {home}' "
+            "(or start 'agent-notebook serve', which creates it)"
+        ) from None
+    if not token:
+        raise CorruptFile(path, "the owner token file is empty; delete it and run init again")
+    return token
+
+
+def check_guest_name(name: str) -> str:
+    if not GUEST_NAME_RE.fullmatch(name):
+        raise InvalidInput(
+            f"guest name {name!r}: use 1 to 64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+class TokenStore:
+    """The tokens of one home. Writes hold a lock and replace the file atomically; reads of
+    the guest file are cached by its modification time, so a long-running server sees
+    tokens created or revoked by the CLI at its next request."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.guest_path = secrets_dir(home) / GUEST_TOKENS_FILE
+        self._owner: str | None = None
+        self._cache: tuple[tuple[int, int, int], list[TokenRecord]] | None = None
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _guests(self) -> list[TokenRecord]:
+        try:
+            st = self.guest_path.stat()
+        except FileNotFoundError:
+            return []
+        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)  # a save renames a new file in
+        if self._cache is not None and self._cache[0] == stamp:
+            return self._cache[1]
+        raw = self.guest_path.read_bytes()
+        try:
+            records = _GuestFile.model_validate(json.loads(raw)).tokens
+        except (ValueError, ValidationError) as err:
+            raise CorruptFile(
+                self.guest_path, f"not a guest token file ({err}); restore it or delete it"
+            ) from None
+        self._cache = (stamp, records)
+        return records
+
+    def identify(self, token: str) -> Grant | None:
+        """Whose token this is, or None when it is none of this home's."""
+        if self._owner is None:
+            self._owner = read_owner_token(self.home)
+        if _same(token, self._owner):
+            return Grant("owner", "owner")
+        digest = _hash(token)
+        found = None
+        for record in self._guests():  # every record is compared: no early exit to time
+            if hmac.compare_digest(record.sha256, digest):
+                found = Grant("guest", record.name)
+        return found
+
+    def listing(self) -> list[TokenInfo]:
+        owner = owner_token_path(self.home)
+        rows = []
+        if owner.exists():
+            created = datetime.fromtimestamp(owner.stat().st_mtime).astimezone()
+            rows.append(TokenInfo(name="owner", role="owner", created=created, where=str(owner)))
+        for r in self._guests():
+            rows.append(
+                TokenInfo(name=r.name, role=r.role, created=r.created, where=str(self.guest_path))
+            )
+        return rows
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def create_guest(self, name: str) -> str:
+        """A new guest token for ``name``; only its hash is stored, so this is the one time
+        it is seen."""
+        check_guest_name(name)
+        ensure_private_dir(secrets_dir(self.home))
+        with exclusive_lock(secrets_dir(self.home) / LOCK_FILE):
+            records = list(self._guests())
+            if any(r.name == name for r in records):
+                raise Conflict(
+                    f"a guest token named {name!r} exists already: revoke it first "
+                    f"('agent-notebook token revoke {name}') or choose another name"
+                )
+            token = secrets.token_urlsafe(32)
+            records.append(TokenRecord(name=name, sha256=_hash(token), created=now_utc()))
+            self._save(records)
+        return token
+
+    def revoke(self, name: str) -> TokenRecord:
+        with exclusive_lock(secrets_dir(self.home) / LOCK_FILE):
+            records = list(self._guests())
+            gone = [r for r in records if r.name == name]
+            if not gone:
+                known = ", ".join(r.name for r in records) or "none"
+                raise NotFound(f"no guest token named {name!r} (guest tokens: {known})")
+            self._save([r for r in records if r.name != name])
+        return gone[0]
+
+    def _save(self, records: list[TokenRecord]) -> None:
+        data = _GuestFile(tokens=records).model_dump_json(indent=2).encode()
+        _write_private(self.guest_path, data)
+        self._cache = None

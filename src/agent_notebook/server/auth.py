@@ -1,0 +1,165 @@
+"""Bearer tokens on the HTTP server: who is asking, and which notebook they may see.
+
+Every request under ``/api`` and both MCP mounts carries ``Authorization: Bearer <token>``.
+The token selects the notebook (each home has its own tokens, see
+:mod:`agent_notebook.privacy.tokens`), so several owners share one server without seeing each
+other's ids: another owner's session simply is not in your notebook (404). An owner token may
+do everything; a guest token only what seed 002 gives a guest: read a slice, write back, and
+the guest MCP tools. ``/api/health`` and the API docs stay open (they hold no notebook data).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..errors import NotebookError
+from ..notebook import Notebook
+from ..privacy.tokens import Grant, TokenStore
+from .chat_service import ChatService
+from .errors import Forbidden, error_response, status_of
+
+#: Where the middleware leaves the caller's :class:`Access` in the ASGI scope.
+ACCESS_KEY = "agent_notebook.access"
+#: Open without a token: liveness and the API's description, no notebook data.
+OPEN_PATHS = frozenset({"/api/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+#: (methods, path) a guest token may use: the slice, its write-back, the guest MCP server.
+GUEST_ROUTES: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = (
+    (frozenset({"GET", "HEAD"}), re.compile(r"/api/slice")),
+    (frozenset({"POST"}), re.compile(r"/api/sessions/[^/]+/write-back")),
+    (frozenset({"GET", "POST", "DELETE"}), re.compile(r"/mcp-guest(/.*)?")),
+)
+GUEST_MAY = (
+    "a guest token may only read a slice (GET /api/slice), write back to a session (POST "
+    "/api/sessions/{id}/write-back) and use the guest MCP tools at /mcp-guest/"
+)
+
+
+@dataclass
+class Tenant:
+    """One owner's notebook on the server, with what the server keeps for it."""
+
+    home: Path
+    tokens: TokenStore
+    notebook: Notebook
+    chat: ChatService
+    owner_mcp: ASGIApp | None = None
+    guest_mcp: ASGIApp | None = None
+
+
+@dataclass(frozen=True)
+class Access:
+    """A request's caller: whose notebook, and as owner or as which guest."""
+
+    tenant: Tenant
+    grant: Grant
+
+    @property
+    def is_guest(self) -> bool:
+        return self.grant.role == "guest"
+
+
+class Tenants:
+    """The notebooks the server holds, filled when the app starts."""
+
+    def __init__(self) -> None:
+        self.items: list[Tenant] = []
+
+    def identify(self, token: str) -> Access | None:
+        for tenant in self.items:
+            grant = tenant.tokens.identify(token)
+            if grant is not None:
+                return Access(tenant, grant)
+        return None
+
+
+def bearer(scope: Scope) -> str | None:
+    """The token of an ``Authorization: Bearer …`` header, if any."""
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, token = bytes(value).decode("latin-1").partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token.strip()
+    return None
+
+
+def guest_may(method: str, path: str) -> bool:
+    return any(method in methods and rx.fullmatch(path) for methods, rx in GUEST_ROUTES)
+
+
+class BearerAuth:
+    """ASGI middleware: 401 without a valid token, 403 for a guest off its routes; the
+    caller's :class:`Access` goes into the scope for the routes and the MCP mounts."""
+
+    def __init__(self, app: ASGIApp, tenants: Tenants) -> None:
+        self.app = app
+        self.tenants = tenants
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            if scope["type"] == "websocket":  # no websocket routes: refuse, never serve
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            await self.app(scope, receive, send)
+            return
+        path, method = scope["path"], scope["method"]
+        token = bearer(scope)
+        try:
+            access = self.tenants.identify(token) if token is not None else None
+        except NotebookError as err:  # an unreadable token file: say which
+            await error_response(status_of(err), str(err))(scope, receive, send)
+            return
+        if access is not None:
+            scope[ACCESS_KEY] = access
+        if path in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        if access is None:
+            detail = (
+                "this request needs 'Authorization: Bearer <token>'"
+                if token is None
+                else "the Bearer token is not valid on this server (wrong or revoked)"
+            )
+            response = error_response(401, detail)
+            challenge = 'Bearer realm="agent-notebook"'
+            if token is not None:
+                challenge += ', error="invalid_token"'
+            response.headers["WWW-Authenticate"] = challenge
+            await response(scope, receive, send)
+            return
+        if access.is_guest and not guest_may(method, path):
+            detail = f"{method} {path} is not for guests: {GUEST_MAY}"
+            await error_response(403, detail)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def access_of(request: Request) -> Access:
+    """The caller of a request that passed :class:`BearerAuth`."""
+    access: Access | None = request.scope.get(ACCESS_KEY)
+    if access is None:  # only an open path gets here without one, and none reads a notebook
+        raise Forbidden("this request needs 'Authorization: Bearer <token>'")
+    return access
+
+
+class McpByToken:
+    """The MCP mount (``/mcp`` or ``/mcp-guest``): the caller's own notebook's MCP server."""
+
+    def __init__(self, tenants: Tenants, *, owner: bool) -> None:
+        self.tenants = tenants
+        self.owner = owner
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        access: Access | None = scope.get(ACCESS_KEY)
+        if access is None:  # BearerAuth lets none through; a mount outside it fails closed
+            await error_response(401, "this request needs a bearer token")(scope, receive, send)
+            return
+        target = access.tenant.owner_mcp if self.owner else access.tenant.guest_mcp
+        if target is None:
+            await error_response(404, "the MCP server is off on this server")(scope, receive, send)
+            return
+        await target(scope, receive, send)
