@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 
 from agent_notebook import Notebook
+from agent_notebook.privacy.crypto import Cipher, generate_key
 from agent_notebook.storage import MemoryBackend, SqliteBackend, StorageBackend, YamlDirBackend
 
-BACKENDS = ["memory", "sqlite-memory", "sqlite-file", "yaml"]
+#: ``*-sealed``: encryption at rest on, under one key for the session.
+BACKENDS = ["memory", "sqlite-memory", "sqlite-file", "yaml", "sqlite-sealed", "yaml-sealed"]
+SEALED_KEY = generate_key()
 
 
 def make_backend(kind: str, root: Path) -> StorageBackend:
@@ -22,6 +25,10 @@ def make_backend(kind: str, root: Path) -> StorageBackend:
         return SqliteBackend(root / "notebook.db")
     if kind == "yaml":
         return YamlDirBackend(root / "yaml")
+    if kind == "sqlite-sealed":
+        return SqliteBackend(root / "notebook.db", cipher=Cipher(SEALED_KEY))
+    if kind == "yaml-sealed":
+        return YamlDirBackend(root / "yaml", cipher=Cipher(SEALED_KEY))
     raise ValueError(kind)
 
 

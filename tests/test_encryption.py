@@ -1,7 +1,8 @@
 """Encryption at rest (issue 8): with it on, no file under the home holds a moment's text,
 search still finds it, a wrong or missing key is a clear error that changes nothing, and a
 key rotation seals everything under the new key. Real files, real SQLite, real YAML, the
-real CLI in a subprocess; nothing is mocked."""
+real CLI in a subprocess; nothing is mocked. The storage conformance suite runs on the
+sealed backends too (``conftest.BACKENDS``)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
 from agent_notebook import Notebook
@@ -27,30 +28,7 @@ from agent_notebook.privacy.crypto import (
     key_text,
     write_key_file,
 )
-from agent_notebook.storage import SqliteBackend, StorageBackend, YamlDirBackend
-from agent_notebook.storage.conformance import (  # the whole contract, on sealed backends
-    TestArchive,
-    TestAtomic,
-    TestConceptIndex,
-    TestCounters,
-    TestLexicalSearch,
-    TestMoments,
-    TestReopen,
-    TestSessions,
-    TestVectors,
-)
-
-__all__ = [
-    "TestArchive",
-    "TestAtomic",
-    "TestConceptIndex",
-    "TestCounters",
-    "TestLexicalSearch",
-    "TestMoments",
-    "TestReopen",
-    "TestSessions",
-    "TestVectors",
-]
+from agent_notebook.storage import SqliteBackend
 
 KEY_ENV = "AGENT_NOTEBOOK_KEY"
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -61,33 +39,6 @@ TEXTS = [
     "Remember that the oncologist moved the appointment to Thursday morning.",
 ]
 MARKERS = ["Quillomar", "Vladivostok", "zephyrine", "Marmaduke", "xylocarp", "oncologist"]
-
-
-CONFORMANCE_KEY = generate_key()
-
-
-def sealed_backend(kind: str, root: Path) -> StorageBackend:
-    cipher = Cipher(CONFORMANCE_KEY)
-    if kind == "sqlite-sealed":
-        return SqliteBackend(root / "notebook.db", cipher=cipher)
-    return YamlDirBackend(root / "yaml", cipher=cipher)
-
-
-@pytest.fixture(params=["sqlite-sealed", "yaml-sealed"])
-def backend_kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def backend(backend_kind: str, tmp_path: Path) -> Iterator[StorageBackend]:
-    instance = sealed_backend(backend_kind, tmp_path)
-    yield instance
-    instance.close()
-
-
-@pytest.fixture
-def reopen(backend_kind: str, tmp_path: Path) -> Callable[[], StorageBackend]:
-    return lambda: sealed_backend(backend_kind, tmp_path)
 
 
 def write_config(home: Path, backend: str, key_file: Path | None = None) -> None:
@@ -341,7 +292,7 @@ def test_rotating_to_the_same_key_seals_a_notebook_started_in_plain_text(
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.yaml").write_text("backend: sqlite\n")
-    thread = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
+    thread: RunnableConfig = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
     with Notebook.open(home, background_embedding=False) as nb:
         ids = fill(nb)
         nb.compact(now=T0 + timedelta(days=365))  # plain archive files

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import Conflict
 from .storage import StorageBackend
@@ -24,6 +25,12 @@ class CopyReport:
     skipped: int
     source: str
     target: str
+
+
+def media_home(location: Path) -> Path:
+    """Where the notebook at ``location`` keeps its ``media/``: in the directory itself (a
+    home, a YAML notebook) or beside the file (a SQLite ``.db``)."""
+    return location if location.is_dir() else location.parent
 
 
 def copy_notebook(

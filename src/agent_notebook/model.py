@@ -343,6 +343,9 @@ class MomentDraft(_Record):
     actions: list[Action] = Field(default_factory=list)
     audio_path: Text | None = None
     image_path: Text | None = None
+    #: A file to attach (copied into the notebook's media store, signed): see ``record``.
+    image_file: Text | None = None
+    audio_file: Text | None = None
     source_id: Text | None = None
 
 

@@ -73,6 +73,8 @@ from .tokens import DEFAULT_COUNTER, TokenCounter
 
 if TYPE_CHECKING:
     from .embed import Embedder
+    from .embed.multimodal import MultimodalEmbedder
+    from .media.store import Attachment, MediaStore
     from .privacy.redaction import ForgetReport
     from .search.semantic import SemanticIndex
     from .session import SessionNotebook
@@ -108,13 +110,17 @@ class Notebook:
         config: cfg.NotebookConfig | None = None,
         embedder: Embedder | Literal["default"] | None = "default",
         background_embedding: bool = True,
+        multimodal_embedder: MultimodalEmbedder | None = None,
     ) -> None:
         """``embedder``: ``"default"`` follows ``search.embedder`` (the offline MiniLM model
         when installed); ``None`` keeps search lexical; or any :class:`Embedder`, such as a
         :class:`~agent_notebook.embed.LangChainEmbedder`. With ``background_embedding``
         (for a notebook that lives a while: a server, a chat) new moments are embedded on a
-        worker thread; without it they wait in the queue for :meth:`reindex`."""
+        worker thread; without it they wait in the queue for :meth:`reindex`.
+        ``multimodal_embedder`` fills ``content.multimodal_embedding`` of the images (and
+        audio) recorded; see :mod:`agent_notebook.embed.multimodal`."""
         self.backend = backend
+        self.multimodal_embedder = multimodal_embedder
         self.home = home
         self.tokens = token_counter
         self.config = config or cfg.NotebookConfig()
@@ -387,9 +393,24 @@ class Notebook:
 
     # -- moments ----------------------------------------------------------------------------
 
-    def record(self, session_id: str, text: str = "", **fields: Any) -> Moment:
-        """Record one moment; ``fields`` are those of :class:`MomentDraft`."""
-        return self.record_many(session_id, [{"text": text, **fields}])[0]
+    def record(
+        self,
+        session_id: str,
+        text: str = "",
+        *,
+        image: Path | str | None = None,
+        audio: Path | str | None = None,
+        **fields: Any,
+    ) -> Moment:
+        """Record one moment; ``fields`` are those of :class:`MomentDraft`. ``image`` or
+        ``audio`` attaches a file (PNG, JPEG, WebP; WAV, FLAC, OGG, MP3 where a decoder is
+        installed): it is signed, copied into ``<home>/media/`` and the moment's
+        ``image_path`` / ``audio_path`` points at the copy."""
+        media = {
+            **({} if image is None else {"image_file": str(image)}),
+            **({} if audio is None else {"audio_file": str(audio)}),
+        }
+        return self.record_many(session_id, [{"text": text, **fields, **media}])[0]
 
     def record_many(
         self, session_id: str, drafts: Iterable[MomentDraft | dict[str, Any]]
@@ -405,8 +426,33 @@ class Notebook:
         privacy = self.config.privacy  # secrets first: no concept or key is made of one
         checked, masked = secret_masking.screen(checked, privacy.secrets)
         stripped = [modalities.strip(d, privacy.modalities) for d in checked]
+        # Media are checked and signed first (a corrupt file records nothing, copies nothing).
+        attached = [self._attachments(d) for d, _ in stripped]
         now = now_utc()
         prepared = [self._prepare(d, session_id, now) for d, _ in stripped]  # outside the lock
+        copied: list[str] = []
+        try:
+            if any(attached):
+                prepared = self._store_media(prepared, attached, copied)
+            moments = self._commit(session_id, prepared, masked, stripped)
+        except BaseException:
+            if copied:  # copied for this record only: gone with it
+                from .media.store import media_paths_of
+
+                in_use = media_paths_of(self.backend.iter_moments())
+                self.media_store().remove_unused(copied, in_use)
+            raise
+        if self._background_embedding and (semantic := self.semantic) is not None:
+            semantic.notify()  # vectors are derived: made off the hot path
+        return moments
+
+    def _commit(
+        self,
+        session_id: str,
+        prepared: list[Moment],
+        masked: dict[int, list[str]],
+        stripped: list[tuple[MomentDraft, list[str]]],
+    ) -> list[Moment]:
         with self.backend.atomic():
             session = self.get_session(session_id)
             first = self.backend.next_number("moment", len(prepared))
@@ -421,9 +467,52 @@ class Notebook:
             for name in dict.fromkeys(name for _, dropped in stripped for name in dropped):
                 audit.note(session, modalities.audit_text(name), once=True)
             self.backend.put_session(session)
-        if self._background_embedding and (semantic := self.semantic) is not None:
-            semantic.notify()  # vectors are derived: made off the hot path
         return moments
+
+    def media_store(self) -> MediaStore:
+        """``<home>/media/``, where attached images and audio are kept."""
+        from .media.store import MediaStore
+
+        if self.home is None:
+            raise InvalidInput(
+                "attaching media needs a notebook with a home (Notebook.open(home)): the "
+                "files are kept in <home>/media/"
+            )
+        return MediaStore(self.home)
+
+    def _attachments(self, draft: MomentDraft) -> list[Attachment]:
+        from .media.store import attachment_of
+
+        embedder = self.multimodal_embedder if self.config.privacy.modalities.embeddings else None
+        found = []  # the errors name the file
+        if draft.image_file is not None:
+            found.append(attachment_of(draft.image_file, "image", embedder))
+        if draft.audio_file is not None:
+            found.append(attachment_of(draft.audio_file, "audio", embedder))
+        if found and self.home is None:
+            self.media_store()  # says why not
+        return found
+
+    def _store_media(
+        self, prepared: list[Moment], attached: list[list[Attachment]], copied: list[str]
+    ) -> list[Moment]:
+        """``prepared`` with their files copied in (the new copies listed in ``copied``)."""
+        store = self.media_store()
+        done = []
+        for moment, attachments in zip(prepared, attached, strict=True):
+            update: dict[str, Any] = {}
+            content: dict[str, Any] = {}
+            for a in attachments:
+                name, new = store.put(a.source)
+                if new:
+                    copied.append(name)
+                update[f"{a.kind}_path"] = name
+                content[f"{a.kind}_signature"] = a.signature
+                if a.embedding is not None and "multimodal_embedding" not in content:
+                    content["multimodal_embedding"] = a.embedding
+            update["content"] = moment.content.model_copy(update=content)
+            done.append(moment.model_copy(update=update) if attachments else moment)
+        return done
 
     def _prepare(self, draft: MomentDraft, session_id: str, now: datetime) -> Moment:
         derived = enrich(draft.text, role=draft.role, has_actions=bool(draft.actions))
@@ -518,13 +607,18 @@ class Notebook:
         exclude: Collection[str] = (),
         mode: Mode = "hybrid",
         include_archive: bool = False,
+        image: Path | str | None = None,
+        audio: Path | str | None = None,
     ) -> list[SearchHit]:
         """Moments relevant to ``query``, best first, within the filters. ``hybrid`` fuses
         lexical (BM25), vector and concept matches (lexical alone without an embedder);
         each hit's ``explain`` says what found it. Moments in ``exclude`` (say, those
         already in the live messages) are passed over. Rollups are found like moments
         (``tier="rollup"``); with ``include_archive`` the cold archive is searched too (by
-        words) and its hits come ranked among the others, ``tier="archived"``."""
+        words) and its hits come ranked among the others, ``tier="archived"``. ``image`` or
+        ``audio`` searches by example: moments whose stored signature is nearest (``media``
+        in ``explain``), fused with the words when there is a query, alone without one."""
+        example = self._example(image, audio)
         if session is not None:
             self.get_session(session)
         if since is not None and until is not None and since >= until:
@@ -545,9 +639,28 @@ class Notebook:
         )
         engine = SearchEngine(self.backend, self.config.search, semantic)
         request = SearchRequest(
-            query, where, _limit(limit), concept=concept, exclude=set(exclude), mode=mode
+            query,
+            where,
+            _limit(limit),
+            concept=concept,
+            exclude=set(exclude),
+            mode=mode,
+            example=example,
         )
         return self._with_tiers(engine.search(request), request, include_archive)
+
+    @staticmethod
+    def _example(image: Path | str | None, audio: Path | str | None) -> str | None:
+        """The signature of the example to search by (InvalidInput for a bad file)."""
+        if image is not None and audio is not None:
+            raise InvalidInput("search: give an example image or an example audio, not both")
+        if image is None and audio is None:
+            return None
+        from .media.store import attachment_of
+
+        return attachment_of(
+            image or audio or "", "image" if image is not None else "audio"
+        ).signature
 
     def redact(self, moment_id: str, reason: str, who: str = "owner") -> Moment:
         """Remove a moment's content (text, concepts, retrieval keys, actions) for good,
@@ -733,14 +846,51 @@ class Notebook:
                 progress(len(part.drafts))
         return created
 
-    def export_to(self, target: StorageBackend, progress: Progress | None = None) -> CopyReport:
-        """Copy this notebook into ``target`` (for example a :class:`YamlDirBackend`)."""
+    def export_to(
+        self,
+        target: StorageBackend,
+        progress: Progress | None = None,
+        *,
+        media_to: Path | None = None,
+    ) -> CopyReport:
+        """Copy this notebook into ``target`` (for example a :class:`YamlDirBackend`);
+        with ``media_to``, the media files its moments refer to go to ``media_to/media/``
+        (each checked against its SHA-256 first)."""
+        if media_to is not None:
+            from .media.store import MediaStore, media_paths_of
+
+            wanted = media_paths_of(self.backend.iter_moments())
+            if wanted:
+                MediaStore(media_to).copy_from(self.media_store(), sorted(wanted))
         return copy_notebook(self.backend, target, progress)
 
-    def import_from(self, source: StorageBackend, progress: Progress | None = None) -> CopyReport:
+    def import_from(
+        self,
+        source: StorageBackend,
+        progress: Progress | None = None,
+        *,
+        media_from: Path | None = None,
+    ) -> CopyReport:
         """Copy ``source`` into this notebook; all of it, or nothing on a conflict. The
-        imported moments are embedded like recorded ones (vectors are not copied)."""
-        report = copy_notebook(source, self.backend, progress)
+        imported moments are embedded like recorded ones (vectors are not copied). With
+        ``media_from``, the media files they refer to are copied from ``media_from/media/``
+        (checked against their SHA-256) first."""
+        copied: list[str] = []
+        if media_from is not None:
+            from .media.store import MediaStore, media_paths_of
+
+            wanted = media_paths_of(source.iter_moments())
+            if wanted:
+                copied = self.media_store().copy_from(MediaStore(media_from), sorted(wanted))
+        try:
+            report = copy_notebook(source, self.backend, progress)
+        except BaseException:
+            if copied:
+                from .media.store import media_paths_of
+
+                in_use = media_paths_of(self.backend.iter_moments())
+                self.media_store().remove_unused(copied, in_use)
+            raise
         if self._background_embedding and (semantic := self.semantic) is not None:
             semantic.notify()
         return report

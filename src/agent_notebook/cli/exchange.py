@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ..exchange import CopyReport
+from ..exchange import CopyReport, media_home
 from ..storage import SqliteBackend, YamlDirBackend, open_backend
 from .common import HomeOption, open_notebook, progress_bar, reporting_errors, stderr
 
@@ -26,7 +26,8 @@ def export(
     ] = ExportKind.YAML,
     home: HomeOption = None,
 ) -> None:
-    """Copy the whole notebook, ids and all, into a YAML directory or a SQLite file.
+    """Copy the whole notebook, ids and all, into a YAML directory or a SQLite file; the
+    attached images and audio go to media/ in that directory (beside the .db file).
 
     Example: agent-notebook export --to yaml ./notebook-yaml
     """
@@ -35,7 +36,10 @@ def export(
             YamlDirBackend(destination) if to is ExportKind.YAML else SqliteBackend(destination)
         )
         try:
-            report = _copy(lambda p: nb.export_to(target, p), nb.backend.count_moments())
+            media = media_home(destination)  # the media files go along, into media/
+            report = _copy(
+                lambda p: nb.export_to(target, p, media_to=media), nb.backend.count_moments()
+            )
         finally:
             target.close()
     _report("exported", report)
@@ -46,13 +50,17 @@ def import_(
     home: HomeOption = None,
 ) -> None:
     """Copy another notebook (YAML directory or SQLite file) into this one; all or nothing.
+    The images and audio its moments refer to are copied from its media/ and checked.
 
     Example: agent-notebook import ./notebook-yaml
     """
     with open_notebook(home, create=True) as nb, reporting_errors():
         backend = open_backend(source)
         try:
-            report = _copy(lambda p: nb.import_from(backend, p), backend.count_moments())
+            media = media_home(source)  # and its media/, when it has any
+            report = _copy(
+                lambda p: nb.import_from(backend, p, media_from=media), backend.count_moments()
+            )
         finally:
             backend.close()
     _report("imported", report)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from operator import itemgetter
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,6 +18,9 @@ from .common import (
     progress_bar,
     stderr,
 )
+
+if TYPE_CHECKING:
+    from ..notebook import Notebook
 
 
 def reindex(home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE) -> None:
@@ -45,6 +48,31 @@ FixOption = Annotated[
         "--fix", help="Make what is open to other users owner-only again (dirs 0700, files 0600)."
     ),
 ]
+
+
+def _multimodal(nb: Notebook) -> str:
+    from ..embed.multimodal import NO_MULTIMODAL_EMBEDDER
+
+    embedder = nb.multimodal_embedder
+    return NO_MULTIMODAL_EMBEDDER if embedder is None else embedder.model_id
+
+
+def _media_files(nb: Notebook) -> str:
+    from ..privacy.crypto import cipher_of
+
+    count = len(nb.media_store().names())
+    unsealed = cipher_of(nb.backend) is not None and count
+    return f"{count} in media/" + (" (not covered by encryption at rest)" if unsealed else "")
+
+
+def _decoders() -> str:
+    """Which media formats this installation can decode (and so attach and sign)."""
+    from ..media.decode import decoders_available
+
+    found = decoders_available()
+    have = [name for name, ok in found.items() if ok]
+    missing = [name for name, ok in found.items() if not ok]
+    return ", ".join(have) + (f" (missing: {', '.join(missing)})" if missing else "")
 
 
 def doctor(
@@ -83,6 +111,9 @@ def doctor(
             "embedder": embedder,
             "search": "hybrid (lexical, vector, concept)" if semantic else "lexical only",
             "unembedded": nb.unembedded(),
+            "multimodal embedder": _multimodal(nb),
+            "media decoders": _decoders(),
+            "media files": _media_files(nb),
             "permissions": _permissions_summary(loosened, fixed, fix),
         }
     if fmt is OutputFormat.JSON:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -116,7 +117,9 @@ def moments(
 
 
 def search(
-    query: Annotated[str, typer.Argument(help="What to look for, in words.")],
+    query: Annotated[
+        str, typer.Argument(help="What to look for, in words (optional with --image/--audio).")
+    ] = "",
     home: HomeOption = None,
     session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
     since: Annotated[str | None, typer.Option(help="From this ISO time (inclusive).")] = None,
@@ -136,14 +139,27 @@ def search(
             "--include-archive", help="Search the cold archive too (by words); hits are tagged."
         ),
     ] = False,
+    image: Annotated[
+        Path | None,
+        typer.Option(help="Search by example: moments whose image looks like this one."),
+    ] = None,
+    audio: Annotated[
+        Path | None,
+        typer.Option(help="Search by example: moments whose audio sounds like this clip."),
+    ] = None,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
     """Search moments by words and meaning, best first: lexical (BM25), vector and concept
     matches fused, with importance and recency as priors. Rollups made by 'compact' are
     found too (tier "rollup"); --include-archive adds what it archived (tier "archived").
+    --image or --audio searches by example (nearest signatures), with or without words.
 
     Example: agent-notebook search "train to Lyon" --since 2026-06-01 --speaker ana --explain
     """
+    if not query.strip() and image is None and audio is None:  # a usage error: exit 2
+        raise typer.BadParameter(
+            "give words to look for, or --image/--audio FILE", param_hint="QUERY"
+        )
     with open_notebook(home) as nb, reporting_errors():
         if mode is not SearchMode.LEXICAL:
             catch_up(nb)
@@ -157,6 +173,8 @@ def search(
             mode=mode.value,
             limit=limit,
             include_archive=include_archive,
+            image=image,
+            audio=audio,
         )
     columns: list[tuple[str, Callable[[SearchHit], object]]] = [
         ("score", lambda h: f"{h.score:.3g}"),
@@ -168,7 +186,8 @@ def search(
     if include_archive or any(h.tier != "active" for h in hits):
         columns.insert(2, ("tier", lambda h: h.tier))
     if explain:
-        columns += [(signal, _share(signal)) for signal in ("lexical", "vector", "concept")]
+        signals = ["lexical", "vector", "concept"] + (["media"] if image or audio else [])
+        columns += [(signal, _share(signal)) for signal in signals]
         columns.append(("priors", _priors))
     elif fmt is OutputFormat.JSON:
         hits = [h.model_copy(update={"explain": {}}) for h in hits]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -68,20 +69,39 @@ def record(
     task: Annotated[
         str | None, typer.Option(help="Start a new session with this task and record into it.")
     ] = None,
+    image: Annotated[
+        Path | None,
+        typer.Option(help="Attach this image (PNG, JPEG, WebP) to the moment; JSON optional."),
+    ] = None,
+    audio: Annotated[
+        Path | None,
+        typer.Option(help="Attach this audio clip (WAV, FLAC, OGG, MP3) to the moment."),
+    ] = None,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
     """Record moments given as JSON on stdin: one object or a list of them.
 
     Each object has the fields of a moment draft: text, role, speaker, timestamp, importance,
     concepts, retrieval_keys, actions, parent, source_id… and may name its "session".
+    --image or --audio attaches a file to the one moment (copied into <home>/media/ and
+    signed); the JSON on stdin is then optional.
 
     Example: echo '{"text": "Book the train", "role": "user"}' | agent-notebook record --task Trip
     """
     with reporting_errors():
-        data = parse_json(read_stdin_text("record"), "record")
+        media = {
+            **({} if image is None else {"image_file": str(image)}),
+            **({} if audio is None else {"audio_file": str(audio)}),
+        }
+        raw = "" if media and sys.stdin.isatty() else read_stdin_text("record")
+        data = parse_json(raw, "record") if raw.strip() or not media else {}
         items: list[Any] = data if isinstance(data, list) else [data]
         if not items or not all(isinstance(i, dict) for i in items):
             raise InvalidInput("record: expected a JSON object or a non-empty list of objects")
+        if media and len(items) != 1:
+            raise InvalidInput("record: --image/--audio attach to one moment; give one object")
+        if media:
+            items[0].update(media)
         named = {i.pop("session") for i in items if "session" in i}
         if len(named) > 1 or (named and session and named != {session}):
             raise InvalidInput("record: the moments name different sessions; record them apart")

@@ -5,8 +5,10 @@
   the default importance instead of one read from the text. The moment keeps its time, role,
   speaker, relations and actions (which are not text but tool calls: mask their secrets
   with ``privacy.secrets``).
-* ``audio: false``: no ``audio_path`` and no ``content.audio_signature``.
-* ``image: false``: no ``image_path`` and no ``content.image_signature``.
+* ``audio: false``: no ``audio_path`` and no ``content.audio_signature``; an attached
+  audio file is not read, copied nor signed (nothing of it reaches the notebook's files).
+* ``image: false``: no ``image_path`` and no ``content.image_signature``; likewise for an
+  attached image file.
 * ``embeddings: false``: no ``content.multimodal_embedding``, and no vectors at all: the
   notebook has no :class:`SemanticIndex` (search is lexical).
 
@@ -33,11 +35,11 @@ def strip(draft: MomentDraft, modalities: Modalities) -> tuple[MomentDraft, list
         dropped.append("text")
     if not modalities.text and draft.importance is None:
         update["importance"] = DEFAULT_IMPORTANCE
-    if not modalities.audio and draft.audio_path is not None:
-        update["audio_path"] = None
+    if not modalities.audio and (draft.audio_path is not None or draft.audio_file is not None):
+        update.update(audio_path=None, audio_file=None)  # the file is never read nor copied
         dropped.append("audio")
-    if not modalities.image and draft.image_path is not None:
-        update["image_path"] = None
+    if not modalities.image and (draft.image_path is not None or draft.image_file is not None):
+        update.update(image_path=None, image_file=None)
         dropped.append("image")
     return (draft.model_copy(update=update) if update else draft), dropped
 

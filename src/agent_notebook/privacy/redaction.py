@@ -10,6 +10,8 @@
   archived;
 * the cold archive: the files holding a redacted record (or a rollup above) are rewritten
   atomically, and their index entries follow;
+* the media store: the image and audio files of redacted moments (their paths, signatures
+  and multimodal embedding leave the moment) are deleted unless another moment has them;
 * sessions (condensed history, the audit log's text), every item of the LangGraph store
   (session notebooks, their cuts, an app's items) and every checkpoint and pending write of
   the checkpointer, loaded and dumped with the saver's own ``serde``;
@@ -46,6 +48,7 @@ from pydantic import BaseModel, Field
 
 from ..enrich import enrich
 from ..errors import InvalidInput, NotFound
+from ..media.store import media_paths_of
 from ..model import (
     ArchiveEntry,
     Decision,
@@ -246,9 +249,11 @@ def _verbatim(rollup: Moment) -> bool:
 def _tombstone(moment: Moment, tombstone: Tombstone) -> Moment:
     return moment.model_copy(
         update={
-            "content": MomentContent(),
+            "content": MomentContent(),  # signatures and multimodal embedding too
             "metadata": moment.metadata.model_copy(update={"concepts": [], "retrieval_keys": []}),
             "actions": [],
+            "audio_path": None,
+            "image_path": None,
             "redacted": tombstone,
         }
     )
@@ -358,6 +363,17 @@ class Redaction:
         if (semantic := self.nb._semantic) is not None and self.changed_numbers:
             semantic.forget(self.changed_numbers)
         self._purge()
+        self._remove_media(media_paths_of(plan.targets.values()))
+
+    def _remove_media(self, gone: set[str]) -> None:
+        """Delete the media files of the redacted moments that no other moment (active or
+        archived) refers to."""
+        if not gone or self.nb.home is None:
+            return
+        in_use = media_paths_of(self.backend.iter_moments())
+        for _, records in self._archive_files():
+            in_use |= media_paths_of(records.values())
+        self.nb.media_store().remove_unused(sorted(gone), in_use)
 
     def _redacted(self, moment: Moment, plan: _Plan, tombstone: Tombstone) -> Moment | None:
         """The new version of ``moment``, or None when it keeps no redacted text."""

@@ -13,7 +13,17 @@ from ..config import SearchSettings
 from ..enrich import enrich, identifiers
 from ..model import Moment, SearchHit, moment_number, normalize_concept, now_utc
 from ..storage import MomentBrief, MomentFilter, StorageBackend
-from .hybrid import CONCEPT, LEXICAL, VECTOR, Fused, fuse, neighbour_spread, prior_factors
+from .hybrid import (
+    CONCEPT,
+    LEXICAL,
+    MEDIA,
+    MEDIA_WEIGHT,
+    VECTOR,
+    Fused,
+    fuse,
+    neighbour_spread,
+    prior_factors,
+)
 from .semantic import SemanticIndex
 
 __all__ = ["Mode", "SearchEngine", "SearchRequest", "neighbour_ids"]
@@ -34,6 +44,8 @@ class SearchRequest:
     exclude: Collection[str] = ()
     mode: Mode = "hybrid"
     now: datetime | None = None
+    #: The signature of an example image or audio clip: search by example.
+    example: str | None = None
 
 
 def neighbour_ids(number: int) -> list[str]:
@@ -57,16 +69,22 @@ class SearchEngine:
         wanted = request.limit + len(request.exclude)
         pool = max(self.settings.candidates, wanted)
         ranked: dict[str, list[tuple[str, float]]] = {}
-        if request.mode in ("hybrid", "lexical"):
+        # With an example and no words, the media ranking alone (and no priors: a near
+        # copy must not fall behind a far one that is more recent or important).
+        words = request.example is None or bool(request.query.strip())
+        if words and request.mode in ("hybrid", "lexical"):
             ranked[LEXICAL] = self._lexical(request, pool, allowed)
-        if request.mode in ("hybrid", "vector") and self.semantic is not None:
+        if words and request.mode in ("hybrid", "vector") and self.semantic is not None:
             ranked[VECTOR] = self._vector(request, pool, allowed)
-        if request.mode == "hybrid":
+        if words and request.mode == "hybrid":
             ranked[CONCEPT] = self._concepts(request.query, pool, allowed)
+        if request.example is not None:
+            ranked[MEDIA] = self._media(request, request.example, pool, allowed)
         weights = {
             LEXICAL: self.settings.lexical_weight if request.mode != "lexical" else 1.0,
             VECTOR: self.settings.vector_weight if request.mode != "vector" else 1.0,
             CONCEPT: self.settings.concept_weight,
+            MEDIA: MEDIA_WEIGHT,
         }
         fused = fuse(ranked, weights, self.settings.rrf_k)
         # Ranked on briefs; only the moments returned are loaded whole.
@@ -83,7 +101,7 @@ class SearchEngine:
                 continue
             if allowed is not None and brief.number not in allowed:
                 continue
-            factors = prior_factors(brief, now, self.settings)
+            factors = prior_factors(brief, now, self.settings) if words else {}
             score = entry.score * math.prod(factors.values())
             ranked_hits.append((score, brief.number, entry, factors))
         ranked_hits.sort(key=lambda h: (-h[0], h[1]))
@@ -116,6 +134,22 @@ class SearchEngine:
         if restrict is not None and not restrict:
             return []
         return self.semantic.search(request.query, pool, allowed=restrict)
+
+    def _media(
+        self, request: SearchRequest, example: str, pool: int, allowed: set[int] | None
+    ) -> list[tuple[str, float]]:
+        """Moments whose stored signature of the example's kind is nearest, as
+        ``(id, 1 - distance)``, within the filters."""
+        from ..media.signatures import rank_by_example, signature_kind
+
+        stored = self.backend.media_signatures(signature_kind(example))
+        restrict: Collection[int] | None = allowed
+        if request.where != MomentFilter():
+            numbers = set(self.backend.moment_numbers(request.where))
+            restrict = numbers if allowed is None else numbers & allowed
+        if restrict is not None:
+            stored = [(n, sig) for n, sig in stored if n in restrict]
+        return [(f"m_{n}", 1.0 - d) for n, d in rank_by_example(example, stored, pool)]
 
     def _concepts(self, query: str, pool: int, allowed: set[int] | None) -> list[tuple[str, float]]:
         """Moments sharing the query's concepts and identifiers, rarer ones weighing more;

@@ -17,9 +17,21 @@ from datetime import datetime
 from ..config import SearchSettings
 from ..storage.base import MomentBrief
 
-__all__ = ["Fused", "SignalScore", "fuse", "neighbour_spread", "prior_factors"]
+__all__ = [
+    "MEDIA",
+    "MEDIA_WEIGHT",
+    "Fused",
+    "SignalScore",
+    "fuse",
+    "neighbour_spread",
+    "prior_factors",
+]
 
 LEXICAL, VECTOR, CONCEPT = "lexical", "vector", "concept"
+#: Search by example (an image or audio clip): stored signatures ranked by distance.
+MEDIA = "media"
+#: Its weight when fused with a text query: as much as the words themselves.
+MEDIA_WEIGHT = 1.0
 
 
 @dataclass(frozen=True, slots=True)

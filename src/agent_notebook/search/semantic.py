@@ -267,7 +267,8 @@ class SemanticIndex:
             try:
                 self.catch_up(newer_only=True)
             except Exception:  # the moments stay queued; the next write or reindex retries
-                log.exception("embedding failed; the moments stay queued for 'reindex'")
+                if not self._stopping:  # else its notebook is closing under it: no news
+                    log.exception("embedding failed; the moments stay queued for 'reindex'")
             with self._idle:
                 if not self._wake.is_set():
                     self._busy = False

@@ -6,14 +6,19 @@ one backend transaction, so two writers cannot overwrite each other blindly (409
 
 from __future__ import annotations
 
+import mimetypes
+import shutil
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated, Literal, TypeVar
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, File, Form, Query, Request, Response, UploadFile
+from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotFound
 from ..model import (
     Decision,
     Escalation,
@@ -177,14 +182,78 @@ def session_moments(session_id: str, nb: Nb, offset: Offset = 0, limit: Limit = 
 
 @router.post("/sessions/{session_id}/moments", status_code=201, tags=["moments"])
 def record(session_id: str, body: MomentDraft, nb: Nb) -> Moment:
-    """Record one moment; concepts, retrieval keys and importance are derived when left out."""
-    return nb.record_many(session_id, [body])[0]
+    """Record one moment; concepts, retrieval keys and importance are derived when left out.
+    To attach an image or audio clip, upload it to ``POST .../moments/media``."""
+    return nb.record_many(session_id, _no_server_files([body]))[0]
 
 
 @router.post("/sessions/{session_id}/moments/batch", status_code=201, tags=["moments"])
 def record_batch(session_id: str, body: MomentBatch, nb: Nb) -> list[Moment]:
     """Record up to 1000 moments in one transaction: all of them or none."""
-    return nb.record_many(session_id, body.moments)
+    return nb.record_many(session_id, _no_server_files(body.moments))
+
+
+def _no_server_files(drafts: list[MomentDraft]) -> list[MomentDraft]:
+    """A client names no file of the server's disk to attach: it uploads the file."""
+    for n, d in enumerate(drafts):
+        if d.image_file is not None or d.audio_file is not None:
+            raise InvalidInput(
+                f"moment {n}: image_file/audio_file name files on the server; upload the file "
+                "with POST /api/sessions/{session_id}/moments/media instead"
+            )
+    return drafts
+
+
+@router.post("/sessions/{session_id}/moments/media", status_code=201, tags=["moments"])
+def record_media(
+    session_id: str,
+    nb: Nb,
+    file: Annotated[UploadFile, File(description="An image (PNG, JPEG, WebP) or audio clip.")],
+    text: Annotated[Text, Form(description="Text recorded with it.")] = "",
+    speaker: Annotated[Text, Form()] = "",
+    role: Annotated[Text, Form()] = "user",
+) -> Moment:
+    """Record one moment with an uploaded image or audio clip (multipart form), signed and
+    kept in the notebook's media store. The upload obeys the server's ``--max-body``
+    (1 MiB by default): raise it to take larger files."""
+    from ..media.decode import media_kind
+
+    # The upload goes to a private temp dir, then is signed and copied in by the notebook;
+    # its client-side name is kept nowhere (only a known suffix, to help the decoders).
+    suffix = Path(file.filename or "").suffix.lower()
+    suffix = suffix if len(suffix) <= 6 and suffix[1:].isalnum() else ""
+    with tempfile.TemporaryDirectory(prefix="agent-notebook-upload-") as scratch:
+        upload = Path(scratch) / f"upload{suffix}"
+        with upload.open("wb") as out:
+            shutil.copyfileobj(file.file, out)
+        kind = media_kind(upload)
+        return nb.record(
+            session_id,
+            text,
+            speaker=speaker,
+            role=role,
+            **({"image": upload} if kind == "image" else {"audio": upload}),
+        )
+
+
+@router.get("/moments/{moment_id}/media", tags=["moments"], response_class=FileResponse)
+def moment_media(
+    moment_id: str,
+    nb: Nb,
+    kind: Annotated[
+        Literal["image", "audio"] | None, Query(description="When it has both.")
+    ] = None,
+) -> FileResponse:
+    """The image or audio file attached to a moment; owner only."""
+    moment = nb.get_moment(moment_id)
+    stored = moment.image_path if kind != "audio" else moment.audio_path
+    if stored is None and kind is None:
+        stored = moment.audio_path
+    if stored is None:
+        raise NotFound(f"moment {moment_id} has no {kind or 'media'} file attached")
+    path = nb.media_store().path_of(stored)
+    media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    return FileResponse(path, media_type=media_type)
 
 
 @router.get("/moments", tags=["moments"])

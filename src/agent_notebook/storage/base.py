@@ -16,8 +16,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Literal, Protocol
 
+from ..errors import InvalidInput
 from ..model import ArchiveEntry, ConceptEntry, Moment, Session
 
 
@@ -226,6 +227,19 @@ class StorageBackend(ABC):
         """Numbers of the moments ``where`` matches, ascending (to restrict a vector search)."""
         moments = self.iter_moments() if where.session is None else self._session_moments(where)
         return [m.number for m in moments if where.matches(m)]
+
+    def media_signatures(self, kind: Literal["image", "audio"]) -> list[tuple[int, str]]:
+        """``(moment number, signature)`` of every moment with an ``image`` (or ``audio``)
+        signature, ascending (search by example ranks them). A backend that can read them
+        without loading whole moments should."""
+        if kind not in ("image", "audio"):
+            raise InvalidInput(f"media kind {kind!r} is not image or audio")
+        found = []
+        for m in self.iter_moments():
+            sig = m.content.image_signature if kind == "image" else m.content.audio_signature
+            if sig:
+                found.append((m.number, sig))
+        return found
 
     def _session_moments(self, where: MomentFilter) -> Iterator[Moment]:
         offset = 0

@@ -223,6 +223,20 @@ class TestMoments:
             (False, False, 0.5),
         ]
 
+    def test_media_signatures_by_kind_in_number_order(self, backend: StorageBackend) -> None:
+        backend.put_session(make_session())
+
+        def with_media(num: int, image: str | None, audio: str | None) -> Moment:
+            content = MomentContent(text=f"m {num}", image_signature=image, audio_signature=audio)
+            return make_moment(num, f"m {num}", content=content)
+
+        backend.put_moments(
+            [with_media(12, "i12", None), with_media(3, "i3", "a3"), with_media(5, None, None)]
+        )
+        backend.put_moments([with_media(7, None, "a7"), with_media(12, "i12b", None)])
+        assert backend.media_signatures("image") == [(3, "i3"), (12, "i12b")]
+        assert backend.media_signatures("audio") == [(3, "a3"), (7, "a7")]
+
     def test_put_replaces_text_concepts_and_index(self, backend: StorageBackend) -> None:
         backend.put_session(make_session())
         backend.put_moments([make_moment(1, "about kangaroos", concepts=["kangaroo"])])

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from ...errors import StorageError
+from ...errors import InvalidInput, StorageError
 from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
 from ...privacy.crypto import sealed_key_id
 from ...search.lexical import stem, terms, tokenize
@@ -341,6 +341,19 @@ class SqliteBackend(StorageBackend):
             " WHERE " + " AND ".join(conditions) if conditions else ""
         )
         return [num for (num,) in self._query(sql + " ORDER BY m.num", params)]
+
+    def media_signatures(self, kind: Literal["image", "audio"]) -> list[tuple[int, str]]:
+        if self.cipher is not None:  # sealed bodies: read through the moments, opened
+            return super().media_signatures(kind)
+        if kind not in ("image", "audio"):
+            raise InvalidInput(f"media kind {kind!r} is not image or audio")
+        path = f"$.content.{kind}_signature"  # read in SQL: no moment is parsed
+        rows = self._query(
+            "SELECT num, json_extract(body, ?) AS sig FROM moments WHERE sig IS NOT NULL "
+            "AND sig != '' ORDER BY num",
+            (path,),
+        )
+        return [(int(num), str(sig)) for num, sig in rows]
 
     # -- text vectors -----------------------------------------------------------------------
 
