@@ -12,9 +12,13 @@ Reported:
 * ``rank_by_example`` (limit 10) over 10,000 stored signatures of each kind (images: random
   64-bit hashes; audio: fingerprints of 10 s clips, a few hundred real ones repeated with
   random bit flips so that no two are equal), p50/p95 over repeated queries, against the
-  naive alternative: a pure-Python loop calling ``distance`` on each stored signature.
+  naive alternative: a pure-Python loop calling ``distance`` on each stored signature;
+* end to end, ``Notebook.search(image=...)`` on a SQLite notebook of ``--stored`` moments
+  each recorded with its own small PNG (the example: one of them resized to half and saved
+  as JPEG), p50/p95, beside a lexical search of the same notebook (``--no-notebook`` skips
+  it: recording 10,000 images takes a minute or two).
 
-    python bench/media_signatures.py [--stored 10000] [--queries 30] [--seed 0]
+    python bench/media_signatures.py [--stored 10000] [--queries 30] [--seed 0] [--no-notebook]
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import summary_ms
+from agent_notebook import Notebook
 from agent_notebook.media.decode import load_image
 from agent_notebook.media.signatures import (
     _phash,
@@ -43,6 +48,7 @@ from agent_notebook.media.signatures import (
     image_signature,
     rank_by_example,
 )
+from agent_notebook.storage import SqliteBackend
 
 RATE = 44100
 
@@ -104,6 +110,7 @@ def main() -> None:
     parser.add_argument("--stored", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-notebook", action="store_true", help="skip the end-to-end part")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
 
@@ -158,6 +165,46 @@ def main() -> None:
             theirs = timed(naive, naive_n)
             print(f"{kind} rank_by_example : {summary_ms(ours)}")
             print(f"{kind} naive loop       : {summary_ms(theirs)}   ({naive_n} queries)")
+
+        if not args.no_notebook:
+            bench_notebook(folder, args.stored, args.queries, rng)
+
+
+def bench_notebook(folder: Path, count: int, queries: int, rng: np.random.Generator) -> None:
+    """Search by example end to end: a notebook of ``count`` image moments."""
+    print(f"\n== Notebook.search(image=...) over {count} image moments (SQLite) ==")
+    home = folder / "home"
+    images = folder / "images"
+    images.mkdir()
+    started = time.perf_counter()
+    with Notebook(SqliteBackend(home / "notebook.db"), home=home, embedder=None) as nb:
+        sid = nb.start_session("photos").id
+        for first in range(0, count, 500):
+            drafts = []
+            for n in range(first, min(count, first + 500)):
+                path = images / f"{n}.png"
+                small = rng.integers(0, 256, (8, 8), dtype=np.uint8)
+                Image.fromarray(small).resize((64, 64), Image.Resampling.BICUBIC).save(path)
+                drafts.append({"text": f"photo {n}", "image_file": str(path)})
+            nb.record_many(sid, drafts)
+        print(f"recorded {count} image moments in {time.perf_counter() - started:.1f} s")
+        examples = []
+        for i, n in enumerate(rng.integers(0, count, queries)):
+            example = folder / f"example_{i}.jpg"
+            Image.open(images / f"{n}.png").resize((32, 32)).convert("RGB").save(
+                example, quality=70
+            )
+            examples.append((f"m_{int(n) + 1}", example))
+        found = 0
+        took = []
+        for moment_id, example in examples:
+            t0 = time.perf_counter()
+            hits = nb.search("", image=example, limit=10)
+            took.append(time.perf_counter() - t0)
+            found += bool(hits) and hits[0].moment.id == moment_id
+        lexical = timed(lambda: nb.search("photo 42", mode="lexical", limit=10), queries)
+        print(f"search by example : {summary_ms(took)}   (the original first: {found}/{queries})")
+        print(f"lexical search    : {summary_ms(lexical)}")
 
 
 if __name__ == "__main__":

@@ -164,12 +164,11 @@ class SearchEngine:
         )
         scores: dict[int, float] = {}
         for name in names:
-            entry = self.backend.get_concept(name)
-            if entry is None or len(entry.moments) > most:
+            members = self.backend.concept_members(name, most)
+            if not members:  # none, or too many to say anything
                 continue
-            weight = math.log(1 + total / len(entry.moments))
-            for mid in entry.moments:
-                num = moment_number(mid)
+            weight = math.log(1 + total / len(members))
+            for num in members:
                 if allowed is None or num in allowed:
                     scores[num] = scores.get(num, 0.0) + weight
         best = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))[:pool]

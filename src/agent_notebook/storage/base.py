@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from ..errors import InvalidInput
-from ..model import ArchiveEntry, ConceptEntry, Moment, Session
+from ..model import ArchiveEntry, ConceptEntry, Moment, Session, moment_number
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +182,17 @@ class StorageBackend(ABC):
     @abstractmethod
     def get_concept(self, concept: str) -> ConceptEntry | None:
         """``concept`` is already normalised; moments in id order, sessions sorted."""
+
+    def concept_members(self, concept: str, at_most: int) -> list[int] | None:
+        """The numbers of the moments with ``concept`` (ascending; ``[]`` for none), or None
+        when there are more than ``at_most``: search skips a concept that common without
+        reading all its members (that would cost more as the notebook grows)."""
+        entry = self.get_concept(concept)
+        if entry is None:
+            return []
+        if len(entry.moments) > at_most:
+            return None
+        return [moment_number(mid) for mid in entry.moments]
 
     @abstractmethod
     def list_concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:

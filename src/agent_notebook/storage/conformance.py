@@ -286,6 +286,19 @@ class TestAtomic:
 
 
 class TestConceptIndex:
+    def test_members_up_to_a_cap(self, backend: StorageBackend) -> None:
+        backend.put_session(make_session())
+        backend.put_moments(
+            [
+                make_moment(n, f"text {n}", concepts=["lyon"] if n % 2 else ["paris"])
+                for n in (1, 2, 3, 5, 8)
+            ]
+        )
+        assert backend.concept_members("lyon", 3) == [1, 3, 5]
+        assert backend.concept_members("lyon", 2) is None
+        assert backend.concept_members("paris", 9) == [2, 8]
+        assert backend.concept_members("rome", 9) == []
+
     def test_concepts_point_at_moments_and_sessions(self, backend: StorageBackend) -> None:
         backend.put_session(make_session())
         backend.put_session(make_session(SID2))

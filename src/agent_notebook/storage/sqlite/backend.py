@@ -402,6 +402,15 @@ class SqliteBackend(StorageBackend):
         )
         return _concept_entry(concept, rows) if rows else None
 
+    def concept_members(self, concept: str, at_most: int) -> list[int] | None:
+        rows = self._query(
+            "SELECT cm.num FROM concepts c "
+            "JOIN concept_moments cm ON cm.concept_id = c.id JOIN moments m ON m.num = cm.num "
+            "WHERE c.name = ? ORDER BY cm.num LIMIT ?",
+            (self._name(concept), at_most + 1),
+        )
+        return None if len(rows) > at_most else [num for (num,) in rows]
+
     def list_concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:
         if self.cipher is not None:
             return self._list_sealed_concepts(offset, limit)
