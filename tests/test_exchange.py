@@ -158,7 +158,8 @@ def test_conflicting_import_raises_and_writes_nothing(
     with _Closing(YamlDirBackend(tmp_path / "exported")) as y:
         source.export_to(y)
         target_home = tmp_path / "target"
-        with Notebook.open(target_home, backend=target_kind) as target:
+        # No embedding worker: its vector files, written meanwhile, are not the import's.
+        with Notebook.open(target_home, backend=target_kind, background_embedding=False) as target:
             if clash == "session":
                 # the same id as the source's first session, with another task
                 own = target.start_session("something else entirely", started=T0)
