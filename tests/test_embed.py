@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import random
 import shutil
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -279,23 +277,3 @@ def test_a_message_just_searched_with_is_not_embedded_again(
         assert counting.documents == ["At 7:40 on Saturday, from platform 4."]
         hits = nb.search(message, mode="vector", limit=1)
         assert hits[0].moment.id == asked.id and hits[0].explain["vector_raw"] > 0.99
-
-
-def test_exit_without_close_while_the_worker_embeds_is_clean(tmp_path: Path) -> None:
-    """A script that never closes its notebook exits normally: the embedding worker is
-    stopped at exit rather than killed inside the model (which aborts the interpreter)."""
-    script = (
-        "import sys\n"
-        "from agent_notebook import Notebook\n"
-        "nb = Notebook.open(sys.argv[1])\n"
-        "sid = nb.start_session().id\n"
-        "nb.record_many(sid, [{'text': f'moment {i} on the train to Lyon'} for i in range(300)])\n"
-    )
-    home = tmp_path / "home"
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(home)], capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr
-    assert "terminate called" not in done.stderr
-    with Notebook.open(home, background_embedding=False) as nb:
-        assert nb.backend.count_moments() == 300

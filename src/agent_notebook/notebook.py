@@ -857,11 +857,9 @@ class Notebook:
         with ``media_to``, the media files its moments refer to go to ``media_to/media/``
         (each checked against its SHA-256 first)."""
         if media_to is not None:
-            from .media.store import MediaStore, media_paths_of
+            from .media.store import MediaStore
 
-            wanted = media_paths_of(self.backend.iter_moments())
-            if wanted:
-                MediaStore(media_to).copy_from(self.media_store(), sorted(wanted))
+            _copy_media(self.backend, self.media_store(), MediaStore(media_to))
         return copy_notebook(self.backend, target, progress)
 
     def import_from(
@@ -877,11 +875,9 @@ class Notebook:
         (checked against their SHA-256) first."""
         copied: list[str] = []
         if media_from is not None:
-            from .media.store import MediaStore, media_paths_of
+            from .media.store import MediaStore
 
-            wanted = media_paths_of(source.iter_moments())
-            if wanted:
-                copied = self.media_store().copy_from(MediaStore(media_from), sorted(wanted))
+            copied = _copy_media(source, MediaStore(media_from), self.media_store())
         try:
             report = copy_notebook(source, self.backend, progress)
         except BaseException:
@@ -1100,3 +1096,12 @@ def _limit(limit: int) -> int:
     if not 1 <= limit <= MAX_SEARCH_LIMIT:
         raise InvalidInput(f"limit must be between 1 and {MAX_SEARCH_LIMIT}, got {limit}")
     return limit
+
+
+def _copy_media(moments_of: StorageBackend, source: MediaStore, target: MediaStore) -> list[str]:
+    """Copy the media files the moments of ``moments_of`` refer to from ``source`` to
+    ``target`` (each checked against its SHA-256); returns the files new to ``target``."""
+    from .media.store import media_paths_of
+
+    wanted = media_paths_of(moments_of.iter_moments())
+    return target.copy_from(source, sorted(wanted)) if wanted else []
