@@ -249,9 +249,11 @@ class SqliteBackend(StorageBackend):
 
     def _replaced(self, moments: Sequence[Moment]) -> dict[int, Moment]:
         """The stored versions of the moments about to be overwritten, by number."""
-        rows = self._rows_by_num(
-            "SELECT num, text, body FROM moments WHERE num IN", [m.number for m in moments]
-        )
+        return self._moments_by_num([m.number for m in moments])
+
+    def _moments_by_num(self, nums: Sequence[int]) -> dict[int, Moment]:
+        """The stored moments among ``nums``, by number."""
+        rows = self._rows_by_num("SELECT num, text, body FROM moments WHERE num IN", nums)
         loaded = self._moments_from([(text, body) for _, text, body in rows])
         return dict(zip((num for num, _, _ in rows), loaded, strict=True))
 
@@ -292,9 +294,7 @@ class SqliteBackend(StorageBackend):
 
     def get_moments(self, moment_ids: Sequence[str]) -> list[Moment]:
         nums = [moment_number(mid) for mid in moment_ids]
-        rows = self._rows_by_num("SELECT num, text, body FROM moments WHERE num IN", nums)
-        loaded = self._moments_from([(text, body) for _, text, body in rows])
-        found = dict(zip((num for num, _, _ in rows), loaded, strict=True))
+        found = self._moments_by_num(nums)
         return [found[n] for n in nums if n in found]
 
     def moment_briefs(self, moment_ids: Sequence[str]) -> list[MomentBrief]:
