@@ -127,10 +127,7 @@ class SearchEngine:
         self, request: SearchRequest, pool: int, allowed: set[int] | None
     ) -> list[tuple[str, float]]:
         assert self.semantic is not None
-        restrict: Collection[int] | None = allowed
-        if request.where != MomentFilter():
-            numbers = set(self.backend.moment_numbers(request.where))
-            restrict = numbers if allowed is None else numbers & allowed
+        restrict = self._restrict(request, allowed)
         if restrict is not None and not restrict:
             return []
         return self.semantic.search(request.query, pool, allowed=restrict)
@@ -143,13 +140,18 @@ class SearchEngine:
         from ..media.signatures import rank_by_example, signature_kind
 
         stored = self.backend.media_signatures(signature_kind(example))
-        restrict: Collection[int] | None = allowed
-        if request.where != MomentFilter():
-            numbers = set(self.backend.moment_numbers(request.where))
-            restrict = numbers if allowed is None else numbers & allowed
+        restrict = self._restrict(request, allowed)
         if restrict is not None:
             stored = [(n, sig) for n, sig in stored if n in restrict]
         return [(f"m_{n}", 1.0 - d) for n, d in rank_by_example(example, stored, pool)]
+
+    def _restrict(self, request: SearchRequest, allowed: set[int] | None) -> set[int] | None:
+        """The moment numbers a signal that cannot filter by itself may return: those the
+        filters and the concept allow (None: any)."""
+        if request.where == MomentFilter():
+            return allowed
+        numbers = set(self.backend.moment_numbers(request.where))
+        return numbers if allowed is None else numbers & allowed
 
     def _concepts(self, query: str, pool: int, allowed: set[int] | None) -> list[tuple[str, float]]:
         """Moments sharing the query's concepts and identifiers, rarer ones weighing more;
