@@ -24,6 +24,7 @@ from .privacy.crypto import Cipher
 from .privacy.sealed_store import SealedSqliteStore
 from .storage import StorageBackend
 from .storage.files import ensure_private_dir, ensure_private_file, exclusive_lock
+from .storage.sqlite.backend import database_file
 
 STORE_FILE = "store.db"
 CHECKPOINT_FILE = "checkpoints.db"
@@ -118,11 +119,8 @@ def write_lock(store: BaseStore) -> AbstractContextManager[None]:
     lock beside a ``SqliteStore``'s database file. Stores that live in one process need
     none (callers also lock in-process); others get none, so only their writes' own
     atomicity holds."""
-    if isinstance(store, SqliteStore):
-        rows = store.conn.execute("PRAGMA database_list").fetchall()
-        main = next((file for _, name, file in rows if name == "main"), "")
-        if main:
-            return exclusive_lock(Path(main + LOCK_SUFFIX), LOCK_TIMEOUT_S)
+    if isinstance(store, SqliteStore) and (main := database_file(store.conn)) is not None:
+        return exclusive_lock(main.with_name(main.name + LOCK_SUFFIX), LOCK_TIMEOUT_S)
     return nullcontext()
 
 

@@ -61,6 +61,7 @@ from ..model import (
     now_utc,
     validate_record,
 )
+from ..storage.sqlite.backend import database_file, vacuum
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -552,7 +553,7 @@ class Redaction:
         self.backend.purge()
         main = Path(self.backend.location) if self.backend.capabilities.name == "sqlite" else None
         for conn in self._side_connections():
-            if _db_file(conn) != main:
+            if database_file(conn) != main:
                 vacuum(conn)
         self._purge_vectors()
 
@@ -662,7 +663,7 @@ class Redaction:
             conns.append(saver.conn)
         unique: dict[Path | None, sqlite3.Connection] = {}
         for conn in conns:
-            unique.setdefault(_db_file(conn), conn)
+            unique.setdefault(database_file(conn), conn)
         return list(unique.values())
 
 
@@ -679,20 +680,3 @@ def _store_items(store: BaseStore, page: int = 500) -> Iterator[Any]:
     while batch := store.search((), limit=page, offset=offset):
         yield from batch
         offset += len(batch)
-
-
-def _db_file(conn: sqlite3.Connection) -> Path | None:
-    rows = conn.execute("PRAGMA database_list").fetchall()
-    main = next((file for _, name, file in rows if name == "main"), "")
-    return Path(main) if main else None
-
-
-def vacuum(conn: sqlite3.Connection) -> None:
-    """What :meth:`SqliteBackend.purge` does to its file, for the store's and checkpoints'
-    own SQLite files: rewrite every page and empty the WAL."""
-    conn.execute("PRAGMA secure_delete = ON")
-    if conn.in_transaction:
-        conn.commit()
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.execute("VACUUM")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -644,9 +644,7 @@ class SqliteBackend(StorageBackend):
                     "DELETE FROM concepts WHERE id NOT IN (SELECT concept_id FROM "
                     "concept_moments) AND id NOT IN (SELECT concept_id FROM archived_concepts)"
                 )
-            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            self._conn.execute("VACUUM")
-            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            vacuum(self._conn)
 
     def _open_vector(self, num: int, blob: bytes) -> bytes:
         """A stored vector's bytes (one stored before encryption was on passes through)."""
@@ -703,3 +701,21 @@ def _concept_entry(concept: str, rows: Sequence[tuple[int, str]]) -> ConceptEntr
         moments=[f"m_{num}" for num, _ in rows],
         sessions=sorted({sid for _, sid in rows}),
     )
+
+
+def database_file(conn: sqlite3.Connection) -> Path | None:
+    """The file of ``conn``'s main database (None in memory)."""
+    rows = conn.execute("PRAGMA database_list").fetchall()
+    main = next((file for _, name, file in rows if name == "main"), "")
+    return Path(main) if main else None
+
+
+def vacuum(conn: sqlite3.Connection) -> None:
+    """Rewrite every page of ``conn``'s file and empty its WAL, which still holds old pages
+    (``secure_delete`` zeroes what is freed meanwhile)."""
+    conn.execute("PRAGMA secure_delete = ON")
+    if conn.in_transaction:
+        conn.commit()
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("VACUUM")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
