@@ -82,9 +82,9 @@ def test_serve_on_a_taken_port_fails_at_once_and_says_so(tmp_path: Path) -> None
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
+        command = ["serve", "--home", str(home), "--port", str(port), "--model", "fake:echo"]
         run = subprocess.run(
-            [sys.executable, "-m", "agent_notebook", "serve", "--home", str(home)]
-            + ["--port", str(port), "--model", "fake:echo"],
+            [sys.executable, "-m", "agent_notebook", *command],
             env=ENV,
             capture_output=True,
             text=True,
@@ -106,9 +106,7 @@ def test_the_readme_server_example_gives_up_when_its_port_is_taken(tmp_path: Pat
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        code = code.replace("/tmp/my-notebook", str(tmp_path / "nb")).replace(
-            "8765", str(port)
-        )
+        code = code.replace("/tmp/my-notebook", str(tmp_path / "nb")).replace("8765", str(port))
         run = subprocess.run(
             [sys.executable, "-c", code],
             env={**os.environ, **ENV},

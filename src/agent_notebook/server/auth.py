@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 ACCESS_KEY = "agent_notebook.access"
 #: Open without a token: liveness and the API's description, no notebook data.
 OPEN_PATHS = frozenset({"/api/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+
+
 @dataclass
 class Tenant:
     """One owner's notebook on the server, with what the server keeps for it."""
