@@ -89,13 +89,16 @@ def serve(
 def mcp(
     home: HomeOption = None,
     guest: Annotated[
-        bool, typer.Option("--guest", help="Only the guest tools (read, slice, write_back).")
+        bool,
+        typer.Option(
+            "--guest", help="Only a guest's tools (slice, write_back), as a guest token gets."
+        ),
     ] = False,
     backend: BackendOption = None,
 ) -> None:
     """Serve the notebook's MCP tools over stdio, for an MCP client that starts this command
-    (search, slice, read_session, read_notebook_section, write_back; record and
-    update_section unless --guest).
+    (search, slice, read_session, read_notebook_section, write_back, record and
+    update_section; with --guest only slice and write_back).
 
     Example: agent-notebook mcp --home ~/.agent-notebook --guest
     """

@@ -34,10 +34,15 @@ turn, fact and decision, with ids like m_12 and s_2026-06-07_001), each session'
 of decisions, pending threads and escalations, and per-thread session notebooks (working
 memory in fixed sections). Search or slice it before answering from memory, cite what you
 use by its id, and write back decisions or open questions you settle."""
+GUEST_INSTRUCTIONS = """\
+agent-notebook is the long-term memory of a person's agents; you are its guest. Ask slice
+for a briefing on your topic (the relevant moments, each session's task, open pending items
+and decisions, every item tagged with its id), cite what you use by its tag, and write back
+the decision, the open question or the escalation's outcome you settle."""
 
 RECOVERY: dict[type[NotebookError], str] = {
-    NotFound: "check the id: search finds moment and session ids, read_session shows a "
-    "session's pending and escalation ids",
+    NotFound: "check the id: search and slice name moment and session ids, read_session "
+    "shows a session's pending and escalation ids (a guest: the slice and its hand-off)",
     InvalidInput: "correct the argument the message names and call again; nothing was changed",
     Conflict: "read the record again (read_session) and decide whether your change still "
     "applies; nothing was changed",
@@ -133,7 +138,7 @@ def build_mcp(
     get: Callable[[], Notebook] = notebook if callable(notebook) else (lambda: notebook)
     server = FastMCP(
         "agent-notebook" if owner else "agent-notebook-guest",
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS if owner else GUEST_INSTRUCTIONS,
         host=host,
         streamable_http_path="/",
         log_level="WARNING",
@@ -250,7 +255,7 @@ def build_mcp(
         session_id: the session the result belongs to (an id like s_2026-06-07_001).
         kind: "decision" (something settled), "pending" (a new open question or to-do), or
             "escalation_outcome" (the answer to an escalation; give escalation_id, e.g. e_1,
-            which read_session lists).
+            which the hand-off to you names and read_session lists).
         text: the decision, the open item, or the outcome, in one or two sentences.
         why: the reason, briefly.
         Returns the audit-log entry.
