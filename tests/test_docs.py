@@ -126,6 +126,11 @@ def test_every_command_has_help_with_an_example_and_is_in_the_readme() -> None:
 def test_python_examples_in_the_readme_run(index: int, tmp_path: Path) -> None:
     code = re.findall(r"```python\n(.*?)```", README, flags=re.S)[index]
     code = code.replace("/tmp/my-notebook", str(tmp_path / "nb"))
+    with socket.socket() as s:  # 8765 may be taken here (a server of the user's, say)
+        s.bind(("127.0.0.1", 0))
+        code = code.replace(":8765", f":{s.getsockname()[1]}").replace(
+            "port=8765", f"port={s.getsockname()[1]}"
+        )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
     )

@@ -17,8 +17,14 @@ from mcp.types import CallToolResult, TextContent
 from agent_notebook.server.mcp_tools import build_mcp
 from agent_notebook.session.sections import SECTION_NAMES
 
-GUEST_TOOLS = {"search", "slice", "read_session", "read_notebook_section", "write_back"}
-OWNER_TOOLS = GUEST_TOOLS | {"record", "update_section"}
+GUEST_TOOLS = {"slice", "write_back"}  # seed 002's guest: its slice, its write-back
+OWNER_TOOLS = GUEST_TOOLS | {
+    "search",
+    "read_session",
+    "read_notebook_section",
+    "record",
+    "update_section",
+}
 
 
 def over_stdio(home: Path, work: Callable[[ClientSession], Awaitable[Any]], *extra: str) -> Any:
@@ -109,6 +115,7 @@ def test_guest_server_has_only_guest_tools_and_its_writes_are_audited(tmp_path: 
     names, missing = over_stdio(tmp_path / "home", work, "--guest")
     assert names == GUEST_TOOLS
     assert missing.isError and "no session s_2026-01-01_001" in text_of(missing)
+    assert str(tmp_path) not in text_of(missing)  # a guest is not shown the server's disk
 
 
 def test_tool_docs_name_the_real_sections() -> None:

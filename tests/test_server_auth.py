@@ -12,7 +12,8 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ import httpx
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import TextContent
+from mcp.types import CallToolResult, TextContent
 
 from agent_notebook.privacy.tokens import (
     GUEST_TOKENS_FILE,
@@ -208,8 +209,10 @@ def test_a_guest_token_reads_a_slice_and_writes_back_as_itself(owners: Owners) -
         assert [d["who"] for d in log] == ["guest:planner"]
 
 
-def test_the_guest_mcp_answers_a_guest_token_and_the_owner_mcp_refuses_it(owners: Owners) -> None:
-    async def main() -> tuple[set[str], str, bool, str]:
+def guest_mcp(owners: Owners, work: Callable[[ClientSession], Awaitable[Any]]) -> Any:
+    """``work`` in a real MCP client session on ``/mcp-guest/`` with the guest's token."""
+
+    async def main() -> Any:
         async with (
             owners.server.mcp_client(owners.guest) as client,
             streamable_http_client(f"{owners.server.url}/mcp-guest/", http_client=client) as (
@@ -220,23 +223,93 @@ def test_the_guest_mcp_answers_a_guest_token_and_the_owner_mcp_refuses_it(owners
             ClientSession(read, write) as session,
         ):
             await session.initialize()
-            tools = {t.name for t in (await session.list_tools()).tools}
-            sliced = await session.call_tool("slice", {"query": "Lyon train"})
-            posing = await session.call_tool(
-                "write_back",
-                {"guest": "someone", "session_id": owners.trip, "kind": "pending", "text": "x"},
-            )
-            first = sliced.content[0]
-            refusal = posing.content[0]
-            assert isinstance(first, TextContent) and isinstance(refusal, TextContent)
-            return tools, first.text, posing.isError, refusal.text
+            return await work(session)
 
-    tools, sliced, refused, why = anyio.run(main)
-    assert "write_back" in tools and "record" not in tools
-    assert f"moment:{owners.moment}" in sliced
-    assert refused and "'planner'" in why
+    return anyio.run(main)
+
+
+def text_of(result: CallToolResult) -> str:
+    first = result.content[0]
+    assert isinstance(first, TextContent)
+    return first.text
+
+
+def test_the_guest_mcp_answers_a_guest_token_and_the_owner_mcp_refuses_it(owners: Owners) -> None:
+    async def work(session: ClientSession) -> tuple[set[str], CallToolResult, CallToolResult]:
+        tools = {t.name for t in (await session.list_tools()).tools}
+        sliced = await session.call_tool("slice", {"query": "Lyon train"})
+        posing = await session.call_tool(
+            "write_back",
+            {"guest": "someone", "session_id": owners.trip, "kind": "pending", "text": "x"},
+        )
+        return tools, sliced, posing
+
+    tools, sliced, posing = guest_mcp(owners, work)
+    assert tools == {"slice", "write_back"}
+    assert f"moment:{owners.moment}" in text_of(sliced)
+    assert posing.isError and "'planner'" in text_of(posing)
     with owners.client(owners.guest) as api:
         assert_error(api.post("/mcp/", json={}), 403, "/mcp-guest/")
+
+
+def test_the_guest_mcp_refuses_what_http_refuses_a_guest(owners: Owners) -> None:
+    """A guest token gets 403 on GET /api/search and /api/sessions/{id}: over MCP it gets
+    no moment's text and no session either, whatever tool it names."""
+    with owners.client(owners.guest) as api:
+        assert_error(api.get("/api/search", params={"q": "Lyon"}), 403)
+        assert_error(api.get(f"/api/sessions/{owners.trip}"), 403)
+
+    async def work(session: ClientSession) -> list[CallToolResult]:
+        return [
+            await session.call_tool("search", {"query": "Lyon train"}),
+            await session.call_tool("read_session", {"session_id": owners.trip}),
+            await session.call_tool(
+                "read_notebook_section", {"thread_id": "trip", "section": "Current State"}
+            ),
+            await session.call_tool("record", {"text": "a guest's moment"}),
+        ]
+
+    for refused in guest_mcp(owners, work):
+        assert refused.isError, refused.content
+        assert "Unknown tool" in text_of(refused)
+        assert "Ana booked" not in text_of(refused) and "Trip to Lyon" not in text_of(refused)
+
+
+def test_errors_name_the_notebooks_path_to_its_owner_only(owners: Owners) -> None:
+    missing = "s_2020-01-01_001"
+    places = (str(owners.a), os.path.realpath(owners.a))
+    body = {"guest": "planner", "kind": "decision", "text": "x"}
+    with owners.client(owners.guest) as api:
+        refused = assert_error(api.post(f"/api/sessions/{missing}/write-back", json=body), 404)
+    assert f"no session {missing}" in refused["detail"]
+    assert not any(place in refused["detail"] for place in places), refused
+
+    async def work(session: ClientSession) -> CallToolResult:
+        args = {"guest": "planner", "session_id": missing, "kind": "decision", "text": "x"}
+        return await session.call_tool("write_back", args)
+
+    over_mcp = guest_mcp(owners, work)
+    assert over_mcp.isError and f"no session {missing}" in text_of(over_mcp)
+    assert not any(place in text_of(over_mcp) for place in places), text_of(over_mcp)
+    with owners.client(owners.token_a) as api:  # the owner is shown where it looked
+        owners_view = assert_error(api.get(f"/api/sessions/{missing}"), 404)
+    assert str(owners.a) in owners_view["detail"]
+
+
+def test_the_mcp_server_reports_agent_notebooks_version(owners: Owners) -> None:
+    async def main() -> str:
+        async with (
+            owners.server.mcp_client(owners.token_a) as client,
+            streamable_http_client(f"{owners.server.url}/mcp/", http_client=client) as (
+                read,
+                write,
+                _,
+            ),
+            ClientSession(read, write) as session,
+        ):
+            return (await session.initialize()).serverInfo.version
+
+    assert anyio.run(main) == metadata.version("agent-notebook") != metadata.version("mcp")
 
 
 def test_a_revoked_guest_token_gets_401(owners: Owners) -> None:

@@ -49,8 +49,9 @@ def serve(
     """Serve the notebook over HTTP until stopped: the chat API, the notebook API, and the
     MCP server at /mcp/ (owner tools) and /mcp-guest/ (guest tools). OpenAPI docs at /docs.
     Every request needs 'Authorization: Bearer <token>': the owner's token is in
-    <home>/secrets/owner-token (created now if missing); guests get theirs from
-    'agent-notebook token create --guest NAME'.
+    <home>/secrets/owner-token (created now if missing; 'agent-notebook token rotate-owner'
+    replaces it, taken up without a restart); guests get theirs from 'agent-notebook token
+    create --guest NAME'. A port that is in use fails at once, with exit code 1.
 
     Example: agent-notebook serve --port 8765 --model openai:gpt-4o-mini
     """
@@ -59,6 +60,7 @@ def serve(
     from .. import config as cfg
     from ..privacy.tokens import ensure_owner_token, owner_token_path
     from ..server import ServerSettings, create_app
+    from ..server.listen import listen
     from ..storage.files import ensure_private_dir
 
     settings = ServerSettings(
@@ -69,6 +71,7 @@ def serve(
         host=host,
     )
     with reporting_errors():
+        sock = listen(host, port)  # first: a taken port fails now, not after the opening
         for root in settings.all_homes():
             ensure_private_dir(root)
             _, created = ensure_owner_token(root)
@@ -78,19 +81,24 @@ def serve(
                 f"{owner_token_path(root)} ({made}guest tokens: agent-notebook token create)",
                 highlight=False,
             )
-    uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
+    config = uvicorn.Config(create_app(settings), host=host, port=port, log_level=log_level)
+    with sock:
+        uvicorn.Server(config).run(sockets=[sock])
 
 
 def mcp(
     home: HomeOption = None,
     guest: Annotated[
-        bool, typer.Option("--guest", help="Only the guest tools (read, slice, write_back).")
+        bool,
+        typer.Option(
+            "--guest", help="Only a guest's tools (slice, write_back), as a guest token gets."
+        ),
     ] = False,
     backend: BackendOption = None,
 ) -> None:
     """Serve the notebook's MCP tools over stdio, for an MCP client that starts this command
-    (search, slice, read_session, read_notebook_section, write_back; record and
-    update_section unless --guest).
+    (search, slice, read_session, read_notebook_section, write_back, record and
+    update_section; with --guest only slice and write_back).
 
     Example: agent-notebook mcp --home ~/.agent-notebook --guest
     """

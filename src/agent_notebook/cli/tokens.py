@@ -1,8 +1,8 @@
 """``agent-notebook token …``: the API tokens of ``agent-notebook serve``.
 
-The owner's token is made by ``init`` (or the first ``serve``) and kept in
-``<home>/secrets/owner-token``; guest tokens are made here, shown once, and kept only as a
-hash."""
+The owner's token is made by ``init`` (or the first ``serve``), kept in
+``<home>/secrets/owner-token`` and replaced by ``rotate-owner``; guest tokens are made here,
+shown once, and kept only as a hash."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import typer
 
 from .. import config as cfg
 from ..errors import NotFound
-from ..privacy.tokens import TokenStore
+from ..privacy.tokens import TokenStore, owner_token_path, rotate_owner_token
 from .common import FormatOption, HomeOption, OutputFormat, emit, reporting_errors, stderr, when
 
 app = typer.Typer(
@@ -86,3 +86,22 @@ def revoke(
         TokenStore(_home(home)).revoke(name)
     stderr.print(f"guest token {name!r} revoked", highlight=False)
     print(name)
+
+
+@app.command("rotate-owner")
+def rotate_owner(home: HomeOption = None) -> None:
+    """Replace the owner token (after a leak, say): the new one is written to
+    <home>/secrets/owner-token (0600) and printed on stdout; the old one stops working at
+    once, on a running server too (no restart). Guest tokens are not touched.
+
+    Example: agent-notebook token rotate-owner
+    """
+    with reporting_errors():
+        root = _home(home)
+        token = rotate_owner_token(root)
+    stderr.print(
+        f"owner token rotated: the new one is in {owner_token_path(root)}; the old one is "
+        "no longer valid, so update the clients that sent it",
+        highlight=False,
+    )
+    sys.stdout.write(token + "\n")

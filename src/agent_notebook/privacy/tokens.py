@@ -94,6 +94,15 @@ def _write_private(path: Path, data: bytes) -> None:
     os.chmod(path, 0o600)
 
 
+def _stamp(path: Path) -> tuple[int, int, int, int] | None:
+    """What changes when a file is replaced (a save renames a new file in), or None."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
 def ensure_owner_token(home: Path) -> tuple[str, bool]:
     """The owner's token of ``home``, created first if there is none; and whether it was
     created now."""
@@ -105,6 +114,16 @@ def ensure_owner_token(home: Path) -> tuple[str, bool]:
         token = secrets.token_urlsafe(32)
         _write_private(path, (token + "\n").encode())
         return token, True
+
+
+def rotate_owner_token(home: Path) -> str:
+    """A new owner token for ``home``, written atomically (0600) over the old one, which
+    stops working: a running server reads the file again when it changes."""
+    ensure_private_dir(secrets_dir(home))
+    with exclusive_lock(secrets_dir(home) / LOCK_FILE):
+        token = secrets.token_urlsafe(32)
+        _write_private(owner_token_path(home), (token + "\n").encode())
+        return token
 
 
 def read_owner_token(home: Path) -> str:
@@ -133,23 +152,32 @@ def check_guest_name(name: str) -> str:
 
 class TokenStore:
     """The tokens of one home. Writes hold a lock and replace the file atomically; reads of
-    the guest file are cached by its modification time, so a long-running server sees
-    tokens created or revoked by the CLI at its next request."""
+    the token files are cached by their inode, times and size (one ``stat`` a request), so
+    a long-running server sees tokens created, revoked or rotated by the CLI at its next
+    request."""
 
     def __init__(self, home: Path) -> None:
         self.home = home
         self.guest_path = secrets_dir(home) / GUEST_TOKENS_FILE
-        self._owner: str | None = None
-        self._cache: tuple[tuple[int, int, int], list[TokenRecord]] | None = None
+        self._owner: tuple[tuple[int, int, int, int] | None, str] | None = None
+        self._cache: tuple[tuple[int, int, int, int], list[TokenRecord]] | None = None
 
     # -- reading ----------------------------------------------------------------------------
 
+    def _owner_token(self) -> str | None:
+        """The owner token as the file holds it now (None while there is no file: then no
+        owner token is valid until 'token rotate-owner' or 'init' makes one)."""
+        stamp = _stamp(owner_token_path(self.home))
+        if stamp is None:
+            return None
+        if self._owner is None or self._owner[0] != stamp:
+            self._owner = (stamp, read_owner_token(self.home))
+        return self._owner[1]
+
     def _guests(self) -> list[TokenRecord]:
-        try:
-            st = self.guest_path.stat()
-        except FileNotFoundError:
+        stamp = _stamp(self.guest_path)
+        if stamp is None:
             return []
-        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)  # a save renames a new file in
         if self._cache is not None and self._cache[0] == stamp:
             return self._cache[1]
         raw = self.guest_path.read_bytes()
@@ -164,9 +192,8 @@ class TokenStore:
 
     def identify(self, token: str) -> Grant | None:
         """Whose token this is, or None when it is none of this home's."""
-        if self._owner is None:
-            self._owner = read_owner_token(self.home)
-        if _same(token, self._owner):
+        owner = self._owner_token()
+        if owner is not None and _same(token, owner):
             return Grant("owner", "owner")
         digest = _hash(token)
         found = None

@@ -4,13 +4,13 @@ Every request under ``/api`` and both MCP mounts carries ``Authorization: Bearer
 The token selects the notebook (each home has its own tokens, see
 :mod:`agent_notebook.privacy.tokens`), so several owners share one server without seeing each
 other's ids: another owner's session simply is not in your notebook (404). An owner token may
-do everything; a guest token only what seed 002 gives a guest: read a slice, write back, and
-the guest MCP tools. ``/api/health`` and the API docs stay open (they hold no notebook data).
+do everything; a guest token only what seed 002 gives a guest, as :mod:`.guest_rights`
+defines it once for HTTP and MCP: read a slice and write back. ``/api/health`` and the API docs stay open (they hold no notebook data).
 """
 
 from __future__ import annotations
 
-import re
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,22 +21,15 @@ from ..errors import NotebookError
 from ..notebook import Notebook
 from ..privacy.tokens import Grant, TokenStore
 from .chat_service import ChatService
-from .errors import Forbidden, error_response, status_of
+from .errors import HIDDEN_PLACES_KEY, Forbidden, error_response, status_of
+from .guest_rights import GUEST_MAY, guest_may_request, hide_places, notebook_places
+
+log = logging.getLogger(__name__)
 
 #: Where the middleware leaves the caller's :class:`Access` in the ASGI scope.
 ACCESS_KEY = "agent_notebook.access"
 #: Open without a token: liveness and the API's description, no notebook data.
 OPEN_PATHS = frozenset({"/api/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
-#: (methods, path) a guest token may use: the slice, its write-back, the guest MCP server.
-GUEST_ROUTES: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = (
-    (frozenset({"GET", "HEAD"}), re.compile(r"/api/slice")),
-    (frozenset({"POST"}), re.compile(r"/api/sessions/[^/]+/write-back")),
-    (frozenset({"GET", "POST", "DELETE"}), re.compile(r"/mcp-guest(/.*)?")),
-)
-GUEST_MAY = (
-    "a guest token may only read a slice (GET /api/slice), write back to a session (POST "
-    "/api/sessions/{id}/write-back) and use the guest MCP tools at /mcp-guest/"
-)
 
 
 @dataclass
@@ -69,6 +62,10 @@ class Tenants:
     def __init__(self) -> None:
         self.items: list[Tenant] = []
 
+    def places(self) -> dict[str, str]:
+        """Every notebook's places on disk (see :func:`.guest_rights.notebook_places`)."""
+        return {k: v for t in self.items for k, v in notebook_places(t.notebook).items()}
+
     def identify(self, token: str) -> Access | None:
         for tenant in self.items:
             grant = tenant.tokens.identify(token)
@@ -85,10 +82,6 @@ def bearer(scope: Scope) -> str | None:
             if scheme.lower() == "bearer" and token.strip():
                 return token.strip()
     return None
-
-
-def guest_may(method: str, path: str) -> bool:
-    return any(method in methods and rx.fullmatch(path) for methods, rx in GUEST_ROUTES)
 
 
 class BearerAuth:
@@ -110,11 +103,15 @@ class BearerAuth:
         token = bearer(scope)
         try:
             access = self.tenants.identify(token) if token is not None else None
-        except NotebookError as err:  # an unreadable token file: say which
-            await error_response(status_of(err), str(err))(scope, receive, send)
+        except NotebookError as err:  # an unreadable token file: the log says which
+            log.error("%s %s: %s", method, path, err)
+            detail = hide_places(str(err), self.tenants.places())  # the caller is unknown
+            await error_response(status_of(err), detail)(scope, receive, send)
             return
         if access is not None:
             scope[ACCESS_KEY] = access
+            if access.is_guest:  # what the error handlers hide from this caller
+                scope[HIDDEN_PLACES_KEY] = notebook_places(access.tenant.notebook)
         if path in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
@@ -131,7 +128,7 @@ class BearerAuth:
             response.headers["WWW-Authenticate"] = challenge
             await response(scope, receive, send)
             return
-        if access.is_guest and not guest_may(method, path):
+        if access.is_guest and not guest_may_request(method, path):
             detail = f"{method} {path} is not for guests: {GUEST_MAY}"
             await error_response(403, detail)(scope, receive, send)
             return

@@ -27,8 +27,13 @@ from ..errors import (
     StorageError,
 )
 from ..graph.models import ModelNotConfigured
+from .guest_rights import hide_places
 
 log = logging.getLogger(__name__)
+
+#: Set by :class:`~.auth.BearerAuth` on a guest's request: the places on disk (and what to
+#: show instead) that no error sent to this caller may name.
+HIDDEN_PLACES_KEY = "agent_notebook.hidden_places"
 
 FIXES: dict[int, str] = {
     400: "send a well-formed HTTP request",
@@ -147,6 +152,12 @@ class BodySizeLimit:
         await self.app(scope, counted, send)
 
 
+def shown_to(request: Request, detail: str) -> str:
+    """``detail`` as this request's caller may see it (a guest: without the server's paths)."""
+    places = request.scope.get(HIDDEN_PLACES_KEY)
+    return detail if not places else hide_places(detail, places)
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers that turn every error into :class:`ApiError` JSON."""
 
@@ -155,7 +166,7 @@ def install(app: FastAPI) -> None:
         status = status_of(err)
         if status >= 500:
             log.error("%s %s: %s", request.method, request.url.path, err)
-        return error_response(status, str(err))
+        return error_response(status, shown_to(request, str(err)))
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, err: RequestValidationError) -> JSONResponse:
@@ -163,7 +174,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, err: HTTPException) -> JSONResponse:
-        response = error_response(err.status_code, str(err.detail))
+        response = error_response(err.status_code, shown_to(request, str(err.detail)))
         if err.headers:
             response.headers.update(err.headers)
         return response
@@ -171,7 +182,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def unexpected(request: Request, err: Exception) -> JSONResponse:
         log.exception("%s %s failed", request.method, request.url.path, exc_info=err)
-        return error_response(500, f"{type(err).__name__}: {err}")
+        return error_response(500, shown_to(request, f"{type(err).__name__}: {err}"))
 
 
 def describe(errors: Any) -> str:

@@ -1,16 +1,19 @@
 """The MCP server (official ``mcp`` SDK): the notebook as tools for agents.
 
-Guest tools read the notebook and write back one kind of record: ``search``, ``slice``,
-``read_session``, ``read_notebook_section``, ``write_back``. Owner tools add ``record`` and
-``update_section``. Served over stdio by ``agent-notebook mcp`` and mounted on the HTTP
-server (``/mcp`` for the owner, ``/mcp-guest`` for guests; there a guest token's
-``write_back`` must name that guest). A failed call's message says what was wrong and how to
-recover.
+The owner's tools: ``search``, ``slice``, ``read_session``, ``read_notebook_section``,
+``write_back``, ``record`` and ``update_section``. A guest's server has only the tools of
+:data:`~.guest_rights.GUEST_RIGHTS` (``slice`` and ``write_back``: what HTTP lets a guest
+token do too), and its errors name no path on the server. Served over stdio by
+``agent-notebook mcp`` and mounted on the HTTP server (``/mcp`` for the owner, ``/mcp-guest``
+for guests; there a guest token's ``write_back`` must name that guest). A failed call's
+message says what was wrong and how to recover. The server reports agent-notebook's version.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Mapping
+from importlib import metadata
 from typing import Any, Literal, TypeVar
 
 import anyio
@@ -18,8 +21,12 @@ from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
+from .. import __version__
 from ..errors import Conflict, InvalidInput, NotebookError, NotFound
 from ..notebook import Notebook
+from .guest_rights import guest_may_use_tool, hide_places, notebook_places
+
+log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """\
 agent-notebook is the long-term memory of a person's agents: sessions of moments (every
@@ -27,14 +34,20 @@ turn, fact and decision, with ids like m_12 and s_2026-06-07_001), each session'
 of decisions, pending threads and escalations, and per-thread session notebooks (working
 memory in fixed sections). Search or slice it before answering from memory, cite what you
 use by its id, and write back decisions or open questions you settle."""
+GUEST_INSTRUCTIONS = """\
+agent-notebook is the long-term memory of a person's agents; you are its guest. Ask slice
+for a briefing on your topic (the relevant moments, each session's task, open pending items
+and decisions, every item tagged with its id), cite what you use by its tag, and write back
+the decision, the open question or the escalation's outcome you settle."""
 
 RECOVERY: dict[type[NotebookError], str] = {
-    NotFound: "check the id: search finds moment and session ids, read_session shows a "
-    "session's pending and escalation ids",
+    NotFound: "check the id: search and slice name moment and session ids, read_session "
+    "shows a session's pending and escalation ids (a guest: the slice and its hand-off)",
     InvalidInput: "correct the argument the message names and call again; nothing was changed",
     Conflict: "read the record again (read_session) and decide whether your change still "
     "applies; nothing was changed",
 }
+RETRY = "retry later; if it keeps failing, tell the user this error"
 _T = TypeVar("_T")
 
 
@@ -42,15 +55,65 @@ def _recover(err: NotebookError) -> str:
     for kind, hint in RECOVERY.items():
         if isinstance(err, kind):
             return hint
-    return "retry later; if it keeps failing, tell the user this error"
+    return RETRY
 
 
-async def _run(work: Callable[[], _T]) -> _T:
-    """Run notebook work off the event loop; library errors become tool errors."""
+def own_version() -> str:
+    """agent-notebook's installed version (the ``mcp`` SDK would report its own)."""
+    try:
+        return metadata.version("agent-notebook")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return __version__
+
+
+async def _run(work: Callable[[], _T], hidden: Mapping[str, str] | None = None) -> _T:
+    """Run notebook work off the event loop; library errors become tool errors, without
+    the ``hidden`` places (a guest's server) in their message."""
     try:
         return await anyio.to_thread.run_sync(work)
     except NotebookError as err:
-        raise ToolError(f"{err}. To recover: {_recover(err)}.") from None
+        message = f"{err}. To recover: {_recover(err)}."
+        raise ToolError(message if hidden is None else hide_places(message, hidden)) from None
+    except Exception as err:
+        if hidden is None:
+            raise  # the SDK reports it to the owner as it is
+        # The SDK would send its text, which may name a file of the server: log it instead.
+        log.exception("an MCP guest tool failed")
+        raise ToolError(
+            f"the notebook failed: {hide_places(f'{type(err).__name__}: {err}', hidden)}. "
+            f"To recover: {RETRY}."
+        ) from None
+
+
+#: What the SDK's HTTP transport meets when a client has simply gone away.
+_GONE = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
+
+
+def _client_gone(err: BaseException | None) -> bool:
+    if isinstance(err, BaseExceptionGroup):
+        return all(_client_gone(inner) for inner in err.exceptions)
+    return isinstance(err, _GONE)
+
+
+class _NormalDisconnect(logging.Filter):
+    """The SDK logs a client's normal disconnect (its event stream closed under the
+    transport's writer) as an ERROR with a traceback: make that a DEBUG line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR or not record.exc_info:
+            return True
+        if not _client_gone(record.exc_info[1]):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        record.exc_info, record.exc_text = None, None
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+def quiet_normal_disconnects() -> None:
+    """Install :class:`_NormalDisconnect` on the SDK's streamable HTTP logger, once."""
+    logger = logging.getLogger("mcp.server.streamable_http")
+    if not any(isinstance(f, _NormalDisconnect) for f in logger.filters):
+        logger.addFilter(_NormalDisconnect())
 
 
 def _token_guest(ctx: Context) -> str | None:  # type: ignore[type-arg]
@@ -70,20 +133,37 @@ def build_mcp(
     notebook: Notebook | Callable[[], Notebook], *, owner: bool = True, host: str = "127.0.0.1"
 ) -> FastMCP:
     """An MCP server over ``notebook`` (or over what a getter returns at each call, for an
-    app that opens its notebook later): the guest tools, and with ``owner`` the owner's too.
+    app that opens its notebook later): every tool, or without ``owner`` only a guest's.
     Mounted on HTTP it answers at its mount path (``streamable_http_path`` is ``/``)."""
     get: Callable[[], Notebook] = notebook if callable(notebook) else (lambda: notebook)
     server = FastMCP(
         "agent-notebook" if owner else "agent-notebook-guest",
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS if owner else GUEST_INSTRUCTIONS,
         host=host,
         streamable_http_path="/",
         log_level="WARNING",
     )
+    server._mcp_server.version = own_version()  # FastMCP takes no version of its own
+    quiet_normal_disconnects()
     read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
     writes = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
 
-    @server.tool(annotations=read_only)
+    def tool(
+        annotations: ToolAnnotations, name: str | None = None
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """``server.tool``, for a guest's server only for the tools a guest may use."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            if owner or guest_may_use_tool(name or fn.__name__):
+                server.tool(name=name, annotations=annotations)(fn)
+            return fn
+
+        return register
+
+    async def run(work: Callable[[], _T]) -> _T:
+        return await _run(work, None if owner else notebook_places(get()))
+
+    @tool(read_only)
     async def search(
         query: str, session_id: str | None = None, limit: int = 10
     ) -> list[dict[str, Any]]:
@@ -112,9 +192,9 @@ def build_mcp(
                 for h in hits
             ]
 
-        return await _run(work)
+        return await run(work)
 
-    @server.tool(name="slice", annotations=read_only)
+    @tool(read_only, name="slice")
     async def slice_(
         query: str,
         budget_tokens: int = 4000,
@@ -131,13 +211,13 @@ def build_mcp(
         session_id: only this session; omit for the whole notebook.
         Returns Markdown. Cite items by their tags, e.g. [moment:m_12].
         """
-        return await _run(
+        return await run(
             lambda: (
                 get().slice(query, budget_tokens, audience=audience, session=session_id).render()
             )
         )
 
-    @server.tool(annotations=read_only)
+    @tool(read_only)
     async def read_session(session_id: str) -> dict[str, Any]:
         """Read one session: its task and status, its audit log of decisions, its pending
         threads (ids p_N) and escalations (ids e_N), links and stats.
@@ -145,9 +225,9 @@ def build_mcp(
         session_id: an id like s_2026-06-07_001 (search results name the session of each
         moment).
         """
-        return await _run(lambda: get().get_session(session_id).model_dump(mode="json"))
+        return await run(lambda: get().get_session(session_id).model_dump(mode="json"))
 
-    @server.tool(annotations=read_only)
+    @tool(read_only)
     async def read_notebook_section(thread_id: str, section: str) -> str:
         """Read one section of a conversation thread's session notebook (its working memory).
 
@@ -156,9 +236,9 @@ def build_mcp(
             Errors and Corrections, Key Results, Worklog.
         Returns the section's text ("" when it is empty).
         """
-        return await _run(lambda: get().session_notebook(thread_id).sync.get_section(section))
+        return await run(lambda: get().session_notebook(thread_id).sync.get_section(section))
 
-    @server.tool(annotations=writes)
+    @tool(writes)
     async def write_back(
         guest: str,
         session_id: str,
@@ -175,7 +255,7 @@ def build_mcp(
         session_id: the session the result belongs to (an id like s_2026-06-07_001).
         kind: "decision" (something settled), "pending" (a new open question or to-do), or
             "escalation_outcome" (the answer to an escalation; give escalation_id, e.g. e_1,
-            which read_session lists).
+            which the hand-off to you names and read_session lists).
         text: the decision, the open item, or the outcome, in one or two sentences.
         why: the reason, briefly.
         Returns the audit-log entry.
@@ -186,7 +266,7 @@ def build_mcp(
                 f"your token is guest {token_guest!r}: call write_back with "
                 f"guest={token_guest!r}, not {guest!r}"
             )
-        return await _run(
+        return await run(
             lambda: (
                 get()
                 .write_back(guest, session_id, kind, text, why=why, escalation_id=escalation_id)
@@ -194,10 +274,7 @@ def build_mcp(
             )
         )
 
-    if not owner:
-        return server
-
-    @server.tool(annotations=writes)
+    @tool(writes)
     async def record(
         text: str,
         session_id: str | None = None,
@@ -221,9 +298,9 @@ def build_mcp(
             moment = get().record(target, text, role=role, speaker=speaker)
             return {"id": moment.id, "session": moment.session}
 
-        return await _run(work)
+        return await run(work)
 
-    @server.tool(annotations=writes)
+    @tool(writes)
     async def update_section(thread_id: str, section: str, content: str) -> str:
         """Replace one section of a thread's session notebook (its working memory). Text
         over the section's budget is condensed; the cut part is kept as a moment.
@@ -241,6 +318,6 @@ def build_mcp(
             notes.enforce_budget()
             return notes.get_section(section)
 
-        return await _run(work)
+        return await run(work)
 
     return server
