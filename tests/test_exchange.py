@@ -292,3 +292,27 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
     }
+
+
+def test_cli_export_leaves_no_lock_and_delete_session_asks_for_yes(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agent_notebook.cli import app
+
+    home = tmp_path / "home"
+    with Notebook.open(home, background_embedding=False) as nb:
+        sid = nb.start_session("to delete", started=T0).id
+        nb.record(sid, "a moment about Lyon")
+    run = CliRunner().invoke
+    for kind, out in (("yaml", tmp_path / "out"), ("sqlite", tmp_path / "out.db")):
+        result = run(app, ["export", "--to", kind, str(out), "--home", str(home)])
+        assert result.exit_code == 0, result.output
+        assert [p.name for p in tmp_path.rglob("*.lock")] == []
+    refused = run(app, ["delete-session", sid, "--home", str(home)], input="")
+    assert refused.exit_code != 0 and "--yes" in refused.output
+    with Notebook.open(home, background_embedding=False) as nb:
+        assert nb.get_session(sid).id == sid
+    done = run(app, ["delete-session", sid, "--yes", "--home", str(home)])
+    assert done.exit_code == 0, done.output
+    with Notebook.open(home, background_embedding=False) as nb:
+        assert nb.sessions() == [] and nb.backend.count_moments() == 0

@@ -69,7 +69,9 @@ from .slice import Format as SliceFormat
 from .storage import MemoryBackend, MomentFilter, StorageBackend, files, open_backend
 from .storage.files import exclusive_lock as write_lock_file
 from .stores import (
-    THREADS_NAMESPACE,
+    THREADS_NAMESPACE as THREADS_NAMESPACE,
+)
+from .stores import (
     open_checkpointer,
     open_existing,
     open_store,
