@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -31,7 +32,7 @@ from .compaction import ARCHIVE_DIR, ColdArchive, CompactionReport, Compactor
 from .compaction.runner import Progress as CompactProgress
 from .enrich import enrich
 from .errors import Conflict, InvalidInput, NotFound
-from .exchange import CopyReport, copy_notebook
+from .exchange import Archives, ChatState, CopyReport, copy_notebook
 from .ingest import IngestPlan
 from .model import (
     MOMENT_ID_RE,
@@ -67,7 +68,16 @@ from .slice import MAX_SLICE_TOKENS, Slice, build_slice
 from .slice import Format as SliceFormat
 from .storage import MemoryBackend, MomentFilter, StorageBackend, files, open_backend
 from .storage.files import exclusive_lock as write_lock_file
-from .stores import open_checkpointer, open_store, write_lock
+from .stores import (
+    THREADS_NAMESPACE as THREADS_NAMESPACE,
+)
+from .stores import (
+    open_checkpointer,
+    open_existing,
+    open_store,
+    store_items,
+    write_lock,
+)
 from .summarize import ExtractiveSummarizer, LlmSummarizer, Summarizer
 from .tokens import DEFAULT_COUNTER, TokenCounter
 
@@ -86,7 +96,6 @@ CLOSE_EMBED_WAIT_S = 30.0
 
 Progress = Callable[[int], None]
 WriteBackKind = Literal["decision", "pending", "escalation_outcome"]
-THREADS_NAMESPACE = ("threads",)
 log = logging.getLogger(__name__)
 _thread_lock = threading.Lock()
 _T = TypeVar("_T")
@@ -853,14 +862,36 @@ class Notebook:
         *,
         media_to: Path | None = None,
     ) -> CopyReport:
-        """Copy this notebook into ``target`` (for example a :class:`YamlDirBackend`);
-        with ``media_to``, the media files its moments refer to go to ``media_to/media/``
-        (each checked against its SHA-256 first)."""
+        """Copy this notebook into ``target`` (for example a :class:`YamlDirBackend`): the
+        records, vectors, archive entries, and the chat state (store items: session
+        notebooks, the thread map; checkpoints) into ``target``'s own store and checkpoint
+        files. With ``media_to``, the media files go to ``media_to/media/`` (each checked
+        against its SHA-256 first) and the cold archive's files to ``media_to/archive/``."""
+        archives = None
         if media_to is not None:
             from .media.store import MediaStore
 
             _copy_media(self.backend, self.media_store(), MediaStore(media_to))
-        return copy_notebook(self.backend, target, progress)
+            if self.archive_dir is not None and self.backend.count_archived():
+                archives = Archives(self._cold_archive(), ColdArchive(media_to / ARCHIVE_DIR))
+        mine = ChatState(self.store, self.checkpointer)
+        conns: list[sqlite3.Connection] = []
+        try:
+            theirs = ChatState()
+            if next(store_items(self.store), None) is not None:
+                store, conn = open_store(target)
+                theirs = ChatState(store=store)
+                conns += [conn] if conn is not None else []
+            if next(iter(self.checkpointer.list(None)), None) is not None:
+                saver, conn = open_checkpointer(target, keep=self.config.chat.keep_checkpoints)
+                theirs = ChatState(theirs.store, saver)
+                conns += [conn] if conn is not None else []
+            return copy_notebook(
+                self.backend, target, progress, archives=archives, chat=(mine, theirs)
+            )
+        finally:
+            for conn in conns:
+                conn.close()
 
     def import_from(
         self,
@@ -869,17 +900,31 @@ class Notebook:
         *,
         media_from: Path | None = None,
     ) -> CopyReport:
-        """Copy ``source`` into this notebook; all of it, or nothing on a conflict. The
-        imported moments are embedded like recorded ones (vectors are not copied). With
+        """Copy ``source`` into this notebook, all of it or nothing (see
+        :mod:`agent_notebook.exchange`): ids the notebook already uses for other records are
+        renumbered (the report lists them), the chat state in ``source``'s store and
+        checkpoint files comes along, so a chat on an imported thread goes on in its
+        session. Imported moments without a vector are embedded like recorded ones. With
         ``media_from``, the media files they refer to are copied from ``media_from/media/``
-        (checked against their SHA-256) first."""
+        (checked against their SHA-256) and the archive files from ``media_from/archive/``."""
         copied: list[str] = []
+        archives = None
         if media_from is not None:
             from .media.store import MediaStore
 
             copied = _copy_media(source, MediaStore(media_from), self.media_store())
+            if self.archive_dir is not None and source.count_archived():
+                archives = Archives(ColdArchive(media_from / ARCHIVE_DIR), self._cold_archive())
+        store, saver, conns = open_existing(source, cipher_of(source))
         try:
-            report = copy_notebook(source, self.backend, progress)
+            theirs = ChatState(store, saver)
+            mine = ChatState(
+                self.store if store is not None else None,
+                self.checkpointer if saver is not None else None,
+            )
+            report = copy_notebook(
+                source, self.backend, progress, archives=archives, chat=(theirs, mine)
+            )
         except BaseException:
             if copied:
                 from .media.store import media_paths_of
@@ -887,9 +932,53 @@ class Notebook:
                 in_use = media_paths_of(self.backend.iter_moments())
                 self.media_store().remove_unused(copied, in_use)
             raise
+        finally:
+            for conn in conns:
+                conn.close()
         if self._background_embedding and (semantic := self.semantic) is not None:
             semantic.notify()
         return report
+
+    def delete_session(self, session_id: str) -> SessionDeletion:
+        """Delete a session for good: its record, its moments with their full-text rows,
+        concept-index entries and vectors, its cold-archive records, the media files no
+        other moment uses, and its threads (their thread-map entries, session notebooks
+        and checkpoints). Links and parents elsewhere that name it are left as they are."""
+        session = self.get_session(session_id)  # NotFound for an unknown one
+        moments = self.backend.list_moments(session.id)
+        archived = [e for e in self.backend.list_archived() if e.session == session.id]
+        threads = [
+            item.key
+            for item in store_items(self.store, THREADS_NAMESPACE)
+            if item.value.get("session_id") == session.id
+        ]
+        threads += [session.id]  # a thread may be named by its session
+        with self.backend.atomic():
+            self.backend.delete_session(session.id)
+        if self._semantic is not None:
+            self._semantic.forget([m.number for m in moments] + [e.number for e in archived])
+        from .media.store import media_paths_of
+
+        gone = media_paths_of(moments)
+        if gone:
+            in_use = media_paths_of(self.backend.iter_moments())
+            self.media_store().remove_unused(sorted(gone), in_use)
+        if archived and self.archive_dir is not None:
+            _drop_archived(self._cold_archive(), archived)
+        with write_lock(self.store):
+            for thread in threads:
+                self.store.delete(THREADS_NAMESPACE, thread)
+                for item in list(store_items(self.store, ("session", thread))):
+                    self.store.delete(item.namespace, item.key)
+        for thread in threads:
+            self.checkpointer.delete_thread(thread)
+        return SessionDeletion(
+            session=session.id,
+            moments=len(moments),
+            archived=len(archived),
+            media=sorted(gone),
+            threads=threads[:-1],
+        )
 
     # -- stats ------------------------------------------------------------------------------
 
@@ -1096,6 +1185,33 @@ def _limit(limit: int) -> int:
     if not 1 <= limit <= MAX_SEARCH_LIMIT:
         raise InvalidInput(f"limit must be between 1 and {MAX_SEARCH_LIMIT}, got {limit}")
     return limit
+
+
+@dataclass(frozen=True, slots=True)
+class SessionDeletion:
+    """What :meth:`Notebook.delete_session` removed."""
+
+    session: str
+    moments: int
+    archived: int
+    media: list[str]
+    threads: list[str]
+
+
+def _drop_archived(archive: ColdArchive, entries: Sequence[ArchiveEntry]) -> None:
+    """Take the records of ``entries`` out of their archive files (a file left empty is
+    deleted); the other records of a file keep their bytes, so their entries stay valid."""
+    ids_by_file: dict[str, set[str]] = {}
+    for entry in entries:
+        ids_by_file.setdefault(entry.file, set()).add(entry.id)
+    for name, ids in ids_by_file.items():
+        if not (archive.root / name).exists():
+            continue
+        kept = [line for mid, line in archive.records_of(name).items() if mid not in ids]
+        if kept:
+            archive.rewrite(name, kept)
+        else:
+            (archive.root / name).unlink(missing_ok=True)
 
 
 def _copy_media(moments_of: StorageBackend, source: MediaStore, target: MediaStore) -> list[str]:

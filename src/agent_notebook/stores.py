@@ -7,6 +7,8 @@ notebook, and in-memory ones for in-memory notebooks.
 from __future__ import annotations
 
 import sqlite3
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, Item
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
@@ -31,6 +33,10 @@ CHECKPOINT_FILE = "checkpoints.db"
 BUSY_TIMEOUT_MS = 60_000
 LOCK_SUFFIX = ".lock"
 LOCK_TIMEOUT_S = 60.0
+#: Where the store maps a thread id to its long-term session: key thread id, value
+#: ``{"session_id": …}``.
+THREADS_NAMESPACE = ("threads",)
+PAGE = 500
 
 
 def store_path(backend: StorageBackend) -> Path | None:
@@ -92,9 +98,7 @@ def open_checkpointer(
 ) -> tuple[BaseCheckpointSaver[Any], sqlite3.Connection | None]:
     """A checkpointer for ``backend``'s threads (on ``path`` when given) and its connection."""
     if path is None:
-        path = store_path(backend)
-        if path is not None and backend.capabilities.name != "sqlite":
-            path = path.with_name(CHECKPOINT_FILE)
+        path = checkpoint_path(backend)
     if path is None:
         return InMemorySaver(), None
     path = Path(path).expanduser()
@@ -112,6 +116,48 @@ def open_checkpointer(
     except sqlite3.Error as err:
         raise StorageError(f"{path}: cannot open the checkpoint database: {err}") from err
     return saver, conn
+
+
+def checkpoint_path(backend: StorageBackend) -> Path | None:
+    """The SQLite file ``backend``'s checkpoints live in by default; None in memory."""
+    path = store_path(backend)
+    if path is not None and backend.capabilities.name != "sqlite":
+        path = path.with_name(CHECKPOINT_FILE)
+    return path
+
+
+def open_existing(
+    backend: StorageBackend, cipher: Cipher | None = None
+) -> tuple[BaseStore | None, BaseCheckpointSaver[Any] | None, list[sqlite3.Connection]]:
+    """The store and the checkpointer of ``backend`` when its files hold them (nothing is
+    created for a notebook that has none), and the connections to close after."""
+    store = saver = None
+    conns: list[sqlite3.Connection] = []
+    path = store_path(backend)
+    if path is not None and _has_table(path, "store"):
+        store, conn = open_store(backend, cipher)
+        conns += [conn] if conn is not None else []
+    path = checkpoint_path(backend)
+    if path is not None and _has_table(path, "checkpoints"):
+        saver, conn = open_checkpointer(backend)
+        conns += [conn] if conn is not None else []
+    return store, saver, conns
+
+
+def _has_table(path: Path, table: str) -> bool:
+    if not path.is_file():
+        return False
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+    return found is not None
 
 
 def write_lock(store: BaseStore) -> AbstractContextManager[None]:
@@ -132,3 +178,100 @@ def _setup(store: SqliteStore) -> None:
     except sqlite3.IntegrityError:
         store.is_setup = False
         store.setup()
+
+
+# -- carrying the chat state from one notebook to another (export, import) ---------------------
+
+#: Renames a store item (namespace, key, value) for the target.
+ItemRename = Callable[
+    [tuple[str, ...], str, dict[str, Any]], tuple[tuple[str, ...], str, dict[str, Any]]
+]
+
+
+def store_items(store: BaseStore, prefix: tuple[str, ...] = ()) -> Iterator[Item]:
+    """Every item of ``store`` under ``prefix``, a page at a time."""
+    offset = 0
+    while page := store.search(prefix, limit=PAGE, offset=offset):
+        yield from (item for item in page if isinstance(item, Item))
+        offset += len(page)
+
+
+def thread_ids(store: BaseStore | None, saver: BaseCheckpointSaver[Any] | None) -> set[str]:
+    """The threads ``store`` (its session notebooks) and ``saver`` hold something of."""
+    found = set()
+    if store is not None:
+        for namespace in store.list_namespaces(prefix=("session",), max_depth=2, limit=10**9):
+            if len(namespace) == 2:
+                found.add(namespace[1])
+    if saver is not None:
+        found |= {t.config["configurable"]["thread_id"] for t in saver.list(None)}
+    return found
+
+
+def copy_store_items(
+    source: BaseStore, target: BaseStore, rename: ItemRename
+) -> tuple[int, list[str]]:
+    """Put every item of ``source`` into ``target`` as ``rename`` says; an item the target
+    holds with the same value is skipped, one it holds with another value is kept (the
+    target's). Returns the items written and the names of those kept."""
+    written, kept = 0, []
+    with write_lock(target):
+        for item in store_items(source):
+            namespace, key, value = rename(item.namespace, item.key, item.value)
+            there = target.get(namespace, key)
+            if there is None:
+                target.put(namespace, key, value, index=False)
+                written += 1
+            elif there.value != value:
+                kept.append("/".join((*namespace, key)))
+    return written, kept
+
+
+def copy_checkpoints(
+    source: BaseCheckpointSaver[Any],
+    target: BaseCheckpointSaver[Any],
+    threads: Mapping[str, str],
+    session: Callable[[str], str],
+) -> int:
+    """Copy every checkpoint of ``source`` (and its pending writes), oldest first, to
+    ``target``, under the thread names of ``threads``; the ``notebook`` channel's
+    ``session_id`` goes through ``session``. A checkpoint already there is skipped.
+    Returns how many were written."""
+    by_thread: dict[str, list[Any]] = defaultdict(list)
+    for snapshot in source.list(None):
+        by_thread[snapshot.config["configurable"]["thread_id"]].append(snapshot)
+    written = 0
+    for thread, snapshots in by_thread.items():
+        name = threads.get(thread, thread)
+        for snapshot in reversed(snapshots):  # list() gives the newest first
+            where = snapshot.config["configurable"]
+            here = {"thread_id": name, "checkpoint_ns": where.get("checkpoint_ns", "")}
+            mine: RunnableConfig = {
+                "configurable": {**here, "checkpoint_id": where["checkpoint_id"]}
+            }
+            if target.get_tuple(mine) is not None:
+                continue
+            parent = (snapshot.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+            checkpoint = _renamed_checkpoint(snapshot.checkpoint, session)
+            base: RunnableConfig = {
+                "configurable": {**here, **({"checkpoint_id": parent} if parent else {})}
+            }
+            saved = target.put(
+                base, checkpoint, snapshot.metadata, checkpoint.get("channel_versions", {})
+            )
+            writes: dict[str, list[tuple[str, Any]]] = defaultdict(list)
+            for task_id, channel, value in snapshot.pending_writes or ():
+                writes[task_id].append((channel, value))
+            for task_id, items in writes.items():
+                target.put_writes(saved, items, task_id)
+            written += 1
+    return written
+
+
+def _renamed_checkpoint(checkpoint: Any, session: Callable[[str], str]) -> Any:
+    values = checkpoint.get("channel_values", {})
+    notes = values.get("notebook")
+    if not isinstance(notes, dict) or not isinstance(notes.get("session_id"), str):
+        return checkpoint
+    renamed = {**notes, "session_id": session(notes["session_id"])}
+    return {**checkpoint, "channel_values": {**values, "notebook": renamed}}

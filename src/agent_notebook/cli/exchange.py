@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
-from ..exchange import CopyReport, media_home
-from ..storage import SqliteBackend, YamlDirBackend, open_backend
+from ..exchange import CopyReport, export_target, media_home
+from ..storage import open_backend
 from .common import HomeOption, open_notebook, progress_bar, reporting_errors, stderr
 
 
@@ -31,17 +31,15 @@ def export(
 
     Example: agent-notebook export --to yaml ./notebook-yaml
     """
-    with open_notebook(home) as nb, reporting_errors():
-        target = (
-            YamlDirBackend(destination) if to is ExportKind.YAML else SqliteBackend(destination)
+    with (
+        open_notebook(home) as nb,
+        reporting_errors(),
+        export_target(destination, to.value) as target,
+    ):
+        media = media_home(destination)  # media/ and archive/ go along
+        report = _copy(
+            lambda p: nb.export_to(target, p, media_to=media), nb.backend.count_moments()
         )
-        try:
-            media = media_home(destination)  # the media files go along, into media/
-            report = _copy(
-                lambda p: nb.export_to(target, p, media_to=media), nb.backend.count_moments()
-            )
-        finally:
-            target.close()
     _report("exported", report)
 
 
@@ -50,7 +48,9 @@ def import_(
     home: HomeOption = None,
 ) -> None:
     """Copy another notebook (YAML directory or SQLite file) into this one; all or nothing.
-    The images and audio its moments refer to are copied from its media/ and checked.
+    The images and audio its moments refer to are copied from its media/ and checked, its
+    cold archive from archive/, its session notebooks, thread map and checkpoints along.
+    Ids this notebook already uses for other records are renumbered, and listed.
 
     Example: agent-notebook import ./notebook-yaml
     """
@@ -75,7 +75,17 @@ def _copy(run: Callable[[Callable[[int], None]], CopyReport], total: int) -> Cop
 def _report(verb: str, report: CopyReport) -> None:
     stderr.print(
         f"{verb} {report.sessions} session(s) and {report.moments} moment(s) from "
-        f"{report.source} to {report.target} ({report.skipped} identical record(s) skipped)",
+        f"{report.source} to {report.target} ({report.skipped} identical record(s) skipped); "
+        f"{report.vectors} vector(s), {report.archived} archived moment(s), "
+        f"{report.store_items} store item(s), {report.checkpoints} checkpoint(s)",
         highlight=False,
     )
+    if report.renumbered:
+        pairs = ", ".join(f"{old} -> {new}" for old, new in report.renumbered.items())
+        stderr.print(
+            f"renumbered {len(report.renumbered)} id(s) already used here: {pairs}",
+            highlight=False,
+        )
+    for name in report.kept:
+        stderr.print(f"kept this notebook's store item {name} (the other differs)", highlight=False)
     print(report.target)

@@ -1,13 +1,14 @@
-"""Commands that remove for good: redact, forget."""
+"""Commands that remove for good: redact, forget, delete-session."""
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
 from ..errors import InvalidInput
-from ..model import check_moment_id
+from ..model import check_moment_id, check_session_id
 from .common import (
     FormatOption,
     HomeOption,
@@ -77,3 +78,50 @@ def forget(
         ("sections", report.sections),
     ]
     emit(rows, fmt, _REPORT_COLUMNS)
+
+
+def delete_session(
+    session_id: Annotated[str, typer.Argument(help="The session to delete, s_YYYY-MM-DD_NNN.")],
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Delete without asking (for scripts).")
+    ] = False,
+    home: HomeOption = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
+    """Delete a session for good: its moments (text, index entries, vectors), its archived
+    records, the media only it used, and its threads (thread map, session notebook,
+    checkpoints). Asks first on a terminal; --yes for scripts.
+
+    Example: agent-notebook delete-session s_2026-06-07_001 --yes
+    """
+    with reporting_errors():
+        check_session_id(session_id)
+    with open_notebook(home) as nb, reporting_errors():
+        session = nb.get_session(session_id)
+        if not yes:
+            if not sys.stdin.isatty():
+                raise InvalidInput(
+                    f"delete-session: not deleting {session_id} without confirmation; "
+                    "pass --yes to delete it"
+                )
+            typer.confirm(
+                f"Delete {session.id} ({session.stats.moments} moment(s), {session.task!r})?",
+                abort=True,
+            )
+        report = nb.delete_session(session_id)
+    stderr.print(
+        f"deleted {report.session}: {report.moments} moment(s), {report.archived} archived, "
+        f"{len(report.media)} media file(s), thread(s) {', '.join(report.threads) or '-'}",
+        highlight=False,
+    )
+    if fmt is OutputFormat.JSON:
+        emit(
+            {
+                "session": report.session,
+                "moments": report.moments,
+                "archived": report.archived,
+                "media": report.media,
+                "threads": report.threads,
+            },
+            fmt,
+        )

@@ -149,6 +149,13 @@ class StorageBackend(ABC):
     @abstractmethod
     def count_sessions(self) -> int: ...
 
+    @abstractmethod
+    def delete_session(self, session_id: str) -> None:
+        """Remove the session and everything derived from its moments, in one step: the
+        moments (records, full-text and concept indexes, vectors) and their cold-archive
+        entries. Nothing happens for an unknown id. The files a moment refers to (media,
+        archive files) are the caller's."""
+
     # -- moments ----------------------------------------------------------------------------
 
     @abstractmethod
@@ -228,6 +235,10 @@ class StorageBackend(ABC):
     ) -> list[tuple[int, bytes]]:
         """Vectors of ``model`` as ``(moment number, vector)``, numbers above ``after``,
         ascending."""
+
+    @abstractmethod
+    def vector_models(self) -> list[str]:
+        """The models that made the stored vectors, sorted (for export)."""
 
     @abstractmethod
     def unembedded(self, model: str, limit: int | None = None, after: int = 0) -> list[int]:

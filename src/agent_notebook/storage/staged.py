@@ -31,9 +31,21 @@ class StagedChanges:
     vectors: dict[int, tuple[str, bytes]] = field(default_factory=dict)
     #: moments moved to the cold archive: number -> its entry (applied after ``moments``)
     archived: dict[int, ArchiveEntry] = field(default_factory=dict)
+    #: sessions deleted with their moments and archive entries (applied before the rest)
+    deleted: set[str] = field(default_factory=set)
+    #: filled in when the deletions are applied: the moments and archive entries they took
+    removed: dict[int, Moment] = field(default_factory=dict)
+    unarchived: dict[int, ArchiveEntry] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.sessions or self.moments or self.counters or self.vectors or self.archived)
+        return bool(
+            self.sessions
+            or self.moments
+            or self.counters
+            or self.vectors
+            or self.archived
+            or self.deleted
+        )
 
 
 class NotebookState:
@@ -70,10 +82,28 @@ class NotebookState:
                     del self.concepts[concept]
         self.by_session.get(old.session, set()).discard(old.number)
 
-    def put_archived(self, entry: ArchiveEntry) -> None:
-        old = self.archived.get(entry.number)
+    def remove_archived(self, num: int) -> ArchiveEntry | None:
+        old = self.archived.pop(num, None)
         for concept in old.concepts if old is not None else ():
-            self.archived_concepts.get(concept, set()).discard(entry.number)
+            members = self.archived_concepts.get(concept, set())
+            members.discard(num)
+            if not members:
+                self.archived_concepts.pop(concept, None)
+        return old
+
+    def delete_session(self, session_id: str, changes: StagedChanges) -> None:
+        """Remove a session, its moments and its archive entries; note what went in
+        ``changes`` (a persisting backend deletes their files)."""
+        self.sessions.pop(session_id, None)
+        for num in sorted(self.by_session.pop(session_id, set())):
+            if (old := self.remove_moment(num)) is not None:
+                changes.removed[num] = old
+        for num in [n for n, e in self.archived.items() if e.session == session_id]:
+            if (entry := self.remove_archived(num)) is not None:
+                changes.unarchived[num] = entry
+
+    def put_archived(self, entry: ArchiveEntry) -> None:
+        self.remove_archived(entry.number)
         self.archived[entry.number] = entry
         for concept in entry.concepts:
             self.archived_concepts.setdefault(concept, set()).add(entry.number)
@@ -92,6 +122,8 @@ class NotebookState:
         self.text_index.put(num, moment.content.text)
 
     def apply(self, changes: StagedChanges) -> None:
+        for session_id in sorted(changes.deleted):  # first: what follows may re-create
+            self.delete_session(session_id, changes)
         self.sessions.update(changes.sessions)
         for moment in changes.moments.values():
             self.put_moment(moment)
@@ -193,6 +225,8 @@ class StagedBackend(StorageBackend):
         with self._reading() as state:
             if self._staged is not None and session_id in self._staged.sessions:
                 return self._staged.sessions[session_id].model_copy(deep=True)
+            if self._staged is not None and session_id in self._staged.deleted:
+                return None
             found = state.sessions.get(session_id)
             return None if found is None else found.model_copy(deep=True)
 
@@ -200,9 +234,28 @@ class StagedBackend(StorageBackend):
         with self.atomic():
             self._write().sessions[session.id] = session.model_copy(deep=True)
 
+    def delete_session(self, session_id: str) -> None:
+        with self.atomic():
+            staged = self._write()
+            staged.deleted.add(session_id)
+            staged.sessions.pop(session_id, None)
+            for num in [n for n, m in staged.moments.items() if m.session == session_id]:
+                del staged.moments[num]
+                staged.vectors.pop(num, None)
+            for num in [n for n, e in staged.archived.items() if e.session == session_id]:
+                del staged.archived[num]
+
+    def _deleted_numbers(self, state: NotebookState) -> set[int]:
+        """Committed moments of the sessions this transaction deleted (hidden from reads)."""
+        if self._staged is None or not self._staged.deleted:
+            return set()
+        return {n for sid in self._staged.deleted for n in state.by_session.get(sid, ())}
+
     def _all_sessions(self, state: NotebookState) -> list[Session]:
         merged = dict(state.sessions)
         if self._staged is not None:
+            for session_id in self._staged.deleted:
+                merged.pop(session_id, None)
             merged.update(self._staged.sessions)
         return sorted(merged.values(), key=lambda s: (s.started, s.id))
 
@@ -231,6 +284,8 @@ class StagedBackend(StorageBackend):
                 return None
             if self._staged is not None and num in self._staged.moments:
                 return self._staged.moments[num].model_copy(deep=True)
+            if num in self._deleted_numbers(state):
+                return None
             found = state.moments.get(num)
             return None if found is None else found.model_copy(deep=True)
 
@@ -240,6 +295,7 @@ class StagedBackend(StorageBackend):
         else:
             nums = set(state.by_session.get(session_id, ()))
         if self._staged is not None:
+            nums.difference_update(self._deleted_numbers(state))
             for num, m in self._staged.moments.items():
                 if session_id is None or m.session == session_id:
                     nums.add(num)
@@ -273,6 +329,10 @@ class StagedBackend(StorageBackend):
                     and current.content.text == text
                 ):
                     staged.vectors[num] = (model, blob)
+
+    def vector_models(self) -> list[str]:
+        with self._reading() as state:
+            return sorted({model for model, _ in state.vectors.values()})
 
     def get_vectors(
         self, model: str, after: int = 0, limit: int | None = None
@@ -336,6 +396,8 @@ class StagedBackend(StorageBackend):
     def _all_archived(self, state: NotebookState) -> dict[int, ArchiveEntry]:
         merged = dict(state.archived)
         if self._staged is not None:
+            if self._staged.deleted:
+                merged = {n: e for n, e in merged.items() if e.session not in self._staged.deleted}
             merged.update(self._staged.archived)
         return merged
 

@@ -27,6 +27,7 @@ volume.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -165,6 +166,8 @@ class YamlDirBackend(StagedBackend):
 
     def _persist(self, changes: StagedChanges) -> None:
         dirs: set[Path] = set()
+        if changes.deleted:
+            dirs |= self._delete_files(changes)
         for moment in changes.moments.values():
             path = self._moment_path(moment)
             ensure_private_dir(path.parent)
@@ -185,7 +188,7 @@ class YamlDirBackend(StagedBackend):
                 path, self._seal(yamlcodec.dump_record(session).encode(), path), sync_dir=False
             )
             dirs.add(path.parent)
-        if changes.archived:
+        if changes.archived or changes.unarchived:
             entries = [e.model_dump(mode="json") for _, e in sorted(self._state.archived.items())]
             document = {"schema_version": SCHEMA_VERSION, "archived": entries}
             archived = self.root / ARCHIVED_FILE
@@ -205,6 +208,27 @@ class YamlDirBackend(StagedBackend):
         for d in gone:
             if d.exists():
                 fsync_dir(d)
+
+    def _delete_files(self, changes: StagedChanges) -> set[Path]:
+        """Delete the files of deleted sessions: moments first, so a crash part-way leaves a
+        session with fewer moments (deleting it again finishes), never moments without a
+        session. Returns the directories to sync."""
+        dirs: set[Path] = set()
+        for moment in changes.removed.values():
+            path = self._moment_path(moment)
+            path.unlink(missing_ok=True)
+            path.with_suffix(".vec").unlink(missing_ok=True)
+            dirs.add(path.parent)
+        for session_id in changes.deleted - set(changes.sessions):
+            self._session_path(session_id).unlink(missing_ok=True)
+            dirs.add(self._session_path(session_id).parent)
+            for empty in (
+                self.root / "sessions" / session_id / "moments",
+                self.root / "sessions" / session_id,
+            ):
+                with contextlib.suppress(OSError):  # gone, or re-created in this transaction
+                    empty.rmdir()
+        return {d for d in dirs if d.exists()}
 
     def _seal(self, data: bytes, path: Path) -> bytes:
         return yamlcodec.seal(data, path, self.cipher)

@@ -233,6 +233,27 @@ class SqliteBackend(StorageBackend):
     def count_sessions(self) -> int:
         return int(self._query("SELECT count(*) FROM sessions")[0][0])
 
+    def delete_session(self, session_id: str) -> None:
+        with self.atomic():
+            rows = self._query("SELECT num FROM moments WHERE session_id = ?", (session_id,))
+            self._remove_moments([num for (num,) in rows])
+            archived = [e.number for e in self.list_archived() if e.session == session_id]
+            gone = [(num,) for num in archived]
+            self._conn.executemany("DELETE FROM archived_concepts WHERE num = ?", gone)
+            self._conn.executemany("DELETE FROM archived WHERE num = ?", gone)
+            self._conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+    def _remove_moments(self, nums: Sequence[int]) -> None:
+        """Delete moments and what is derived from them: their words' document frequencies,
+        full-text rows (by trigger), concept pairs and vectors."""
+        gone = self._moments_by_num(nums)
+        emptied = [m.model_copy(update={"content": MomentContent()}) for m in gone.values()]
+        self._index_terms(emptied, gone)  # their words leave the document frequencies
+        rows = [(num,) for num in gone]
+        self._conn.executemany("DELETE FROM concept_moments WHERE num = ?", rows)
+        self._conn.executemany("DELETE FROM moment_vectors WHERE num = ?", rows)
+        self._conn.executemany("DELETE FROM moments WHERE num = ?", rows)
+
     # -- moments ----------------------------------------------------------------------------
 
     def put_moments(self, moments: Sequence[Moment]) -> None:
@@ -383,6 +404,10 @@ class SqliteBackend(StorageBackend):
             rows = [(n, self._open_vector(n, v)) for n, v in rows]
         return rows
 
+    def vector_models(self) -> list[str]:
+        rows = self._query("SELECT DISTINCT model FROM moment_vectors ORDER BY model")
+        return [str(model) for (model,) in rows]
+
     def unembedded(self, model: str, limit: int | None = None, after: int = 0) -> list[int]:
         rows = self._query(
             "SELECT m.num FROM moments m WHERE m.num > ? AND NOT EXISTS (SELECT 1 FROM "
@@ -502,13 +527,7 @@ class SqliteBackend(StorageBackend):
 
     def archive_moments(self, entries: Sequence[ArchiveEntry]) -> None:
         with self.atomic():
-            gone = {m.number: m for m in self.get_moments([e.id for e in entries])}
-            nums = [(num,) for num in gone]
-            emptied = [m.model_copy(update={"content": MomentContent()}) for m in gone.values()]
-            self._index_terms(emptied, gone)  # their words leave the document frequencies
-            self._conn.executemany("DELETE FROM concept_moments WHERE num = ?", nums)
-            self._conn.executemany("DELETE FROM moment_vectors WHERE num = ?", nums)
-            self._conn.executemany("DELETE FROM moments WHERE num = ?", nums)
+            self._remove_moments([e.number for e in entries])
             self._conn.executemany(
                 "INSERT INTO archived (num, body) VALUES (?, ?) "
                 "ON CONFLICT (num) DO UPDATE SET body = excluded.body",
