@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -85,14 +86,12 @@ def _run_batch(script: Path, home: Path, sid: str, kill_at: int, run: int) -> li
     return lines[1:]
 
 
-def _check_all_or_none(home: Path, sid: str, batches: int) -> int:
-    """Reopen the notebook: whole batches only, stats agreeing, nothing left of the crash.
-    Returns how many batches the session holds."""
+def _check_all_or_none(home: Path, sid: str) -> int:
+    """Reopen the notebook: the batch whole or not at all, stats agreeing, nothing left of
+    the crash. Returns 1 when the batch is there, 0 when it is not."""
     with Notebook.open(home, backend="yaml") as nb:
         moments = nb.moments(sid)
-        assert len(moments) % BATCH == 0, f"{len(moments)} moments: a batch in part"
-        held = len(moments) // BATCH
-        assert batches <= held <= batches + 1
+        assert len(moments) in (1, 1 + BATCH), f"{len(moments) - 1} of the batch's moments"
         session = nb.get_session(sid)
         assert session.stats.moments == len(moments) == session.context.raw_history_size
         assert session.context.recent_moments == [m.id for m in moments][-20:]
@@ -102,45 +101,48 @@ def _check_all_or_none(home: Path, sid: str, batches: int) -> int:
         stored = {m.id for m in everyone}
         for concept in nb.backend.list_concepts():
             assert set(concept.moments) <= stored
+        others = [m.content.text for m in everyone if m.session != sid]
+        assert others == ["a moment a rolled-back batch must leave alone"]
     assert not list(home.rglob("*.tmp")), "temp files left"
     assert not (home / JOURNAL_FILE).exists()
     files = list((home / "sessions" / sid / "moments").glob("m_*.yaml"))
-    assert len(files) == held * BATCH
-    return held
+    assert len(files) == len(moments)
+    return len(moments) // BATCH
 
 
 def test_sigkill_inside_record_many_leaves_all_or_none(tmp_path: Path) -> None:
     script = tmp_path / "batch_child.py"
     script.write_text(BATCH_CHILD, encoding="utf-8")
-    home = tmp_path / "home"
-    with Notebook.open(home, backend="yaml") as nb:
-        other = nb.start_session("recorded before the batches").id
+    template = tmp_path / "template"  # each run starts from a copy of it
+    with Notebook.open(template, backend="yaml") as nb:
+        other = nb.start_session("recorded before the batch").id
         nb.record(other, "a moment a rolled-back batch must leave alone")
-        sid = nb.start_session("batches killed part-way").id
-    for run in (-2, -1):  # the first makes the session's directories; the second counts
-        (done,) = _run_batch(script, home, sid, 0, run)
-    steps = int(done.split()[1])  # the file-system steps of one whole batch
-    batches = _check_all_or_none(home, sid, 2)
-    assert batches == 2
+        sid = nb.start_session("a batch killed part-way").id
+        nb.record(sid, "the session's first moment, before the batch")
+
+    def fresh(run: int) -> Path:
+        return Path(shutil.copytree(template, tmp_path / f"run-{run}", symlinks=True))
+
+    (done,) = _run_batch(script, fresh(0), sid, 0, 0)
+    steps = int(done.split()[1])  # the file-system steps of the whole batch
+    assert _check_all_or_none(tmp_path / "run-0", sid) == 1
     rng = random.Random(20260607)
-    kill_points = [1, 2, 3, steps // 2, steps - 3, steps - 2, steps - 1, steps]
-    kill_points += [rng.randint(1, steps) for _ in range(4)]
-    kill_points += [-1, -1, -1]  # killed from outside, at a random moment
+    # the journal's temp file, among the moments, the index's rename (the commit) and the
+    # journal's removal after it, one random step, and two kills from outside
+    kill_points = [1, steps // 3, steps // 2, steps - 2, steps - 1, steps, rng.randint(1, steps)]
+    kill_points += [-1, -1]
     outcomes = []
     for run, kill_at in enumerate(kill_points, start=1):
+        home = fresh(run)
         lines = _run_batch(script, home, sid, kill_at, run)
         assert lines == [], lines  # killed before record_many returned
-        held = _check_all_or_none(home, sid, batches)
-        outcomes.append(held - batches)
-        batches = held
-    # both outcomes happen: a kill before the commit rolls back, one after it rolls forward
+        outcomes.append(_check_all_or_none(home, sid))
+    # both happen: a kill before the commit rolls back, one after it finishes the commit
     assert 0 in outcomes and 1 in outcomes, outcomes
     with Notebook.open(home, backend="yaml") as nb:  # and the notebook takes writes again
-        nb.record_many(sid, [{"text": f"after the crashes {k}"} for k in range(3)])
-        assert nb.get_session(sid).stats.moments == batches * BATCH + 3
-        assert [m.content.text for m in nb.moments(other)] == [
-            "a moment a rolled-back batch must leave alone"
-        ]
+        before = nb.get_session(sid).stats.moments
+        nb.record_many(sid, [{"text": f"after the crash {k}"} for k in range(3)])
+        assert nb.get_session(sid).stats.moments == before + 3
 
 
 def test_a_failed_write_rolls_back_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
