@@ -145,6 +145,29 @@ def test_sigkill_inside_record_many_leaves_all_or_none(tmp_path: Path) -> None:
         assert nb.get_session(sid).stats.moments == before + 3
 
 
+def test_a_notebook_left_open_settles_a_crashed_batch_before_it_writes(tmp_path: Path) -> None:
+    """The journal is settled by the next write of a process that had the notebook open
+    all along (not only by the next open): else that write would bury the partial batch."""
+    script = tmp_path / "batch_child.py"
+    script.write_text(BATCH_CHILD, encoding="utf-8")
+    home = tmp_path / "home"
+    with Notebook.open(home, backend="yaml") as nb:
+        sid = nb.start_session("written to while a batch is killed").id
+        nb.record(sid, "before the batch")
+        moments_dir = home / "sessions" / sid / "moments"
+        _run_batch(script, home, sid, 400, 1)  # among the moments (about 600 steps in all)
+        assert (home / JOURNAL_FILE).exists()
+        assert 1 < len(list(moments_dir.glob("m_*.yaml"))) < 1 + BATCH  # the batch in part
+        nb.record(sid, "after the batch, through the notebook open all along")
+        assert len(list(moments_dir.glob("m_*.yaml"))) == 2
+        assert not list(home.rglob("*.tmp"))
+        assert [m.content.text for m in nb.moments(sid)] == [
+            "before the batch",
+            "after the batch, through the notebook open all along",
+        ]
+        assert nb.get_session(sid).stats.moments == 2
+
+
 def test_a_failed_write_rolls_back_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A write failing part-way (a full disk) leaves the files as they were, at once."""
     root = tmp_path / "yaml"
