@@ -24,6 +24,7 @@ import pytest
 from agent_notebook import Notebook
 from agent_notebook.errors import CorruptFile
 from agent_notebook.storage import YamlDirBackend
+from agent_notebook.storage.conformance import SID, make_entry, make_moment, make_session
 from agent_notebook.storage.journal import JOURNAL_FILE
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -222,3 +223,38 @@ def test_a_torn_journal_is_named(tmp_path: Path) -> None:
     (root / JOURNAL_FILE).write_text('{"format": "agent-notebook batch', encoding="utf-8")
     with pytest.raises(CorruptFile, match=JOURNAL_FILE):
         YamlDirBackend(root)
+
+
+ARCHIVE_CHILD = """
+import os, signal, sys
+from agent_notebook.storage import YamlDirBackend
+from agent_notebook.storage.conformance import make_entry
+
+backend = YamlDirBackend(sys.argv[1])
+# the first unlink of the transaction is the archived moment's file, after the commit
+os.unlink = lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)
+backend.archive_moments([make_entry(2, concepts=["lyon"])])
+"""
+
+
+def test_an_archive_killed_after_its_commit_is_finished(tmp_path: Path) -> None:
+    """Killed once ``index.yaml`` (the commit) is written but before the archived moment's
+    file is deleted: the archive must win (before, the file left made the moment active)."""
+    root = tmp_path / "yaml"
+    backend = YamlDirBackend(root)
+    backend.put_session(make_session())
+    backend.put_moments([make_moment(n, f"moment {n} about Lyon") for n in (1, 2, 3)])
+    backend.close()
+    script = tmp_path / "archive_child.py"
+    script.write_text(ARCHIVE_CHILD, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script), str(root)], capture_output=True, text=True, env=_env()
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert (root / JOURNAL_FILE).exists()
+    again = YamlDirBackend(root)
+    assert again.get_moment("m_2") is None
+    assert again.get_archived(["m_2"]) == [make_entry(2, concepts=["lyon"])]
+    assert [m.id for m in again.list_moments()] == ["m_1", "m_3"]
+    assert not (root / "sessions" / SID / "moments" / "m_2.yaml").exists()
+    assert not (root / JOURNAL_FILE).exists()
