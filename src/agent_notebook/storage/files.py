@@ -8,7 +8,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from pathlib import Path
 
 from ..errors import StorageError
@@ -58,6 +58,33 @@ def write_atomic(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
         raise
     if sync_dir:
         fsync_dir(path.parent)
+
+
+def temp_file_target(name: str) -> str | None:
+    """The name of the file a temp file of :func:`write_atomic` was for (``.m_1.yaml.x8k2
+    .tmp`` -> ``m_1.yaml``), or None when ``name`` is not such a temp file."""
+    if not (name.startswith(".") and name.endswith(".tmp")):
+        return None
+    target, dot, _ = name[1:-4].rpartition(".")
+    return target if dot and target else None
+
+
+def remove_temp_files(directory: Path, targets: Container[str] | None = None) -> int:
+    """Delete the temp files an interrupted :func:`write_atomic` left in ``directory``
+    (only those for ``targets`` when given); returns how many. Call it only where no
+    other writer can be writing them (under the writers' lock)."""
+    removed = 0
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        target = temp_file_target(entry.name)
+        if target is not None and (targets is None or target in targets):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                removed += 1
+    return removed
 
 
 def fsync_dir(path: Path) -> None:

@@ -11,14 +11,17 @@
     ├── archived.yaml                  # moments compaction moved to the cold archive
     └── embeddings.faiss               # the vector index (derived from the .vec files)
 
-The files are the truth: ``index.yaml``'s concept index is rebuilt from the moments on load,
-so a crash between two file writes never leaves the notebook inconsistent. A ``.vec`` file
-names its model and a digest of the text it was made from; one that no longer matches its
-moment is ignored (the moment is embedded again). Every write is
-atomic (temp file, fsync, rename); moments are written first, their session next and the
-index last; an archived moment's file is deleted only after ``archived.yaml`` names it (a
-moment whose file is still there counts as active). A ``.lock`` file (``flock``) admits one writing process at a time; a process
-reloads its cache when another one has changed ``index.yaml``.
+The files are the truth: ``index.yaml``'s concept index is rebuilt from the moments on load.
+A ``.vec`` file names its model and a digest of the text it was made from; one that no
+longer matches its moment is ignored (the moment is embedded again). Every file is written
+atomically (temp file, fsync, rename), and a transaction's files are all-or-nothing even
+when the process dies among them: an undo journal (``.batch-journal.json``, see
+:mod:`.journal`) is written first, then the moments, their session, ``archived.yaml`` and
+last ``index.yaml``, whose rename commits; an archived moment's file is deleted after that.
+The journal is settled (rolled back, or its commit finished) under the lock before the next
+load or write, and opening removes the temp files of interrupted writes. A ``.lock`` file
+(``flock``) admits one writing process at a time; a process reloads its cache, under that
+lock (so it never sees a transaction in part), when another one has changed ``index.yaml``.
 
 Every commit rewrites ``index.yaml`` whole, so a write costs time in proportion to the
 number of concepts: this backend is for notebooks a person reads and diffs, SQLite is for
@@ -46,9 +49,10 @@ from .files import (
     ensure_private_dir,
     ensure_private_file,
     exclusive_lock,
-    fsync_dir,
+    remove_temp_files,
     write_atomic,
 )
+from .journal import JOURNAL_FILE, FileBatch, recover
 from .staged import NotebookState, StagedBackend, StagedChanges
 
 if TYPE_CHECKING:
@@ -66,7 +70,7 @@ _REVISION = re.compile(rb"\nrevision: ([0-9]+)\n")
 class YamlDirBackend(StagedBackend):
     capabilities = Capabilities(
         name="yaml",
-        crash_atomic=False,  # each file is atomic; a transaction of several files is ordered
+        crash_atomic=True,  # by the undo journal (see the module docstring)
         multi_process=True,
         persistent=True,
         native_full_text=False,
@@ -80,8 +84,9 @@ class YamlDirBackend(StagedBackend):
         self._lock_path = ensure_private_file(self.root / LOCK_FILE)
         self._signature: _Signature | None = None
         self._revision = 0
-        with self._lock:
-            self._refresh()
+        with self._lock, self._writer_lock():
+            self._refresh()  # settles the journal of a batch a crash cut short
+            self._remove_temp_files()
 
     @property
     def location(self) -> str:
@@ -117,10 +122,17 @@ class YamlDirBackend(StagedBackend):
 
     def _refresh(self) -> None:
         signature = self._index_signature()
-        if signature is not None and signature == self._signature:
+        journal = self.root / JOURNAL_FILE
+        if signature is not None and signature == self._signature and not journal.exists():
             return
-        self._state = self._load()
-        self._signature = signature
+        # Loading while another process writes a batch could see part of it: load under the
+        # writers' lock, once the journal of a batch a crash cut short is settled.
+        with self._writer_lock():
+            recover(self.root)
+            signature = self._index_signature()
+            if signature is None or signature != self._signature:
+                self._state = self._load()
+                self._signature = signature
 
     def _invalidate(self) -> None:
         self._signature = None
@@ -165,70 +177,67 @@ class YamlDirBackend(StagedBackend):
         return state
 
     def _persist(self, changes: StagedChanges) -> None:
-        dirs: set[Path] = set()
-        if changes.deleted:
-            dirs |= self._delete_files(changes)
+        writes: list[tuple[Path, bytes]] = []
         for moment in changes.moments.values():
-            path = self._moment_path(moment)
-            ensure_private_dir(path.parent)
-            write_atomic(
-                path, self._seal(yamlcodec.dump_record(moment).encode(), path), sync_dir=False
-            )
-            dirs.add(path.parent)
+            writes.append(self._sealed(self._moment_path(moment), yamlcodec.dump_record(moment)))
         for num, vector in changes.vectors.items():
             moment = self._state.moments[num]
             vec = self._vector_path(moment)
-            write_atomic(vec, self._seal(_vector_file(vector, moment), vec), sync_dir=False)
-        for num, moment in changes.moments.items():
-            if num not in self._state.vectors:  # rewritten text: the old vector is stale
-                self._vector_path(moment).unlink(missing_ok=True)
+            writes.append((vec, self._seal(_vector_file(vector, moment), vec)))
+        stale = [  # rewritten text: the old vector no longer describes it
+            self._vector_path(moment)
+            for num, moment in changes.moments.items()
+            if num not in self._state.vectors
+        ]
         for session in changes.sessions.values():
-            path = self._session_path(session.id)
-            write_atomic(
-                path, self._seal(yamlcodec.dump_record(session).encode(), path), sync_dir=False
+            writes.append(
+                self._sealed(self._session_path(session.id), yamlcodec.dump_record(session))
             )
-            dirs.add(path.parent)
         if changes.archived or changes.unarchived:
             entries = [e.model_dump(mode="json") for _, e in sorted(self._state.archived.items())]
             document = {"schema_version": SCHEMA_VERSION, "archived": entries}
-            archived = self.root / ARCHIVED_FILE
-            write_atomic(archived, self._seal(yamlcodec.dump_data(document).encode(), archived))
-        for d in dirs:
-            fsync_dir(d)
-        self._revision += 1
-        index = self.root / INDEX_FILE
-        write_atomic(index, self._seal(self._index_document().encode(), index))
-        self._signature = self._index_signature()
-        gone: set[Path] = set()
-        for entry in changes.archived.values():  # named in archived.yaml: now safe to delete
+            writes.append(self._sealed(self.root / ARCHIVED_FILE, yamlcodec.dump_data(document)))
+        deleted = self._deleted_files(changes)
+        written = {path for path, _ in writes}
+        archived_files = []  # deleted once archived.yaml, committed, names them
+        for entry in changes.archived.values():
             path = self.root / "sessions" / entry.session / "moments" / f"{entry.id}.yaml"
-            path.unlink(missing_ok=True)
-            path.with_suffix(".vec").unlink(missing_ok=True)
-            gone.add(path.parent)
-        for d in gone:
-            if d.exists():
-                fsync_dir(d)
+            archived_files += [path, path.with_suffix(".vec")]
+        self._revision += 1
+        FileBatch(
+            self.root,
+            commit=self._sealed(self.root / INDEX_FILE, self._index_document()),
+            writes=writes,
+            deletes=[p for p in stale + deleted if p.exists() and p not in written],
+            after_commit=[p for p in archived_files if p.exists()],
+        ).apply()
+        self._signature = self._index_signature()
+        if changes.deleted:
+            self._remove_empty_dirs(changes.deleted - set(changes.sessions))
 
-    def _delete_files(self, changes: StagedChanges) -> set[Path]:
-        """Delete the files of deleted sessions: moments first, so a crash part-way leaves a
-        session with fewer moments (deleting it again finishes), never moments without a
-        session. Returns the directories to sync."""
-        dirs: set[Path] = set()
+    def _sealed(self, path: Path, text: str) -> tuple[Path, bytes]:
+        return path, self._seal(text.encode(), path)
+
+    def _deleted_files(self, changes: StagedChanges) -> list[Path]:
+        """The files of deleted sessions (their moments, vectors and session file), deleted
+        inside the journaled batch: a crash part-way puts them all back."""
+        paths: list[Path] = []
         for moment in changes.removed.values():
             path = self._moment_path(moment)
-            path.unlink(missing_ok=True)
-            path.with_suffix(".vec").unlink(missing_ok=True)
-            dirs.add(path.parent)
+            paths += [path, path.with_suffix(".vec")]
         for session_id in changes.deleted - set(changes.sessions):
-            self._session_path(session_id).unlink(missing_ok=True)
-            dirs.add(self._session_path(session_id).parent)
+            paths.append(self._session_path(session_id))
+        return paths
+
+    def _remove_empty_dirs(self, session_ids: set[str]) -> None:
+        """After the commit: a deleted session's directories, if nothing else is in them."""
+        for session_id in session_ids:
             for empty in (
                 self.root / "sessions" / session_id / "moments",
                 self.root / "sessions" / session_id,
             ):
-                with contextlib.suppress(OSError):  # gone, or re-created in this transaction
+                with contextlib.suppress(OSError):  # not empty, or already gone
                     empty.rmdir()
-        return {d for d in dirs if d.exists()}
 
     def _seal(self, data: bytes, path: Path) -> bytes:
         return yamlcodec.seal(data, path, self.cipher)
@@ -241,6 +250,7 @@ class YamlDirBackend(StagedBackend):
             raise CorruptFile(self.root, "reseal needs a cipher")
         done = 0
         with self._lock, self._writer_lock():
+            self._refresh()  # a batch cut short is settled first, under the key it was in
             paths = [self.root / INDEX_FILE, self.root / ARCHIVED_FILE]
             paths += sorted((self.root / "sessions").rglob("*.yaml"))
             paths += sorted((self.root / "sessions").rglob("*.vec"))
@@ -267,8 +277,18 @@ class YamlDirBackend(StagedBackend):
         # Every record file is rewritten whole (temp file, rename) when it changes; what may
         # be left is the temp file of a write a crash interrupted. The lock keeps out writers.
         with self.atomic():
-            for stale in self.root.rglob(".*.tmp"):
-                stale.unlink(missing_ok=True)
+            self._remove_temp_files()
+
+    def _remove_temp_files(self) -> None:
+        """The temp files of this backend's interrupted writes (call with the writers' lock
+        held). Only its own: other parts of a home (media, the vector index) write theirs
+        without this lock."""
+        remove_temp_files(self.root, {INDEX_FILE, ARCHIVED_FILE, JOURNAL_FILE})
+        sessions = self.root / "sessions"
+        remove_temp_files(sessions)
+        for entry in sessions.iterdir():
+            if entry.is_dir():
+                remove_temp_files(entry / "moments")
 
     def close(self) -> None:
         with self._lock:
