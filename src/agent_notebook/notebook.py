@@ -68,7 +68,7 @@ from .model import (
 from .privacy import audit, modalities, permissions
 from .privacy import secrets as secret_masking
 from .privacy.crypto import cipher_of, load_cipher
-from .search.engine import Mode, SearchEngine, SearchRequest, neighbour_ids
+from .search.engine import Mode, SearchEngine, SearchRequest, matches_words, neighbour_ids
 from .slice import MAX_SLICE_TOKENS, Slice, build_slice
 from .slice import Format as SliceFormat
 from .storage import MemoryBackend, MomentFilter, StorageBackend, files, open_backend
@@ -617,6 +617,7 @@ class Notebook:
         include_archive: bool = False,
         image: Path | str | None = None,
         audio: Path | str | None = None,
+        min_score: float | None = None,
     ) -> list[SearchHit]:
         """Moments relevant to ``query``, best first, within the filters. ``hybrid`` fuses
         lexical (BM25), vector and concept matches (lexical alone without an embedder);
@@ -625,8 +626,16 @@ class Notebook:
         (``tier="rollup"``); with ``include_archive`` the cold archive is searched too (by
         words) and its hits come ranked among the others, ``tier="archived"``. ``image`` or
         ``audio`` searches by example: moments whose stored signature is nearest (``media``
-        in ``explain``), fused with the words when there is a query, alone without one."""
+        in ``explain``), fused with the words when there is a query, alone without one.
+        Hits less relevant than ``min_score`` (default ``search.min_score``, 0.3) are left
+        out: relevance (``explain["relevance"]``) is 1 for a match on a word other than a
+        stopword, on a concept or by example, else the vector similarity; an empty result
+        then means nothing matches well (:func:`weak_match_hint` says so)."""
         example = self._example(image, audio)
+        if min_score is None:
+            min_score = self.config.search.min_score
+        elif not 0.0 <= min_score <= 1.0:  # NaN fails too
+            raise InvalidInput(f"search: min_score {min_score!r} must be between 0 and 1")
         if session is not None:
             self.get_session(session)
         if since is not None and until is not None and since >= until:
@@ -654,6 +663,7 @@ class Notebook:
             exclude=set(exclude),
             mode=mode,
             example=example,
+            min_score=min_score,
         )
         return self._with_tiers(engine.search(request), request, include_archive)
 
@@ -1088,6 +1098,8 @@ class Notebook:
         for moment, raw in found:
             if moment.id in request.exclude or (allowed is not None and moment.id not in allowed):
                 continue
+            if request.min_score > 0 and not matches_words(moment.content.text, request.query):
+                continue  # matched by stopwords only
             rank += 1
             explain = {"archived": 1.0, "lexical_rank": float(rank), "lexical_raw": raw}
             hit = SearchHit(moment=moment, score=1 / (k + rank), explain=explain, tier="archived")
@@ -1122,6 +1134,14 @@ def _find(items: Sequence[_Item], item_id: str, kind: str, session_id: str) -> _
         if item.id == item_id:
             return item
     raise NotFound(f"no {kind} {item_id} in session {session_id}")
+
+
+def weak_match_hint(query: str, min_score: float) -> str:
+    """What to say when a search found nothing relevant enough (every front end says it)."""
+    return (
+        f"nothing matches {query!r} well (minimum score {min_score:g}): try other words, "
+        "or a lower minimum score (0 shows every match, however weak)"
+    )
 
 
 def _aware(when: datetime, name: str) -> datetime:
