@@ -120,8 +120,8 @@ class SearchEngine:
         briefs = self._briefs(list(fused))
         givers = self._spread(fused, briefs) if request.mode == "hybrid" else {}
         relevant: dict[str, float] = {}
-        if words:
-            matched = self._word_matches(request, ranked.get(LEXICAL, []), pool, allowed)
+        if words and request.min_score > 0:
+            matched = self._word_matches(request, ranked.get(LEXICAL), pool, allowed)
             relevant = relevance(fused, matched, givers)
         now = request.now or now_utc()
         ranked_hits: list[tuple[float, int, Fused, dict[str, float]]] = []
@@ -160,24 +160,21 @@ class SearchEngine:
     def _word_matches(
         self,
         request: SearchRequest,
-        lexical: list[tuple[str, float]],
+        lexical: list[tuple[str, float]] | None,
         pool: int,
         allowed: set[int] | None,
     ) -> set[str]:
-        """The lexical hits that match a word of the query other than a stopword ("the
-        door code" matches many moments by "the"). The ranking keeps the stopwords (BM25
-        ranks better with them); only this check leaves them out."""
-        if not lexical:
-            return set()
+        """The moments that have a word of the query other than a stopword, whichever
+        signal found them ("the door code" matches many moments by "the"). The lexical
+        ranking keeps the stopwords (BM25 ranks better with them): when the query has
+        some, or in vector mode, the other words are looked up once more for this."""
         content = content_words(request.query)
-        if content == tokenize(request.query):
-            return {mid for mid, _ in lexical}
         if not content:
             return set()
-        found = self._lexical(
-            SearchRequest(" ".join(content), request.where, request.limit), 2 * pool, allowed
-        )
-        return {mid for mid, _ in found}
+        if lexical is not None and content == tokenize(request.query):
+            return {mid for mid, _ in lexical}
+        words = SearchRequest(" ".join(content), request.where, request.limit)
+        return {mid for mid, _ in self._lexical(words, 2 * pool, allowed)}
 
     def _vector(
         self, request: SearchRequest, pool: int, allowed: set[int] | None

@@ -128,15 +128,15 @@ def relevance(
     word_matches: Collection[str],
     givers: Mapping[str, Sequence[str]],
 ) -> dict[str, float]:
-    """How well each fused moment matches, from 0 to 1: 1 when a word of the query that is
-    not a stopword (``word_matches``, the ids the words found), a concept or an example
-    found it; else its cosine similarity to the query. A moment that got part of another's
+    """How well each fused moment matches, from 0 to 1: 1 when it has a word of the query
+    that is not a stopword (``word_matches``: their ids) or a concept or an example found
+    it; else its cosine similarity to the query. A moment that got part of another's
     score (a question's reply, ``givers``: receiver to givers) is as relevant as the best
     of them: the reply to a matching question is an answer, whatever its words."""
     own: dict[str, float] = {}
     for moment_id, entry in fused.items():
         found = entry.signals
-        if CONCEPT in found or MEDIA in found or (LEXICAL in found and moment_id in word_matches):
+        if moment_id in word_matches or CONCEPT in found or MEDIA in found:
             own[moment_id] = 1.0
         else:
             vector = found.get(VECTOR)
