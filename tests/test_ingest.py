@@ -95,9 +95,7 @@ def test_a_locomo_file_that_grew_extends_its_sessions_and_adds_new_ones(
     assert first == ["D1:1", "D1:2", "D1:3"]
 
 
-def test_the_same_name_in_another_directory_is_another_source(
-    nb: Notebook, tmp_path: Path
-) -> None:
+def test_the_same_name_in_another_directory_is_another_source(nb: Notebook, tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     nb.ingest(parse_file(write_jsonl(tmp_path / "a" / "chat.jsonl", MESSAGES)))
