@@ -77,6 +77,7 @@ VARIANTS = [
         {"reply_share": 0, "concept_max_share": 1, "rrf_k": 60},
         note="issue 5's first hybrid: no reply share, every concept scored",
     ),
+    Variant("hybrid-no-cutoff", "hybrid", {"min_score": 0}, note="every match, however weak"),
     Variant("hybrid-no-reply", "hybrid", {"reply_share": 0}),
     Variant("hybrid-no-priors", "hybrid", {"importance_prior": 0, "recency_prior": 0}),
     Variant("hybrid-ns0.1", "hybrid", {"neighbour_share": 0.1}),

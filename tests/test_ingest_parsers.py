@@ -53,7 +53,7 @@ def test_json_messages_parse_to_one_session(tmp_path: Path) -> None:
     [session] = plan.sessions
     assert session.task == "Imported from chat.json"
     assert session.started == T0
-    assert session.source_id is None
+    assert session.source_id == path.resolve().as_uri()  # the file is the source
     texts = [d.text for d in session.drafts]
     assert texts == ["Hi, I moved to Lisbon.", "Nice!", "I adopted a cat.", "Naive time."]
     assert [d.role for d in session.drafts] == ["user", "assistant", "user", "user"]

@@ -192,6 +192,16 @@ def test_search_with_explain_and_slice_find_a_recorded_moment(api: httpx.Client)
     plain = api.get("/api/search", params={"q": "zucchini", "explain": "false"}).json()
     assert plain["items"][0]["explain"] == {}
 
+    assert plain["hint"] is None
+
+    # Words that only stopwords match: nothing, and a hint; min_score=0 shows the weak ones.
+    weak = {"q": "what is by the", "session": sid, "mode": "lexical"}
+    none = api.get("/api/search", params=weak).json()
+    assert none["items"] == [] and "nothing matches" in none["hint"]
+    every = api.get("/api/search", params={**weak, "min_score": 0}).json()
+    assert every["items"] and every["hint"] is None
+    assert_error(api.get("/api/search", params={**weak, "min_score": 2}), 422, "min_score")
+
     sliced = api.get("/api/slice", params={"q": "zucchini", "budget": 500}).json()
     assert "zucchini" in sliced["rendered"]
     assert sliced["slice"]["tokens"] <= 500

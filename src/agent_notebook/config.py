@@ -110,6 +110,10 @@ class SearchSettings(BaseModel):
     #: A concept found in more than this share of the moments (a speaker's name, say) says
     #: little about any of them: the concept signal skips it.
     concept_max_share: float = Field(0.05, gt=0, le=1)
+    #: Results less relevant than this are left out (0 keeps every match): relevance is 1
+    #: for a match on a word that is not a stopword, a concept or an example, else the
+    #: cosine similarity of the moment's vector to the query's (0.3: barely related).
+    min_score: float = Field(0.3, ge=0, le=1)
 
 
 class CompactionSettings(BaseModel):

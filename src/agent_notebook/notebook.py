@@ -33,7 +33,13 @@ from .compaction.runner import Progress as CompactProgress
 from .enrich import enrich
 from .errors import Conflict, InvalidInput, NotFound
 from .exchange import Archives, ChatState, CopyReport, copy_notebook
-from .ingest import IngestPlan
+from .ingest import (
+    SOURCE_RELATION,
+    IngestPlan,
+    IngestReport,
+    IngestSession,
+    held_sources,
+)
 from .model import (
     MOMENT_ID_RE,
     SESSION_ID_RE,
@@ -63,7 +69,7 @@ from .model import (
 from .privacy import audit, modalities, permissions
 from .privacy import secrets as secret_masking
 from .privacy.crypto import cipher_of, load_cipher
-from .search.engine import Mode, SearchEngine, SearchRequest, neighbour_ids
+from .search.engine import Mode, SearchEngine, SearchRequest, matches_words, neighbour_ids
 from .slice import MAX_SLICE_TOKENS, Slice, build_slice
 from .slice import Format as SliceFormat
 from .storage import MemoryBackend, MomentFilter, StorageBackend, files, open_backend
@@ -93,6 +99,8 @@ if TYPE_CHECKING:
 RECENT_MOMENTS = 20
 MAX_SEARCH_LIMIT = 1000
 CLOSE_EMBED_WAIT_S = 30.0
+#: Moments an ingest records per transaction (a stopped ingest, run again, goes on).
+INGEST_BATCH = 500
 
 Progress = Callable[[int], None]
 WriteBackKind = Literal["decision", "pending", "escalation_outcome"]
@@ -618,6 +626,7 @@ class Notebook:
         include_archive: bool = False,
         image: Path | str | None = None,
         audio: Path | str | None = None,
+        min_score: float | None = None,
     ) -> list[SearchHit]:
         """Moments relevant to ``query``, best first, within the filters. ``hybrid`` fuses
         lexical (BM25), vector and concept matches (lexical alone without an embedder);
@@ -626,8 +635,16 @@ class Notebook:
         (``tier="rollup"``); with ``include_archive`` the cold archive is searched too (by
         words) and its hits come ranked among the others, ``tier="archived"``. ``image`` or
         ``audio`` searches by example: moments whose stored signature is nearest (``media``
-        in ``explain``), fused with the words when there is a query, alone without one."""
+        in ``explain``), fused with the words when there is a query, alone without one.
+        Hits less relevant than ``min_score`` (default ``search.min_score``, 0.3) are left
+        out: relevance (``explain["relevance"]``) is 1 for a match on a word other than a
+        stopword, on a concept or by example, else the vector similarity; an empty result
+        then means nothing matches well (:func:`weak_match_hint` says so)."""
         example = self._example(image, audio)
+        if min_score is None:
+            min_score = self.config.search.min_score
+        elif not 0.0 <= min_score <= 1.0:  # NaN fails too
+            raise InvalidInput(f"search: min_score {min_score!r} must be between 0 and 1")
         if session is not None:
             self.get_session(session)
         if since is not None and until is not None and since >= until:
@@ -655,6 +672,7 @@ class Notebook:
             exclude=set(exclude),
             mode=mode,
             example=example,
+            min_score=min_score,
         )
         return self._with_tiers(engine.search(request), request, include_archive)
 
@@ -811,11 +829,20 @@ class Notebook:
                 self._semantic = SemanticIndex(self.backend, embedder, index_file=index_file)
         return self._semantic
 
+    @property
+    def wants_vectors(self) -> bool:
+        """Whether moments are to get vectors (embeddings on, an embedder chosen), known
+        without loading the model; whether the default model can run, ``doctor`` says."""
+        if not self.config.privacy.modalities.embeddings or self._embedder_choice is None:
+            return False
+        if self._embedder_choice != "default":
+            return True
+        return (os.environ.get(cfg.EMBEDDER_ENV) or self.config.search.embedder) != "none"
+
     def _resolve_embedder(self) -> Embedder | None:
         if self._embedder_choice != "default":
             return self._embedder_choice
-        chosen = os.environ.get(cfg.EMBEDDER_ENV) or self.config.search.embedder
-        if chosen == "none":
+        if not self.wants_vectors:
             return None
         from .embed import default_embedder
 
@@ -836,24 +863,57 @@ class Notebook:
 
     # -- ingest, export, import -------------------------------------------------------------
 
-    def ingest(self, plan: IngestPlan, progress: Progress | None = None) -> list[Session]:
+    def ingest(self, plan: IngestPlan, progress: Progress | None = None) -> IngestReport:
         """Record a parsed file (see :func:`agent_notebook.ingest.parse_file`): a session for
-        each of the plan's sessions, one transaction each. Returns the sessions."""
-        created = []
+        each of the plan's sessions, linked to its source (a LoCoMo session, the chat log's
+        file). Idempotent: the moments an earlier ingest of the same source recorded (same
+        ``source_id``) are skipped and counted, so a file that grew adds only its new turns.
+        Written in transactions of ``INGEST_BATCH`` moments: an ingest stopped half-way,
+        run again, adds what is missing. ``progress`` gets the moments done, recorded or
+        skipped. The new moments wait for a vector like recorded ones."""
+        held = held_sources(self.backend, {p.source_id for p in plan.sessions if p.source_id})
+        touched: dict[str, None] = {}
+        created = added = skipped = 0
         for part in plan.sessions:
-            with self.backend.atomic():
-                session = self.start_session(part.task, started=part.started)
-                if part.source_id is not None:
-                    self.backend.put_session(
-                        session.model_copy(
-                            update={"links": [Link(target=part.source_id, relation="source")]}
-                        )
-                    )
-                self.record_many(session.id, part.drafts)
-            created.append(self.get_session(session.id))
-            if progress is not None:
-                progress(len(part.drafts))
-        return created
+            known = held.get(part.source_id or "")
+            seen = known.source_ids if known is not None else set()
+            new = [d for d in part.drafts if d.source_id is None or d.source_id not in seen]
+            skipped += len(part.drafts) - len(new)
+            if progress is not None and len(new) < len(part.drafts):
+                progress(len(part.drafts) - len(new))
+            session = known.latest if known is not None else None
+            for start in range(0, len(new), INGEST_BATCH):
+                batch = new[start : start + INGEST_BATCH]
+                with self.backend.atomic():
+                    if session is None:
+                        session = self._start_ingested(part)
+                        created += 1
+                        if known is not None:
+                            known.sessions.append(session)
+                    self.record_many(session.id, batch)
+                seen.update(d.source_id for d in batch if d.source_id is not None)
+                added += len(batch)
+                touched[session.id] = None
+                if progress is not None:
+                    progress(len(batch))
+        return IngestReport(
+            path=plan.path,
+            format=plan.format,
+            sessions=[self.get_session(sid) for sid in touched],
+            sessions_created=created,
+            moments_added=added,
+            moments_skipped=skipped,
+        )
+
+    def _start_ingested(self, part: IngestSession) -> Session:
+        session = self.start_session(part.task, started=part.started)
+        if part.source_id is None:
+            return session
+        linked = session.model_copy(
+            update={"links": [Link(target=part.source_id, relation=SOURCE_RELATION)]}
+        )
+        self.backend.put_session(linked)
+        return linked
 
     def export_to(
         self,
@@ -1127,6 +1187,8 @@ class Notebook:
         for moment, raw in found:
             if moment.id in request.exclude or (allowed is not None and moment.id not in allowed):
                 continue
+            if request.min_score > 0 and not matches_words(moment.content.text, request.query):
+                continue  # matched by stopwords only
             rank += 1
             explain = {"archived": 1.0, "lexical_rank": float(rank), "lexical_raw": raw}
             hit = SearchHit(moment=moment, score=1 / (k + rank), explain=explain, tier="archived")
@@ -1161,6 +1223,14 @@ def _find(items: Sequence[_Item], item_id: str, kind: str, session_id: str) -> _
         if item.id == item_id:
             return item
     raise NotFound(f"no {kind} {item_id} in session {session_id}")
+
+
+def weak_match_hint(query: str, min_score: float) -> str:
+    """What to say when a search found nothing relevant enough (every front end says it)."""
+    return (
+        f"nothing matches {query!r} well (minimum score {min_score:g}): try other words, "
+        "or a lower minimum score (0 shows every match, however weak)"
+    )
 
 
 def _aware(when: datetime, name: str) -> datetime:

@@ -7,9 +7,12 @@ becomes a one-line message and exit code 1; usage errors exit with 2 (Typer's de
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -18,14 +21,24 @@ from typing import Annotated, Any, NoReturn
 import typer
 from pydantic import BaseModel
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
+from rich.text import Text
 
 from ..errors import InvalidInput, NotebookError
 from ..notebook import Notebook
 
-stdout = Console(soft_wrap=False)
-stderr = Console(stderr=True, soft_wrap=True)
+# Markup off: data and messages that quote it ("[secret:password masked]", a file name)
+# are printed as they are, never read as Rich markup.
+stdout = Console(soft_wrap=False, markup=False)
+stderr = Console(stderr=True, soft_wrap=True, markup=False)
 
 
 class OutputFormat(StrEnum):
@@ -50,7 +63,7 @@ LimitOption = Annotated[int | None, typer.Option(min=0, help="Print at most this
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    stderr.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    stderr.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False)
     raise typer.Exit(code)
 
 
@@ -151,11 +164,11 @@ def emit(
         sys.stdout.write(json.dumps(to_jsonable(data), ensure_ascii=False, indent=2) + "\n")
         return
     rows = data if isinstance(data, list) else [data]
-    table = Table(title=title, show_lines=False, highlight=False)
+    table = Table(title=None if title is None else Text(title), show_lines=False, highlight=False)
     for header, _ in columns:
-        table.add_column(header, overflow="fold")
-    for row in rows:
-        table.add_row(*("" if (v := get(row)) is None else str(v) for _, get in columns))
+        table.add_column(Text(header), overflow="fold")
+    for row in rows:  # Text cells: data is shown as it is, never parsed as markup
+        table.add_row(*(Text("" if (v := get(row)) is None else str(v)) for _, get in columns))
     stdout.print(table)
 
 
@@ -168,7 +181,15 @@ def when(value: datetime | None) -> str:
     return "" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def progress_bar() -> Progress:
+#: Seconds between two progress lines when stderr is not a terminal (a log, a pipe).
+PROGRESS_EVERY_S = 5.0
+PROGRESS_EVERY_ENV = "AGENT_NOTEBOOK_PROGRESS_EVERY"
+
+
+def progress_bar() -> Progress | LineProgress:
+    """A progress bar on a terminal; elsewhere a plain line every few seconds."""
+    if not stderr.is_terminal:
+        return LineProgress(stderr, every=_progress_every())
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -177,3 +198,82 @@ def progress_bar() -> Progress:
         console=stderr,
         transient=True,
     )
+
+
+def _progress_every() -> float:
+    raw = os.environ.get(PROGRESS_EVERY_ENV)
+    if raw is None:
+        return PROGRESS_EVERY_S
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        raise InvalidInput(
+            f"{PROGRESS_EVERY_ENV}={raw!r} is not a number of seconds (for example 5)"
+        ) from None
+
+
+class LineProgress:
+    """Progress for a stderr that is not a terminal, where a bar would show nothing: a line
+    such as ``ingest chat.jsonl: 1200/5000 (24%), 430/s`` every ``every`` seconds, and a
+    last one when a task that printed is done. The calls are those of Rich's Progress."""
+
+    def __init__(
+        self,
+        console: Console,
+        *,
+        every: float = PROGRESS_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.console, self.every, self.clock = console, every, clock
+        self._tasks: list[_LineTask] = []
+
+    def __enter__(self) -> LineProgress:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for task in self._tasks:
+            if task.printed and task.printed_at != task.completed:
+                self._print(task)
+
+    def add_task(self, description: str, total: float | None = None) -> TaskID:
+        self._tasks.append(_LineTask(description, total, started=self.clock()))
+        return TaskID(len(self._tasks) - 1)
+
+    def advance(self, task_id: TaskID, advance: float = 1) -> None:
+        task = self._tasks[task_id]
+        self.update(task_id, completed=task.completed + advance)
+
+    def update(
+        self, task_id: TaskID, *, completed: float | None = None, total: float | None = None
+    ) -> None:
+        task = self._tasks[task_id]
+        if total is not None:
+            task.total = total
+        if completed is not None:
+            task.completed = completed
+        if self.clock() - task.last >= self.every:
+            self._print(task)
+
+    def _print(self, task: _LineTask) -> None:
+        now = self.clock()
+        elapsed = now - task.started
+        done = f"{task.completed:.0f}"
+        if task.total:
+            done += f"/{task.total:.0f} ({100 * task.completed / task.total:.0f}%)"
+        rate = f", {task.completed / elapsed:.0f}/s" if elapsed > 0 else ""
+        self.console.print(f"{task.description}: {done}{rate}", highlight=False)
+        task.last, task.printed, task.printed_at = now, True, task.completed
+
+
+@dataclass(slots=True)
+class _LineTask:
+    description: str
+    total: float | None
+    started: float
+    completed: float = 0.0
+    last: float = field(init=False)
+    printed: bool = False
+    printed_at: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.last = self.started

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from ..model import Moment, SearchHit, Session
+from ..notebook import weak_match_hint
 from ..slice import MAX_SLICE_TOKENS
 from .common import (
     FormatOption,
@@ -147,12 +148,25 @@ def search(
         Path | None,
         typer.Option(help="Search by example: moments whose audio sounds like this clip."),
     ] = None,
+    min_score: Annotated[
+        float | None,
+        typer.Option(
+            "--min-score",
+            min=0.0,
+            max=1.0,
+            help="Leave out results less relevant than this, 0 to 1: 1 is a match on a word "
+            "other than a stopword, else the similarity of meaning [default: search.min_score, "
+            "0.3]; 0 shows every match.",
+            show_default=False,
+        ),
+    ] = None,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
     """Search moments by words and meaning, best first: lexical (BM25), vector and concept
     matches fused, with importance and recency as priors. Rollups made by 'compact' are
     found too (tier "rollup"); --include-archive adds what it archived (tier "archived").
     --image or --audio searches by example (nearest signatures), with or without words.
+    Weak matches are left out (--min-score); when none is left, stderr says so.
 
     Example: agent-notebook search "train to Lyon" --since 2026-06-01 --speaker ana --explain
     """
@@ -175,7 +189,11 @@ def search(
             include_archive=include_archive,
             image=image,
             audio=audio,
+            min_score=min_score,
         )
+        cut = nb.config.search.min_score if min_score is None else min_score
+    if not hits and cut > 0 and query.strip():
+        stderr.print(weak_match_hint(query, cut), highlight=False)
     columns: list[tuple[str, Callable[[SearchHit], object]]] = [
         ("score", lambda h: f"{h.score:.3g}"),
         ("id", lambda h: h.moment.id),
@@ -188,6 +206,7 @@ def search(
     if explain:
         signals = ["lexical", "vector", "concept"] + (["media"] if image or audio else [])
         columns += [(signal, _share(signal)) for signal in signals]
+        columns.append(("relevance", _relevance))
         columns.append(("priors", _priors))
     elif fmt is OutputFormat.JSON:
         hits = [h.model_copy(update={"explain": {}}) for h in hits]
@@ -203,6 +222,11 @@ def _share(signal: str) -> Callable[[SearchHit], object]:
         return f"{share:.0%} #{rank}"
 
     return cell
+
+
+def _relevance(hit: SearchHit) -> str:
+    value = hit.explain.get("relevance")
+    return "-" if value is None else f"{value:.2f}"
 
 
 def _priors(hit: SearchHit) -> str:

@@ -10,10 +10,11 @@ import typer
 
 from .. import config as cfg
 from ..errors import InvalidInput
-from ..ingest import parse_file
+from ..ingest import IngestReport, parse_file
 from ..model import MomentDraft, validate_record
 from ..notebook import Notebook
 from .common import (
+    CATCH_UP_LIMIT,
     FormatOption,
     HomeOption,
     OutputFormat,
@@ -132,6 +133,8 @@ def ingest(
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
     """Load a conversation file into sessions and moments (each keeps its source id).
+    Ingesting the same file again adds only what is new (a file that grew adds its new
+    turns) and says how many moments it skipped; the new moments wait for 'reindex'.
 
     Example: agent-notebook ingest chat.jsonl
     """
@@ -139,13 +142,31 @@ def ingest(
         plan = parse_file(file, format=source_format)
     with open_notebook(home, create=True) as nb, progress_bar() as bar:
         task = bar.add_task(f"ingest {file.name}", total=plan.moment_count)
-        created = nb.ingest(plan, progress=lambda n: bar.advance(task, n))
-        if nb.semantic is not None:  # embedded now, so the next search finds by meaning
-            embedding = bar.add_task("embed", total=nb.unembedded())
-            nb.reindex(progress=lambda n: bar.advance(embedding, n))
-    stderr.print(
-        f"ingested {plan.moment_count} moments into {len(created)} session(s) from {file} "
-        f"({plan.format})",
-        highlight=False,
-    )
-    emit(created, fmt, SESSION_COLUMNS)
+        report = nb.ingest(plan, progress=lambda n: bar.advance(task, n))
+        # The new moments wait for a vector, as after 'record' (see the README).
+        waiting = report.moments_added > 0 and nb.wants_vectors
+    stderr.print(ingest_summary(report, file), highlight=False)
+    if waiting:
+        stderr.print(
+            f"the new moments are found by words until embedded: 'agent-notebook reindex' "
+            f"embeds them now (a search embeds up to {CATCH_UP_LIMIT} first)",
+            highlight=False,
+        )
+    if fmt is OutputFormat.JSON:
+        emit(report, fmt)
+    else:
+        emit(report.sessions, fmt, SESSION_COLUMNS)
+
+
+def ingest_summary(report: IngestReport, file: Path) -> str:
+    """``ingested 4 new moments into 1 session(s) from chat.jsonl (messages-jsonl); skipped
+    10 already in the notebook``."""
+    where = f"from {file} ({report.format})"
+    if report.moments_added:
+        line = f"ingested {report.moments_added} new moment(s) into {len(report.sessions)} "
+        line += f"session(s) {where}"
+    else:
+        line = f"nothing new {where}"
+    if report.moments_skipped:
+        line += f"; skipped {report.moments_skipped} already in the notebook"
+    return line

@@ -10,7 +10,7 @@ from ..errors import InvalidInput, MalformedFile
 from ..model import now_utc
 from .locomo import sessions_from_locomo
 from .messages import sessions_from_json, sessions_from_jsonl
-from .plan import FORMATS, Format, IngestPlan
+from .plan import FORMAT_HELP, FORMATS, Format, IngestPlan
 from .source import json_type, load_json, read_text
 
 _JSONL_SUFFIXES: Final = frozenset({".jsonl", ".ndjson"})
@@ -48,7 +48,12 @@ def parse_file(
         chosen = "messages-jsonl"
     if chosen == "messages-jsonl":
         return IngestPlan(chosen, str(path), sessions_from_jsonl(file, text, default_time))
-    data = load_json(file, text)
+    try:
+        data = load_json(file, text)
+    except MalformedFile as err:
+        if chosen is not None:
+            raise
+        raise MalformedFile(file, f"{err.problem}; ingest reads {FORMAT_HELP}", err.line) from None
     if chosen is None:
         chosen = detect_format(file, data)
     if chosen == "locomo":
@@ -69,11 +74,7 @@ def detect_format(path: Path, data: Any) -> Format:
         if "conversation" in data:
             return "locomo"
     raise MalformedFile(
-        path,
-        f"unknown format: got {json_type(data)}; expected a list of messages "
-        '({"role": ..., "content": ...}), an object with "messages", '
-        "or a list of LoCoMo conversations",
-        1,
+        path, f"unknown format: got {json_type(data)}; ingest reads {FORMAT_HELP}", 1
     )
 
 
@@ -84,5 +85,6 @@ def _check_format(format: str | None) -> Format | None:
         return _ALIASES[format.strip().lower()]
     except KeyError:
         raise InvalidInput(
-            f"unknown ingest format {format!r}: expected one of {', '.join(FORMATS)}"
+            f"unknown ingest format {format!r}: expected one of {', '.join(FORMATS)} "
+            f"(or json, jsonl): {FORMAT_HELP}"
         ) from None

@@ -1,6 +1,7 @@
 """Chat messages ``{role, content, timestamp?, speaker?|name?, id?}`` as a JSON list or JSONL.
 
-Every message becomes one moment of a single session. Indexes in messages and in default
+Every message becomes one moment of a single session, whose source is the file (its
+absolute ``file://`` URI: ingesting the same file again adds only new messages). Indexes in messages and in default
 ``source_id`` values are 0-based positions among the messages (blank JSONL lines skipped).
 """
 
@@ -75,7 +76,10 @@ def _session(
         drafts.append(draft)
     assert drafts[0].timestamp is not None
     return IngestSession(
-        task=f"Imported from {path.name}", started=drafts[0].timestamp, drafts=drafts
+        task=f"Imported from {path.name}",
+        started=drafts[0].timestamp,
+        drafts=drafts,
+        source_id=path.resolve().as_uri(),
     )
 
 

@@ -6,11 +6,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal, get_args
 
-from ..model import MomentDraft
+from pydantic import BaseModel, ConfigDict
+
+from ..model import MomentDraft, Session
 
 Format = Literal["messages-json", "messages-jsonl", "locomo"]
 
 FORMATS: Final[tuple[str, ...]] = get_args(Format)
+#: What each format is, for the errors that say which formats ingest reads.
+FORMAT_HELP: Final = (
+    'messages-json (a JSON list of {"role": ..., "content": ...} messages, or an object '
+    'with "messages"), messages-jsonl (one such message object per line, .jsonl) or '
+    "locomo (a list of LoCoMo conversations)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,7 +29,8 @@ class IngestSession:
     #: Timezone-aware UTC.
     started: datetime
     drafts: list[MomentDraft]
-    #: Where the session came from in the source, for example ``conv-26/session_3``.
+    #: Where the session came from: a LoCoMo session (``conv-26/session_3``) or the file of
+    #: a chat log (``file:///home/ana/chat.jsonl``). Ingesting it again adds only what is new.
     source_id: str | None = None
 
 
@@ -36,3 +45,18 @@ class IngestPlan:
     @property
     def moment_count(self) -> int:
         return sum(len(s.drafts) for s in self.sessions)
+
+
+class IngestReport(BaseModel):
+    """What an ingest did: the sessions it created or added to, in the plan's order, and
+    how many moments it recorded and skipped (already in the notebook from an earlier
+    ingest of the same source)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    format: Format
+    sessions: list[Session]
+    sessions_created: int
+    moments_added: int
+    moments_skipped: int

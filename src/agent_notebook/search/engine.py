@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Literal
 
 from ..config import SearchSettings
-from ..enrich import enrich, identifiers
+from ..enrich import STOPWORDS, enrich, identifiers
 from ..model import Moment, SearchHit, moment_number, normalize_concept, now_utc
 from ..storage import MomentBrief, MomentFilter, StorageBackend
 from .hybrid import (
@@ -23,16 +23,26 @@ from .hybrid import (
     fuse,
     neighbour_spread,
     prior_factors,
+    relevance,
 )
+from .lexical import stem, terms, tokenize
 from .semantic import SemanticIndex
 
-__all__ = ["Mode", "SearchEngine", "SearchRequest", "neighbour_ids"]
+__all__ = [
+    "Mode",
+    "SearchEngine",
+    "SearchRequest",
+    "content_words",
+    "matches_words",
+    "neighbour_ids",
+]
 
 Mode = Literal["hybrid", "lexical", "vector"]
 #: A concept in more moments than this says little about any of them; it is not scored.
 MAX_CONCEPT_MOMENTS = 2000
 #: ... but in a small notebook, a concept in this many moments is still scored.
 MIN_CONCEPT_CAP = 10
+_PUNCTUATION = "\"'`.,;:!?()[]{}<>\u00ab\u00bb\u201c\u201d\u2018"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +56,25 @@ class SearchRequest:
     now: datetime | None = None
     #: The signature of an example image or audio clip: search by example.
     example: str | None = None
+    #: Hits less relevant than this (see :func:`.hybrid.relevance`, 0 to 1) are left out.
+    min_score: float = 0.0
+
+
+def content_words(query: str) -> list[str]:
+    """The query's words without stopwords ("what's", "the") and stray letters (the "s"
+    of "Ana's"), as :func:`.lexical.tokenize` splits them."""
+    kept = []
+    for word in query.split():
+        if word.casefold().replace("\u2019", "'").strip(_PUNCTUATION) in STOPWORDS:
+            continue
+        kept += [t for t in tokenize(word) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
+    return kept
+
+
+def matches_words(text: str, query: str) -> bool:
+    """Whether ``text`` has a word of ``query`` other than a stopword (stems compared)."""
+    wanted = {stem(word) for word in content_words(query)}
+    return bool(wanted) and not wanted.isdisjoint(terms(text))
 
 
 def neighbour_ids(number: int) -> list[str]:
@@ -89,8 +118,11 @@ class SearchEngine:
         fused = fuse(ranked, weights, self.settings.rrf_k)
         # Ranked on briefs; only the moments returned are loaded whole.
         briefs = self._briefs(list(fused))
-        if request.mode == "hybrid":
-            self._spread(fused, briefs)
+        givers = self._spread(fused, briefs) if request.mode == "hybrid" else {}
+        relevant: dict[str, float] = {}
+        if words and request.min_score > 0:
+            matched = self._word_matches(request, ranked.get(LEXICAL), pool, allowed)
+            relevant = relevance(fused, matched, givers)
         now = request.now or now_utc()
         ranked_hits: list[tuple[float, int, Fused, dict[str, float]]] = []
         for moment_id, entry in fused.items():
@@ -101,6 +133,8 @@ class SearchEngine:
                 continue
             if allowed is not None and brief.number not in allowed:
                 continue
+            if relevant.get(moment_id, 1.0) < request.min_score:
+                continue
             factors = prior_factors(brief, now, self.settings) if words else {}
             score = entry.score * math.prod(factors.values())
             ranked_hits.append((score, brief.number, entry, factors))
@@ -108,7 +142,7 @@ class SearchEngine:
         head = ranked_hits[: request.limit]
         moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in head])}
         return [
-            self._hit(moments[number], score, entry, factors)
+            self._hit(moments[number], score, entry, factors, relevant.get(f"m_{number}"))
             for score, number, entry, factors in head
             if number in moments  # gone since it was ranked (archived, say)
         ]
@@ -122,6 +156,25 @@ class SearchEngine:
         if allowed is not None:
             found = [(mid, s) for mid, s in found if moment_number(mid) in allowed]
         return found
+
+    def _word_matches(
+        self,
+        request: SearchRequest,
+        lexical: list[tuple[str, float]] | None,
+        pool: int,
+        allowed: set[int] | None,
+    ) -> set[str]:
+        """The moments that have a word of the query other than a stopword, whichever
+        signal found them ("the door code" matches many moments by "the"). The lexical
+        ranking keeps the stopwords (BM25 ranks better with them): when the query has
+        some, or in vector mode, the other words are looked up once more for this."""
+        content = content_words(request.query)
+        if not content:
+            return set()
+        if lexical is not None and content == tokenize(request.query):
+            return {mid for mid, _ in lexical}
+        words = SearchRequest(" ".join(content), request.where, request.limit)
+        return {mid for mid, _ in self._lexical(words, 2 * pool, allowed)}
 
     def _vector(
         self, request: SearchRequest, pool: int, allowed: set[int] | None
@@ -187,13 +240,15 @@ class SearchEngine:
     def _briefs(self, moment_ids: list[str]) -> dict[str, MomentBrief]:
         return {b.id: b for b in self.backend.moment_briefs(moment_ids)}
 
-    def _spread(self, fused: dict[str, Fused], briefs: dict[str, MomentBrief]) -> None:
+    def _spread(
+        self, fused: dict[str, Fused], briefs: dict[str, MomentBrief]
+    ) -> dict[str, list[str]]:
         """Pass part of each candidate's score to the turns around it (in place; the turns
         it reaches are added to ``briefs``): a question's reply gets ``reply_share``, each
-        neighbour ``neighbour_share``."""
+        neighbour ``neighbour_share``. Returns who gave to whom (receiver: givers)."""
         reply_share, neighbour_share = self.settings.reply_share, self.settings.neighbour_share
         if reply_share <= 0 and neighbour_share <= 0:
-            return
+            return {}
         around: dict[str, list[str]] = {}
         for b in briefs.values():
             if neighbour_share > 0:
@@ -214,10 +269,23 @@ class SearchEngine:
         neighbours = {mid: same_session(mid, ids) for mid, ids in around.items()}
         neighbour_spread(fused, replies, reply_share, source="reply")
         neighbour_spread(fused, neighbours, neighbour_share)
+        givers: dict[str, list[str]] = {}
+        for spread, share in ((replies, reply_share), (neighbours, neighbour_share)):
+            for giver, receivers in spread.items() if share > 0 else ():
+                for receiver in receivers:
+                    givers.setdefault(receiver, []).append(giver)
+        return givers
 
     @staticmethod
-    def _hit(moment: Moment, score: float, entry: Fused, factors: dict[str, float]) -> SearchHit:
+    def _hit(
+        moment: Moment,
+        score: float,
+        entry: Fused,
+        factors: dict[str, float],
+        relevant: float | None,
+    ) -> SearchHit:
         explain = {
+            **({} if relevant is None else {"relevance": relevant}),
             "fused": entry.score,
             **{f"{name}_share": share for name, share in entry.shares().items()},
             **{f"{name}_rank": float(s.rank) for name, s in entry.signals.items()},

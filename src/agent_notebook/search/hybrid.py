@@ -5,12 +5,16 @@ fused score of a moment is weighted reciprocal rank fusion, ``sum(weight / (k + 
 which needs no calibration between BM25 scores and cosine similarities. Priors then scale
 the fused score by ``1 + weight * (value - 0.5)`` (importance with decay, recency), so they
 reorder near-ties without overriding relevance.
+
+Fused scores are ranks, so the top hit scores the same whether it matches well or not.
+:func:`relevance` is the absolute measure behind ``min_score``: 1 for a match on a word of
+the query that is not a stopword, on a concept or by example, else the vector similarity.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -25,6 +29,7 @@ __all__ = [
     "fuse",
     "neighbour_spread",
     "prior_factors",
+    "relevance",
 ]
 
 LEXICAL, VECTOR, CONCEPT = "lexical", "vector", "concept"
@@ -116,3 +121,27 @@ def prior_factors(moment: MomentBrief, now: datetime, settings: SearchSettings) 
     if settings.recency_prior:
         factors["recency"] = 1 + settings.recency_prior * (recency - 0.5)
     return factors
+
+
+def relevance(
+    fused: Mapping[str, Fused],
+    word_matches: Collection[str],
+    givers: Mapping[str, Sequence[str]],
+) -> dict[str, float]:
+    """How well each fused moment matches, from 0 to 1: 1 when it has a word of the query
+    that is not a stopword (``word_matches``: their ids) or a concept or an example found
+    it; else its cosine similarity to the query. A moment that got part of another's
+    score (a question's reply, ``givers``: receiver to givers) is as relevant as the best
+    of them: the reply to a matching question is an answer, whatever its words."""
+    own: dict[str, float] = {}
+    for moment_id, entry in fused.items():
+        found = entry.signals
+        if moment_id in word_matches or CONCEPT in found or MEDIA in found:
+            own[moment_id] = 1.0
+        else:
+            vector = found.get(VECTOR)
+            own[moment_id] = 0.0 if vector is None else max(0.0, min(1.0, vector.raw))
+    return {
+        moment_id: max([score, *(own.get(g, 0.0) for g in givers.get(moment_id, ()))])
+        for moment_id, score in own.items()
+    }

@@ -31,7 +31,7 @@ from ..model import (
     TaskStatus,
     Text,
 )
-from ..notebook import MAX_SEARCH_LIMIT, Notebook, WriteBackKind
+from ..notebook import MAX_SEARCH_LIMIT, Notebook, WriteBackKind, weak_match_hint
 from ..privacy.redaction import ForgetReport
 from ..slice import MAX_SLICE_TOKENS, Slice
 from .auth import access_of
@@ -430,6 +430,12 @@ def write_back(
 # -- search, slices, stats ------------------------------------------------------------------
 
 
+class SearchPage(Page[SearchHit]):
+    """A page of search hits; ``hint`` says why there is none when nothing matched well."""
+
+    hint: str | None = None
+
+
 @router.get("/search", tags=["search"])
 def search(
     nb: Nb,
@@ -445,9 +451,19 @@ def search(
     ] = True,
     offset: Annotated[int, Query(ge=0, lt=MAX_SEARCH_LIMIT)] = 0,
     limit: Limit = 10,
-) -> Page[SearchHit]:
+    min_score: Annotated[
+        float | None,
+        Query(
+            ge=0,
+            le=1,
+            description="Leave out hits less relevant than this (0 to 1; default the "
+            "notebook's search.min_score, 0.3; 0 keeps every match).",
+        ),
+    ] = None,
+) -> SearchPage:
     """Moments by words and meaning, best first; ``explain`` says what found each hit.
-    ``offset + limit`` may reach 1000."""
+    ``offset + limit`` may reach 1000. When no hit is relevant enough, ``items`` is empty
+    and ``hint`` says so."""
     if offset + limit > MAX_SEARCH_LIMIT:
         raise InvalidInput(f"search: offset + limit must be at most {MAX_SEARCH_LIMIT}")
     hits = nb.search(
@@ -459,10 +475,21 @@ def search(
         concept=concept,
         limit=offset + limit,
         mode=mode,
-    )[offset:]
+        min_score=min_score,
+    )
+    cut = nb.config.search.min_score if min_score is None else min_score
+    hint = weak_match_hint(q, cut) if not hits and cut > 0 else None
+    hits = hits[offset:]
     if not explain:
         hits = [h.model_copy(update={"explain": {}}) for h in hits]
-    return page(hits, offset, limit)
+    found = page(hits, offset, limit)
+    return SearchPage(
+        items=found.items,
+        offset=offset,
+        limit=limit,
+        next_offset=found.next_offset,
+        hint=hint,
+    )
 
 
 @router.get("/slice", tags=["search"])
