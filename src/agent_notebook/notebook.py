@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from . import config as cfg
 from .compaction import ARCHIVE_DIR, ColdArchive, CompactionReport, Compactor
 from .compaction.runner import Progress as CompactProgress
+from .drafts import check_drafts
 from .enrich import enrich
 from .errors import Conflict, InvalidInput, NotFound
 from .exchange import CopyReport, copy_notebook
@@ -313,6 +314,7 @@ class Notebook:
 
     def decide(self, session_id: str, what: str, why: str = "", who: str = "owner") -> Decision:
         """Append a decision to the session's audit log."""
+        _required(what, "decision", "what was decided")
         decision = validate_record(
             Decision, {"when": now_utc(), "what": what, "why": why, "who": who}, "decision"
         )
@@ -324,6 +326,8 @@ class Notebook:
         return self._change_session(session_id, append, "decision")
 
     def open_pending(self, session_id: str, what: str) -> PendingItem:
+        _required(what, "pending item", "what is open")
+
         def add(s: Session) -> PendingItem:
             item = validate_record(
                 PendingItem,
@@ -348,6 +352,7 @@ class Notebook:
 
     def escalate(self, session_id: str, to: str, why: str = "", slice: str = "") -> Escalation:
         """Record a hand-off to a bigger agent, with the slice it was given."""
+        _required(to, "escalation", "the agent it goes to")
 
         def add(s: Session) -> Escalation:
             item = validate_record(
@@ -367,6 +372,8 @@ class Notebook:
         return self._change_session(session_id, add, "escalation")
 
     def resolve_escalation(self, session_id: str, escalation_id: str, outcome: str) -> Escalation:
+        _required(outcome, "escalation outcome", "the outcome")
+
         def resolve(s: Session) -> Escalation:
             item = _find(s.escalations, escalation_id, "escalation", s.id)
             if item.resolved is not None:
@@ -415,12 +422,10 @@ class Notebook:
     def record_many(
         self, session_id: str, drafts: Iterable[MomentDraft | dict[str, Any]]
     ) -> list[Moment]:
-        """Record moments in one transaction: all of them or, on any error, none."""
+        """Record moments in one transaction: all of them or, on any error, none. Each
+        draft is checked first (:meth:`check_drafts`)."""
         check_session_id(session_id)
-        checked = [
-            d if isinstance(d, MomentDraft) else validate_record(MomentDraft, d, f"moment {i}")
-            for i, d in enumerate(drafts)
-        ]
+        checked = self.check_drafts(drafts)
         if not checked:
             return []
         privacy = self.config.privacy  # secrets first: no concept or key is made of one
@@ -445,6 +450,15 @@ class Notebook:
         if self._background_embedding and (semantic := self.semantic) is not None:
             semantic.notify()  # vectors are derived: made off the hot path
         return moments
+
+    def check_drafts(
+        self, drafts: Iterable[MomentDraft | dict[str, Any]], where: str = "moment"
+    ) -> list[MomentDraft]:
+        """The drafts as :meth:`record_many` takes them, or :class:`InvalidInput` naming the
+        first bad one: unknown fields, ``image_path``/``audio_path`` (set by the media store
+        alone), nothing to remember, or a text over ``moments.max_text_bytes``. A front end
+        that starts a session for the moments checks them first; see :mod:`.drafts`."""
+        return check_drafts(drafts, self.config.moments, where)
 
     def _commit(
         self,
@@ -523,8 +537,6 @@ class Notebook:
             role=draft.role,
             speaker=draft.speaker,
             content=MomentContent(text=draft.text),
-            audio_path=draft.audio_path,
-            image_path=draft.image_path,
             metadata=MomentMetadata(
                 concepts=derived.concepts if draft.concepts is None else draft.concepts,
                 retrieval_keys=(
@@ -763,6 +775,7 @@ class Notebook:
         if not name or len(name) > 100:
             raise InvalidInput("write_back: guest must be a name of 1 to 100 characters")
         who = f"guest:{name}"
+        _required(text, "write_back", "the decision, the open item or the outcome, as text")
         with self.backend.atomic():
             if kind == "decision":
                 return self.decide(session_id, text, why, who=who)
@@ -829,7 +842,10 @@ class Notebook:
 
     def ingest(self, plan: IngestPlan, progress: Progress | None = None) -> list[Session]:
         """Record a parsed file (see :func:`agent_notebook.ingest.parse_file`): a session for
-        each of the plan's sessions, one transaction each. Returns the sessions."""
+        each of the plan's sessions, one transaction each. Returns the sessions. Every draft
+        is checked before the first is recorded, so a bad one records nothing."""
+        for part in plan.sessions:
+            self.check_drafts(part.drafts, f"{part.task}: moment")
         created = []
         for part in plan.sessions:
             with self.backend.atomic():
@@ -1072,6 +1088,13 @@ def _find(items: Sequence[_Item], item_id: str, kind: str, session_id: str) -> _
         if item.id == item_id:
             return item
     raise NotFound(f"no {kind} {item_id} in session {session_id}")
+
+
+def _required(text: str, what: str, give: str) -> str:
+    """``text`` unless it is empty or only blanks: a record of nothing is refused."""
+    if not text.strip():
+        raise InvalidInput(f"{what}: the text is empty; give {give}")
+    return text
 
 
 def _aware(when: datetime, name: str) -> datetime:
