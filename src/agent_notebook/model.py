@@ -389,10 +389,7 @@ class MomentDraft(_Record):
     @property
     def is_empty(self) -> bool:
         """Nothing to remember: no text (or only blanks), no file to attach, no action."""
-        return not (
-            self.text.strip() or self.image_file or self.audio_file or self.actions
-        )
-
+        return not (self.text.strip() or self.image_file or self.audio_file or self.actions)
 
 
 # --- index and search results --------------------------------------------------------------

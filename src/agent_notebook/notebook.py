@@ -1011,7 +1011,8 @@ class Notebook:
     def archived_record(self, moment_id: str, archive_dir: Path | None = None) -> bytes:
         """The archived moment's record, byte for byte as it was when archived (the JSON
         of :meth:`Moment.model_dump_json`), checked against its SHA-256."""
-        return self._cold_archive(archive_dir).record(self._archive_entry(moment_id))
+        entry = self._archive_entry(moment_id)  # the id is checked first
+        return self._cold_archive(archive_dir).record(entry)
 
     def archived_moment(self, moment_id: str, archive_dir: Path | None = None) -> Moment:
         """An archived moment, read back from the cold archive by its id."""
