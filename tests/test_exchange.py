@@ -7,12 +7,15 @@ directory and imported into a fresh SQLite notebook; everything must compare equ
 
 from __future__ import annotations
 
+import math
+import wave
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from agent_notebook import Action, Notebook, NotFound, TaskStatus
 from agent_notebook.storage import SqliteBackend, StorageBackend, YamlDirBackend
@@ -33,8 +36,27 @@ def contents(backend: StorageBackend) -> dict[str, Any]:
     }
 
 
+def _clip(path: Path) -> Path:
+    """Two seconds of a tone, as WAV."""
+    samples = (int(8000 * math.sin(i / 7)) for i in range(32_000))
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(16_000)
+        out.writeframes(b"".join(s.to_bytes(2, "little", signed=True) for s in samples))
+    return path
+
+
+def _picture(path: Path) -> Path:
+    Image.linear_gradient("L").resize((64, 64)).save(path)
+    return path
+
+
 def fill(nb: Notebook) -> None:
     """A notebook using every kind of record the facade writes."""
+    assert nb.home is not None
+    files = nb.home.parent / "attached"  # files attached to a moment, outside the home
+    files.mkdir(exist_ok=True)
     trip = nb.start_session("Plan the trip to Lyon — ünïcödé ✓", started=T0)
     auth = nb.start_session("Ship the auth middleware", started=T0 + timedelta(days=1))
     again = nb.start_session("Lyon, second try", started=T0 + timedelta(days=1, hours=2))
@@ -53,8 +75,8 @@ def fill(nb: Notebook) -> None:
                 "concepts": ["Lyon", "TGV", "no", "1e3"],
                 "retrieval_keys": ["seat 42", "~"],
                 "links": ["https://example.org/tgv"],
-                "audio_path": "media/a.wav",
-                "image_path": "media/b.png",
+                "audio_file": str(_clip(files / "a.wav")),
+                "image_file": str(_picture(files / "b.png")),
                 "source_id": "D1:3",
             },
         ],

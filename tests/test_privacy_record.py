@@ -1,9 +1,10 @@
 """Modality opt-outs (``privacy.modalities``): an opted-out modality is never written.
 
 Each test records on a real notebook (SQLite file, and the YAML layout), then searches the
-bytes of every file under the home (database, WAL, YAML files, vector files) for a marker
-only the opted-out value holds. A control run with the modality on finds the marker, so
-the search can see it.
+bytes of every file under the home (database, WAL, YAML files, vector files, the media
+store) for a marker only the opted-out value holds (the attached files carry theirs inside,
+in a PNG text chunk and a WAV comment). A control run with the modality on finds the
+marker, so the search can see it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
+import soundfile as sf
+from PIL import Image, PngImagePlugin
 
 from agent_notebook import Notebook
 from agent_notebook.config import Modalities, NotebookConfig, PrivacySettings, write_config
@@ -54,12 +58,31 @@ def files_holding(home: Path, marker: str) -> list[str]:
     ]
 
 
-def draft(n: int) -> dict[str, object]:
+def marked_clip(path: Path, marker: str, seed: int) -> Path:
+    """A WAV file of tones whose comment is ``marker``."""
+    tones = np.sin(np.arange(16_000 * 2) * (0.05 + seed / 100)) * 0.3
+    with sf.SoundFile(path, "w", 16_000, 1, subtype="PCM_16") as out:
+        out.comment = marker
+        out.write(tones.astype(np.float32))
+    return path
+
+
+def marked_image(path: Path, marker: str, seed: int) -> Path:
+    """A PNG picture whose text chunk is ``marker``."""
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Comment", marker)
+    pixels = (np.random.default_rng(seed).random((8, 8, 3)) * 255).astype(np.uint8)
+    Image.fromarray(pixels).resize((64, 64)).save(path, pnginfo=info)
+    return path
+
+
+def draft(n: int, files: Path) -> dict[str, object]:
+    files.mkdir(exist_ok=True)
     return {
         "text": f"{TEXT_MARKER} {n}: call Ana Lopez about the Lyon hotel at 10am",
         "speaker": "Ana",
-        "audio_path": f"/recordings/{AUDIO_MARKER}-{n}.wav",
-        "image_path": f"/photos/{IMAGE_MARKER}-{n}.jpg",
+        "audio_file": str(marked_clip(files / f"clip-{n}.wav", f"{AUDIO_MARKER}-{n}", n)),
+        "image_file": str(marked_image(files / f"photo-{n}.png", f"{IMAGE_MARKER}-{n}", n)),
         "actions": [{"tool": "calendar.add", "arguments": {"slot": "morning"}, "result": "ok"}],
     }
 
@@ -67,12 +90,13 @@ def draft(n: int) -> dict[str, object]:
 def record_two_sessions(home: Path) -> tuple[list[Moment], list[str]]:
     """Three moments in one session (two calls) and one in another; returns the moments and
     the audit entries of the privacy settings, per session in order."""
+    files = home.parent / "files"  # the attached files, outside the home
     with Notebook.open(home) as nb:
         first = nb.start_session("Plan the trip")
-        moments = nb.record_many(first.id, [draft(1), draft(2)])
-        moments += nb.record_many(first.id, [draft(3)])
+        moments = nb.record_many(first.id, [draft(1, files), draft(2, files)])
+        moments += nb.record_many(first.id, [draft(3, files)])
         second = nb.start_session("Another day")
-        moments += [nb.record(second.id, **draft(4))]
+        moments += [nb.record(second.id, **draft(4, files))]
         nb.drain()
         audit = [
             d.what
@@ -144,8 +168,9 @@ def test_audio_or_image_off_writes_no_path(
     moments, audit = record_two_sessions(home)
     assert files_holding(home, marker) == []
     for m in moments:
-        assert getattr(m, field) is None
-        assert m.content.audio_signature is None and m.content.image_signature is None
+        assert getattr(m, field) is None and getattr(m.content, f"{modality}_signature") is None
+        other = "image" if modality == "audio" else "audio"
+        assert getattr(m, f"{other}_path") and getattr(m.content, f"{other}_signature")
         assert m.content.text.startswith(TEXT_MARKER)  # the other modalities are kept
     assert files_holding(home, TEXT_MARKER)
     assert (
@@ -174,7 +199,7 @@ def test_embeddings_off_makes_no_vector_and_search_stays_lexical(
     home = home_with(tmp_path, kind, embeddings=embeddings)
     with Notebook.open(home) as nb:  # background embedding on, the default embedder
         session = nb.start_session()
-        nb.record_many(session.id, [draft(1), draft(2)])
+        nb.record_many(session.id, [draft(1, tmp_path / "files"), draft(2, tmp_path / "files")])
         nb.drain()
         assert (nb.semantic is None) is not embeddings
         [hit] = nb.search("Lyon hotel", limit=1)  # hybrid, the default mode

@@ -26,7 +26,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel, ConfigDict
 
 from .errors import MalformedFile
-from .messages import drafts_for
+from .messages import drafts_for, kept
 from .model import SESSION_ID_RE, MomentDraft
 from .notebook import THREADS_NAMESPACE, Notebook
 from .stores import write_lock
@@ -91,7 +91,7 @@ def _import_thread(
         messages = convert_to_messages(values["messages"])
         times = _first_seen(saver, config)
         started = min(times.values(), default=None)
-        drafts = _timed(drafts_for(messages), messages, times, started)
+        drafts = kept(_timed(drafts_for(messages), messages, times, started))
     except (sqlite3.Error, ValueError, TypeError, NotImplementedError, KeyError) as err:
         return ThreadImport(thread=thread, skipped=f"unreadable checkpoint: {err}")
     with write_lock(nb.store):

@@ -11,6 +11,7 @@ sqlite_synchronous  —                         —                      ``FULL`
 session_notebook    ``budgets=``              —                      seed 000's constants
 chat.model          ``--model`` / ``model=``  AGENT_NOTEBOOK_MODEL   none (an error says so)
 search.embedder     ``embedder=``             AGENT_NOTEBOOK_EMBEDDER ``default`` (MiniLM)
+moments             —                         —                      1 MiB of text a moment
 ==================  ========================  =====================  ======================
 
 ``backend`` is ``sqlite`` (``<home>/notebook.db``), ``yaml`` (the seed's YAML layout inside
@@ -42,6 +43,21 @@ DEFAULT_MESSAGE_THRESHOLD: Final = 6
 DEFAULT_TOOL_CALL_THRESHOLD: Final = 4
 DEFAULT_MAX_SECTION_TOKENS: Final = 500
 DEFAULT_MAX_TOTAL_TOKENS: Final = 3000
+
+
+#: The most UTF-8 bytes of text one moment may hold (``moments.max_text_bytes``): 1 MiB.
+DEFAULT_MAX_TEXT_BYTES: Final = 1024 * 1024
+
+
+class MomentLimits(BaseModel):
+    """What one moment may hold (``moments:`` in ``config.yaml``). A text past the limit is
+    refused, naming the limit (nothing is recorded): split it into several moments, ingest
+    it as a conversation, or raise the limit. Each moment's text is enriched, indexed and
+    ranked whole, so a 50 MB one costs minutes and gigabytes at record and at every search."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_text_bytes: int = Field(DEFAULT_MAX_TEXT_BYTES, ge=1)
 
 
 class SessionBudgets(BaseModel):
@@ -205,6 +221,7 @@ class NotebookConfig(BaseModel):
     search: SearchSettings = Field(default_factory=SearchSettings)
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
     privacy: PrivacySettings = Field(default_factory=PrivacySettings)
+    moments: MomentLimits = Field(default_factory=MomentLimits)
 
 
 def resolve_home(home: Path | str | None = None) -> Path:
@@ -221,7 +238,8 @@ def load_config(home: Path) -> NotebookConfig:
         return NotebookConfig.model_validate(data)
     except ValidationError as err:
         raise InvalidInput(
-            f"{path}: {describe_validation_error(err)}; fix the file or delete it to use defaults"
+            f"{path}: {describe_validation_error(err, NotebookConfig)}; fix the file or delete "
+            "it to use defaults"
         ) from None
 
 

@@ -5,13 +5,13 @@ Shared by the chat graph (recording each turn) and the checkpoint importer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .model import Action, MomentDraft
 
-__all__ = ["drafts_for"]
+__all__ = ["drafts_for", "kept"]
 
 
 def drafts_for(messages: Sequence[BaseMessage]) -> list[MomentDraft]:
@@ -37,3 +37,9 @@ def drafts_for(messages: Sequence[BaseMessage]) -> list[MomentDraft]:
             MomentDraft(text=m.text, role=role, speaker=speaker, actions=actions, source_id=m.id)
         )
     return drafts
+
+
+def kept(drafts: Iterable[MomentDraft]) -> list[MomentDraft]:
+    """The drafts that hold something: an empty answer or an empty tool output is no moment
+    (the notebook refuses one; a tool call's output is in its action too)."""
+    return [d for d in drafts if not d.is_empty]

@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Final, Literal, TypeVar
+from typing import Annotated, Any, Final, Literal, TypeVar, get_args
 
 from pydantic import (
     AfterValidator,
@@ -26,6 +26,7 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from .errors import InvalidId, InvalidInput
@@ -37,6 +38,12 @@ SESSION_ID_RE: Final = re.compile(r"s_([0-9]{4})-([0-9]{2})-([0-9]{2})_([0-9]{3,
 MOMENT_ID_RE: Final = re.compile(r"m_([1-9][0-9]*)")
 PENDING_ID_RE: Final = re.compile(r"p_([1-9][0-9]*)")
 ESCALATION_ID_RE: Final = re.compile(r"e_([1-9][0-9]*)")
+
+#: The largest number a moment, pending item or escalation id may carry: SQLite's largest
+#: INTEGER (and numpy's int64, which the vector index keys on).
+MAX_ID_NUMBER: Final = 2**63 - 1
+_MAX_TEXT: Final = str(MAX_ID_NUMBER)
+_MAX_DIGITS: Final = len(_MAX_TEXT)
 
 DEFAULT_IMPORTANCE: Final = 0.5
 #: Per day, in ``importance · exp(-decay_rate · age_days)``: about a 35-day half-life.
@@ -57,9 +64,16 @@ def check_session_id(value: object) -> str:
 
 
 def _checker(kind: str, pattern: re.Pattern[str], example: str) -> Callable[[object], str]:
+    form = f"{example}, N from 1 to {MAX_ID_NUMBER}"
+
     def check(value: object) -> str:
-        if not isinstance(value, str) or not pattern.fullmatch(value):
-            raise InvalidId(kind, value, example)
+        if not isinstance(value, str) or not (m := pattern.fullmatch(value)):
+            raise InvalidId(kind, value, form)
+        # Compared as text: a number past 2^63 would overflow SQLite's INTEGER (and int()
+        # of a million digits is slow); the pattern allows no leading zeros.
+        digits = m[1]
+        if len(digits) > _MAX_DIGITS or (len(digits) == _MAX_DIGITS and digits > _MAX_TEXT):
+            raise InvalidId(kind, value, form)
         return value
 
     return check
@@ -106,6 +120,13 @@ def _utc(value: datetime) -> datetime:
 
 def _finite_json(value: Any) -> Any:
     """Arguments and results must survive JSON and YAML unchanged: finite numbers, str keys."""
+    try:
+        return _json_value(value)
+    except RecursionError:  # recorded ones nest far less (see drafts.MAX_JSON_DEPTH)
+        raise ValueError("nested too deeply to be stored") from None
+
+
+def _json_value(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError("numbers must be finite (NaN and infinity do not survive JSON)")
     if isinstance(value, str):
@@ -115,10 +136,10 @@ def _finite_json(value: Any) -> Any:
             if not isinstance(key, str):
                 raise ValueError(f"object keys must be strings, got {key!r}")
             _utf8_text(key)
-            _finite_json(item)
+            _json_value(item)
     elif isinstance(value, list):
         for item in value:
-            _finite_json(item)
+            _json_value(item)
     elif value is not None and not isinstance(value, bool | int | float):
         raise ValueError(f"{type(value).__name__} is not a JSON value")
     return value
@@ -323,6 +344,10 @@ class Moment(_Record):
         return self.metadata.pinned or self.metadata.importance >= 1.0
 
 
+#: The moment fields only the media store sets (see :class:`MomentDraft`).
+STORED_PATHS: Final = ("image_path", "audio_path")
+
+
 class MomentDraft(_Record):
     """What a caller gives ``record``: a moment before it has an id and derived metadata.
 
@@ -341,12 +366,30 @@ class MomentDraft(_Record):
     parent: MomentId | None = None
     links: list[Text] = Field(default_factory=list)
     actions: list[Action] = Field(default_factory=list)
-    audio_path: Text | None = None
-    image_path: Text | None = None
     #: A file to attach (copied into the notebook's media store, signed): see ``record``.
+    #: The moment's ``image_path`` / ``audio_path`` are set by the media store alone.
     image_file: Text | None = None
     audio_file: Text | None = None
     source_id: Text | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_stored_paths(cls, data: Any) -> Any:
+        """A caller names the file to attach, never where the media store keeps it: a path
+        of its choosing (``../secrets/owner-token``) would make every later export fail."""
+        if isinstance(data, dict) and (given := [k for k in STORED_PATHS if k in data]):
+            raise ValueError(
+                f"{' and '.join(given)} cannot be given: the notebook sets it when it stores an "
+                "attached file. Attach the file instead: image_file/audio_file (or --image/"
+                "--audio) on this machine, image=/audio= in Python, or upload it with POST "
+                "/api/sessions/{session_id}/moments/media"
+            )
+        return data
+
+    @property
+    def is_empty(self) -> bool:
+        """Nothing to remember: no text (or only blanks), no file to attach, no action."""
+        return not (self.text.strip() or self.image_file or self.audio_file or self.actions)
 
 
 # --- index and search results --------------------------------------------------------------
@@ -421,13 +464,52 @@ def validate_record(cls: type[_M], data: Any, where: str) -> _M:
     try:
         return cls.model_validate(data)
     except ValidationError as err:
-        raise InvalidInput(f"{where}: {describe_validation_error(err)}") from None
+        raise InvalidInput(f"{where}: {describe_validation_error(err, cls)}") from None
 
 
-def describe_validation_error(err: ValidationError) -> str:
+def describe_validation_error(err: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """pydantic's errors as one line, ``loc: message; …``. Given the ``model`` validated, an
+    unknown field's message lists the fields valid at its place."""
+    return describe_errors(err.errors(include_url=False), model)
+
+
+def describe_errors(
+    errors: Iterable[Mapping[str, Any]],
+    model: type[BaseModel] | None = None,
+    at: tuple[str | int, ...] = (),
+) -> str:
+    """Errors as pydantic lists them (``loc``, ``msg``, ``type``), as one line; an error of
+    the whole input (an empty ``loc``) is its message alone. ``model`` is what was validated
+    at ``at`` (FastAPI's body is at ``("body",)``)."""
     parts = []
-    for e in err.errors(include_url=False):
-        loc = ".".join(str(p) for p in e["loc"]) or "record"
-        msg = e["msg"].removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}")
+    for e in errors:
+        loc = tuple(e.get("loc", ()))
+        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
+        if e.get("type") == "extra_forbidden":
+            inside = model is not None and loc[: len(at)] == at
+            fields = _fields_at(model, loc[len(at) : -1]) if inside and model else None
+            msg = "unknown field" + (f" (valid fields: {', '.join(fields)})" if fields else "")
+        parts.append(f"{'.'.join(str(p) for p in loc)}: {msg}" if loc else msg)
     return "; ".join(parts)
+
+
+def _fields_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str] | None:
+    """The field names of the model found at ``loc`` inside ``model`` (None if unknown)."""
+    current: type[BaseModel] | None = model
+    for part in loc:
+        if isinstance(part, int):  # a list item: its model was unwrapped with the list
+            continue
+        if current is None or part not in current.model_fields:
+            return None
+        current = _model_in(current.model_fields[part].annotation)
+    return None if current is None else list(current.model_fields)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model inside a field's type (``Model``, ``Model | None``, ``list[Model]``…)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        if (found := _model_in(arg)) is not None:
+            return found
+    return None

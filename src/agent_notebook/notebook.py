@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from . import config as cfg
 from .compaction import ARCHIVE_DIR, ColdArchive, CompactionReport, Compactor
 from .compaction.runner import Progress as CompactProgress
+from .drafts import check_drafts
 from .enrich import enrich
 from .errors import Conflict, InvalidInput, NotFound
 from .exchange import Archives, ChatState, CopyReport, copy_notebook
@@ -330,6 +331,7 @@ class Notebook:
 
     def decide(self, session_id: str, what: str, why: str = "", who: str = "owner") -> Decision:
         """Append a decision to the session's audit log."""
+        _required(what, "decision", "what was decided")
         decision = validate_record(
             Decision, {"when": now_utc(), "what": what, "why": why, "who": who}, "decision"
         )
@@ -341,6 +343,8 @@ class Notebook:
         return self._change_session(session_id, append, "decision")
 
     def open_pending(self, session_id: str, what: str) -> PendingItem:
+        _required(what, "pending item", "what is open")
+
         def add(s: Session) -> PendingItem:
             item = validate_record(
                 PendingItem,
@@ -365,6 +369,7 @@ class Notebook:
 
     def escalate(self, session_id: str, to: str, why: str = "", slice: str = "") -> Escalation:
         """Record a hand-off to a bigger agent, with the slice it was given."""
+        _required(to, "escalation", "the agent it goes to")
 
         def add(s: Session) -> Escalation:
             item = validate_record(
@@ -384,6 +389,8 @@ class Notebook:
         return self._change_session(session_id, add, "escalation")
 
     def resolve_escalation(self, session_id: str, escalation_id: str, outcome: str) -> Escalation:
+        _required(outcome, "escalation outcome", "the outcome")
+
         def resolve(s: Session) -> Escalation:
             item = _find(s.escalations, escalation_id, "escalation", s.id)
             if item.resolved is not None:
@@ -432,12 +439,10 @@ class Notebook:
     def record_many(
         self, session_id: str, drafts: Iterable[MomentDraft | dict[str, Any]]
     ) -> list[Moment]:
-        """Record moments in one transaction: all of them or, on any error, none."""
+        """Record moments in one transaction: all of them or, on any error, none. Each
+        draft is checked first (:meth:`check_drafts`)."""
         check_session_id(session_id)
-        checked = [
-            d if isinstance(d, MomentDraft) else validate_record(MomentDraft, d, f"moment {i}")
-            for i, d in enumerate(drafts)
-        ]
+        checked = self.check_drafts(drafts)
         if not checked:
             return []
         privacy = self.config.privacy  # secrets first: no concept or key is made of one
@@ -462,6 +467,15 @@ class Notebook:
         if self._background_embedding and (semantic := self.semantic) is not None:
             semantic.notify()  # vectors are derived: made off the hot path
         return moments
+
+    def check_drafts(
+        self, drafts: Iterable[MomentDraft | dict[str, Any]], where: str = "moment"
+    ) -> list[MomentDraft]:
+        """The drafts as :meth:`record_many` takes them, or :class:`InvalidInput` naming the
+        first bad one: unknown fields, ``image_path``/``audio_path`` (set by the media store
+        alone), nothing to remember, or a text over ``moments.max_text_bytes``. A front end
+        that starts a session for the moments checks them first; see :mod:`.drafts`."""
+        return check_drafts(drafts, self.config.moments, where)
 
     def _commit(
         self,
@@ -540,8 +554,6 @@ class Notebook:
             role=draft.role,
             speaker=draft.speaker,
             content=MomentContent(text=draft.text),
-            audio_path=draft.audio_path,
-            image_path=draft.image_path,
             metadata=MomentMetadata(
                 concepts=derived.concepts if draft.concepts is None else draft.concepts,
                 retrieval_keys=(
@@ -790,6 +802,7 @@ class Notebook:
         if not name or len(name) > 100:
             raise InvalidInput("write_back: guest must be a name of 1 to 100 characters")
         who = f"guest:{name}"
+        _required(text, "write_back", "the decision, the open item or the outcome, as text")
         with self.backend.atomic():
             if kind == "decision":
                 return self.decide(session_id, text, why, who=who)
@@ -869,8 +882,11 @@ class Notebook:
         file). Idempotent: the moments an earlier ingest of the same source recorded (same
         ``source_id``) are skipped and counted, so a file that grew adds only its new turns.
         Written in transactions of ``INGEST_BATCH`` moments: an ingest stopped half-way,
-        run again, adds what is missing. ``progress`` gets the moments done, recorded or
-        skipped. The new moments wait for a vector like recorded ones."""
+        run again, adds what is missing. Every draft is checked before the first is
+        recorded, so a bad one records nothing. ``progress`` gets the moments done, recorded
+        or skipped. The new moments wait for a vector like recorded ones."""
+        for part in plan.sessions:
+            self.check_drafts(part.drafts, f"{part.task}: moment")
         held = held_sources(self.backend, {p.source_id for p in plan.sessions if p.source_id})
         touched: dict[str, None] = {}
         created = added = skipped = 0
@@ -1144,7 +1160,8 @@ class Notebook:
     def archived_record(self, moment_id: str, archive_dir: Path | None = None) -> bytes:
         """The archived moment's record, byte for byte as it was when archived (the JSON
         of :meth:`Moment.model_dump_json`), checked against its SHA-256."""
-        return self._cold_archive(archive_dir).record(self._archive_entry(moment_id))
+        entry = self._archive_entry(moment_id)  # the id is checked first
+        return self._cold_archive(archive_dir).record(entry)
 
     def archived_moment(self, moment_id: str, archive_dir: Path | None = None) -> Moment:
         """An archived moment, read back from the cold archive by its id."""
@@ -1231,6 +1248,13 @@ def weak_match_hint(query: str, min_score: float) -> str:
         f"nothing matches {query!r} well (minimum score {min_score:g}): try other words, "
         "or a lower minimum score (0 shows every match, however weak)"
     )
+
+
+def _required(text: str, what: str, give: str) -> str:
+    """``text`` unless it is empty or only blanks: a record of nothing is refused."""
+    if not text.strip():
+        raise InvalidInput(f"{what}: the text is empty; give {give}")
+    return text
 
 
 def _aware(when: datetime, name: str) -> datetime:

@@ -140,6 +140,8 @@ def parse_json(text: str, what: str) -> Any:
         raise InvalidInput(
             f"{what}: not JSON ({err.msg} at line {err.lineno}, column {err.colno})"
         ) from None
+    except RecursionError:  # as ingest says of a file
+        raise InvalidInput(f"{what}: not JSON: nested too deeply") from None
 
 
 def to_jsonable(data: Any) -> Any:

@@ -114,6 +114,7 @@ def record(
             for n, item in enumerate(items)
         ]
     with open_notebook(home, create=True) as nb:
+        nb.check_drafts(drafts, "record: moment")  # before a session is started for them
         if target is None:
             target = nb.start_session(task or "Recorded from the command line").id
         recorded = nb.record_many(target, drafts)

@@ -29,7 +29,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from ..config import ChatSettings
 from ..errors import InvalidInput
-from ..messages import drafts_for
+from ..messages import drafts_for, kept
 from ..notebook import Notebook
 from ..session.activity import ActivityMark, mark_after
 from ..session.updaters import DeterministicUpdater, LlmUpdater, NotebookUpdater
@@ -115,7 +115,7 @@ def build_chat_graph(
     ) -> dict[str, Any]:
         """The state update of a turn whose messages (the answer last) are ``messages``."""
         start = mark_after(messages, ActivityMark(message_id=state.get("recorded_through")))
-        notebook.record_many(session_id, drafts_for(messages[start:]))  # the raw log first
+        notebook.record_many(session_id, kept(drafts_for(messages[start:])))  # the raw log first
         notes = notebook.session_notebook(thread_id).sync
         if notes.should_update(messages):  # derived data: updated after the turn
             notebook.after_turn(lambda: notes.update_from(messages, updater))

@@ -135,9 +135,11 @@ class _Conversation:
         drafts = []
         for index, turn in enumerate(turns):
             try:
-                drafts.append(_draft(turn, started + timedelta(seconds=index), dia_ids))
+                draft = _draft(turn, started + timedelta(seconds=index), dia_ids)
             except Problem as problem:
                 self.fail(f"{self.label} {key} turn {index}: {problem}", *where, index)
+            if not draft.is_empty:  # a turn with no text nor caption: nothing to keep
+                drafts.append(draft)
         return drafts
 
 

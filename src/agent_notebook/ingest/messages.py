@@ -73,7 +73,10 @@ def _session(
             raise MalformedFile(path, f"message {index}: {problem}", line_at(index)) from None
         assert draft.timestamp is not None
         previous = draft.timestamp
-        drafts.append(draft)
+        if not draft.is_empty:  # null content (a message that only calls tools): no text
+            drafts.append(draft)
+    if not drafts:
+        raise MalformedFile(path, "no message has any text to record")
     assert drafts[0].timestamp is not None
     return IngestSession(
         task=f"Imported from {path.name}",

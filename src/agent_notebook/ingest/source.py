@@ -154,4 +154,4 @@ def make_draft(**fields: Any) -> MomentDraft:
     try:
         return MomentDraft.model_validate(fields)
     except ValidationError as err:
-        raise Problem(describe_validation_error(err)) from None
+        raise Problem(describe_validation_error(err, MomentDraft)) from None

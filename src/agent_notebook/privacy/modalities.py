@@ -35,11 +35,11 @@ def strip(draft: MomentDraft, modalities: Modalities) -> tuple[MomentDraft, list
         dropped.append("text")
     if not modalities.text and draft.importance is None:
         update["importance"] = DEFAULT_IMPORTANCE
-    if not modalities.audio and (draft.audio_path is not None or draft.audio_file is not None):
-        update.update(audio_path=None, audio_file=None)  # the file is never read nor copied
+    if not modalities.audio and draft.audio_file is not None:
+        update["audio_file"] = None  # the file is never read nor copied
         dropped.append("audio")
-    if not modalities.image and (draft.image_path is not None or draft.image_file is not None):
-        update.update(image_path=None, image_file=None)
+    if not modalities.image and draft.image_file is not None:
+        update["image_file"] = None
         dropped.append("image")
     return (draft.model_copy(update=update) if update else draft), dropped
 

@@ -27,6 +27,7 @@ from ..errors import (
     StorageError,
 )
 from ..graph.models import ModelNotConfigured
+from ..model import describe_errors
 from .guest_rights import hide_places
 
 log = logging.getLogger(__name__)
@@ -170,7 +171,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, err: RequestValidationError) -> JSONResponse:
-        return error_response(422, describe(err.errors()))
+        return error_response(422, describe(err.errors(), _body_model(request)))
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, err: HTTPException) -> JSONResponse:
@@ -185,10 +186,14 @@ def install(app: FastAPI) -> None:
         return error_response(500, shown_to(request, f"{type(err).__name__}: {err}"))
 
 
-def describe(errors: Any) -> str:
-    """FastAPI's validation errors as one line: ``body.text: Field required; …``."""
-    parts = []
-    for e in errors:
-        loc = ".".join(str(p) for p in e.get("loc", ())) or "request"
-        parts.append(f"{loc}: {str(e.get('msg', 'invalid')).removeprefix('Value error, ')}")
-    return "; ".join(parts) or "invalid request"
+def describe(errors: Any, body: type[BaseModel] | None = None) -> str:
+    """FastAPI's validation errors as one line: ``body.text: Field required; …``; an unknown
+    field of the ``body`` model is named with the valid ones."""
+    return describe_errors(errors, body, ("body",)) or "invalid request"
+
+
+def _body_model(request: Request) -> type[BaseModel] | None:
+    """The model of the route's JSON body, if it has one."""
+    field = getattr(request.scope.get("route"), "body_field", None)
+    model = getattr(getattr(field, "field_info", None), "annotation", None)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None

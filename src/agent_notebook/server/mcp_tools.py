@@ -294,8 +294,10 @@ def build_mcp(
         """
 
         def work() -> dict[str, Any]:
-            target = session_id or get().start_session(task or text[:80]).id
-            moment = get().record(target, text, role=role, speaker=speaker)
+            nb = get()  # checked before a session is started for it
+            drafts = nb.check_drafts([{"text": text, "role": role, "speaker": speaker}])
+            target = session_id or nb.start_session(task or text[:80]).id
+            moment = nb.record_many(target, drafts)[0]
             return {"id": moment.id, "session": moment.session}
 
         return await run(work)

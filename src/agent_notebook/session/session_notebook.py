@@ -30,7 +30,7 @@ from ..config import (
     SessionBudgets,
 )
 from ..enrich import identifiers
-from ..errors import Conflict, InvalidInput, NotFound
+from ..errors import Conflict, InvalidId, InvalidInput, NotFound
 from ..model import UtcTime, normalize_concept, now_utc
 from ..notebook import Notebook
 from ..stores import write_lock
@@ -201,8 +201,14 @@ class SessionNotebookSync:
     ) -> None:
         """Replace one section. ``check``, when given, is called with the section's current
         text inside the write, under its locks: raising (say, :class:`Conflict` for a stale
-        ETag) refuses the change, so a check-then-write cannot race another writer."""
+        ETag) refuses the change, so a check-then-write cannot race another writer. An
+        empty (or blank) ``content`` is refused: a section is replaced, never blanked by
+        mistake (:meth:`save` rewrites the whole notebook, empty sections included)."""
         sections.check_section(name)
+        if not content.strip():
+            raise InvalidInput(
+                f"section {name!r}: the new text is empty; give the section's whole new text"
+            )
 
         def replace(state: StoredNotebook) -> None:
             current = sections.parse(state.content)
@@ -413,7 +419,7 @@ class SessionNotebookSync:
             def moment_text(number: int) -> str | None:
                 try:
                     return notebook.get_moment(f"m_{number}").content.text
-                except NotFound:
+                except (NotFound, InvalidId):  # gone, or a number no moment can have
                     return None
 
             return quotes.expand(text, moment_text)
