@@ -134,7 +134,7 @@ class Notebook:
         self.tokens = token_counter
         self.config = config or cfg.NotebookConfig()
         self._store: BaseStore | None = None
-        self._checkpointers: dict[tuple[Path | None, int], BaseCheckpointSaver[Any]] = {}
+        self._checkpointers: dict[tuple[Path | None, int | None], BaseCheckpointSaver[Any]] = {}
         self._connections: list[sqlite3.Connection] = []  # closed with the notebook
         self._after_turn: ThreadPoolExecutor | None = None
         self._embedder_choice = embedder
@@ -200,7 +200,8 @@ class Notebook:
     @property
     def checkpointer(self) -> BaseCheckpointSaver[Any]:
         """LangGraph's ``SqliteSaver`` on this notebook's file (or ``chat.checkpoints``),
-        keeping the latest ``chat.keep_checkpoints`` checkpoints of each thread."""
+        sync and async (:class:`~agent_notebook.saver.NotebookSaver`): every checkpoint is
+        kept unless ``chat.keep_checkpoints`` says how many of a thread's latest to keep."""
         return self.checkpointer_for(self.config.chat)
 
     def checkpointer_for(self, chat: cfg.ChatSettings) -> BaseCheckpointSaver[Any]:

@@ -16,7 +16,6 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.base import BaseStore, Item
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
@@ -24,6 +23,7 @@ from langgraph.store.sqlite import SqliteStore
 from .errors import StorageError
 from .privacy.crypto import Cipher
 from .privacy.sealed_store import SealedSqliteStore
+from .saver import NotebookSaver
 from .storage import StorageBackend
 from .storage.files import ensure_private_dir, ensure_private_file, exclusive_lock
 from .storage.sqlite.backend import database_file
@@ -69,34 +69,11 @@ def open_store(
     return store, conn
 
 
-class BoundedSqliteSaver(SqliteSaver):
-    """LangGraph's ``SqliteSaver`` that keeps only the latest ``keep`` checkpoints of each
-    thread (and their writes), so a thread's database footprint stays bounded however long
-    it runs. Time travel reaches back ``keep`` checkpoints."""
-
-    def __init__(self, conn: sqlite3.Connection, *, keep: int = 2) -> None:
-        super().__init__(conn)
-        self.keep = keep
-
-    def put(self, config: RunnableConfig, *args: Any, **kwargs: Any) -> RunnableConfig:
-        saved = super().put(config, *args, **kwargs)
-        thread = saved["configurable"]
-        with self.cursor() as cur:
-            for table in ("checkpoints", "writes"):
-                cur.execute(
-                    f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ? "
-                    "AND checkpoint_id NOT IN (SELECT checkpoint_id FROM checkpoints "
-                    "WHERE thread_id = ? AND checkpoint_ns = ? "
-                    "ORDER BY checkpoint_id DESC LIMIT ?)",
-                    (thread["thread_id"], thread["checkpoint_ns"]) * 2 + (self.keep,),
-                )
-        return saved
-
-
 def open_checkpointer(
-    backend: StorageBackend, path: Path | None = None, keep: int = 2
+    backend: StorageBackend, path: Path | None = None, keep: int | None = None
 ) -> tuple[BaseCheckpointSaver[Any], sqlite3.Connection | None]:
-    """A checkpointer for ``backend``'s threads (on ``path`` when given) and its connection."""
+    """A checkpointer for ``backend``'s threads (on ``path`` when given) and its connection:
+    a :class:`NotebookSaver` keeping every checkpoint, or the latest ``keep`` of a thread."""
     if path is None:
         path = checkpoint_path(backend)
     if path is None:
@@ -111,7 +88,7 @@ def open_checkpointer(
         # notebook's own durability. In WAL mode NORMAL survives a crash of the process
         # and spares an fsync per checkpoint.
         conn.execute("PRAGMA synchronous = NORMAL")
-        saver = BoundedSqliteSaver(conn, keep=keep)
+        saver = NotebookSaver(conn, keep=keep)
         saver.setup()
     except sqlite3.Error as err:
         raise StorageError(f"{path}: cannot open the checkpoint database: {err}") from err
