@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, IndexConfig
 from pydantic import ValidationError
 
 from . import config as cfg
@@ -78,6 +78,8 @@ from .stores import (
     store_items,
     write_lock,
 )
+from .storage.langgraph_store import StoreIndex
+from .store_index import default_store_index
 from .summarize import ExtractiveSummarizer, LlmSummarizer, Summarizer
 from .tokens import DEFAULT_COUNTER, TokenCounter
 
@@ -120,6 +122,7 @@ class Notebook:
         embedder: Embedder | Literal["default"] | None = "default",
         background_embedding: bool = True,
         multimodal_embedder: MultimodalEmbedder | None = None,
+        store_index: IndexConfig | Literal["default"] | None = "default",
     ) -> None:
         """``embedder``: ``"default"`` follows ``search.embedder`` (the offline MiniLM model
         when installed); ``None`` keeps search lexical; or any :class:`Embedder`, such as a
@@ -127,7 +130,10 @@ class Notebook:
         (for a notebook that lives a while: a server, a chat) new moments are embedded on a
         worker thread; without it they wait in the queue for :meth:`reindex`.
         ``multimodal_embedder`` fills ``content.multimodal_embedding`` of the images (and
-        audio) recorded; see :mod:`agent_notebook.embed.multimodal`."""
+        audio) recorded; see :mod:`agent_notebook.embed.multimodal`. ``store_index`` is
+        LangGraph's ``index`` config for :attr:`store`; ``"default"`` embeds with this
+        notebook's embedder (when it has one and the notebook is not encrypted), ``None``
+        makes the store non-semantic; see :mod:`agent_notebook.store_index`."""
         self.backend = backend
         self.multimodal_embedder = multimodal_embedder
         self.home = home
@@ -138,6 +144,7 @@ class Notebook:
         self._connections: list[sqlite3.Connection] = []  # closed with the notebook
         self._after_turn: ThreadPoolExecutor | None = None
         self._embedder_choice = embedder
+        self._store_index_choice = store_index
         self._background_embedding = background_embedding
         self._semantic: SemanticIndex | None = None
         self._semantic_ready = False
@@ -151,8 +158,10 @@ class Notebook:
         backend: str | None = None,
         create: bool = True,
         background_embedding: bool = True,
+        store_index: IndexConfig | Literal["default"] | None = "default",
     ) -> Self:
-        """Open (and with ``create``, make) the notebook in ``home``; see :mod:`.config`."""
+        """Open (and with ``create``, make) the notebook in ``home``; see :mod:`.config`
+        (``store_index``: see :class:`Notebook`)."""
         root = cfg.resolve_home(home)
         if not root.exists() and not create:
             raise NotFound(f"no notebook at {root}: run 'agent-notebook init --home {root}'")
@@ -162,7 +171,13 @@ class Notebook:
         location = cfg.backend_location(root, conf, backend)
         cipher = load_cipher(conf.privacy.encryption, root)  # None unless encryption is on
         storage = open_backend(location, sqlite_synchronous=conf.sqlite_synchronous, cipher=cipher)
-        return cls(storage, home=root, config=conf, background_embedding=background_embedding)
+        return cls(
+            storage,
+            home=root,
+            config=conf,
+            background_embedding=background_embedding,
+            store_index=store_index,
+        )
 
     def after_turn(self, work: Callable[[], object]) -> Future[object]:
         """Run derived work (a session-notebook update) after the turn, off the hot path, one
@@ -219,10 +234,22 @@ class Notebook:
     @property
     def store(self) -> BaseStore:
         """A LangGraph ``BaseStore`` in this notebook's own file (``SqliteStore`` on
-        ``notebook.db``): give it to your LangGraph app, and the session notebooks and your
-        app's items share one file."""
+        ``notebook.db``, sync and async): give it to your LangGraph app, and the session
+        notebooks and your app's items share one file. It is semantic: ``search(ns,
+        query=...)`` ranks by meaning with scores (see ``store_index``)."""
         if self._store is None:
-            self._store, conn = open_store(self.backend, cipher_of(self.backend))
+            cipher = cipher_of(self.backend)
+            choice = self._store_index_choice
+            index = StoreIndex(choice) if choice not in ("default", None) else None  # type: ignore[arg-type]
+            semantic = choice == "default" and cipher is None and self._embeds()
+            self._store, conn = open_store(
+                self.backend,
+                cipher,
+                index=index,
+                index_factory=(lambda: default_store_index(self._resolve_embedder()))
+                if semantic
+                else None,
+            )
             if conn is not None:
                 self._connections.append(conn)
         return self._store
@@ -811,6 +838,14 @@ class Notebook:
                     index_file = self.home / "embeddings.faiss"
                 self._semantic = SemanticIndex(self.backend, embedder, index_file=index_file)
         return self._semantic
+
+    def _embeds(self) -> bool:
+        """Whether vectors may be made at all (without loading the embedder to find out)."""
+        if not self.config.privacy.modalities.embeddings or self._embedder_choice is None:
+            return False
+        if self._embedder_choice != "default":
+            return True
+        return (os.environ.get(cfg.EMBEDDER_ENV) or self.config.search.embedder) != "none"
 
     def _resolve_embedder(self) -> Embedder | None:
         if self._embedder_choice != "default":

@@ -1,7 +1,8 @@
 """LangGraph stores and checkpointers on a notebook's own storage, so an app's store, its
 threads' checkpoints and the session notebooks share one file: LangGraph's ``SqliteStore``
-and ``SqliteSaver`` on ``notebook.db`` for the SQLite backend, on ``store.db`` beside a YAML
-notebook, and in-memory ones for in-memory notebooks.
+and ``SqliteSaver`` (as :class:`NotebookStore` and :class:`NotebookSaver`, sync and async)
+on ``notebook.db`` for the SQLite backend, on ``store.db`` beside a YAML notebook, and
+in-memory ones for in-memory notebooks.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from langgraph.store.base import BaseStore, Item
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
-from .errors import StorageError
+from .errors import InvalidInput, StorageError
 from .privacy.crypto import Cipher
 from .privacy.sealed_store import SealedSqliteStore
 from .saver import NotebookSaver
+from .store_index import lazy_index_config
 from .storage import StorageBackend
 from .storage.files import ensure_private_dir, ensure_private_file, exclusive_lock
+from .storage.langgraph_store import IndexFactory, NotebookStore, StoreIndex
 from .storage.sqlite.backend import database_file
 
 STORE_FILE = "store.db"
@@ -49,20 +52,36 @@ def store_path(backend: StorageBackend) -> Path | None:
 
 
 def open_store(
-    backend: StorageBackend, cipher: Cipher | None = None
+    backend: StorageBackend,
+    cipher: Cipher | None = None,
+    *,
+    index: StoreIndex | None = None,
+    index_factory: IndexFactory | None = None,
 ) -> tuple[BaseStore, sqlite3.Connection | None]:
     """A store for ``backend`` and the connection to close with it (None in memory); with
-    ``cipher`` (encryption at rest) its values are sealed."""
+    ``cipher`` (encryption at rest) its values are sealed and it has no semantic index.
+    ``index`` is LangGraph's index config; ``index_factory`` makes one when first needed."""
+    if cipher is not None and index is not None:
+        raise InvalidInput(
+            "the store of an encrypted notebook cannot have a semantic index: vectors of its "
+            "values would give their meaning away; open it without store_index"
+        )
     path = store_path(backend)
     if path is None:
-        return InMemoryStore(), None
+        if index is None and index_factory is not None:
+            return InMemoryStore(index=lazy_index_config(index_factory)), None
+        return InMemoryStore(index=index.config if index is not None else None), None
     ensure_private_file(path)
     try:
         # SqliteStore wants an autocommit connection; it runs its own BEGIN/COMMIT.
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")
-        store = SqliteStore(conn) if cipher is None else SealedSqliteStore(conn, cipher=cipher)
+        store = (
+            NotebookStore(conn, index=index, index_factory=index_factory)
+            if cipher is None
+            else SealedSqliteStore(conn, cipher=cipher)
+        )
         _setup(store)
     except sqlite3.Error as err:
         raise StorageError(f"{path}: cannot open the LangGraph store: {err}") from err
