@@ -112,7 +112,9 @@ def notebooks(
 
     def fresh() -> Iterator[Notebook]:
         while True:
-            nb = open_notebook(tmp_path / f"nb{len(opened)}", encrypted=request.param == "encrypted")
+            nb = open_notebook(
+                tmp_path / f"nb{len(opened)}", encrypted=request.param == "encrypted"
+            )
             opened.append(nb)
             yield nb
 

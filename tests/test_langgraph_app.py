@@ -64,7 +64,9 @@ def script(query: str) -> ToolCallingFake:
     return ToolCallingFake(
         messages=iter(
             [
-                AIMessage("", tool_calls=[{"name": "recall", "args": {"query": query}, "id": "c1"}]),
+                AIMessage(
+                    "", tool_calls=[{"name": "recall", "args": {"query": query}, "id": "c1"}]
+                ),
                 AIMessage("Found it."),
             ]
         )

@@ -68,6 +68,8 @@ from .slice import MAX_SLICE_TOKENS, Slice, build_slice
 from .slice import Format as SliceFormat
 from .storage import MemoryBackend, MomentFilter, StorageBackend, files, open_backend
 from .storage.files import exclusive_lock as write_lock_file
+from .storage.langgraph_store import StoreIndex
+from .store_index import default_store_index
 from .stores import (
     THREADS_NAMESPACE as THREADS_NAMESPACE,
 )
@@ -78,8 +80,6 @@ from .stores import (
     store_items,
     write_lock,
 )
-from .storage.langgraph_store import StoreIndex
-from .store_index import default_store_index
 from .summarize import ExtractiveSummarizer, LlmSummarizer, Summarizer
 from .tokens import DEFAULT_COUNTER, TokenCounter
 

@@ -222,4 +222,3 @@ class NotebookSaver(SqliteSaver):
         return await asyncio.to_thread(
             lambda: self.get_delta_channel_history(config=config, channels=channels)
         )
-

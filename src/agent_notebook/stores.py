@@ -25,11 +25,11 @@ from .errors import InvalidInput, StorageError
 from .privacy.crypto import Cipher
 from .privacy.sealed_store import SealedSqliteStore
 from .saver import NotebookSaver
-from .store_index import lazy_index_config
 from .storage import StorageBackend
 from .storage.files import ensure_private_dir, ensure_private_file, exclusive_lock
 from .storage.langgraph_store import IndexFactory, NotebookStore, StoreIndex
 from .storage.sqlite.backend import database_file
+from .store_index import lazy_index_config
 
 STORE_FILE = "store.db"
 CHECKPOINT_FILE = "checkpoints.db"

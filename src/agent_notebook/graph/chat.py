@@ -112,7 +112,7 @@ def build_chat_graph(
             context=state.get("context"),
             built_context=built.render(),
         )
-        payload = [SystemMessage(content=system_prompt), *messages]
+        payload: list[BaseMessage] = [SystemMessage(content=system_prompt), *messages]
         turn = Turn(thread_id, session_id, list(messages), payload)
         return turn, resolver.resolve(state.get("model_override"))
 
@@ -124,9 +124,7 @@ def build_chat_graph(
                 "id": ai_message.id or str(uuid.uuid4()),
             }
         )
-        return remember(
-            state, turn.thread_id, turn.session_id, [*turn.messages, cleaned_message]
-        )
+        return remember(state, turn.thread_id, turn.session_id, [*turn.messages, cleaned_message])
 
     def call_model_with_messages(state: ThreadState, config: RunnableConfig) -> dict[str, Any]:
         turn, chat_model = prompt_for(state, config)

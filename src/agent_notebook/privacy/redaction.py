@@ -49,7 +49,6 @@ from pydantic import BaseModel, Field
 from ..enrich import enrich
 from ..errors import InvalidInput, NotFound
 from ..media.store import media_paths_of
-from ..storage.langgraph_store import NotebookStore
 from ..model import (
     ArchiveEntry,
     Decision,
@@ -62,6 +61,7 @@ from ..model import (
     now_utc,
     validate_record,
 )
+from ..storage.langgraph_store import NotebookStore
 from ..storage.sqlite.backend import database_file, vacuum
 
 if TYPE_CHECKING:

@@ -25,13 +25,13 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-
-import numpy as np
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
+import numpy as np
 from langgraph.store.base import IndexConfig, Op, PutOp, Result, SearchOp
 from langgraph.store.sqlite import SqliteStore
+from langgraph.store.sqlite.base import VECTOR_MIGRATIONS as _VECTOR_TABLES
 
 # SqliteStore's own helpers (langgraph-checkpoint-sqlite 3.1): how it validates an index
 # config and spells namespaces in SQL, so that ours are its.
@@ -41,7 +41,6 @@ from langgraph.store.sqlite.base import (
     _json_loads,
     _namespace_to_text,
 )
-from langgraph.store.sqlite.base import VECTOR_MIGRATIONS as _VECTOR_TABLES
 
 __all__ = ["NotebookStore", "StoreIndex"]
 
