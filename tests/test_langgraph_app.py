@@ -204,3 +204,19 @@ def test_the_chat_graph_runs_async(nb: Notebook) -> None:
 
 def test_chat_settings_keep_every_checkpoint_by_default() -> None:
     assert ChatSettings().keep_checkpoints is None
+
+
+def test_redaction_reaches_the_store_and_its_vectors(nb: Notebook) -> None:
+    secret = "The safe's code is 4417, behind the Vermeer print in the hall."
+    session = nb.start_session("House")
+    moment = nb.record(session.id, secret)
+    nb.store.put(NOTES, "safe", {"text": secret})
+    conn = nb.store.conn  # type: ignore[attr-defined]
+    query = "SELECT embedding FROM store_vectors WHERE key = 'safe'"
+    before = conn.execute(query).fetchall()
+    nb.redact(moment.id, "no codes in the notebook")
+    item = nb.store.get(NOTES, "safe")
+    assert item is not None and "4417" not in item.value["text"]
+    after = conn.execute(query).fetchall()
+    assert len(after) == 1 and after != before  # embedded again from the scrubbed value
+    assert b"4417" not in Path(nb.backend.location).read_bytes()
