@@ -83,8 +83,10 @@ class ChatSettings(BaseModel):
     #: A separate checkpoint database (the seed's ``data/sqlite-db/checkpoints.sqlite``);
     #: default: the notebook's own file.
     checkpoints: Path | None = None
-    #: Checkpoints kept per thread; older ones are deleted, so the database stays bounded.
-    keep_checkpoints: int = Field(2, ge=1)
+    #: Checkpoints kept per thread: null (the default) keeps every one, as LangGraph's
+    #: ``SqliteSaver`` does (history, time travel, forks); a number keeps only the latest
+    #: ones (an older id then raises ``CheckpointPruned``).
+    keep_checkpoints: int | None = Field(None, ge=1)
     #: Live messages past this many tokens are compacted into the condensed history.
     live_budget_tokens: int = Field(6000, ge=256)
     condensed_history_tokens: int = Field(800, ge=64)

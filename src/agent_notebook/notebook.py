@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, IndexConfig
 from pydantic import ValidationError
 
 from . import config as cfg
@@ -75,6 +75,8 @@ from .slice import MAX_SLICE_TOKENS, Slice, build_slice
 from .slice import Format as SliceFormat
 from .storage import MemoryBackend, MomentFilter, StorageBackend, files, open_backend
 from .storage.files import exclusive_lock as write_lock_file
+from .storage.langgraph_store import StoreIndex
+from .store_index import default_store_index
 from .stores import (
     THREADS_NAMESPACE as THREADS_NAMESPACE,
 )
@@ -129,6 +131,7 @@ class Notebook:
         embedder: Embedder | Literal["default"] | None = "default",
         background_embedding: bool = True,
         multimodal_embedder: MultimodalEmbedder | None = None,
+        store_index: IndexConfig | Literal["default"] | None = "default",
     ) -> None:
         """``embedder``: ``"default"`` follows ``search.embedder`` (the offline MiniLM model
         when installed); ``None`` keeps search lexical; or any :class:`Embedder`, such as a
@@ -136,17 +139,21 @@ class Notebook:
         (for a notebook that lives a while: a server, a chat) new moments are embedded on a
         worker thread; without it they wait in the queue for :meth:`reindex`.
         ``multimodal_embedder`` fills ``content.multimodal_embedding`` of the images (and
-        audio) recorded; see :mod:`agent_notebook.embed.multimodal`."""
+        audio) recorded; see :mod:`agent_notebook.embed.multimodal`. ``store_index`` is
+        LangGraph's ``index`` config for :attr:`store`; ``"default"`` embeds with this
+        notebook's embedder (when it has one and the notebook is not encrypted), ``None``
+        makes the store non-semantic; see :mod:`agent_notebook.store_index`."""
         self.backend = backend
         self.multimodal_embedder = multimodal_embedder
         self.home = home
         self.tokens = token_counter
         self.config = config or cfg.NotebookConfig()
         self._store: BaseStore | None = None
-        self._checkpointers: dict[tuple[Path | None, int], BaseCheckpointSaver[Any]] = {}
+        self._checkpointers: dict[tuple[Path | None, int | None], BaseCheckpointSaver[Any]] = {}
         self._connections: list[sqlite3.Connection] = []  # closed with the notebook
         self._after_turn: ThreadPoolExecutor | None = None
         self._embedder_choice = embedder
+        self._store_index_choice = store_index
         self._background_embedding = background_embedding
         self._semantic: SemanticIndex | None = None
         self._semantic_ready = False
@@ -160,8 +167,10 @@ class Notebook:
         backend: str | None = None,
         create: bool = True,
         background_embedding: bool = True,
+        store_index: IndexConfig | Literal["default"] | None = "default",
     ) -> Self:
-        """Open (and with ``create``, make) the notebook in ``home``; see :mod:`.config`."""
+        """Open (and with ``create``, make) the notebook in ``home``; see :mod:`.config`
+        (``store_index``: see :class:`Notebook`)."""
         root = cfg.resolve_home(home)
         if not root.exists() and not create:
             raise NotFound(f"no notebook at {root}: run 'agent-notebook init --home {root}'")
@@ -171,7 +180,13 @@ class Notebook:
         location = cfg.backend_location(root, conf, backend)
         cipher = load_cipher(conf.privacy.encryption, root)  # None unless encryption is on
         storage = open_backend(location, sqlite_synchronous=conf.sqlite_synchronous, cipher=cipher)
-        return cls(storage, home=root, config=conf, background_embedding=background_embedding)
+        return cls(
+            storage,
+            home=root,
+            config=conf,
+            background_embedding=background_embedding,
+            store_index=store_index,
+        )
 
     def after_turn(self, work: Callable[[], object]) -> Future[object]:
         """Run derived work (a session-notebook update) after the turn, off the hot path, one
@@ -209,7 +224,8 @@ class Notebook:
     @property
     def checkpointer(self) -> BaseCheckpointSaver[Any]:
         """LangGraph's ``SqliteSaver`` on this notebook's file (or ``chat.checkpoints``),
-        keeping the latest ``chat.keep_checkpoints`` checkpoints of each thread."""
+        sync and async (:class:`~agent_notebook.saver.NotebookSaver`): every checkpoint is
+        kept unless ``chat.keep_checkpoints`` says how many of a thread's latest to keep."""
         return self.checkpointer_for(self.config.chat)
 
     def checkpointer_for(self, chat: cfg.ChatSettings) -> BaseCheckpointSaver[Any]:
@@ -227,10 +243,22 @@ class Notebook:
     @property
     def store(self) -> BaseStore:
         """A LangGraph ``BaseStore`` in this notebook's own file (``SqliteStore`` on
-        ``notebook.db``): give it to your LangGraph app, and the session notebooks and your
-        app's items share one file."""
+        ``notebook.db``, sync and async): give it to your LangGraph app, and the session
+        notebooks and your app's items share one file. It is semantic: ``search(ns,
+        query=...)`` ranks by meaning with scores (see ``store_index``)."""
         if self._store is None:
-            self._store, conn = open_store(self.backend, cipher_of(self.backend))
+            cipher = cipher_of(self.backend)
+            choice = self._store_index_choice
+            index = StoreIndex(choice) if choice not in ("default", None) else None  # type: ignore[arg-type]
+            semantic = choice == "default" and cipher is None and self.wants_vectors
+            self._store, conn = open_store(
+                self.backend,
+                cipher,
+                index=index,
+                index_factory=(lambda: default_store_index(self._resolve_embedder()))
+                if semantic
+                else None,
+            )
             if conn is not None:
                 self._connections.append(conn)
         return self._store

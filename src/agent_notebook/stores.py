@@ -1,7 +1,8 @@
 """LangGraph stores and checkpointers on a notebook's own storage, so an app's store, its
 threads' checkpoints and the session notebooks share one file: LangGraph's ``SqliteStore``
-and ``SqliteSaver`` on ``notebook.db`` for the SQLite backend, on ``store.db`` beside a YAML
-notebook, and in-memory ones for in-memory notebooks.
+and ``SqliteSaver`` (as :class:`NotebookStore` and :class:`NotebookSaver`, sync and async)
+on ``notebook.db`` for the SQLite backend, on ``store.db`` beside a YAML notebook, and
+in-memory ones for in-memory notebooks.
 """
 
 from __future__ import annotations
@@ -16,17 +17,19 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.base import BaseStore, Item
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
-from .errors import StorageError
+from .errors import InvalidInput, StorageError
 from .privacy.crypto import Cipher
 from .privacy.sealed_store import SealedSqliteStore
+from .saver import NotebookSaver
 from .storage import StorageBackend
 from .storage.files import ensure_private_dir, ensure_private_file, exclusive_lock
+from .storage.langgraph_store import IndexFactory, NotebookStore, StoreIndex
 from .storage.sqlite.backend import database_file
+from .store_index import lazy_index_config
 
 STORE_FILE = "store.db"
 CHECKPOINT_FILE = "checkpoints.db"
@@ -49,54 +52,47 @@ def store_path(backend: StorageBackend) -> Path | None:
 
 
 def open_store(
-    backend: StorageBackend, cipher: Cipher | None = None
+    backend: StorageBackend,
+    cipher: Cipher | None = None,
+    *,
+    index: StoreIndex | None = None,
+    index_factory: IndexFactory | None = None,
 ) -> tuple[BaseStore, sqlite3.Connection | None]:
     """A store for ``backend`` and the connection to close with it (None in memory); with
-    ``cipher`` (encryption at rest) its values are sealed."""
+    ``cipher`` (encryption at rest) its values are sealed and it has no semantic index.
+    ``index`` is LangGraph's index config; ``index_factory`` makes one when first needed."""
+    if cipher is not None and index is not None:
+        raise InvalidInput(
+            "the store of an encrypted notebook cannot have a semantic index: vectors of its "
+            "values would give their meaning away; open it without store_index"
+        )
     path = store_path(backend)
     if path is None:
-        return InMemoryStore(), None
+        if index is None and index_factory is not None:
+            return InMemoryStore(index=lazy_index_config(index_factory)), None
+        return InMemoryStore(index=index.config if index is not None else None), None
     ensure_private_file(path)
     try:
         # SqliteStore wants an autocommit connection; it runs its own BEGIN/COMMIT.
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")
-        store = SqliteStore(conn) if cipher is None else SealedSqliteStore(conn, cipher=cipher)
+        store = (
+            NotebookStore(conn, index=index, index_factory=index_factory)
+            if cipher is None
+            else SealedSqliteStore(conn, cipher=cipher)
+        )
         _setup(store)
     except sqlite3.Error as err:
         raise StorageError(f"{path}: cannot open the LangGraph store: {err}") from err
     return store, conn
 
 
-class BoundedSqliteSaver(SqliteSaver):
-    """LangGraph's ``SqliteSaver`` that keeps only the latest ``keep`` checkpoints of each
-    thread (and their writes), so a thread's database footprint stays bounded however long
-    it runs. Time travel reaches back ``keep`` checkpoints."""
-
-    def __init__(self, conn: sqlite3.Connection, *, keep: int = 2) -> None:
-        super().__init__(conn)
-        self.keep = keep
-
-    def put(self, config: RunnableConfig, *args: Any, **kwargs: Any) -> RunnableConfig:
-        saved = super().put(config, *args, **kwargs)
-        thread = saved["configurable"]
-        with self.cursor() as cur:
-            for table in ("checkpoints", "writes"):
-                cur.execute(
-                    f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ? "
-                    "AND checkpoint_id NOT IN (SELECT checkpoint_id FROM checkpoints "
-                    "WHERE thread_id = ? AND checkpoint_ns = ? "
-                    "ORDER BY checkpoint_id DESC LIMIT ?)",
-                    (thread["thread_id"], thread["checkpoint_ns"]) * 2 + (self.keep,),
-                )
-        return saved
-
-
 def open_checkpointer(
-    backend: StorageBackend, path: Path | None = None, keep: int = 2
+    backend: StorageBackend, path: Path | None = None, keep: int | None = None
 ) -> tuple[BaseCheckpointSaver[Any], sqlite3.Connection | None]:
-    """A checkpointer for ``backend``'s threads (on ``path`` when given) and its connection."""
+    """A checkpointer for ``backend``'s threads (on ``path`` when given) and its connection:
+    a :class:`NotebookSaver` keeping every checkpoint, or the latest ``keep`` of a thread."""
     if path is None:
         path = checkpoint_path(backend)
     if path is None:
@@ -111,7 +107,7 @@ def open_checkpointer(
         # notebook's own durability. In WAL mode NORMAL survives a crash of the process
         # and spares an fsync per checkpoint.
         conn.execute("PRAGMA synchronous = NORMAL")
-        saver = BoundedSqliteSaver(conn, keep=keep)
+        saver = NotebookSaver(conn, keep=keep)
         saver.setup()
     except sqlite3.Error as err:
         raise StorageError(f"{path}: cannot open the checkpoint database: {err}") from err

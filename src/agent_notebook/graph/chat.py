@@ -7,12 +7,18 @@ remembers the turn: it records the new messages as moments (no LLM), hands the s
 notebook's update to :meth:`Notebook.after_turn` when ``should_update`` says so, and, when
 the live messages pass their budget, moves the oldest out of the state (never splitting tool
 calls from their results) into the condensed history. One node keeps a turn to two checkpoint writes (input, answer).
+
+The node runs sync under ``invoke``/``stream`` and async under ``ainvoke``/``astream``/
+``astream_events``: then the model is awaited (``ainvoke``) and the notebook's blocking work
+runs on a worker thread, off the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +28,7 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
 )
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -44,6 +50,16 @@ from .thinking import strip_think_blocks
 __all__ = ["build_chat_graph", "thread_id_of"]
 
 
+@dataclass(frozen=True)
+class Turn:
+    """One turn on its way to the model: its thread, session, messages and model input."""
+
+    thread_id: str
+    session_id: str
+    messages: list[BaseMessage]
+    payload: list[BaseMessage]
+
+
 def thread_id_of(config: RunnableConfig) -> str:
     thread_id = (config.get("configurable") or {}).get("thread_id")
     if not thread_id:
@@ -63,8 +79,9 @@ def build_chat_graph(
     prompts_dir: Path | None = None,
     settings: ChatSettings | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """The chat graph over ``notebook``, checkpointed by ``checkpointer`` (default: LangGraph's
-    ``SqliteSaver`` on the notebook's own file, keeping the latest checkpoints of a thread).
+    """The chat graph over ``notebook``, checkpointed by ``checkpointer`` (default: the
+    notebook's :attr:`~Notebook.checkpointer`, LangGraph's ``SqliteSaver`` on its own file,
+    sync and async, keeping every checkpoint unless ``chat.keep_checkpoints`` says otherwise).
 
     ``model`` is the default chat model (an instance or "provider:model"; default: the
     ``chat.model`` setting or ``AGENT_NOTEBOOK_MODEL``); ``models`` pre-registers instances
@@ -75,7 +92,8 @@ def build_chat_graph(
     prompter = Prompter(prompts_dir or chat.prompts_dir)
     context_builder = ContextBuilder(notebook, budget_tokens=chat.context_budget_tokens)
 
-    def call_model_with_messages(state: ThreadState, config: RunnableConfig) -> dict[str, Any]:
+    def prompt_for(state: ThreadState, config: RunnableConfig) -> tuple[Turn, BaseChatModel]:
+        """The turn's model input (system prompt and messages) and the model to answer it."""
         thread_id = thread_id_of(config)
         session_id = notebook.thread_session(thread_id)
         messages = state.get("messages") or []
@@ -94,14 +112,32 @@ def build_chat_graph(
             context=state.get("context"),
             built_context=built.render(),
         )
-        payload = [SystemMessage(content=system_prompt), *messages]
-        ai_message = resolver.resolve(state.get("model_override")).invoke(payload, config)
-        cleaned_content = strip_think_blocks(ai_message.content)
+        payload: list[BaseMessage] = [SystemMessage(content=system_prompt), *messages]
+        turn = Turn(thread_id, session_id, list(messages), payload)
+        return turn, resolver.resolve(state.get("model_override"))
+
+    def answered(state: ThreadState, turn: Turn, ai_message: BaseMessage) -> dict[str, Any]:
         cleaned_message = ai_message.model_copy(
             # an id now, so the moment and the state name the answer alike
-            update={"content": cleaned_content, "id": ai_message.id or str(uuid.uuid4())}
+            update={
+                "content": strip_think_blocks(ai_message.content),
+                "id": ai_message.id or str(uuid.uuid4()),
+            }
         )
-        return remember(state, thread_id, session_id, [*messages, cleaned_message])
+        return remember(state, turn.thread_id, turn.session_id, [*turn.messages, cleaned_message])
+
+    def call_model_with_messages(state: ThreadState, config: RunnableConfig) -> dict[str, Any]:
+        turn, chat_model = prompt_for(state, config)
+        return answered(state, turn, chat_model.invoke(turn.payload, config))
+
+    async def acall_model_with_messages(
+        state: ThreadState, config: RunnableConfig
+    ) -> dict[str, Any]:
+        """The same turn for ``ainvoke``/``astream``: the model is awaited, and the
+        notebook's blocking work (SQLite, embedding) runs on a worker thread."""
+        turn, chat_model = await asyncio.to_thread(prompt_for, state, config)
+        ai_message = await chat_model.ainvoke(turn.payload, config)
+        return await asyncio.to_thread(answered, state, turn, ai_message)
 
     updater: NotebookUpdater = (
         LlmUpdater(resolver.resolve()) if chat.notebook_updater == "llm" else DeterministicUpdater()
@@ -137,7 +173,9 @@ def build_chat_graph(
         return update
 
     graph = StateGraph(ThreadState)
-    graph.add_node("agent", call_model_with_messages)
+    graph.add_node(
+        "agent", RunnableLambda(call_model_with_messages, acall_model_with_messages, name="agent")
+    )
     graph.add_edge(START, "agent")
     graph.add_edge("agent", END)
     return graph.compile(checkpointer=checkpointer or notebook.checkpointer_for(chat))

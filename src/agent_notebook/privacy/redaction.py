@@ -61,6 +61,7 @@ from ..model import (
     now_utc,
     validate_record,
 )
+from ..storage.langgraph_store import NotebookStore
 from ..storage.sqlite.backend import database_file, vacuum
 
 if TYPE_CHECKING:
@@ -510,7 +511,10 @@ class Redaction:
                         value = {**value, "revision": value["revision"] + 1}
                     changes.append((item.namespace, item.key, value))
             for namespace, key, value in changes:
-                store.put(namespace, key, value, index=False)
+                # an indexed item is embedded again from its scrubbed value (its old vectors
+                # go with the old value); others stay unindexed
+                indexed = isinstance(store, NotebookStore) and store.is_indexed(namespace, key)
+                store.put(namespace, key, value, index=None if indexed else False)
 
     def _scrub_checkpoints(self) -> None:
         saver = self._saver()

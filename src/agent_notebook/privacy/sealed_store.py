@@ -1,10 +1,11 @@
-"""LangGraph's ``SqliteStore`` with every item's value sealed (encryption at rest).
+"""The notebook's LangGraph store with every item's value sealed (encryption at rest).
 
 The session notebooks live in this store, and their sections quote the conversation. Each
 value is stored as ``{"sealed": ...}``: the JSON of the real value sealed with the
 notebook's :class:`Cipher`, bound to its namespace and key. Namespaces and keys (thread ids,
 ``notebook``) stay readable; searching with a ``filter`` on values, or with a query (a
-vector index over values), is refused: the store cannot see the values.
+vector index over values), is refused: the store cannot see the values, and vectors of them
+would give their meaning away.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from langgraph.store.base import Item, Op, PutOp, Result, SearchOp
-from langgraph.store.sqlite import SqliteStore
 
 from ..errors import InvalidInput
+from ..storage.langgraph_store import NotebookStore
 from .crypto import Cipher
 
 __all__ = ["SEALED", "SealedSqliteStore", "store_aad"]
@@ -29,7 +30,7 @@ def store_aad(namespace: tuple[str, ...], key: str) -> bytes:
     return json.dumps([list(namespace), key]).encode()
 
 
-class SealedSqliteStore(SqliteStore):
+class SealedSqliteStore(NotebookStore):
     def __init__(self, conn: sqlite3.Connection, *, cipher: Cipher) -> None:
         super().__init__(conn)
         self.cipher = cipher

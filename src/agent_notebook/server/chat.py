@@ -3,9 +3,10 @@ events), and the context a turn would get."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -168,9 +169,9 @@ def rename_session(thread_id: str, body: Rename, chat: Chat, nb: Nb) -> ChatSess
 
 
 @router.delete("/sessions/{thread_id}", status_code=204)
-def delete_session(thread_id: str, chat: Chat) -> Response:
+async def delete_session(thread_id: str, chat: Chat) -> Response:
     """Forget the conversation and its session notebook; the turns stay in the notebook."""
-    chat.delete(thread_id)
+    await chat.delete(thread_id)
     return Response(status_code=204)
 
 
@@ -178,12 +179,13 @@ def delete_session(thread_id: str, chat: Chat) -> Response:
     "/execute",
     responses={200: {"content": {"text/event-stream": {}}, "model": ExecuteResponse}},
 )
-def execute(body: ExecuteRequest, chat: Chat, request: Request) -> Any:
+async def execute(body: ExecuteRequest, chat: Chat, request: Request) -> Any:
     """One turn: the message, the model's answer (the whole live window comes back). With
     ``stream`` (or ``Accept: text/event-stream``): ``token`` events as the answer comes,
-    then ``done`` with this response's JSON, or ``error`` with an error's."""
-    session_id = chat.require(body.session_id)
-    chat.check_model(body.model_override)
+    then ``done`` with this response's JSON, or ``error`` with an error's. The graph runs
+    async; the notebook's blocking work runs on worker threads."""
+    session_id = await asyncio.to_thread(chat.require, body.session_id)
+    await asyncio.to_thread(chat.check_model, body.model_override)
     data = chat.turn_input(body.message, body.context, body.context_config, body.model_override)
     if body.stream or "text/event-stream" in request.headers.get("accept", ""):
         return StreamingResponse(
@@ -191,7 +193,7 @@ def execute(body: ExecuteRequest, chat: Chat, request: Request) -> Any:
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
         )
-    return _answer(body.session_id, session_id, chat.execute(body.session_id, data))
+    return _answer(body.session_id, session_id, await chat.execute(body.session_id, data))
 
 
 def _answer(thread_id: str, session_id: str, messages: Sequence[BaseMessage]) -> ExecuteResponse:
@@ -201,11 +203,11 @@ def _answer(thread_id: str, session_id: str, messages: Sequence[BaseMessage]) ->
     )
 
 
-def _events(
+async def _events(
     chat: ChatService, thread_id: str, session_id: str, data: dict[str, Any]
-) -> Iterator[str]:
+) -> AsyncIterator[str]:
     try:
-        for kind, value in chat.stream(thread_id, data):
+        async for kind, value in chat.stream(thread_id, data):
             if kind == "token":
                 yield _sse("token", {"content": value})
             else:

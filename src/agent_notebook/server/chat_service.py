@@ -1,10 +1,13 @@
 """The chat graph behind the chat endpoints: one compiled graph over the app's notebook,
-threads (chat sessions) registered in the notebook's store, one turn at a time per thread."""
+threads (chat sessions) registered in the notebook's store, one turn at a time per thread.
+Turns run the graph async (``ainvoke``/``astream``) on the server's event loop; the
+notebook's blocking work runs on worker threads."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -32,7 +35,8 @@ class ChatService:
         self.nb = nb
         self.graph = build_chat_graph(nb, model=model, models=models)
         self._resolver = ModelResolver(model or nb.config.chat.model, models)
-        self._locks: dict[str, threading.Lock] = {}
+        self._locks: dict[str, threading.Lock] = {}  # creating a thread
+        self._turns: dict[str, asyncio.Lock] = {}
         self._guard = threading.Lock()
 
     # -- threads ----------------------------------------------------------------------------
@@ -70,14 +74,17 @@ class ChatService:
         items = self.nb.store.search(THREADS_NAMESPACE, limit=limit, offset=offset)
         return [(item.key, str(item.value["session_id"])) for item in items]
 
-    def delete(self, thread_id: str) -> None:
+    async def delete(self, thread_id: str) -> None:
         """Forget the thread's conversation (checkpoints) and session notebook; its turns
-        stay in the long-term notebook as moments of its session."""
-        self.require(thread_id)
-        with self._lock(thread_id):
-            self.graph.checkpointer.delete_thread(thread_id)  # type: ignore[union-attr]
-            self.nb.store.delete((NAMESPACE_ROOT, thread_id), KEY)
-            self.nb.store.delete(THREADS_NAMESPACE, thread_id)
+        stay in the long-term notebook as moments of its session. Waits for a running turn."""
+        await asyncio.to_thread(self.require, thread_id)
+        async with self._turn_lock(thread_id):
+            await asyncio.to_thread(self._forget, thread_id)
+
+    def _forget(self, thread_id: str) -> None:
+        self.graph.checkpointer.delete_thread(thread_id)  # type: ignore[union-attr]
+        self.nb.store.delete((NAMESPACE_ROOT, thread_id), KEY)
+        self.nb.store.delete(THREADS_NAMESPACE, thread_id)
 
     def state(self, thread_id: str) -> dict[str, Any]:
         values: dict[str, Any] = self.graph.get_state(_config(thread_id)).values or {}
@@ -115,10 +122,11 @@ class ChatService:
             data["model_override"] = model_override
         return data
 
-    def execute(self, thread_id: str, data: dict[str, Any]) -> list[BaseMessage]:
-        with self._lock(thread_id):
+    async def execute(self, thread_id: str, data: dict[str, Any]) -> list[BaseMessage]:
+        """One turn, run by the graph async (the notebook's work on worker threads)."""
+        async with self._turn_lock(thread_id):
             try:
-                state = self.graph.invoke(data, _config(thread_id))
+                state = await self.graph.ainvoke(data, _config(thread_id))
             except NotebookError:
                 raise
             except Exception as err:  # a provider's failure (network, quota…)
@@ -126,17 +134,17 @@ class ChatService:
         messages: list[BaseMessage] = state.get("messages") or []
         return messages
 
-    def stream(self, thread_id: str, data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    async def stream(self, thread_id: str, data: dict[str, Any]) -> AsyncIterator[tuple[str, Any]]:
         """("token", text) as the answer comes (``<think>`` blocks held back), then
         ("done", the final messages)."""
-        with self._lock(thread_id):
+        async with self._turn_lock(thread_id):
             raw, sent = "", ""
             final: dict[str, Any] = {}
             try:
-                parts: Iterator[tuple[str, Any]] = self.graph.stream(  # type: ignore[assignment]
+                parts: AsyncIterator[tuple[str, Any]] = self.graph.astream(  # type: ignore[assignment]
                     data, _config(thread_id), stream_mode=["messages", "values"]
                 )
-                for mode, chunk in parts:
+                async for mode, chunk in parts:
                     if mode == "values":
                         final = chunk
                         continue
@@ -173,6 +181,11 @@ class ChatService:
     def _lock(self, thread_id: str) -> threading.Lock:
         with self._guard:
             return self._locks.setdefault(thread_id, threading.Lock())
+
+    def _turn_lock(self, thread_id: str) -> asyncio.Lock:
+        """One turn (or delete) of a thread at a time; turns run on the server's loop."""
+        with self._guard:
+            return self._turns.setdefault(thread_id, asyncio.Lock())
 
 
 def _config(thread_id: str) -> RunnableConfig:

@@ -1,0 +1,224 @@
+"""The notebook's LangGraph checkpointer: LangGraph's ``SqliteSaver`` serving both the sync
+and the async API, with the conformance suite's extended capabilities.
+
+* Every checkpoint is kept by default, so history, time travel and forks work as with
+  ``SqliteSaver``. With ``keep`` (``chat.keep_checkpoints``) only the latest ``keep`` of each
+  thread and namespace stay, and asking for an older one raises :class:`CheckpointPruned`
+  rather than answering "no such checkpoint" (which LangGraph shows as an empty state and
+  would fork ``update_state`` from nothing).
+* The async methods run the sync ones on a worker thread (``asyncio.to_thread``), so one
+  connection and one lock serve ``invoke`` and ``ainvoke`` alike and the event loop never
+  waits on SQLite. (LangGraph's ``AsyncSqliteSaver`` cannot serve sync callers from the
+  loop's own thread, and the CLI's graph runs sync.)
+* ``delete_thread``, ``copy_thread``, ``prune`` and ``delete_for_runs`` are a few SQL
+  statements each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+    get_checkpoint_id,
+)
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from .errors import InvalidInput, NotFound
+
+__all__ = ["CheckpointPruned", "NotebookSaver"]
+
+PRUNE_STRATEGIES = ("keep_latest", "delete")
+_TABLES = ("checkpoints", "writes")
+
+
+class CheckpointPruned(NotFound):
+    """A checkpoint id older than the ones a pruning checkpointer keeps."""
+
+
+class NotebookSaver(SqliteSaver):
+    """``SqliteSaver`` with async methods, optional pruning and the extended capabilities."""
+
+    def __init__(self, conn: sqlite3.Connection, *, keep: int | None = None) -> None:
+        """``keep``: checkpoints kept per thread and namespace (None: all of them)."""
+        super().__init__(conn)
+        if keep is not None and keep < 1:
+            raise InvalidInput(f"keep must be at least 1 checkpoint, not {keep}")
+        self.keep = keep
+
+    # -- sync: pruning and the clear error for a pruned id ------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        saved = super().put(config, checkpoint, metadata, new_versions)
+        if self.keep is not None:
+            where = saved["configurable"]
+            with self.cursor() as cur:
+                for table in _TABLES:
+                    cur.execute(
+                        f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ? "
+                        "AND checkpoint_id NOT IN (SELECT checkpoint_id FROM checkpoints "
+                        "WHERE thread_id = ? AND checkpoint_ns = ? "
+                        "ORDER BY checkpoint_id DESC LIMIT ?)",
+                        (str(where["thread_id"]), where["checkpoint_ns"]) * 2 + (self.keep,),
+                    )
+        return saved
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        found = super().get_tuple(config)
+        if found is None and self.keep is not None and (wanted := get_checkpoint_id(config)):
+            self._check_not_pruned(config, wanted)
+        return found
+
+    def _check_not_pruned(self, config: RunnableConfig, wanted: str) -> None:
+        """Raise :class:`CheckpointPruned` when ``wanted`` is older than every checkpoint
+        its thread keeps (LangGraph's checkpoint ids grow with time)."""
+        thread = str(config["configurable"]["thread_id"])
+        namespace = config["configurable"].get("checkpoint_ns", "")
+        with self.cursor(transaction=False) as cur:
+            (oldest,) = cur.execute(
+                "SELECT MIN(checkpoint_id) FROM checkpoints "
+                "WHERE thread_id = ? AND checkpoint_ns = ?",
+                (thread, namespace),
+            ).fetchone()
+        if oldest is not None and wanted < oldest:
+            raise CheckpointPruned(
+                f"checkpoint {wanted} of thread {thread!r} was pruned: this checkpointer keeps "
+                f"the latest {self.keep} checkpoints of a thread (chat.keep_checkpoints); "
+                "set chat.keep_checkpoints to null in config.yaml to keep every checkpoint, "
+                "or list the ones kept with get_state_history"
+            )
+
+    # -- sync: the extended capabilities ------------------------------------------------------
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and write of one thread to another (replacing the target's
+        rows with the same ids)."""
+        source, target = str(source_thread_id), str(target_thread_id)
+        with self.cursor() as cur:
+            cur.execute(
+                "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
+                "parent_checkpoint_id, type, checkpoint, metadata) "
+                "SELECT ?, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, "
+                "metadata FROM checkpoints WHERE thread_id = ?",
+                (target, source),
+            )
+            columns = "checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value"
+            if self._has_task_path:
+                columns += ", task_path"
+            cur.execute(
+                f"INSERT OR REPLACE INTO writes (thread_id, {columns}) "
+                f"SELECT ?, {columns} FROM writes WHERE thread_id = ?",
+                (target, source),
+            )
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``keep_latest``: only the newest checkpoint of each thread and namespace stays
+        (with its writes); ``delete``: the threads' checkpoints are all deleted."""
+        if strategy not in PRUNE_STRATEGIES:
+            raise InvalidInput(
+                f"prune: unknown strategy {strategy!r}; use one of {', '.join(PRUNE_STRATEGIES)}"
+            )
+        if strategy == "delete":
+            for thread_id in thread_ids:
+                self.delete_thread(thread_id)
+            return
+        with self.cursor() as cur:
+            for thread_id in map(str, thread_ids):
+                for table in _TABLES:
+                    cur.execute(
+                        f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_id NOT IN "
+                        "(SELECT MAX(kept.checkpoint_id) FROM checkpoints AS kept "
+                        f"WHERE kept.thread_id = ? AND kept.checkpoint_ns = {table}.checkpoint_ns)",
+                        (thread_id, thread_id),
+                    )
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) whose metadata names one of ``run_ids``."""
+        if not run_ids:
+            return
+        marks = ", ".join("?" * len(run_ids))
+        with self.cursor() as cur:
+            doomed = cur.execute(
+                "SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints "
+                f"WHERE json_extract(CAST(metadata AS TEXT), '$.run_id') IN ({marks})",
+                [str(run_id) for run_id in run_ids],
+            ).fetchall()
+            for table in _TABLES:
+                cur.executemany(
+                    f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ? "
+                    "AND checkpoint_id = ?",
+                    doomed,
+                )
+
+    # -- async: the sync methods on a worker thread --------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        # Read whole on the worker thread: SqliteSaver.list holds the saver's lock until it
+        # is exhausted, which a consumer awaiting other saver calls between items would
+        # otherwise wait on forever.
+        found = await asyncio.to_thread(
+            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
+        )
+        for item in found:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(lambda: self.prune(thread_ids, strategy=strategy))
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return await asyncio.to_thread(
+            lambda: self.get_delta_channel_history(config=config, channels=channels)
+        )

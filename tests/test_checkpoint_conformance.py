@@ -1,0 +1,144 @@
+"""LangGraph's own checkpointer conformance suite (``langgraph-checkpoint-conformance``) on
+the notebook's default checkpointer, plain and encrypted, through its async methods and,
+through a bridge whose async methods call the sync ones, through its sync methods; and the
+checkpoint semantics around it: every checkpoint kept by default, a pruned id a clear error."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+)
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+from agent_notebook import Notebook
+from agent_notebook.privacy.crypto import generate_key, write_key_file
+from agent_notebook.saver import NotebookSaver
+
+KEY_ENV = "AGENT_NOTEBOOK_KEY"
+
+
+class SyncBridge(BaseCheckpointSaver[str]):
+    """A checkpointer whose async methods call ``inner``'s sync ones, so that the (async)
+    conformance suite exercises the sync API."""
+
+    def __init__(self, inner: BaseCheckpointSaver[str]) -> None:
+        super().__init__(serde=inner.serde)
+        self.inner = inner
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.inner.get_tuple(config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        for item in list(self.inner.list(config, filter=filter, before=before, limit=limit)):
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self.inner.put(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self.inner.put_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        self.inner.delete_thread(thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self.inner.delete_for_runs(run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self.inner.copy_thread(source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self.inner.prune(thread_ids, strategy=strategy)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return self.inner.get_delta_channel_history(config=config, channels=channels)
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        return self.inner.get_next_version(current, channel)
+
+
+def open_notebook(home: Path, *, encrypted: bool) -> Notebook:
+    home.mkdir(parents=True, mode=0o700)
+    if encrypted:
+        key = write_key_file(home.parent / "keys" / home.name, generate_key())
+        config = home / "config.yaml"
+        config.write_text(f"privacy:\n  encryption:\n    enabled: true\n    key_file: {key}\n")
+        config.chmod(0o600)
+    return Notebook.open(home, background_embedding=False)
+
+
+@pytest.fixture(params=["plain", "encrypted"])
+def notebooks(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Iterator[Notebook]]:
+    """Fresh notebooks (one per capability suite), all closed after the test."""
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    opened: list[Notebook] = []
+
+    def fresh() -> Iterator[Notebook]:
+        while True:
+            nb = open_notebook(
+                tmp_path / f"nb{len(opened)}", encrypted=request.param == "encrypted"
+            )
+            opened.append(nb)
+            yield nb
+
+    yield fresh()
+    for nb in opened:
+        nb.close()
+
+
+@pytest.mark.parametrize("api", ["async", "sync"])
+def test_the_default_checkpointer_passes_langgraph_conformance_in_full(
+    notebooks: Iterator[Notebook], api: str, request: pytest.FixtureRequest
+) -> None:
+    encrypted = "encrypted" in request.node.callspec.id
+
+    @checkpointer_test(name=f"Notebook.checkpointer ({api})")
+    async def factory() -> AsyncIterator[BaseCheckpointSaver[str]]:
+        saver = next(notebooks).checkpointer
+        assert isinstance(saver, NotebookSaver)
+        assert isinstance(saver.serde, EncryptedSerializer) is encrypted
+        yield saver if api == "async" else SyncBridge(saver)
+
+    report = asyncio.run(validate(factory))
+    failures = {name: r.failures for name, r in report.results.items() if not r.passed}
+    assert failures == {}
+    assert set(report.results) == {c.value for c in ALL_CAPABILITIES}
+    assert all(r.detected and r.tests_failed == 0 for r in report.results.values())
+    assert sum(r.tests_passed for r in report.results.values()) == 81  # all of 0.0.2
