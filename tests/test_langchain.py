@@ -121,7 +121,7 @@ def test_embeddings_are_the_notebooks_vectors_as_floats(nb: Notebook) -> None:
 
 def test_embeddings_reject_one_string_for_many() -> None:
     with pytest.raises(InvalidInput, match="list of texts, not one string"):
-        NotebookEmbeddings().embed_documents("Lyon")  # type: ignore[arg-type]
+        NotebookEmbeddings().embed_documents("Lyon")
 
 
 def test_default_embeddings_are_the_offline_model() -> None:
@@ -178,7 +178,7 @@ def test_bad_filters_are_named(nb: Notebook) -> None:
         retriever.invoke("Lyon", colour="red")
     with pytest.raises(InvalidInput, match="limit must be between 1 and"):
         retriever.invoke("Lyon", k=0)
-    with pytest.raises(InvalidInput, match="since .* must be before until"):
+    with pytest.raises(InvalidInput, match=r"since .* must be before until"):
         now = datetime.now(UTC)
         NotebookRetriever(notebook=nb, since=now, until=now - timedelta(hours=1)).invoke("x")
     with pytest.raises(InvalidInput, match="invalid session id"):
@@ -275,7 +275,7 @@ def test_tools_run_in_an_agents_tool_node(nb: Notebook) -> None:
     graph.add_node("tools", ToolNode(notebook_tools(nb)))
     graph.add_edge(START, "tools")
     app = graph.compile()
-    state = {"messages": [AIMessage(content="", tool_calls=calls)]}
+    state: MessagesState = {"messages": [AIMessage(content="", tool_calls=calls)]}
     for result in (app.invoke(state), asyncio.run(app.ainvoke(state))):
         _, found, failed = result["messages"]
         assert found.status == "success" and "expenses portal" in found.content
@@ -302,7 +302,11 @@ BAD_CALLS = [
         | {"escalation_id": "e_9"},
         "e_9",
     ),
-    ("write_back", {"guest": " ", "session_id": "SESSION", "kind": "decision", "text": "x"}, "guest"),
+    (
+        "write_back",
+        {"guest": " ", "session_id": "SESSION", "kind": "decision", "text": "x"},
+        "guest",
+    ),
 ]
 
 

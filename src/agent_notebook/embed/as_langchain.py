@@ -50,7 +50,7 @@ class NotebookEmbeddings(Embeddings):
     def dim(self) -> int:
         return self.embedder.dim
 
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:  # type: ignore[override]
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         # Sequence rather than list: the Embedder takes any; InvalidInput for one string.
         rows: list[list[float]] = self.embedder.embed_documents(texts).tolist()
         return rows
