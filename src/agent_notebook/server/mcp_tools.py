@@ -22,7 +22,19 @@ from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from .. import __version__
-from ..errors import Conflict, InvalidInput, NotebookError, NotFound
+from ..agent_tools import (
+    READ_SESSION,
+    RECORD,
+    RETRY,
+    SEARCH,
+    SLICE,
+    WRITE_BACK,
+    ToolDoc,
+    error_message,
+    record_moment,
+    search_hits,
+)
+from ..errors import NotebookError
 from ..notebook import Notebook
 from .guest_rights import guest_may_use_tool, hide_places, notebook_places
 
@@ -40,22 +52,7 @@ for a briefing on your topic (the relevant moments, each session's task, open pe
 and decisions, every item tagged with its id), cite what you use by its tag, and write back
 the decision, the open question or the escalation's outcome you settle."""
 
-RECOVERY: dict[type[NotebookError], str] = {
-    NotFound: "check the id: search and slice name moment and session ids, read_session "
-    "shows a session's pending and escalation ids (a guest: the slice and its hand-off)",
-    InvalidInput: "correct the argument the message names and call again; nothing was changed",
-    Conflict: "read the record again (read_session) and decide whether your change still "
-    "applies; nothing was changed",
-}
-RETRY = "retry later; if it keeps failing, tell the user this error"
 _T = TypeVar("_T")
-
-
-def _recover(err: NotebookError) -> str:
-    for kind, hint in RECOVERY.items():
-        if isinstance(err, kind):
-            return hint
-    return RETRY
 
 
 def own_version() -> str:
@@ -72,7 +69,7 @@ async def _run(work: Callable[[], _T], hidden: Mapping[str, str] | None = None) 
     try:
         return await anyio.to_thread.run_sync(work)
     except NotebookError as err:
-        message = f"{err}. To recover: {_recover(err)}."
+        message = error_message(err)
         raise ToolError(message if hidden is None else hide_places(message, hidden)) from None
     except Exception as err:
         if hidden is None:
@@ -149,13 +146,15 @@ def build_mcp(
     writes = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
 
     def tool(
-        annotations: ToolAnnotations, name: str | None = None
+        annotations: ToolAnnotations, name: str | None = None, doc: ToolDoc | None = None
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """``server.tool``, for a guest's server only for the tools a guest may use."""
+        """``server.tool``, for a guest's server only for the tools a guest may use; ``doc``
+        (shared with the LangChain tools) replaces the function's docstring."""
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             if owner or guest_may_use_tool(name or fn.__name__):
-                server.tool(name=name, annotations=annotations)(fn)
+                description = None if doc is None else doc.text()
+                server.tool(name=name, description=description, annotations=annotations)(fn)
             return fn
 
         return register
@@ -163,68 +162,27 @@ def build_mcp(
     async def run(work: Callable[[], _T]) -> _T:
         return await _run(work, None if owner else notebook_places(get()))
 
-    @tool(read_only)
+    @tool(read_only, doc=SEARCH)
     async def search(
         query: str, session_id: str | None = None, limit: int = 10
     ) -> list[dict[str, Any]]:
-        """Find moments in the notebook by words and meaning, best first.
+        return await run(lambda: search_hits(get(), query, session_id, limit))
 
-        query: what to look for, in plain words ("train to Lyon", "why we chose Postgres").
-        session_id: only this session (an id like s_2026-06-07_001); omit to search all.
-        limit: how many results, 1 to 100.
-        Returns for each hit: the moment id (cite it as [moment:m_12]), its session, time,
-        speaker, text and score. An empty list means nothing matched: try other words.
-        """
-
-        def work() -> list[dict[str, Any]]:
-            if not 1 <= limit <= 100:
-                raise InvalidInput(f"limit must be between 1 and 100, got {limit}")
-            hits = get().search(query, session=session_id, limit=limit)
-            return [
-                {
-                    "id": h.moment.id,
-                    "session": h.moment.session,
-                    "when": h.moment.timestamp.isoformat(),
-                    "speaker": h.moment.speaker or h.moment.role,
-                    "text": h.moment.content.text,
-                    "score": round(h.score, 4),
-                }
-                for h in hits
-            ]
-
-        return await run(work)
-
-    @tool(read_only, name="slice")
+    @tool(read_only, name="slice", doc=SLICE)
     async def slice_(
         query: str,
         budget_tokens: int = 4000,
         audience: str = "guest",
         session_id: str | None = None,
     ) -> str:
-        """Get a compact, read-only briefing on a topic from the notebook, within a token
-        budget: the relevant moments with the turns around them, each session's task, its
-        open pending items and related decisions, every item tagged with its source id.
-
-        query: the topic you need to know about.
-        budget_tokens: the most tokens the briefing may take (1 to 262144; 4000 is usual).
-        audience: your name, recorded with the slice.
-        session_id: only this session; omit for the whole notebook.
-        Returns Markdown. Cite items by their tags, e.g. [moment:m_12].
-        """
         return await run(
             lambda: (
                 get().slice(query, budget_tokens, audience=audience, session=session_id).render()
             )
         )
 
-    @tool(read_only)
+    @tool(read_only, doc=READ_SESSION)
     async def read_session(session_id: str) -> dict[str, Any]:
-        """Read one session: its task and status, its audit log of decisions, its pending
-        threads (ids p_N) and escalations (ids e_N), links and stats.
-
-        session_id: an id like s_2026-06-07_001 (search results name the session of each
-        moment).
-        """
         return await run(lambda: get().get_session(session_id).model_dump(mode="json"))
 
     @tool(read_only)
@@ -238,7 +196,7 @@ def build_mcp(
         """
         return await run(lambda: get().session_notebook(thread_id).sync.get_section(section))
 
-    @tool(writes)
+    @tool(writes, doc=WRITE_BACK)
     async def write_back(
         guest: str,
         session_id: str,
@@ -248,18 +206,6 @@ def build_mcp(
         why: str = "",
         escalation_id: str | None = None,
     ) -> dict[str, Any]:
-        """Write your result back into a session: the one kind of write a guest may make.
-        It is entered in the session's audit log under guest:<your name>.
-
-        guest: your name (1 to 100 characters).
-        session_id: the session the result belongs to (an id like s_2026-06-07_001).
-        kind: "decision" (something settled), "pending" (a new open question or to-do), or
-            "escalation_outcome" (the answer to an escalation; give escalation_id, e.g. e_1,
-            which the hand-off to you names and read_session lists).
-        text: the decision, the open item, or the outcome, in one or two sentences.
-        why: the reason, briefly.
-        Returns the audit-log entry.
-        """
         token_guest = _token_guest(ctx)
         if token_guest is not None and guest != token_guest:
             raise ToolError(
@@ -274,33 +220,17 @@ def build_mcp(
             )
         )
 
-    @tool(writes)
+    @tool(writes, doc=RECORD)
     async def record(
         text: str,
         session_id: str | None = None,
         task: str = "",
         role: str = "user",
         speaker: str = "",
-    ) -> dict[str, Any]:
-        """Record a moment (a turn, a fact, an observation) in the notebook, so later
-        searches find it.
-
-        text: what to remember, self-contained (name people, places and dates).
-        session_id: the session to add it to; omit it to start a new session with `task`.
-        task: the new session's task, when session_id is omitted.
-        role: user, assistant, system or tool.
-        speaker: who said it, if a person.
-        Returns the moment's id and its session's id.
-        """
-
-        def work() -> dict[str, Any]:
-            nb = get()  # checked before a session is started for it
-            drafts = nb.check_drafts([{"text": text, "role": role, "speaker": speaker}])
-            target = session_id or nb.start_session(task or text[:80]).id
-            moment = nb.record_many(target, drafts)[0]
-            return {"id": moment.id, "session": moment.session}
-
-        return await run(work)
+    ) -> dict[str, str]:
+        return await run(
+            lambda: record_moment(get(), text, session_id, task=task, role=role, speaker=speaker)
+        )
 
     @tool(writes)
     async def update_section(thread_id: str, section: str, content: str) -> str:
