@@ -270,6 +270,9 @@ class Tombstone(_Record):
 
 
 RollupLevel = Literal["daily", "weekly", "monthly"]
+#: A rollup's text may end with one line that starts so: its index, the salient items (as
+#: written in the originals, ``; ``-separated) its summary did not keep.
+ROLLUP_INDEX_PREFIX: Final = "Also mentioned: "
 
 
 class Rollup(_Record):

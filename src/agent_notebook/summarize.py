@@ -127,14 +127,15 @@ class ExtractiveSummarizer:
         count = self.counter.count
         previous = previous.strip()
         room = max_tokens - min(count(previous), max_tokens // 2) - (1 if previous else 0)
-        new = "\n".join(self._pick(texts, max(room, 0)))
+        new = "\n".join(line for _, line in self.pick(texts, max(room, 0)))
         left = max_tokens - count(new) - 1 if new else max_tokens
         old = trim_oldest(previous, left, self.counter)
         joined = "\n".join(part for part in (old, new) if part)
         return joined if count(joined) <= max_tokens else new  # a counter that is not additive
 
-    def _pick(self, texts: Sequence[str], max_tokens: int) -> list[str]:
-        """One line per source text that has picked sentences, in source order."""
+    def pick(self, texts: Sequence[str], max_tokens: int) -> list[tuple[int, str]]:
+        """One line per source text that has picked sentences, in source order, with the
+        index of its text (for a caller that labels lines by their source)."""
         count = self.counter.count
         sentences: list[tuple[int, str, str, dict[str, float], float]] = []
         weight: dict[str, float] = {}
@@ -171,8 +172,8 @@ class ExtractiveSummarizer:
             t, role, sentence, *_ = sentences[c]
             part = sentence if t in lines else role + sentence  # a later sentence names its role
             lines.setdefault(t, []).append(part)
-        out = [" ".join(parts) for _, parts in sorted(lines.items())]
-        while out and count("\n".join(out)) > max_tokens:  # a tokenizer that is not additive
+        out = [(t, " ".join(parts)) for t, parts in sorted(lines.items())]
+        while out and count("\n".join(line for _, line in out)) > max_tokens:  # not additive
             out.pop()
         return out
 
