@@ -14,7 +14,9 @@ moments up.
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Final, Protocol, runtime_checkable
 
@@ -139,13 +141,19 @@ class ExtractiveSummarizer:
         count = self.counter.count
         sentences: list[tuple[int, str, str, dict[str, float], float]] = []
         weight: dict[str, float] = {}
+        texts_with: Counter[str] = Counter()  # unit -> how many texts hold it
         for t, text in enumerate(texts):
             role = m.group(0) if (m := _ROLE.match(text)) else ""
+            here: set[str] = set()
             for s, sentence in enumerate(p for p in _SENTENCE_END.split(text.strip()) if p):
                 sentence = _clip(sentence, max(8, max_tokens // 3), self.counter)
                 units, value = _units(sentence.removeprefix(role) if s == 0 else sentence)
                 weight.update({u: weight.get(u, 0.0) + w for u, w in units.items()})
+                here.update(units)
                 sentences.append((t, "" if s == 0 else role, sentence, units, value))
+            texts_with.update(here)
+        for u in weight:  # recurring units weigh more, but one in every text says nothing
+            weight[u] *= math.log((len(texts) + 1) / texts_with[u])
         covered: set[str] = set()
         totals = [sum(units.values()) for *_, units, _ in sentences]
         sizes = [count(role + sentence) + 1 for _, role, sentence, *_ in sentences]
