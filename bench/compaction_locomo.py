@@ -27,7 +27,7 @@ held-out conv-26 and conv-30 (``--conversations conv-26,conv-30``).
 
     python bench/compaction_locomo.py [--data ../shared/data/locomo/locomo-dev.json]
         [--conversations conv-26,conv-30 | --limit-conversations N]
-        [--embedder default|none]
+        [--embedder default|none] [--summary-ratio 0.15]
 
 Skips cleanly (exit 0) when the data set is absent; it is never copied into this repository.
 """
@@ -149,6 +149,9 @@ def main() -> int:
     parser.add_argument("--conversations", default="", help="sample ids, comma-separated")
     parser.add_argument("--limit-conversations", type=int, default=None)
     parser.add_argument("--embedder", choices=["default", "none"], default="default")
+    parser.add_argument(
+        "--summary-ratio", type=float, default=None, help="compaction.summary_ratio (0.15)"
+    )
     args = parser.parse_args()
     if not args.data.exists():
         print(f"skipped: {args.data} is absent (see ../shared/data/locomo/README.md)")
@@ -169,6 +172,11 @@ def main() -> int:
     for conversation in data:
         with tempfile.TemporaryDirectory() as tmp:
             nb = Notebook(open_backend(str(Path(tmp) / "notebook.db")), embedder=embedder)
+            if args.summary_ratio is not None:
+                settings = nb.config.compaction.model_copy(
+                    update={"summary_ratio": args.summary_ratio}
+                )
+                nb.config = nb.config.model_copy(update={"compaction": settings})
             load_conversation(nb, conversation)
             if nb.semantic is not None:
                 nb.semantic.wait_idle()
@@ -218,8 +226,13 @@ def main() -> int:
     kept_share = salient[1] / max(1, salient[0])
     print(
         f"LoCoMo dev, {len(data)} conversations ({', '.join(c['sample_id'] for c in data)}), "
-        f"{len(before_all)} questions; compacted with --now = last session + 365 days, default "
-        "policy, extractive summarizer; search: "
+        f"{len(before_all)} questions; compacted with --now = last session + 365 days, "
+        + (
+            "default policy"
+            if args.summary_ratio is None
+            else f"summary_ratio {args.summary_ratio}"
+        )
+        + ", extractive summarizer; search: "
         + ("hybrid (lexical + MiniLM vectors + concepts)" if embedder else "lexical + concepts")
     )
     print(
@@ -233,6 +246,11 @@ def main() -> int:
         f"(target >= {TARGET_BUDGET_SHARE:.0%}: {verdict(budget_share >= TARGET_BUDGET_SHARE)})"
     )
     print(
+        f"    the same, a rollup credited only with the turns whose words it keeps (what the "
+        f"agent reads): before {mean(before_all, STRICT):5.1f}   "
+        f"after {mean(after_all, STRICT):5.1f}"
+    )
+    print(
         f"(b) salient items of the compacted turns in an active rollup's text: "
         f"{salient[1]}/{salient[0]} = {kept_share:.1%} "
         f"(target >= {TARGET_SALIENT_KEPT:.0%}: {verdict(kept_share >= TARGET_SALIENT_KEPT)})"
@@ -244,17 +262,14 @@ def main() -> int:
     )
     print("without a target:")
     print(
-        f"  recall within {BUDGET} tokens, a rollup credited only with the turns whose words it "
-        f"keeps: before {mean(before_all, STRICT):5.1f}   after {mean(after_all, STRICT):5.1f}"
-    )
-    print(
         f"  salient items kept by the summaries without their index line: "
         f"{salient[2]}/{salient[0]} = {salient[2] / max(1, salient[0]):.1%}"
     )
     for k in SHOWN_KS:
+        note = "   (a rollup covers its whole lineage: this credits nothing)" * (k == SHOWN_KS[-1])
         print(
-            f"  recall@{k:<2} before {mean(before_all, k):5.1f}   after {mean(after_all, k):5.1f}"
-            "   (a rollup covers its whole lineage: this credits nothing)" * (k == 10)
+            f"  recall@{k:<2} before {mean(before_all, k):5.1f}   "
+            f"after {mean(after_all, k):5.1f}{note}"
         )
     print(
         f"  rollups made: {levels['daily']} daily, {levels['weekly']} weekly, "

@@ -409,7 +409,10 @@ def test_an_important_decision_is_kept_word_for_word_at_every_level(nb: Notebook
 
 
 def test_the_dropped_manifest_names_items_as_the_sources_write_them() -> None:
-    texts = ["The launch moved to 7 June, then to June 9th.", "We asked Ana about the 7 June party."]
+    texts = [
+        "The launch moved to 7 June, then to June 9th.",
+        "We asked Ana about the 7 June party.",
+    ]
     assert salient(texts) == ["7 June", "June 9th", "Ana"]
     assert dropped_manifest(texts, "Ana said the launch moved.") == (["7 June", "June 9th"], 3)
     assert dropped_manifest(texts, "Moved to June 7th and then 9 June.")[0] == ["Ana"]

@@ -188,12 +188,12 @@ def build_rollup(
     index_room = min(round(budget * INDEX_SHARE), counter.count(_index_line(items)))
     room = max(1, budget - index_room)
     if isinstance(summarizer, ExtractiveSummarizer):
-        body, used = _extract(under, whole, summarizer, room, counter)
+        body, spent = _extract(under, whole, summarizer, room, counter)
     else:
-        body, used = _summarize(ordered, whole, summarizer, room, level, period, counter)
+        body, spent = _summarize(ordered, whole, summarizer, room, level, period, counter)
     kept = _kept_keys(body)
     missing = [i for i in items if not _keeps(body, i.key, kept)]
-    index = _fit_index(missing, budget - used - 1, counter)
+    index = _fit_index(missing, budget - spent - 1, counter)
     summary = "\n".join(part for part in (body, index) if part)
     dropped, salient_items = dropped_manifest(original_texts, summary)
     lineage: dict[str, None] = {}
