@@ -151,8 +151,13 @@ def dropped_manifest(texts: Sequence[str], summary: str) -> tuple[list[str], int
     """What of the salient items of ``texts`` the summary lost (as the texts write them),
     and how many salient items there were."""
     items = _salient_items(texts)
-    kept = _kept_keys(summary)
-    return [i.written for i in items if not _keeps(summary, i.key, kept)], len(items)
+    return [i.written for i in _lost(items, summary)], len(items)
+
+
+def _lost(items: Sequence[_Item], text: str) -> list[_Item]:
+    """The ``items`` that ``text`` does not keep."""
+    kept = _kept_keys(text)
+    return [i for i in items if not _keeps(text, i.key, kept)]
 
 
 def build_rollup(
@@ -191,11 +196,9 @@ def build_rollup(
         body, spent = _extract(under, whole, summarizer, room, counter)
     else:
         body, spent = _summarize(ordered, whole, summarizer, room, level, period, counter)
-    kept = _kept_keys(body)
-    missing = [i for i in items if not _keeps(body, i.key, kept)]
-    index = _fit_index(missing, budget - spent - 1, counter)
+    index = _fit_index(_lost(items, body), budget - spent - 1, counter)
     summary = "\n".join(part for part in (body, index) if part)
-    dropped, salient_items = dropped_manifest(original_texts, summary)
+    dropped = [i.written for i in _lost(items, summary)]
     lineage: dict[str, None] = {}
     for m in ordered:
         lineage.update(dict.fromkeys(m.rollup.originals if m.rollup is not None else [m.id]))
@@ -221,7 +224,7 @@ def build_rollup(
             sources=sorted((m.id for m in ordered), key=lambda i: int(i[2:])),
             originals=sorted(lineage, key=lambda i: int(i[2:])),
             dropped=dropped,
-            salient=salient_items,
+            salient=len(items),
             summarizer=name,
             tokens_before=before,
             tokens_after=counter.count(summary),
