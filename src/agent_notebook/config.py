@@ -158,6 +158,9 @@ class CompactionSettings(BaseModel):
     daily_max_tokens: int = Field(300, ge=8)
     weekly_max_tokens: int = Field(600, ge=8)
     monthly_max_tokens: int = Field(1000, ge=8)
+    #: Original moments of this importance or more (and decisions and corrections) are
+    #: kept word for word in every rollup over them, beside the summary's budget.
+    keep_whole_importance: float = Field(0.8, ge=0, le=1)
     #: ``extractive`` (no model) or ``llm`` (``model``, else ``chat.model``), which falls
     #: back to the extractive summarizer when the model fails.
     summarizer: Literal["extractive", "llm"] = "extractive"

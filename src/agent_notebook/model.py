@@ -291,12 +291,15 @@ class Tombstone(_Record):
 
 
 RollupLevel = Literal["daily", "weekly", "monthly"]
+#: A rollup's text may end with one line that starts so: its index, the salient items (as
+#: written in the originals, ``; ``-separated) its summary did not keep.
+ROLLUP_INDEX_PREFIX: Final = "Also mentioned: "
 
 
 class Rollup(_Record):
     """What makes a moment a rollup (a summary made by compaction): its lineage and the
-    dropped manifest, the identifiers, numbers, dates and names of its sources that the
-    summary does not keep."""
+    dropped manifest, the identifiers, numbers, dates and names of its original moments
+    that its text does not keep (as the originals write them)."""
 
     level: RollupLevel
     #: ``2026-06-07`` (daily), ``2026-W23`` (weekly) or ``2026-06`` (monthly).
@@ -306,7 +309,7 @@ class Rollup(_Record):
     #: The original moments it covers, through every level below.
     originals: list[MomentId] = Field(default_factory=list)
     dropped: list[Text] = Field(default_factory=list)
-    #: How many such items the sources had (the manifest's denominator).
+    #: How many such items the original moments had (the manifest's denominator).
     salient: int = Field(0, ge=0)
     summarizer: Text = ""
     #: Tokens of the original moments it covers, and of its own text.

@@ -14,7 +14,9 @@ moments up.
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Final, Protocol, runtime_checkable
 
@@ -127,24 +129,31 @@ class ExtractiveSummarizer:
         count = self.counter.count
         previous = previous.strip()
         room = max_tokens - min(count(previous), max_tokens // 2) - (1 if previous else 0)
-        new = "\n".join(self._pick(texts, max(room, 0)))
+        new = "\n".join(line for _, line in self.pick(texts, max(room, 0)))
         left = max_tokens - count(new) - 1 if new else max_tokens
         old = trim_oldest(previous, left, self.counter)
         joined = "\n".join(part for part in (old, new) if part)
         return joined if count(joined) <= max_tokens else new  # a counter that is not additive
 
-    def _pick(self, texts: Sequence[str], max_tokens: int) -> list[str]:
-        """One line per source text that has picked sentences, in source order."""
+    def pick(self, texts: Sequence[str], max_tokens: int) -> list[tuple[int, str]]:
+        """One line per source text that has picked sentences, in source order, with the
+        index of its text (for a caller that labels lines by their source)."""
         count = self.counter.count
         sentences: list[tuple[int, str, str, dict[str, float], float]] = []
         weight: dict[str, float] = {}
+        texts_with: Counter[str] = Counter()  # unit -> how many texts hold it
         for t, text in enumerate(texts):
             role = m.group(0) if (m := _ROLE.match(text)) else ""
+            here: set[str] = set()
             for s, sentence in enumerate(p for p in _SENTENCE_END.split(text.strip()) if p):
                 sentence = _clip(sentence, max(8, max_tokens // 3), self.counter)
                 units, value = _units(sentence.removeprefix(role) if s == 0 else sentence)
                 weight.update({u: weight.get(u, 0.0) + w for u, w in units.items()})
+                here.update(units)
                 sentences.append((t, "" if s == 0 else role, sentence, units, value))
+            texts_with.update(here)
+        for u in weight:  # recurring units weigh more, but one in every text says nothing
+            weight[u] *= math.log((len(texts) + 1) / texts_with[u])
         covered: set[str] = set()
         totals = [sum(units.values()) for *_, units, _ in sentences]
         sizes = [count(role + sentence) + 1 for _, role, sentence, *_ in sentences]
@@ -171,8 +180,8 @@ class ExtractiveSummarizer:
             t, role, sentence, *_ = sentences[c]
             part = sentence if t in lines else role + sentence  # a later sentence names its role
             lines.setdefault(t, []).append(part)
-        out = [" ".join(parts) for _, parts in sorted(lines.items())]
-        while out and count("\n".join(out)) > max_tokens:  # a tokenizer that is not additive
+        out = [(t, " ".join(parts)) for t, parts in sorted(lines.items())]
+        while out and count("\n".join(line for _, line in out)) > max_tokens:  # not additive
             out.pop()
         return out
 

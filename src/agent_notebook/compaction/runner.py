@@ -134,6 +134,8 @@ class Compactor:
             known = {m.id for m in sources}
             earlier = [i for i in group.extends.rollup.sources if i not in known]
             sources += self._load(earlier)
+        lineage = [o for m in sources for o in (m.rollup.originals if m.rollup else [m.id])]
+        originals = [m for m in self._load(list(dict.fromkeys(lineage))) if m.rollup is None]
         with self.backend.atomic():
             number = (
                 group.extends.number
@@ -145,6 +147,7 @@ class Compactor:
                 level=group.level,
                 period=group.period,
                 sources=sources,
+                originals=originals,
                 summarizer=self.summarizer,
                 settings=self.settings,
                 counter=self.counter,

@@ -50,6 +50,7 @@ from ..enrich import enrich
 from ..errors import InvalidInput, NotFound
 from ..media.store import media_paths_of
 from ..model import (
+    ROLLUP_INDEX_PREFIX,
     ArchiveEntry,
     Decision,
     Moment,
@@ -403,7 +404,7 @@ class Redaction:
 
     def _scrubbed_rollup(self, rollup: Moment, plan: _Plan) -> Moment:
         assert rollup.rollup is not None
-        text = self.scrubber.text(rollup.content.text)
+        text = self._scrubbed_index(self.scrubber.text(rollup.content.text), plan)
         gone = {c for t in plan.targets.values() for c in t.metadata.concepts}
         gone |= {self.concept} if self.concept else set()
         lowered = text.casefold()
@@ -420,6 +421,16 @@ class Redaction:
                 "rollup": rollup.rollup.model_copy(update={"dropped": dropped}),
             }
         )
+
+    def _scrubbed_index(self, text: str, plan: _Plan) -> str:
+        """A rollup's text whose index line keeps no item taken from a redacted text."""
+        lines = text.split("\n")
+        for i, line in enumerate(lines):
+            if line.startswith(ROLLUP_INDEX_PREFIX):
+                items = line.removeprefix(ROLLUP_INDEX_PREFIX).split("; ")
+                kept = [item for item in items if not self._mentions(item, plan)]
+                lines[i] = ROLLUP_INDEX_PREFIX + "; ".join(kept) if kept else ""
+        return "\n".join(lines).strip()
 
     def _mentions(self, item: str, plan: _Plan) -> bool:
         """A dropped-manifest item taken from a redacted text, or naming the concept."""
