@@ -25,7 +25,7 @@ import hmac
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -34,12 +34,10 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ..errors import InvalidInput, StorageError
 
-if TYPE_CHECKING:  # config imports the storage layer, which imports this module
-    from ..config import EncryptionSettings
-
 __all__ = [
     "MAGIC",
     "Cipher",
+    "KeySettings",
     "SealedBlobError",
     "WrongKey",
     "cipher_of",
@@ -143,8 +141,21 @@ def write_key_file(path: Path, key: bytes, home: Path | None = None) -> Path:
     return path
 
 
+class KeySettings(Protocol):
+    """Where the key comes from: ``privacy.encryption`` of ``config.yaml``
+    (:class:`~agent_notebook.config.EncryptionSettings`). A protocol, because the storage
+    layer below the config imports this module."""
+
+    @property
+    def enabled(self) -> bool: ...
+    @property
+    def key_env(self) -> str: ...
+    @property
+    def key_file(self) -> Path | None: ...
+
+
 def load_key(
-    settings: EncryptionSettings, home: Path | None, env: Mapping[str, str] | None = None
+    settings: KeySettings, home: Path | None, env: Mapping[str, str] | None = None
 ) -> tuple[bytes, str]:
     """The configured key and where it came from: ``key_env`` when that variable is set,
     else ``key_file``. Missing both is a clear :class:`InvalidInput`."""
@@ -164,7 +175,7 @@ def load_key(
 
 
 def load_cipher(
-    settings: EncryptionSettings, home: Path | None, env: Mapping[str, str] | None = None
+    settings: KeySettings, home: Path | None, env: Mapping[str, str] | None = None
 ) -> Cipher | None:
     """The notebook's cipher, or None when encryption is off."""
     if not settings.enabled:
