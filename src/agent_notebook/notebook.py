@@ -20,10 +20,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
-from langchain_core.language_models import BaseChatModel
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.store.base import BaseStore
 from pydantic import ValidationError
 
 from . import config as cfg
@@ -67,17 +63,22 @@ from .slice import MAX_SLICE_TOKENS, Slice, build_slice
 from .slice import Format as SliceFormat
 from .storage import MemoryBackend, MomentFilter, StorageBackend, files, open_backend
 from .storage.files import exclusive_lock as write_lock_file
-from .stores import open_checkpointer, open_store, write_lock
-from .summarize import ExtractiveSummarizer, LlmSummarizer, Summarizer
 from .tokens import DEFAULT_COUNTER, TokenCounter
 
+# LangChain, LangGraph (stores, checkpoints, summarizers), the embedder, media and the
+# session notebook load when first used: a command that reads the notebook needs none.
 if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.store.base import BaseStore
+
     from .embed import Embedder
     from .embed.multimodal import MultimodalEmbedder
     from .media.store import Attachment, MediaStore
     from .privacy.redaction import ForgetReport
     from .search.semantic import SemanticIndex
     from .session import SessionNotebook
+    from .summarize import Summarizer
 
 #: How many of the latest moment ids a session keeps in ``context.recent_moments``.
 RECENT_MOMENTS = 20
@@ -198,6 +199,10 @@ class Notebook:
         """The checkpointer ``chat`` settings ask for, opened once and closed with the notebook."""
         key = (chat.checkpoints, chat.keep_checkpoints)
         if key not in self._checkpointers:
+            from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+            from .stores import open_checkpointer
+
             saver, conn = open_checkpointer(self.backend, chat.checkpoints, chat.keep_checkpoints)
             if (cipher := cipher_of(self.backend)) is not None:  # checkpoints hold the chat
                 saver.serde = EncryptedSerializer(cipher.checkpoint_cipher(), saver.serde)
@@ -212,6 +217,8 @@ class Notebook:
         ``notebook.db``): give it to your LangGraph app, and the session notebooks and your
         app's items share one file."""
         if self._store is None:
+            from .stores import open_store
+
             self._store, conn = open_store(self.backend, cipher_of(self.backend))
             if conn is not None:
                 self._connections.append(conn)
@@ -226,6 +233,8 @@ class Notebook:
         item = self.store.get(THREADS_NAMESPACE, thread_id)
         if item is not None:
             return str(item.value["session_id"])
+        from .stores import write_lock
+
         with _thread_lock, write_lock(self.store):
             item = self.store.get(THREADS_NAMESPACE, thread_id)  # another writer was first?
             if item is not None:
@@ -625,7 +634,7 @@ class Notebook:
             raise InvalidInput(f"search: since ({since}) must be before until ({until})")
         if mode not in ("hybrid", "lexical", "vector"):
             raise InvalidInput(f"search: mode {mode!r} is not one of hybrid, lexical, vector")
-        semantic = self.semantic
+        semantic = None if mode == "lexical" else self.semantic  # lexical: no model loaded
         if mode == "vector" and semantic is None:
             raise InvalidInput(
                 "search: vector mode needs an embedder; 'agent-notebook doctor' says why "
@@ -972,6 +981,8 @@ class Notebook:
                 return report.model_copy(update={"dry_run": True})
 
     def _compaction_summarizer(self, model: BaseChatModel | None) -> Summarizer:
+        from .summarize import ExtractiveSummarizer, LlmSummarizer
+
         extractive = ExtractiveSummarizer(self.tokens)
         if self.config.compaction.summarizer == "extractive":
             return extractive

@@ -2,6 +2,10 @@
 
 Data goes to stdout (JSON or a table); messages and progress go to stderr. A library error
 becomes a one-line message and exit code 1; usage errors exit with 2 (Typer's default).
+``--home`` and ``--format`` may also come before the command (``agent-notebook --home X
+sessions``); the command's own wins, and either wins over the environment.
+
+Square brackets in help texts are escaped (``\\[default: …]``): help is Rich markup.
 """
 
 from __future__ import annotations
@@ -33,20 +37,59 @@ class OutputFormat(StrEnum):
     JSON = "json"
 
 
+#: The options that may come before the command, and the command's parameter of each.
+GLOBAL_OPTIONS = {"home": "home", "homes": "home", "fmt": "fmt"}
+
+
+def or_global(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+    """The command's option when given on its command line, else the same option given
+    before the command (kept in the root context), else what Click found (environment,
+    default)."""
+    name = param.name or ""
+    source = ctx.get_parameter_source(name)  # by name: Typer may bring its own Click
+    if source is not None and source.name == "COMMANDLINE":
+        return value
+    given = ctx.find_root().params.get(GLOBAL_OPTIONS.get(name, name))
+    if given is None:
+        return value
+    return [given] if param.multiple else given
+
+
+HOME_HELP = "The notebook directory \\[default: ~/.agent-notebook]."
 HomeOption = Annotated[
     Path | None,
     typer.Option(
         "--home",
         envvar="AGENT_NOTEBOOK_HOME",
-        help="The notebook directory [default: ~/.agent-notebook].",
+        help=HOME_HELP,
         show_default=False,
+        callback=or_global,
     ),
 ]
 FormatOption = Annotated[
-    OutputFormat, typer.Option("--format", "-f", help="How to print data on stdout.")
+    OutputFormat,
+    typer.Option("--format", "-f", help="How to print data on stdout.", callback=or_global),
+]
+#: For a command whose usual output is not data (a path, a rendered slice): without
+#: --format it prints that; with it, its report as a table or JSON.
+ReportFormatOption = Annotated[
+    OutputFormat | None,
+    typer.Option(
+        "--format",
+        "-f",
+        help="Print the report on stdout as a table or JSON \\[default: the usual text].",
+        show_default=False,
+        callback=or_global,
+    ),
 ]
 OffsetOption = Annotated[int, typer.Option(min=0, help="Skip this many items.")]
 LimitOption = Annotated[int | None, typer.Option(min=0, help="Print at most this many items.")]
+
+
+def flag(name: str, help: str) -> Any:
+    """A boolean option that takes no value. Its help shows no type: Typer's would show
+    ``<bool>``, as if the option wanted one."""
+    return typer.Option(name, help=help, metavar="")
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -157,6 +200,15 @@ def emit(
     for row in rows:
         table.add_row(*("" if (v := get(row)) is None else str(v) for _, get in columns))
     stdout.print(table)
+
+
+def emit_fields(fields: dict[str, Any], fmt: OutputFormat) -> None:
+    """Print one record: JSON, or a table of field and value rows."""
+    if fmt is OutputFormat.JSON:
+        emit(fields, fmt)
+        return
+    rows = [{"field": k, "value": v} for k, v in to_jsonable(fields).items()]
+    emit(rows, fmt, [("field", lambda r: r["field"]), ("value", lambda r: r["value"])])
 
 
 def short(text: str, width: int = 80) -> str:

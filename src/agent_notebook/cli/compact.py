@@ -13,6 +13,7 @@ from .common import (
     HomeOption,
     OutputFormat,
     emit,
+    flag,
     open_notebook,
     parse_time,
     progress_bar,
@@ -28,7 +29,7 @@ SHOWN_DROPPED = 8
 def compact(
     home: HomeOption = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Report what would change; change nothing.")
+        bool, flag("--dry-run", "Report what would change; change nothing.")
     ] = False,
     now: Annotated[
         str | None,

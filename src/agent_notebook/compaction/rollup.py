@@ -12,13 +12,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ..config import CompactionSettings
 from ..enrich import enrich, exact_identifiers, identifiers
 from ..model import Moment, MomentContent, MomentMetadata, Rollup, RollupLevel
-from ..summarize import Summarizer
 from ..tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from ..summarize import Summarizer
 
 __all__ = ["ROLLUP_ROLE", "build_rollup", "dropped_manifest", "salient", "source_text"]
 
