@@ -17,16 +17,18 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from pydantic import BaseModel
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from ..errors import InvalidInput, NotebookError
 from ..notebook import Notebook
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 stdout = Console(soft_wrap=False)
 stderr = Console(stderr=True, soft_wrap=True)
@@ -221,6 +223,14 @@ def when(value: datetime | None) -> str:
 
 
 def progress_bar() -> Progress:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import TaskID
 
 from ..compaction import CompactionReport
 from .common import (
@@ -21,6 +20,9 @@ from .common import (
     short,
     stderr,
 )
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 #: Dropped items shown per rollup in the table (JSON has them all).
 SHOWN_DROPPED = 8
