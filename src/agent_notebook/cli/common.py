@@ -39,8 +39,8 @@ class OutputFormat(StrEnum):
     JSON = "json"
 
 
-#: The options that may come before the command, and the command's parameter of each.
-GLOBAL_OPTIONS = {"home": "home", "homes": "home", "fmt": "fmt"}
+#: A command parameter whose option, given before the command, is named otherwise there.
+_BEFORE_THE_COMMAND = {"homes": "home"}  # serve's --home, which may be repeated
 
 
 def or_global(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
@@ -51,7 +51,7 @@ def or_global(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any
     source = ctx.get_parameter_source(name)  # by name: Typer may bring its own Click
     if source is not None and source.name == "COMMANDLINE":
         return value
-    given = ctx.find_root().params.get(GLOBAL_OPTIONS.get(name, name))
+    given = ctx.find_root().params.get(_BEFORE_THE_COMMAND.get(name, name))
     if given is None:
         return value
     return [given] if param.multiple else given
@@ -223,7 +223,7 @@ def when(value: datetime | None) -> str:
 
 
 def progress_bar() -> Progress:
-    from rich.progress import (
+    from rich.progress import (  # loaded by the commands that show a bar only
         BarColumn,
         MofNCompleteColumn,
         Progress,
