@@ -27,11 +27,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final, Protocol
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM, AESSIV
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
 from ..errors import InvalidInput, StorageError
 
 __all__ = [
@@ -198,7 +193,14 @@ def sealed_key_id(blob: bytes) -> bytes | None:
     return blob[len(MAGIC) : len(MAGIC) + KEY_ID_BYTES]
 
 
+# ``cryptography`` loads with the first key used: the storage layer imports this module for
+# sealed_key_id, and a notebook without encryption never needs it.
+
+
 def _derive(key: bytes, purpose: bytes, length: int = 32) -> bytes:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     return HKDF(hashes.SHA256(), length, salt=None, info=b"agent-notebook " + purpose).derive(key)
 
 
@@ -206,6 +208,8 @@ class _Keyring:
     """What one key gives: its AES-GCM, token and name keys."""
 
     def __init__(self, key: bytes) -> None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM, AESSIV
+
         self.id = key_id(key)
         self.aead = AESGCM(key)
         self.token_key = _derive(key, b"lexical tokens")
@@ -239,6 +243,8 @@ class Cipher:
         return MAGIC + self._primary.id + nonce + sealed
 
     def decrypt(self, blob: bytes, aad: bytes, where: str = "a stored blob") -> bytes:
+        from cryptography.exceptions import InvalidTag
+
         kid = sealed_key_id(blob)
         if kid is None:
             raise SealedBlobError(f"{where} is not encrypted, or is truncated")
@@ -298,6 +304,8 @@ class Cipher:
 
     def open_name(self, stored: str) -> str:
         """The name :meth:`seal_name` sealed (a name stored in plain text passes through)."""
+        from cryptography.exceptions import InvalidTag
+
         if not stored.startswith("~") or ":" not in stored:
             return stored
         kid_hex, _, body = stored[1:].partition(":")
