@@ -12,6 +12,8 @@ Start with :class:`Notebook`::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     Conflict,
     CorruptFile,
@@ -23,23 +25,64 @@ from .errors import (
     NotFound,
     StorageError,
 )
-from .model import (
-    Action,
-    ConceptEntry,
-    Decision,
-    Escalation,
-    Link,
-    Moment,
-    MomentDraft,
-    NotebookStats,
-    PendingItem,
-    SearchHit,
-    Session,
-    TaskStatus,
-)
-from .notebook import Notebook
 
 __version__ = "0.1.0"
+
+# The model and the facade load on first use (PEP 562): importing a part of the package
+# (the CLI, ``agent_notebook.errors``, a backend) does not load the rest first.
+_LAZY = {
+    **dict.fromkeys(
+        [
+            "Action",
+            "ConceptEntry",
+            "Decision",
+            "Escalation",
+            "Link",
+            "Moment",
+            "MomentDraft",
+            "NotebookStats",
+            "PendingItem",
+            "SearchHit",
+            "Session",
+            "TaskStatus",
+        ],
+        "model",
+    ),
+    "Notebook": "notebook",
+}
+
+if TYPE_CHECKING:
+    from .model import (
+        Action,
+        ConceptEntry,
+        Decision,
+        Escalation,
+        Link,
+        Moment,
+        MomentDraft,
+        NotebookStats,
+        PendingItem,
+        SearchHit,
+        Session,
+        TaskStatus,
+    )
+    from .notebook import Notebook
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # found directly next time
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "Action",

@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict
 
 from .errors import MalformedFile
 from .messages import drafts_for, kept
-from .model import SESSION_ID_RE, MomentDraft
-from .notebook import THREADS_NAMESPACE, Notebook
+from .model import SESSION_ID_RE, THREADS_NAMESPACE, MomentDraft
+from .notebook import Notebook
 from .stores import write_lock
 
 __all__ = ["IMPORTED_FROM", "ThreadImport", "import_checkpoints"]

@@ -36,6 +36,7 @@ from .compaction.archive import ColdArchive
 from .errors import Conflict
 from .model import (
     SESSION_ID_RE,
+    THREADS_NAMESPACE,
     ArchiveEntry,
     Link,
     Moment,
@@ -44,7 +45,6 @@ from .model import (
     session_id_for,
 )
 from .storage import SqliteBackend, StorageBackend, YamlDirBackend
-from .stores import THREADS_NAMESPACE, copy_checkpoints, copy_store_items, store_items, thread_ids
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -235,6 +235,8 @@ class _Copier:
             self.ids.update({f"m_{n}": f"m_{first + i}" for i, n in enumerate(numbers)})
 
     def _plan_threads(self) -> None:
+        from .stores import thread_ids  # LangGraph loads only when chat state is copied
+
         source_chat, target_chat = self.chat
         if source_chat.store is None and source_chat.checkpointer is None:
             return
@@ -375,6 +377,11 @@ class _Copier:
             self.vectors += len(items)
 
     def copy_chat_state(self) -> None:
+        from .stores import (  # LangGraph loads only when chat state is copied
+            copy_checkpoints,
+            copy_store_items,
+        )
+
         source_chat, target_chat = self.chat
         if source_chat.store is not None and target_chat.store is not None:
             self.store_count, self.kept = copy_store_items(
@@ -479,6 +486,8 @@ def _pages(backend: StorageBackend) -> Iterator[list[Moment]]:
 
 
 def _thread_map(store: BaseStore | None) -> dict[str, str]:
+    from .stores import store_items  # LangGraph loads only when chat state is copied
+
     if store is None:
         return {}
     return {

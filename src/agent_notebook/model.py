@@ -32,6 +32,8 @@ from pydantic import (
 from .errors import InvalidId, InvalidInput
 
 SCHEMA_VERSION: Final = 1
+#: The LangGraph store namespace of the thread -> session map.
+THREADS_NAMESPACE: Final = ("threads",)
 
 # Ids are matched whole (``fullmatch``) and ASCII-only: they become file names.
 SESSION_ID_RE: Final = re.compile(r"s_([0-9]{4})-([0-9]{2})-([0-9]{2})_([0-9]{3,})")

@@ -21,10 +21,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
-from langchain_core.language_models import BaseChatModel
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.store.base import BaseStore, IndexConfig
 from pydantic import ValidationError
 
 from . import config as cfg
@@ -44,6 +40,7 @@ from .ingest import (
 from .model import (
     MOMENT_ID_RE,
     SESSION_ID_RE,
+    THREADS_NAMESPACE,
     ArchiveEntry,
     ConceptEntry,
     Decision,
@@ -75,28 +72,22 @@ from .slice import MAX_SLICE_TOKENS, Slice, build_slice
 from .slice import Format as SliceFormat
 from .storage import MemoryBackend, MomentFilter, StorageBackend, files, open_backend
 from .storage.files import exclusive_lock as write_lock_file
-from .storage.langgraph_store import StoreIndex
-from .store_index import default_store_index
-from .stores import (
-    THREADS_NAMESPACE as THREADS_NAMESPACE,
-)
-from .stores import (
-    open_checkpointer,
-    open_existing,
-    open_store,
-    store_items,
-    write_lock,
-)
-from .summarize import ExtractiveSummarizer, LlmSummarizer, Summarizer
 from .tokens import DEFAULT_COUNTER, TokenCounter
 
+# LangChain, LangGraph (stores, checkpoints, summarizers), the embedder, media and the
+# session notebook load when first used: a command that reads the notebook needs none.
 if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.store.base import BaseStore, IndexConfig
+
     from .embed import Embedder
     from .embed.multimodal import MultimodalEmbedder
     from .media.store import Attachment, MediaStore
     from .privacy.redaction import ForgetReport
     from .search.semantic import SemanticIndex
     from .session import SessionNotebook
+    from .summarize import Summarizer
 
 #: How many of the latest moment ids a session keeps in ``context.recent_moments``.
 RECENT_MOMENTS = 20
@@ -232,6 +223,10 @@ class Notebook:
         """The checkpointer ``chat`` settings ask for, opened once and closed with the notebook."""
         key = (chat.checkpoints, chat.keep_checkpoints)
         if key not in self._checkpointers:
+            from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+            from .stores import open_checkpointer
+
             saver, conn = open_checkpointer(self.backend, chat.checkpoints, chat.keep_checkpoints)
             if (cipher := cipher_of(self.backend)) is not None:  # checkpoints hold the chat
                 saver.serde = EncryptedSerializer(cipher.checkpoint_cipher(), saver.serde)
@@ -247,6 +242,10 @@ class Notebook:
         notebooks and your app's items share one file. It is semantic: ``search(ns,
         query=...)`` ranks by meaning with scores (see ``store_index``)."""
         if self._store is None:
+            from .storage.langgraph_store import StoreIndex
+            from .store_index import default_store_index
+            from .stores import open_store
+
             cipher = cipher_of(self.backend)
             choice = self._store_index_choice
             index = StoreIndex(choice) if choice not in ("default", None) else None  # type: ignore[arg-type]
@@ -272,6 +271,8 @@ class Notebook:
         item = self.store.get(THREADS_NAMESPACE, thread_id)
         if item is not None:
             return str(item.value["session_id"])
+        from .stores import write_lock
+
         with _thread_lock, write_lock(self.store):
             item = self.store.get(THREADS_NAMESPACE, thread_id)  # another writer was first?
             if item is not None:
@@ -691,7 +692,7 @@ class Notebook:
             raise InvalidInput(f"search: since ({since}) must be before until ({until})")
         if mode not in ("hybrid", "lexical", "vector"):
             raise InvalidInput(f"search: mode {mode!r} is not one of hybrid, lexical, vector")
-        semantic = self.semantic
+        semantic = None if mode == "lexical" else self.semantic  # lexical: no model loaded
         if mode == "vector" and semantic is None:
             raise InvalidInput(
                 "search: vector mode needs an embedder; 'agent-notebook doctor' says why "
@@ -971,6 +972,8 @@ class Notebook:
         notebooks, the thread map; checkpoints) into ``target``'s own store and checkpoint
         files. With ``media_to``, the media files go to ``media_to/media/`` (each checked
         against its SHA-256 first) and the cold archive's files to ``media_to/archive/``."""
+        from .stores import open_checkpointer, open_store, store_items
+
         archives = None
         if media_to is not None:
             from .media.store import MediaStore
@@ -1011,6 +1014,8 @@ class Notebook:
         session. Imported moments without a vector are embedded like recorded ones. With
         ``media_from``, the media files they refer to are copied from ``media_from/media/``
         (checked against their SHA-256) and the archive files from ``media_from/archive/``."""
+        from .stores import open_existing
+
         copied: list[str] = []
         archives = None
         if media_from is not None:
@@ -1048,6 +1053,8 @@ class Notebook:
         concept-index entries and vectors, its cold-archive records, the media files no
         other moment uses, and its threads (their thread-map entries, session notebooks
         and checkpoints). Links and parents elsewhere that name it are left as they are."""
+        from .stores import store_items, write_lock
+
         session = self.get_session(session_id)  # NotFound for an unknown one
         moments = self.backend.list_moments(session.id)
         archived = [e for e in self.backend.list_archived() if e.session == session.id]
@@ -1165,6 +1172,8 @@ class Notebook:
                 return report.model_copy(update={"dry_run": True})
 
     def _compaction_summarizer(self, model: BaseChatModel | None) -> Summarizer:
+        from .summarize import ExtractiveSummarizer, LlmSummarizer
+
         extractive = ExtractiveSummarizer(self.tokens)
         if self.config.compaction.summarizer == "extractive":
             return extractive

@@ -38,7 +38,6 @@ LOCK_SUFFIX = ".lock"
 LOCK_TIMEOUT_S = 60.0
 #: Where the store maps a thread id to its long-term session: key thread id, value
 #: ``{"session_id": …}``.
-THREADS_NAMESPACE = ("threads",)
 PAGE = 500
 
 

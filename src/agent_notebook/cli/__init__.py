@@ -1,6 +1,13 @@
-"""The ``agent-notebook`` command: a thin front end over :class:`agent_notebook.Notebook`."""
+"""The ``agent-notebook`` command: a thin front end over :class:`agent_notebook.Notebook`.
+
+A command imports what it needs when it runs (LangGraph for chat, the server for serve,
+the embedding model for a search by meaning), so listing or reading answers at once.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -17,6 +24,7 @@ from . import (
     tokens,
     write,
 )
+from .common import HOME_HELP, OutputFormat
 
 app = typer.Typer(
     name="agent-notebook",
@@ -25,6 +33,50 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     add_completion=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"agent-notebook {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Print the version and exit.",
+            metavar="",
+        ),
+    ] = False,
+    home: Annotated[
+        Path | None,
+        typer.Option(
+            "--home", help=f"{HOME_HELP} For the command that follows.", show_default=False
+        ),
+    ] = None,
+    fmt: Annotated[
+        OutputFormat | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="For the command that follows: table or json.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """A private, structured, searchable notebook that gives LLM agents memory.
+
+    --home and --format may come before the command too: agent-notebook --home ~/notes sessions
+    """
+    # The values stay in the root context, where each command's option looks (common.or_global).
+
 
 app.command()(write.init)
 app.command()(read.sessions)

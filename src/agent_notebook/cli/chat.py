@@ -9,11 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from langchain_core.messages import BaseMessage, HumanMessage
-from langchain_core.runnables import RunnableConfig
 
 from ..errors import NotebookError
-from ..graph.models import offline_models
 from .common import (
     FormatOption,
     HomeOption,
@@ -25,7 +22,9 @@ from .common import (
     stderr,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the chat graph's parts load when the command runs
+    from langchain_core.messages import BaseMessage
+    from langchain_core.runnables import RunnableConfig
     from langgraph.graph.state import CompiledStateGraph
 
     from ..checkpoints import ThreadImport
@@ -45,14 +44,14 @@ def chat(
         str | None,
         typer.Option(
             help="The thread to talk on; an earlier thread resumes it "
-            "[default: a new one, chat-YYYYMMDD-HHMMSS].",
+            "\\[default: a new one, chat-YYYYMMDD-HHMMSS].",
             show_default=False,
         ),
     ] = None,
     model: Annotated[
         str | None,
         typer.Option(
-            help="The chat model, provider:model [default: chat.model in config.yaml, else "
+            help="The chat model, provider:model \\[default: chat.model in config.yaml, else "
             "AGENT_NOTEBOOK_MODEL]. 'fake:echo' is a built-in offline test double that echoes "
             "your line.",
             show_default=False,
@@ -68,6 +67,7 @@ def chat(
     Example: agent-notebook chat --thread trip --model openai:gpt-4o-mini
     """
     from ..graph import ModelResolver, build_chat_graph
+    from ..graph.models import offline_models
 
     thread_id = thread or datetime.now().strftime("chat-%Y%m%d-%H%M%S")
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
@@ -139,6 +139,8 @@ def _lines(*, interactive: bool) -> Iterator[str]:
 
 
 def _turn(graph: CompiledStateGraph[Any, Any, Any, Any], text: str, config: RunnableConfig) -> str:
+    from langchain_core.messages import HumanMessage
+
     try:
         state = graph.invoke({"messages": [HumanMessage(text)]}, config)
     except NotebookError:

@@ -2,6 +2,10 @@
 
 Data goes to stdout (JSON or a table); messages and progress go to stderr. A library error
 becomes a one-line message and exit code 1; usage errors exit with 2 (Typer's default).
+``--home`` and ``--format`` may also come before the command (``agent-notebook --home X
+sessions``); the command's own wins, and either wins over the environment.
+
+Square brackets in help texts are escaped (``\\[default: …]``): help is Rich markup.
 """
 
 from __future__ import annotations
@@ -16,19 +20,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 
 import typer
 from pydantic import BaseModel
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 from rich.text import Text
 
@@ -37,6 +33,9 @@ from ..notebook import Notebook
 
 # Markup off: data and messages that quote it ("[secret:password masked]", a file name)
 # are printed as they are, never read as Rich markup.
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
 stdout = Console(soft_wrap=False, markup=False)
 stderr = Console(stderr=True, soft_wrap=True, markup=False)
 
@@ -46,20 +45,59 @@ class OutputFormat(StrEnum):
     JSON = "json"
 
 
+#: A command parameter whose option, given before the command, is named otherwise there.
+_BEFORE_THE_COMMAND = {"homes": "home"}  # serve's --home, which may be repeated
+
+
+def or_global(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+    """The command's option when given on its command line, else the same option given
+    before the command (kept in the root context), else what Click found (environment,
+    default)."""
+    name = param.name or ""
+    source = ctx.get_parameter_source(name)  # by name: Typer may bring its own Click
+    if source is not None and source.name == "COMMANDLINE":
+        return value
+    given = ctx.find_root().params.get(_BEFORE_THE_COMMAND.get(name, name))
+    if given is None:
+        return value
+    return [given] if param.multiple else given
+
+
+HOME_HELP = "The notebook directory \\[default: ~/.agent-notebook]."
 HomeOption = Annotated[
     Path | None,
     typer.Option(
         "--home",
         envvar="AGENT_NOTEBOOK_HOME",
-        help="The notebook directory [default: ~/.agent-notebook].",
+        help=HOME_HELP,
         show_default=False,
+        callback=or_global,
     ),
 ]
 FormatOption = Annotated[
-    OutputFormat, typer.Option("--format", "-f", help="How to print data on stdout.")
+    OutputFormat,
+    typer.Option("--format", "-f", help="How to print data on stdout.", callback=or_global),
+]
+#: For a command whose usual output is not data (a path, a rendered slice): without
+#: --format it prints that; with it, its report as a table or JSON.
+ReportFormatOption = Annotated[
+    OutputFormat | None,
+    typer.Option(
+        "--format",
+        "-f",
+        help="Print the report on stdout as a table or JSON \\[default: the usual text].",
+        show_default=False,
+        callback=or_global,
+    ),
 ]
 OffsetOption = Annotated[int, typer.Option(min=0, help="Skip this many items.")]
 LimitOption = Annotated[int | None, typer.Option(min=0, help="Print at most this many items.")]
+
+
+def flag(name: str, help: str) -> Any:
+    """A boolean option that takes no value. Its help shows no type: Typer's would show
+    ``<bool>``, as if the option wanted one."""
+    return typer.Option(name, help=help, metavar="")
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -174,6 +212,15 @@ def emit(
     stdout.print(table)
 
 
+def emit_fields(fields: dict[str, Any], fmt: OutputFormat) -> None:
+    """Print one record: JSON, or a table of field and value rows."""
+    if fmt is OutputFormat.JSON:
+        emit(fields, fmt)
+        return
+    rows = [{"field": k, "value": v} for k, v in to_jsonable(fields).items()]
+    emit(rows, fmt, [("field", lambda r: r["field"]), ("value", lambda r: r["value"])])
+
+
 def short(text: str, width: int = 80) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
@@ -192,6 +239,14 @@ def progress_bar() -> Progress | LineProgress:
     """A progress bar on a terminal; elsewhere a plain line every few seconds."""
     if not stderr.is_terminal:
         return LineProgress(stderr, every=_progress_every())
+    from rich.progress import (  # loaded by the commands that show a bar only
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -239,7 +294,7 @@ class LineProgress:
 
     def add_task(self, description: str, total: float | None = None) -> TaskID:
         self._tasks.append(_LineTask(description, total, started=self.clock()))
-        return TaskID(len(self._tasks) - 1)
+        return cast("TaskID", len(self._tasks) - 1)
 
     def advance(self, task_id: TaskID, advance: float = 1) -> None:
         task = self._tasks[task_id]

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import TaskID
 
 from ..compaction import CompactionReport
 from .common import (
@@ -13,6 +12,7 @@ from .common import (
     HomeOption,
     OutputFormat,
     emit,
+    flag,
     open_notebook,
     parse_time,
     progress_bar,
@@ -21,6 +21,9 @@ from .common import (
     stderr,
 )
 
+if TYPE_CHECKING:
+    from rich.progress import TaskID
+
 #: Dropped items shown per rollup in the table (JSON has them all).
 SHOWN_DROPPED = 8
 
@@ -28,7 +31,7 @@ SHOWN_DROPPED = 8
 def compact(
     home: HomeOption = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Report what would change; change nothing.")
+        bool, flag("--dry-run", "Report what would change; change nothing.")
     ] = False,
     now: Annotated[
         str | None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -11,7 +12,16 @@ import typer
 
 from ..exchange import CopyReport, export_target, media_home
 from ..storage import open_backend
-from .common import HomeOption, open_notebook, progress_bar, reporting_errors, stderr
+from .common import (
+    HomeOption,
+    OutputFormat,
+    ReportFormatOption,
+    emit_fields,
+    open_notebook,
+    progress_bar,
+    reporting_errors,
+    stderr,
+)
 
 
 class ExportKind(StrEnum):
@@ -25,6 +35,7 @@ def export(
         ExportKind, typer.Option("--to", help="The destination's backend.")
     ] = ExportKind.YAML,
     home: HomeOption = None,
+    fmt: ReportFormatOption = None,
 ) -> None:
     """Copy the whole notebook, ids and all, into a YAML directory or a SQLite file; the
     attached images and audio go to media/ in that directory (beside the .db file).
@@ -40,12 +51,13 @@ def export(
         report = _copy(
             lambda p: nb.export_to(target, p, media_to=media), nb.backend.count_moments()
         )
-    _report("exported", report)
+    _report("exported", report, fmt)
 
 
 def import_(
     source: Annotated[Path, typer.Argument(help="A YAML notebook directory or a .db file.")],
     home: HomeOption = None,
+    fmt: ReportFormatOption = None,
 ) -> None:
     """Copy another notebook (YAML directory or SQLite file) into this one; all or nothing.
     The images and audio its moments refer to are copied from its media/ and checked, its
@@ -63,7 +75,7 @@ def import_(
             )
         finally:
             backend.close()
-    _report("imported", report)
+    _report("imported", report, fmt)
 
 
 def _copy(run: Callable[[Callable[[int], None]], CopyReport], total: int) -> CopyReport:
@@ -72,7 +84,8 @@ def _copy(run: Callable[[Callable[[int], None]], CopyReport], total: int) -> Cop
         return run(lambda done: bar.update(task, completed=done))
 
 
-def _report(verb: str, report: CopyReport) -> None:
+def _report(verb: str, report: CopyReport, fmt: OutputFormat | None) -> None:
+    """The summary on stderr; on stdout the target, or with --format the whole report."""
     stderr.print(
         f"{verb} {report.sessions} session(s) and {report.moments} moment(s) from "
         f"{report.source} to {report.target} ({report.skipped} identical record(s) skipped); "
@@ -88,4 +101,7 @@ def _report(verb: str, report: CopyReport) -> None:
         )
     for name in report.kept:
         stderr.print(f"kept this notebook's store item {name} (the other differs)", highlight=False)
-    print(report.target)
+    if fmt is None:
+        print(report.target)
+    else:
+        emit_fields(asdict(report), fmt)

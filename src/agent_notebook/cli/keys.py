@@ -18,7 +18,6 @@ from ..privacy.crypto import (
     read_key_file,
     write_key_file,
 )
-from ..privacy.rotation import rotate_key
 from .common import HomeOption, reporting_errors, stderr
 
 app = typer.Typer(
@@ -94,6 +93,8 @@ def rotate(
                 raise InvalidInput(f"key rotate: the environment variable {new_key_env} is empty")
             new_key = key_from_text(text, f"environment variable {new_key_env}")
             where = f"the key in {new_key_env} (as AGENT_NOTEBOOK_KEY or your key_env)"
+        from ..privacy.rotation import rotate_key  # loads LangGraph's store, to seal it
+
         report = rotate_key(root, new_key)
         typer.echo(
             f"sealed again under key {report.new_key_id} (was {report.old_key_id}): "

@@ -5,8 +5,6 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import TYPE_CHECKING, Annotated, Any
 
-import typer
-
 from ..privacy import permissions
 from .common import (
     FormatOption,
@@ -14,6 +12,7 @@ from .common import (
     OutputFormat,
     emit,
     fail,
+    flag,
     open_notebook,
     progress_bar,
     stderr,
@@ -44,9 +43,7 @@ def reindex(home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE) -> 
 
 FixOption = Annotated[
     bool,
-    typer.Option(
-        "--fix", help="Make what is open to other users owner-only again (dirs 0700, files 0600)."
-    ),
+    flag("--fix", "Make what is open to other users owner-only again (dirs 0700, files 0600)."),
 ]
 
 

@@ -14,6 +14,7 @@ from .common import (
     HomeOption,
     OutputFormat,
     emit,
+    flag,
     open_notebook,
     reporting_errors,
     stderr,
@@ -51,7 +52,7 @@ def forget(
     concept: Annotated[str, typer.Argument(help="The concept (a word or phrase) to forget.")],
     reason: Annotated[str, typer.Option(help="Why (kept in the audit log).")] = "",
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="List what would be removed; change nothing.")
+        bool, flag("--dry-run", "List what would be removed; change nothing.")
     ] = False,
     home: HomeOption = None,
     fmt: FormatOption = OutputFormat.TABLE,

@@ -18,8 +18,11 @@ from .common import (
     LimitOption,
     OffsetOption,
     OutputFormat,
+    ReportFormatOption,
     catch_up,
     emit,
+    emit_fields,
+    flag,
     open_notebook,
     parse_time,
     reporting_errors,
@@ -41,6 +44,13 @@ SESSION_COLUMNS = [
     ("status", lambda s: s.task_status.value),
     ("moments", lambda s: s.stats.moments),
     ("task", lambda s: short(s.task, 60)),
+]
+SLICE_COLUMNS = [
+    ("kind", lambda i: i.kind),
+    ("source", lambda i: i.source),
+    ("when", lambda i: when(i.when)),
+    ("who", lambda i: i.who),
+    ("text", lambda i: short(i.text)),
 ]
 MOMENT_COLUMNS = [
     ("id", lambda m: m.id),
@@ -94,11 +104,7 @@ def show(
         ("escalations", "\n".join(f"{e.id} → {e.to}: {e.why}" for e in found.escalations)),
         ("links", "\n".join(f"{k.relation}: {k.target}" for k in found.links)),
     ]
-    emit(
-        [{"field": k, "value": v} for k, v in fields],
-        fmt,
-        [("field", lambda r: r["field"]), ("value", lambda r: r["value"])],
-    )
+    emit_fields(dict(fields), fmt)
 
 
 def moments(
@@ -130,15 +136,11 @@ def search(
     mode: Annotated[
         SearchMode, typer.Option(help="hybrid (default), lexical or vector.")
     ] = SearchMode.HYBRID,
-    explain: Annotated[
-        bool, typer.Option("--explain", help="Show each signal's share of each result.")
-    ] = False,
+    explain: Annotated[bool, flag("--explain", "Show each signal's share of each result.")] = False,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="How many results.")] = 10,
     include_archive: Annotated[
         bool,
-        typer.Option(
-            "--include-archive", help="Search the cold archive too (by words); hits are tagged."
-        ),
+        flag("--include-archive", "Search the cold archive too (by words); hits are tagged."),
     ] = False,
     image: Annotated[
         Path | None,
@@ -245,11 +247,13 @@ def slice_(
     ] = 4000,
     audience: Annotated[str, typer.Option(help="Who the slice is for.")] = "guest",
     session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
-    as_yaml: Annotated[bool, typer.Option("--yaml", help="YAML instead of Markdown.")] = False,
+    as_yaml: Annotated[bool, flag("--yaml", "YAML instead of Markdown.")] = False,
+    fmt: ReportFormatOption = None,
 ) -> None:
     """Print a read-only, provenance-tagged slice of the notebook for a guest agent: the
     relevant moments with their neighbouring turns, each session's task, open pending items
-    and related decisions, within the token budget.
+    and related decisions, within the token budget. --format prints its items as a table,
+    or the whole slice as JSON, instead.
 
     Example: agent-notebook slice "train to Lyon" --budget 2000 --audience hermes
     """
@@ -262,7 +266,10 @@ def slice_(
             session=session,
             fmt="yaml" if as_yaml else "markdown",
         )
-    typer.echo(found.render(), nl=False)
+    if fmt is None:
+        typer.echo(found.render(), nl=False)
+    else:
+        emit(found if fmt is OutputFormat.JSON else found.items, fmt, SLICE_COLUMNS)
     stderr.print(f"{found.tokens} of {found.budget_tokens} tokens; {found.cut} matches left out")
 
 
@@ -273,8 +280,4 @@ def stats(home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE) -> No
     """
     with open_notebook(home) as nb:
         totals = nb.stats()
-    rows = [{"field": k, "value": v} for k, v in totals.model_dump(mode="json").items()]
-    if fmt is OutputFormat.JSON:
-        emit(totals, fmt)
-    else:
-        emit(rows, fmt, [("field", lambda r: r["field"]), ("value", lambda r: r["value"])])
+    emit_fields(totals.model_dump(mode="json"), fmt)

@@ -7,13 +7,13 @@ from typing import Annotated
 
 import typer
 
-from .common import HomeOption, reporting_errors, stderr
+from .common import HomeOption, flag, or_global, reporting_errors, stderr
 
 BackendOption = Annotated[
     str | None,
     typer.Option(
         envvar="AGENT_NOTEBOOK_BACKEND",
-        help="sqlite, yaml or a URL [default: backend in config.yaml, else sqlite].",
+        help="sqlite, yaml or a URL \\[default: backend in config.yaml, else sqlite].",
         show_default=False,
     ),
 ]
@@ -25,9 +25,10 @@ def serve(
         typer.Option(
             "--home",
             help="A notebook directory to serve; repeat it to serve several owners' notebooks "
-            "(each request's token picks one) [default: AGENT_NOTEBOOK_HOME, else "
+            "(each request's token picks one) \\[default: AGENT_NOTEBOOK_HOME, else "
             "~/.agent-notebook].",
             show_default=False,
+            callback=or_global,
         ),
     ] = None,
     host: Annotated[str, typer.Option(help="The address to listen on.")] = "127.0.0.1",
@@ -35,7 +36,7 @@ def serve(
     model: Annotated[
         str | None,
         typer.Option(
-            help="The default chat model, provider:model [default: chat.model in config.yaml, "
+            help="The default chat model, provider:model \\[default: chat.model in config.yaml, "
             "else AGENT_NOTEBOOK_MODEL]. 'fake:echo' is an offline test double.",
             show_default=False,
         ),
@@ -89,10 +90,7 @@ def serve(
 def mcp(
     home: HomeOption = None,
     guest: Annotated[
-        bool,
-        typer.Option(
-            "--guest", help="Only a guest's tools (slice, write_back), as a guest token gets."
-        ),
+        bool, flag("--guest", "Only a guest's tools (slice, write_back), as a guest token gets.")
     ] = False,
     backend: BackendOption = None,
 ) -> None:

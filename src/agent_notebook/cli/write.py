@@ -18,7 +18,9 @@ from .common import (
     FormatOption,
     HomeOption,
     OutputFormat,
+    ReportFormatOption,
     emit,
+    emit_fields,
     open_notebook,
     parse_json,
     progress_bar,
@@ -34,8 +36,10 @@ def init(
     backend: Annotated[
         str, typer.Option(help="sqlite (one file, the default) or yaml (the seed's layout).")
     ] = "sqlite",
+    fmt: ReportFormatOption = None,
 ) -> None:
-    """Create a notebook: an owner-only directory with config.yaml and its storage.
+    """Create a notebook: an owner-only directory with config.yaml and its storage. Prints
+    the directory (with --format, what was made).
 
     Example: agent-notebook init --home ~/notes/agent
     """
@@ -59,7 +63,11 @@ def init(
         f"{owner_token_path(root)} (send it as 'Authorization: Bearer <token>')",
         highlight=False,
     )
-    print(root)
+    if fmt is None:
+        print(root)
+        return
+    made = {"home": str(root), "storage": where, "owner_token": str(owner_token_path(root))}
+    emit_fields({**made, "owner_token_created": created}, fmt)
 
 
 def record(

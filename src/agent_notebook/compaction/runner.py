@@ -24,7 +24,7 @@ import signal
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from pydantic import BaseModel, Field
 
@@ -32,11 +32,13 @@ from ..config import CompactionSettings
 from ..errors import InvalidInput
 from ..model import ArchiveEntry, Moment, RollupLevel
 from ..storage import StorageBackend
-from ..summarize import Summarizer
 from ..tokens import TokenCounter
 from .archive import ColdArchive
 from .policy import LEVELS, Group, due_groups
 from .rollup import build_rollup
+
+if TYPE_CHECKING:
+    from ..summarize import Summarizer
 
 __all__ = ["CompactionReport", "Compactor", "DroppedItem", "Progress"]
 

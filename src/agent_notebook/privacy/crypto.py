@@ -25,21 +25,14 @@ import hmac
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
-
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM, AESSIV
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from typing import Final, Protocol
 
 from ..errors import InvalidInput, StorageError
-
-if TYPE_CHECKING:  # config imports the storage layer, which imports this module
-    from ..config import EncryptionSettings
 
 __all__ = [
     "MAGIC",
     "Cipher",
+    "KeySettings",
     "SealedBlobError",
     "WrongKey",
     "cipher_of",
@@ -143,8 +136,21 @@ def write_key_file(path: Path, key: bytes, home: Path | None = None) -> Path:
     return path
 
 
+class KeySettings(Protocol):
+    """Where the key comes from: ``privacy.encryption`` of ``config.yaml``
+    (:class:`~agent_notebook.config.EncryptionSettings`). A protocol, because the storage
+    layer below the config imports this module."""
+
+    @property
+    def enabled(self) -> bool: ...
+    @property
+    def key_env(self) -> str: ...
+    @property
+    def key_file(self) -> Path | None: ...
+
+
 def load_key(
-    settings: EncryptionSettings, home: Path | None, env: Mapping[str, str] | None = None
+    settings: KeySettings, home: Path | None, env: Mapping[str, str] | None = None
 ) -> tuple[bytes, str]:
     """The configured key and where it came from: ``key_env`` when that variable is set,
     else ``key_file``. Missing both is a clear :class:`InvalidInput`."""
@@ -164,7 +170,7 @@ def load_key(
 
 
 def load_cipher(
-    settings: EncryptionSettings, home: Path | None, env: Mapping[str, str] | None = None
+    settings: KeySettings, home: Path | None, env: Mapping[str, str] | None = None
 ) -> Cipher | None:
     """The notebook's cipher, or None when encryption is off."""
     if not settings.enabled:
@@ -187,7 +193,14 @@ def sealed_key_id(blob: bytes) -> bytes | None:
     return blob[len(MAGIC) : len(MAGIC) + KEY_ID_BYTES]
 
 
+# ``cryptography`` loads with the first key used: the storage layer imports this module for
+# sealed_key_id, and a notebook without encryption never needs it.
+
+
 def _derive(key: bytes, purpose: bytes, length: int = 32) -> bytes:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     return HKDF(hashes.SHA256(), length, salt=None, info=b"agent-notebook " + purpose).derive(key)
 
 
@@ -195,6 +208,8 @@ class _Keyring:
     """What one key gives: its AES-GCM, token and name keys."""
 
     def __init__(self, key: bytes) -> None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM, AESSIV
+
         self.id = key_id(key)
         self.aead = AESGCM(key)
         self.token_key = _derive(key, b"lexical tokens")
@@ -228,6 +243,8 @@ class Cipher:
         return MAGIC + self._primary.id + nonce + sealed
 
     def decrypt(self, blob: bytes, aad: bytes, where: str = "a stored blob") -> bytes:
+        from cryptography.exceptions import InvalidTag
+
         kid = sealed_key_id(blob)
         if kid is None:
             raise SealedBlobError(f"{where} is not encrypted, or is truncated")
@@ -287,6 +304,8 @@ class Cipher:
 
     def open_name(self, stored: str) -> str:
         """The name :meth:`seal_name` sealed (a name stored in plain text passes through)."""
+        from cryptography.exceptions import InvalidTag
+
         if not stored.startswith("~") or ":" not in stored:
             return stored
         kid_hex, _, body = stored[1:].partition(":")

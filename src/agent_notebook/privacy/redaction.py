@@ -41,7 +41,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
@@ -66,13 +66,17 @@ from ..storage.langgraph_store import NotebookStore
 from ..storage.sqlite.backend import database_file, vacuum
 
 if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.store.base import BaseStore
 
     from ..compaction import ColdArchive
-    from ..notebook import Notebook
+    from ..config import ChatSettings, NotebookConfig
+    from ..media.store import MediaStore
+    from ..search.semantic import SemanticIndex
+    from ..storage import StorageBackend
 
-__all__ = ["MIN_WORDS", "RUN_WORDS", "ForgetReport", "Redaction", "Scrubber"]
+__all__ = ["MIN_WORDS", "RUN_WORDS", "ForgetReport", "Redactable", "Redaction", "Scrubber"]
 
 #: A sentence of this many words or more is removed wherever it appears verbatim.
 MIN_WORDS: Final = 4
@@ -85,6 +89,27 @@ CUT_SPEAKER: Final = "session-notebook"
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 _WORD = re.compile(r"\w+")
 log = logging.getLogger(__name__)
+
+
+class Redactable(Protocol):
+    """The parts of a notebook a redaction reaches: :class:`~agent_notebook.Notebook`, which
+    imports this module (so a protocol), passes itself. ``_semantic`` is the vector index
+    only when already loaded, and ``_cold_archive`` the archive the facade keeps open."""
+
+    backend: StorageBackend
+    home: Path | None
+    config: NotebookConfig
+    _semantic: SemanticIndex | None
+
+    @property
+    def semantic(self) -> SemanticIndex | None: ...
+    @property
+    def archive_dir(self) -> Path | None: ...
+    @property
+    def store(self) -> BaseStore: ...
+    def media_store(self) -> MediaStore: ...
+    def checkpointer_for(self, chat: ChatSettings) -> BaseCheckpointSaver[Any]: ...
+    def _cold_archive(self, archive_dir: Path | None = ...) -> ColdArchive: ...
 
 
 class ForgetReport(BaseModel):
@@ -275,7 +300,7 @@ class _Plan:
 class Redaction:
     """One redact or forget over a notebook; see the module docstring."""
 
-    def __init__(self, nb: Notebook, reason: str, who: str) -> None:
+    def __init__(self, nb: Redactable, reason: str, who: str) -> None:
         self.nb = nb
         self.backend = nb.backend
         self.who = who

@@ -15,8 +15,7 @@ import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
-
-import snowballstemmer
+from typing import Any
 
 FTS5_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -32,8 +31,15 @@ def tokenize(text: str) -> list[str]:
     return _WORD.findall(stripped)
 
 
-_PORTER = snowballstemmer.stemmer("porter")
 _PORTER_LOCK = threading.Lock()  # a stemmer object keeps its word in itself
+
+
+@functools.cache
+def _porter() -> Any:
+    # Loaded on the first word stemmed: snowballstemmer loads every language it has.
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("porter")
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -43,7 +49,7 @@ def stem(word: str) -> str:
     if not 3 <= len(word) <= 64:
         return word
     with _PORTER_LOCK:
-        return str(_PORTER.stemWord(word))
+        return str(_porter().stemWord(word))
 
 
 def terms(text: str) -> list[str]:

@@ -17,8 +17,8 @@ from langchain_core.runnables import RunnableConfig
 from ..errors import Conflict, InvalidInput, NotebookError, NotFound
 from ..graph import ContextBuilder, ModelResolver, build_chat_graph
 from ..graph.context import BuiltContext
-from ..model import SESSION_ID_RE
-from ..notebook import THREADS_NAMESPACE, Notebook
+from ..model import SESSION_ID_RE, THREADS_NAMESPACE
+from ..notebook import Notebook
 from ..session.session_notebook import KEY, NAMESPACE_ROOT
 from ..summarize import strip_think
 from .errors import ModelFailed

@@ -17,7 +17,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from langgraph.store.base import BaseStore
 from pydantic import BaseModel, Field
@@ -32,12 +32,14 @@ from ..config import (
 from ..enrich import identifiers
 from ..errors import Conflict, InvalidId, InvalidInput, NotFound
 from ..model import UtcTime, normalize_concept, now_utc
-from ..notebook import Notebook
 from ..stores import write_lock
 from ..tokens import DEFAULT_COUNTER, TokenCounter
 from . import budget, quotes, sections
 from .activity import ActivityMark, count_activity, mark_after
 from .updaters.base import MessageLike, NotebookUpdater, UpdateFailed, as_messages
+
+if TYPE_CHECKING:
+    from ..model import Moment, Session
 
 NAMESPACE_ROOT: Final = "session"
 KEY: Final = "notebook"
@@ -54,6 +56,7 @@ __all__ = [
     "DEFAULT_MAX_TOTAL_TOKENS",
     "DEFAULT_MESSAGE_THRESHOLD",
     "DEFAULT_TOOL_CALL_THRESHOLD",
+    "LongTermNotebook",
     "SessionBudgets",
     "SessionNotebook",
     "SessionNotebookSync",
@@ -64,6 +67,19 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+
+
+class LongTermNotebook(Protocol):
+    """What a session notebook needs of the long-term notebook it condenses into (a
+    :class:`~agent_notebook.Notebook`, which imports this module, so a protocol)."""
+
+    def record(self, session_id: str, text: str = ..., **fields: Any) -> Moment: ...
+    def thread_session(self, thread_id: str) -> str: ...
+    def get_session(self, session_id: str) -> Session: ...
+    def moments(
+        self, session_id: str | None = ..., offset: int = ..., limit: int | None = ...
+    ) -> list[Moment]: ...
+    def get_moment(self, moment_id: str) -> Moment: ...
 
 
 class UpdateFailure(BaseModel):
@@ -127,7 +143,7 @@ class SessionNotebookSync:
         store: BaseStore,
         thread_id: str,
         *,
-        notebook: Notebook | None = None,
+        notebook: LongTermNotebook | None = None,
         budgets: SessionBudgets | None = None,
         token_counter: TokenCounter = DEFAULT_COUNTER,
     ) -> None:
@@ -466,7 +482,7 @@ class SessionNotebook:
         store: BaseStore,
         thread_id: str,
         *,
-        notebook: Notebook | None = None,
+        notebook: LongTermNotebook | None = None,
         budgets: SessionBudgets | None = None,
         token_counter: TokenCounter = DEFAULT_COUNTER,
     ) -> None:
