@@ -134,9 +134,10 @@ def test_default_embeddings_are_the_offline_model() -> None:
 
 
 def test_documents_carry_ids_and_provenance(nb: Notebook) -> None:
-    docs = NotebookRetriever(notebook=nb, k=2).invoke("TGV seat 42")
+    # min_score=0: the second hit is a weak match, which the default cut-off leaves out
+    docs = NotebookRetriever(notebook=nb, k=2, min_score=0).invoke("TGV seat 42")
     assert len(docs) == 2 and all(isinstance(d, Document) for d in docs)
-    hits = nb.search("TGV seat 42", limit=2)
+    hits = nb.search("TGV seat 42", limit=2, min_score=0)
     for doc, hit in zip(docs, hits, strict=True):
         moment = hit.moment
         assert doc.id == moment.id and doc.page_content == moment.content.text
@@ -156,7 +157,8 @@ def test_documents_carry_ids_and_provenance(nb: Notebook) -> None:
 
 def test_filters_are_fields_and_can_be_given_per_call(nb: Notebook) -> None:
     bobs = NotebookRetriever(notebook=nb, k=10, speaker="bob").invoke("Lyon")
-    assert {d.metadata["speaker"] for d in bobs} == {"Bob"} and len(bobs) == 2
+    # Bob's other moment (the station, by car) is no match for "Lyon": the cut-off drops it
+    assert [d.metadata["speaker"] for d in bobs] == ["Bob"] and "Lyon" in bobs[0].page_content
     retriever = NotebookRetriever(notebook=nb, k=10)
     assert {d.metadata["speaker"] for d in retriever.invoke("Lyon", speaker="ana")} == {"Ana"}
     other = nb.start_session("Elsewhere")
@@ -248,7 +250,7 @@ def test_each_tool_through_langchains_tool_api(nb: Notebook) -> None:
     assert nb.get_session(recorded["session"]).task == "Carla"
 
     found = json.loads(_call(tools["search"], {"query": "TGV seat", "limit": 3}).content)  # type: ignore[arg-type]
-    assert len(found) == 3 and "TGV" in found[0]["text"]
+    assert len(found) == 1 and "TGV" in found[0]["text"]  # the others are weak matches
     assert found[0].keys() == {"id", "session", "when", "speaker", "text", "score"}
 
     briefing = _call(tools["slice"], {"query": "Lyon hotel", "budget_tokens": 400}).content

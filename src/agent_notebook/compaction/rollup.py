@@ -27,7 +27,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ..config import CompactionSettings
 from ..enrich import enrich, exact_identifiers, identifiers
@@ -39,8 +39,10 @@ from ..model import (
     Rollup,
     RollupLevel,
 )
-from ..summarize import ExtractiveSummarizer, Summarizer
 from ..tokens import TokenCounter
+
+if TYPE_CHECKING:  # summarize loads LangChain: a command that never compacts needs none
+    from ..summarize import ExtractiveSummarizer, Summarizer
 
 __all__ = [
     "INDEX_PREFIX",
@@ -192,6 +194,8 @@ def build_rollup(
     items = _salient_items(original_texts)
     index_room = min(round(budget * INDEX_SHARE), counter.count(_index_line(items)))
     room = max(1, budget - index_room)
+    from ..summarize import ExtractiveSummarizer
+
     if isinstance(summarizer, ExtractiveSummarizer):
         body, spent = _extract(under, whole, summarizer, room, counter)
     else:

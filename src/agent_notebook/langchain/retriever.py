@@ -43,6 +43,9 @@ class SearchFilters(BaseModel):
     """Moment ids to pass over (say, those already in the conversation)."""
     include_archive: bool = False
     """Search the cold archive too (by words)."""
+    min_score: float | None = None
+    """Leave out hits less relevant than this (0 keeps every match; None: the notebook's
+    ``search.min_score``)."""
 
 
 class NotebookRetriever(BaseRetriever, SearchFilters):
@@ -94,6 +97,7 @@ class NotebookRetriever(BaseRetriever, SearchFilters):
             exclude=where.exclude,
             mode=where.mode,
             include_archive=where.include_archive,
+            min_score=where.min_score,
         )
         return [document_of(hit) for hit in hits]
 
