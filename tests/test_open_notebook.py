@@ -67,7 +67,7 @@ def build_open_notebook(conn: sqlite3.Connection, model: BaseChatModel) -> Any:
 
     def call_model_with_messages(state: ThreadState, config: RunnableConfig) -> dict[str, Any]:
         system_prompt = SYSTEM.render(data=state)
-        payload = [SystemMessage(content=system_prompt)] + state.get("messages", [])
+        payload = [SystemMessage(content=system_prompt)] + state.get("messages", [])  # noqa: RUF005 - the seed's line
         ai_message = model.invoke(payload)
         cleaned_content = re.sub(r"<think>.*?</think>", "", str(ai_message.content), flags=re.S)
         cleaned_message = ai_message.model_copy(update={"content": cleaned_content.strip()})
@@ -121,7 +121,7 @@ def nb(tmp_path: Path) -> Iterator[Notebook]:
 class Recording(FakeListChatModel):
     """A fake chat model that keeps what it was given."""
 
-    seen: list[list[BaseMessage]] = []
+    seen: list[list[BaseMessage]] = []  # noqa: RUF012 - a pydantic field, copied per instance
 
     def _call(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> str:
         self.seen.append(list(messages))
@@ -209,7 +209,11 @@ def test_an_imported_thread_comes_back_whole_and_a_reimport_takes_what_it_gained
     open_notebook_turns(conn, TRIP, 30, 5)
     conn.close()
     again = {r.thread: r for r in import_checkpoints(nb, on_file)}
-    assert (again[TRIP].messages, again[TRIP].session, again[TRIP].skipped) == (10, session_id, None)
+    assert (again[TRIP].messages, again[TRIP].session, again[TRIP].skipped) == (
+        10,
+        session_id,
+        None,
+    )
     assert again["on-other"].skipped == NOTHING_NEW
     assert len(nb.moments(session_id)) == 72
     grown = graph.get_state(config()).values["messages"]
@@ -257,10 +261,10 @@ def test_a_failed_turn_changes_no_checkpoint(
     before = checkpoint_rows(on_file, TRIP)
     line = {"messages": [HumanMessage("Book the taxi")]}
     for graph in failing:
-        with pytest.raises(Exception, match="provider is down|no_such_variable"):
+        with pytest.raises(Exception, match=r"provider is down|no_such_variable"):
             graph.invoke(line, config())
         assert checkpoint_rows(on_file, TRIP) == before
-        with pytest.raises(Exception, match="provider is down|no_such_variable"):
+        with pytest.raises(Exception, match=r"provider is down|no_such_variable"):
             asyncio.run(graph.ainvoke(line, config()))
         assert checkpoint_rows(on_file, TRIP) == before
     assert nb.backend.count_moments() == 0  # nor did it record a moment
@@ -295,4 +299,3 @@ def test_the_prompt_renders_any_notebook_shape(nb: Notebook) -> None:
     assert "name: Plain dict" in model.seen[0][0].text
     assert "name: A model" in model.seen[1][0].text
     assert "just a title" in model.seen[2][0].text
-

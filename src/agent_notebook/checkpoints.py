@@ -177,9 +177,9 @@ def _append_live(
     latest = saver.get_tuple(config)
     checkpoint = copy_checkpoint(latest.checkpoint) if latest else empty_checkpoint()
     values = checkpoint["channel_values"]
-    current: list[BaseMessage] = list(values.get("messages") or [])
+    current: list[Any] = list(values.get("messages") or [])
     have = {m.id for m in current}
-    fresh = [m for m in messages if m.id not in have]
+    fresh: list[Any] = [m for m in messages if m.id not in have]
     update = {k: v for k, v in carried.items() if values.get(k) != v}
     if fresh:
         update |= {"messages": add_messages(current, fresh), "recorded_through": messages[-1].id}

@@ -105,7 +105,7 @@ def build_chat_graph(
         """The turn's model input (system prompt and messages) and the model to answer it."""
         thread_id = thread_id_of(config)
         session_id = notebook.thread_session(thread_id)
-        messages = list(state.get("messages") or [])
+        messages: list[BaseMessage] = list(state.get("messages") or [])
         recorded = mark_after(messages, ActivityMark(message_id=state.get("recorded_through")))
         notes = notebook.session_notebook(thread_id).sync
         condensed = state.get("condensed_history") or ""
@@ -130,7 +130,7 @@ def build_chat_graph(
             built_context=built.render(),
         )
         payload: list[BaseMessage] = [SystemMessage(content=system_prompt), *messages]
-        unrecorded = list((state.get("messages") or [])[recorded:])
+        unrecorded: list[BaseMessage] = list((state.get("messages") or [])[recorded:])
         turn = Turn(thread_id, session_id, messages, unrecorded, payload, fitted)
         return turn, resolver.resolve(state.get("model_override"))
 

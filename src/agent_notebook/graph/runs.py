@@ -60,7 +60,7 @@ class ChatGraph(CompiledStateGraph[Any, Any, Any, Any]):
         with saver.turn(thread):
             yield from super().stream(input, config, **kwargs)
 
-    async def astream(  # type: ignore[override]
+    async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         turn = self._turn_of(config)
