@@ -183,11 +183,14 @@ def test_a_chat_on_an_imported_thread_goes_on_in_its_session(
     report = data(cli(home, "import-checkpoints", str(checkpoints), "-f", "json"))
     result = cli(home, "chat", "--thread", "t-1", "--model", "fake:echo", stdin=b"and back?\n")
     assert result.returncode == 0, result.stderr.decode()
+    assert "resuming thread t-1: 4 message(s)" in result.stderr.decode()
     assert f"is session {report[0]['session']}" in result.stderr.decode()
     moments = data(cli(home, "moments", report[0]["session"], "-f", "json"))
-    assert [m["content"]["text"] for m in moments[-2:]] == [
+    assert [m["content"]["text"] for m in moments[2:]] == [  # the thread came back whole
+        "Window seat please",
+        "Noted: Window seat please",
         "and back?",
-        "echo: and back? (messages: 1)",
+        "echo: and back? (messages: 5)",
     ]
 
 

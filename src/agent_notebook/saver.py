@@ -12,13 +12,20 @@ and the async API, with the conformance suite's extended capabilities.
   loop's own thread, and the CLI's graph runs sync.)
 * ``delete_thread``, ``copy_thread``, ``prune`` and ``delete_for_runs`` are a few SQL
   statements each.
+* :meth:`NotebookSaver.turn` makes one run on a thread all or nothing: when it raises, the
+  checkpoints and writes it added are deleted again, so a failed chat turn leaves the
+  thread's checkpoints exactly as they were (and pruning waits for the turn to succeed).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Mapping, Sequence
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -34,14 +41,31 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from .errors import InvalidInput, NotFound
 
-__all__ = ["CheckpointPruned", "NotebookSaver"]
+__all__ = ["CheckpointPruned", "NotebookSaver", "TurnMark"]
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 _TABLES = ("checkpoints", "writes")
+#: The writes pending on the newest checkpoint of each namespace of a thread.
+_NEWEST_WRITES = (
+    "SELECT w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx FROM writes AS w "
+    "WHERE w.thread_id = ? AND w.checkpoint_id = (SELECT MAX(c.checkpoint_id) "
+    "FROM checkpoints AS c WHERE c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns)"
+)
 
 
 class CheckpointPruned(NotFound):
     """A checkpoint id older than the ones a pruning checkpointer keeps."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnMark:
+    """A thread's checkpoints before a turn: the newest checkpoint id (of any namespace) and
+    the writes then pending on the newest checkpoint of each namespace (a resumed run adds
+    its writes there)."""
+
+    thread_id: str
+    newest: str | None
+    writes: frozenset[tuple[str, str, str, int]]  # (namespace, checkpoint id, task id, idx)
 
 
 class NotebookSaver(SqliteSaver):
@@ -53,6 +77,78 @@ class NotebookSaver(SqliteSaver):
         if keep is not None and keep < 1:
             raise InvalidInput(f"keep must be at least 1 checkpoint, not {keep}")
         self.keep = keep
+        self._in_turn: Counter[str] = Counter()  # thread id -> turns running on it
+        self._turns_lock = threading.Lock()
+
+    # -- a turn all or nothing ----------------------------------------------------------------
+
+    @contextmanager
+    def turn(self, thread_id: str) -> Iterator[TurnMark]:
+        """Run one turn on ``thread_id`` inside: when the block raises, the checkpoints and
+        writes added since it began are deleted (then the exception goes on); pruning waits
+        until the block ends without error. One turn at a time per thread: a concurrent
+        run on the same thread that began later would be rolled back with this one."""
+        mark = self.begin_turn(thread_id)
+        try:
+            yield mark
+        except GeneratorExit:  # a consumer stopped streaming: LangGraph's own semantics
+            self.end_turn(mark, failed=False)
+            raise
+        except BaseException:
+            self.end_turn(mark, failed=True)
+            raise
+        self.end_turn(mark, failed=False)
+
+    def begin_turn(self, thread_id: str) -> TurnMark:
+        """The mark :meth:`end_turn` rolls back to; pruning of the thread waits till then."""
+        mark = self.mark(str(thread_id))
+        with self._turns_lock:
+            self._in_turn[mark.thread_id] += 1
+        return mark
+
+    def end_turn(self, mark: TurnMark, *, failed: bool) -> None:
+        """A failed turn's checkpoints are rolled back; a good one's thread is pruned (when
+        this saver prunes)."""
+        with self._turns_lock:
+            self._in_turn[mark.thread_id] -= 1
+            if not self._in_turn[mark.thread_id]:
+                del self._in_turn[mark.thread_id]
+        if failed:
+            self.rollback(mark)
+        elif self.keep is not None:
+            self._prune_thread(mark.thread_id)
+
+    def mark(self, thread_id: str) -> TurnMark:
+        """Where ``thread_id``'s checkpoints stand now (see :meth:`rollback`)."""
+        with self.cursor(transaction=False) as cur:
+            (newest,) = cur.execute(
+                "SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+            writes = cur.execute(_NEWEST_WRITES, (thread_id,)).fetchall()
+        return TurnMark(thread_id, newest, frozenset(map(tuple, writes)))
+
+    def rollback(self, mark: TurnMark) -> None:
+        """Delete what was added to the thread since ``mark``: newer checkpoints (LangGraph's
+        ids grow with time) with their writes, and new writes on the checkpoints then newest."""
+        newest = mark.newest or ""
+        with self.cursor() as cur:
+            for table in _TABLES:
+                cur.execute(
+                    f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_id > ?",
+                    (mark.thread_id, newest),
+                )
+            if mark.newest is None:
+                return
+            added = [
+                row
+                for row in cur.execute(_NEWEST_WRITES, (mark.thread_id,)).fetchall()
+                if tuple(row) not in mark.writes
+            ]
+            cur.executemany(
+                "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? "
+                "AND checkpoint_id = ? AND task_id = ? AND idx = ?",
+                [(mark.thread_id, *row) for row in added],
+            )
 
     # -- sync: pruning and the clear error for a pruned id ------------------------------------
 
@@ -64,18 +160,36 @@ class NotebookSaver(SqliteSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         saved = super().put(config, checkpoint, metadata, new_versions)
-        if self.keep is not None:
-            where = saved["configurable"]
-            with self.cursor() as cur:
+        thread = str(saved["configurable"]["thread_id"])
+        if self.keep is not None and thread not in self._in_turn:
+            self._prune_thread(thread, saved["configurable"]["checkpoint_ns"])
+        return saved
+
+    def _prune_thread(self, thread: str, namespace: str | None = None) -> None:
+        """Keep only the latest ``keep`` checkpoints of ``thread`` in ``namespace`` (every
+        namespace when None)."""
+        assert self.keep is not None
+        with self.cursor() as cur:
+            namespaces = (
+                [namespace]
+                if namespace is not None
+                else [
+                    row[0]
+                    for row in cur.execute(
+                        "SELECT DISTINCT checkpoint_ns FROM checkpoints WHERE thread_id = ?",
+                        (thread,),
+                    )
+                ]
+            )
+            for ns in namespaces:
                 for table in _TABLES:
                     cur.execute(
                         f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ? "
                         "AND checkpoint_id NOT IN (SELECT checkpoint_id FROM checkpoints "
                         "WHERE thread_id = ? AND checkpoint_ns = ? "
                         "ORDER BY checkpoint_id DESC LIMIT ?)",
-                        (str(where["thread_id"]), where["checkpoint_ns"]) * 2 + (self.keep,),
+                        (thread, ns) * 2 + (self.keep,),
                     )
-        return saved
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         found = super().get_tuple(config)

@@ -165,8 +165,9 @@ def import_checkpoints(
     """Import every thread of a LangGraph checkpoint database as a session with its moments.
 
     Each thread's latest messages become moments (message ids as source ids) of a session
-    linked to thread:<id>, which later chats on that thread go on in. Threads the notebook
-    already has are skipped, so importing again changes nothing.
+    linked to thread:<id>, and the thread's state, so `chat --thread <id>` goes on with its
+    messages (the newest within chat.live_budget_tokens, the rest condensed). Importing
+    again takes only what a thread gained since; a thread with nothing new is skipped.
 
     Example: agent-notebook import-checkpoints data/sqlite-db/checkpoints.sqlite --format json
     """

@@ -8,6 +8,11 @@ notebook's update to :meth:`Notebook.after_turn` when ``should_update`` says so,
 the live messages pass their budget, moves the oldest out of the state (never splitting tool
 calls from their results) into the condensed history. One node keeps a turn to two checkpoint writes (input, answer).
 
+The live messages are fitted to the budget before the model sees them too: a thread that
+comes in bigger than its budget (an imported one, or a smaller ``live_budget_tokens``) is
+cut down to its newest messages, the rest condensed, on its first turn. A run that raises
+changes no checkpoint (:class:`~agent_notebook.graph.runs.ChatGraph`).
+
 The node runs sync under ``invoke``/``stream`` and async under ``ainvoke``/``astream``/
 ``astream_events``: then the model is awaited (``ainvoke``) and the notebook's blocking work
 runs on a worker thread, off the event loop.
@@ -31,7 +36,6 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 
 from ..config import ChatSettings
 from ..errors import InvalidInput
@@ -40,10 +44,11 @@ from ..notebook import Notebook
 from ..session.activity import ActivityMark, mark_after
 from ..session.updaters import DeterministicUpdater, LlmUpdater, NotebookUpdater
 from ..summarize import ExtractiveSummarizer, LlmSummarizer, Summarizer, messages_as_texts
-from .compaction import plan_compaction, removals
+from .compaction import CompactionPlan, plan_compaction, removals
 from .context import ContextBuilder
 from .models import ModelResolver
 from .prompts import Prompter
+from .runs import ChatGraph
 from .state import ThreadState
 from .thinking import strip_think_blocks
 
@@ -52,12 +57,16 @@ __all__ = ["build_chat_graph", "thread_id_of"]
 
 @dataclass(frozen=True)
 class Turn:
-    """One turn on its way to the model: its thread, session, messages and model input."""
+    """One turn on its way to the model: its thread, session, live messages (within the
+    budget), the messages not yet recorded as moments, and the model input. ``fitted``:
+    what was cut from the live messages before the call, with the condensed history then."""
 
     thread_id: str
     session_id: str
     messages: list[BaseMessage]
+    unrecorded: list[BaseMessage]
     payload: list[BaseMessage]
+    fitted: tuple[CompactionPlan, str] | None = None
 
 
 def thread_id_of(config: RunnableConfig) -> str:
@@ -78,7 +87,7 @@ def build_chat_graph(
     models: Mapping[str, BaseChatModel] | None = None,
     prompts_dir: Path | None = None,
     settings: ChatSettings | None = None,
-) -> CompiledStateGraph[Any, Any, Any, Any]:
+) -> ChatGraph:
     """The chat graph over ``notebook``, checkpointed by ``checkpointer`` (default: the
     notebook's :attr:`~Notebook.checkpointer`, LangGraph's ``SqliteSaver`` on its own file,
     sync and async, keeping every checkpoint unless ``chat.keep_checkpoints`` says otherwise).
@@ -96,24 +105,33 @@ def build_chat_graph(
         """The turn's model input (system prompt and messages) and the model to answer it."""
         thread_id = thread_id_of(config)
         session_id = notebook.thread_session(thread_id)
-        messages = state.get("messages") or []
+        messages: list[BaseMessage] = list(state.get("messages") or [])
+        recorded = mark_after(messages, ActivityMark(message_id=state.get("recorded_through")))
+        notes = notebook.session_notebook(thread_id).sync
+        condensed = state.get("condensed_history") or ""
+        fitted = compacted(messages, condensed, notes.render_for_compaction())
+        if fitted is not None:
+            messages, condensed = fitted[0].keep, fitted[1]
         built = context_builder.build(
             message=_latest_human_text(messages),
             session_id=session_id,
-            session_notebook=notebook.session_notebook(thread_id).sync.render_for_compaction(),
-            condensed_history=state.get("condensed_history") or "",
+            session_notebook=notes.render_for_compaction(),
+            condensed_history=condensed,
             context_config=state.get("context_config"),
         )
         session = notebook.get_session(session_id)
+        ours = {"session_id": session_id, "task": session.task}
         system_prompt = prompter.render(
             "chat/system",
             state=state,
-            notebook=state.get("notebook") or {"session_id": session_id, "task": session.task},
+            session=ours,
+            notebook=state.get("notebook") or ours,  # the seed's field, in any shape
             context=state.get("context"),
             built_context=built.render(),
         )
         payload: list[BaseMessage] = [SystemMessage(content=system_prompt), *messages]
-        turn = Turn(thread_id, session_id, list(messages), payload)
+        unrecorded: list[BaseMessage] = list((state.get("messages") or [])[recorded:])
+        turn = Turn(thread_id, session_id, messages, unrecorded, payload, fitted)
         return turn, resolver.resolve(state.get("model_override"))
 
     def answered(state: ThreadState, turn: Turn, ai_message: BaseMessage) -> dict[str, Any]:
@@ -124,7 +142,7 @@ def build_chat_graph(
                 "id": ai_message.id or str(uuid.uuid4()),
             }
         )
-        return remember(state, turn.thread_id, turn.session_id, [*turn.messages, cleaned_message])
+        return remember(state, turn, cleaned_message)
 
     def call_model_with_messages(state: ThreadState, config: RunnableConfig) -> dict[str, Any]:
         turn, chat_model = prompt_for(state, config)
@@ -146,30 +164,43 @@ def build_chat_graph(
         LlmSummarizer(resolver.resolve()) if chat.summarizer == "llm" else ExtractiveSummarizer()
     )
 
-    def remember(
-        state: ThreadState, thread_id: str, session_id: str, messages: list[BaseMessage]
-    ) -> dict[str, Any]:
-        """The state update of a turn whose messages (the answer last) are ``messages``."""
-        start = mark_after(messages, ActivityMark(message_id=state.get("recorded_through")))
-        notebook.record_many(session_id, kept(drafts_for(messages[start:])))  # the raw log first
-        notes = notebook.session_notebook(thread_id).sync
+    def compacted(
+        messages: list[BaseMessage], previous: str, guidance: str
+    ) -> tuple[CompactionPlan, str] | None:
+        """The plan that fits ``messages`` to the live budget and the condensed history
+        with what it removes; None when they fit (or nothing can go)."""
+        plan = plan_compaction(messages, chat.live_budget_tokens)
+        if plan is None or not plan.remove:
+            return None
+        condensed = summarizer.summarize(
+            messages_as_texts(plan.remove),
+            previous=previous,
+            guidance=guidance,
+            max_tokens=chat.condensed_history_tokens,
+        )
+        return plan, condensed
+
+    def remember(state: ThreadState, turn: Turn, answer: BaseMessage) -> dict[str, Any]:
+        """The state update of ``turn`` answered by ``answer``."""
+        messages = [*turn.messages, answer]
+        notebook.record_many(turn.session_id, kept(drafts_for([*turn.unrecorded, answer])))
+        notes = notebook.session_notebook(turn.thread_id).sync
         if notes.should_update(messages):  # derived data: updated after the turn
             notebook.after_turn(lambda: notes.update_from(messages, updater))
         update: dict[str, Any] = {
-            "messages": [messages[-1]],
-            "recorded_through": messages[-1].id,
+            "messages": [answer],
+            "recorded_through": answer.id,
             "model_override": None,  # an override is for its own request only
         }
-        plan = plan_compaction(messages, chat.live_budget_tokens)
-        if plan is not None and plan.remove:
-            condensed = summarizer.summarize(
-                messages_as_texts(plan.remove),
-                previous=state.get("condensed_history") or "",
-                guidance=notes.render_for_compaction(),
-                max_tokens=chat.condensed_history_tokens,
-            )
-            notebook.update_session(session_id, condensed_history=condensed)
-            update |= {"messages": [*removals(plan), messages[-1]], "condensed_history": condensed}
+        cuts = [turn.fitted] if turn.fitted is not None else []
+        previous = turn.fitted[1] if turn.fitted else state.get("condensed_history") or ""
+        if (after := compacted(messages, previous, notes.render_for_compaction())) is not None:
+            cuts.append(after)
+        if cuts:
+            condensed = cuts[-1][1]
+            notebook.update_session(turn.session_id, condensed_history=condensed)
+            gone = [marker for plan, _ in cuts for marker in removals(plan)]
+            update |= {"messages": [*gone, answer], "condensed_history": condensed}
         return update
 
     graph = StateGraph(ThreadState)
@@ -178,7 +209,7 @@ def build_chat_graph(
     )
     graph.add_edge(START, "agent")
     graph.add_edge("agent", END)
-    return graph.compile(checkpointer=checkpointer or notebook.checkpointer_for(chat))
+    return ChatGraph.of(graph.compile(checkpointer=checkpointer or notebook.checkpointer_for(chat)))
 
 
 def _latest_human_text(messages: Sequence[BaseMessage]) -> str:

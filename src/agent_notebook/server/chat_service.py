@@ -141,7 +141,7 @@ class ChatService:
             raw, sent = "", ""
             final: dict[str, Any] = {}
             try:
-                parts: AsyncIterator[tuple[str, Any]] = self.graph.astream(  # type: ignore[assignment]
+                parts: AsyncIterator[tuple[str, Any]] = self.graph.astream(
                     data, _config(thread_id), stream_mode=["messages", "values"]
                 )
                 async for mode, chunk in parts:

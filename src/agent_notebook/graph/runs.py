@@ -1,0 +1,82 @@
+"""The compiled chat graph, whose runs are all or nothing on the notebook's checkpointer.
+
+A turn that raises (the model failed, the prompt did not render, the notebook refused a
+moment) would otherwise leave LangGraph's input checkpoint and its error write behind, and a
+pruning checkpointer would have pruned the thread's older checkpoints for it. Here every
+run on a thread goes through :meth:`NotebookSaver.turn`: a failed run's checkpoints are
+rolled back, so the thread's checkpoints are exactly as before it, and pruning waits for a
+run that succeeded. ``invoke``/``batch`` go through :meth:`stream`, ``ainvoke`` and
+``astream_events`` (v1, v2) through :meth:`astream`. Other checkpointers run as LangGraph
+runs them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import merge_configs
+from langgraph.graph.state import CompiledStateGraph
+
+from ..saver import NotebookSaver
+
+__all__ = ["ChatGraph"]
+
+
+class ChatGraph(CompiledStateGraph[Any, Any, Any, Any]):
+    """A ``CompiledStateGraph`` whose failed runs change no checkpoint (see the module)."""
+
+    @classmethod
+    def of(cls, compiled: CompiledStateGraph[Any, Any, Any, Any]) -> ChatGraph:
+        # As Pregel.copy makes a copy: the same attributes, another class.
+        return cls(**{k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"})
+
+    def _turn_of(self, config: RunnableConfig | None) -> tuple[NotebookSaver, str] | None:
+        """The saver and thread of a top-level run on a :class:`NotebookSaver`, else None."""
+        if not isinstance(self.checkpointer, NotebookSaver):
+            return None
+        configurable = merge_configs(self.config, config).get("configurable") or {}
+        thread = configurable.get("thread_id")
+        if thread is None or configurable.get("checkpoint_ns"):  # none, or run as a subgraph
+            return None
+        return self.checkpointer, str(thread)
+
+    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        turn = self._turn_of(config)
+        if turn is None:
+            return super().stream(input, config, **kwargs)
+        return self._stream_turn(turn, input, config, kwargs)
+
+    def _stream_turn(
+        self,
+        turn: tuple[NotebookSaver, str],
+        input: Any,
+        config: RunnableConfig | None,
+        kwargs: dict[str, Any],
+    ) -> Iterator[Any]:
+        saver, thread = turn
+        with saver.turn(thread):
+            yield from super().stream(input, config, **kwargs)
+
+    async def astream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        turn = self._turn_of(config)
+        if turn is None:
+            async for chunk in super().astream(input, config, **kwargs):
+                yield chunk
+            return
+        saver, thread = turn
+        mark = await asyncio.to_thread(saver.begin_turn, thread)
+        try:
+            async for chunk in super().astream(input, config, **kwargs):
+                yield chunk
+        except GeneratorExit:  # the consumer stopped: end without awaiting
+            saver.end_turn(mark, failed=False)
+            raise
+        except BaseException:
+            await asyncio.shield(asyncio.to_thread(saver.end_turn, mark, failed=True))
+            raise
+        await asyncio.to_thread(saver.end_turn, mark, failed=False)
