@@ -27,7 +27,9 @@ PROGRAM = "agent-notebook"
 
 def _environment(env: dict[str, str] | None) -> dict[str, str | None]:
     """No AGENT_NOTEBOOK_* variables of the test run, only those of ``env``."""
-    cleared: dict[str, str | None] = {k: None for k in os.environ if k.startswith("AGENT_NOTEBOOK_")}
+    cleared: dict[str, str | None] = {
+        k: None for k in os.environ if k.startswith("AGENT_NOTEBOOK_")
+    }
     return {**cleared, **(env or {})}
 
 
@@ -72,7 +74,7 @@ def run(
             main()
         except SystemExit as done:
             code = _exit_code(done.code)
-        except Exception:  # what the process would print before exiting with 1
+        except Exception:  # noqa: BLE001 (any error: what the process prints before exit 1)
             sys.stderr.write("".join(traceback.format_exc()))
             code = 1
         finally:
@@ -82,6 +84,20 @@ def run(
             sys.stderr.flush()
         stdout, stderr = out.getvalue(), err.getvalue()
     return subprocess.CompletedProcess([PROGRAM, *args], code, stdout, stderr)
+
+
+def text_cli(
+    home: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """:func:`cli` with stdout and stderr decoded (UTF-8), like ``subprocess.run(text=True)``."""
+    return as_text(cli(home, *args, stdin=stdin, env=env))
+
+
+def as_text(done: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedProcess[str]:
+    """``done`` with stdout and stderr decoded (UTF-8)."""
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
+    )
 
 
 def _exit_code(code: object) -> int:
