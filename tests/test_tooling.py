@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -22,3 +23,73 @@ def test_tool_passes(command: list[str]) -> None:
         [str(BIN / command[0]), *command[1:]], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+#: Clock readings of the ``time`` module; comparing one (or a value made from one) is a
+#: speed check, and speed belongs in bench/ (a loaded machine is slow, not wrong).
+CLOCKS = {
+    f"{name}{ns}"
+    for name in ("time", "monotonic", "perf_counter", "process_time")
+    for ns in ("", "_ns")
+}
+
+
+def _reads_clock(node: ast.AST, tainted: set[str]) -> bool:
+    """Whether ``node`` uses a clock's value (not inside an f-string: a unique name)."""
+    if isinstance(node, ast.JoinedStr):
+        return False
+    if isinstance(node, ast.Call):
+        func = node.func
+        if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)) in CLOCKS:
+            return True
+    if isinstance(node, ast.Name) and node.id in tainted:
+        return True
+    return any(_reads_clock(child, tainted) for child in ast.iter_child_nodes(node))
+
+
+def elapsed_time_comparisons(source: str) -> list[int]:
+    """Lines of ``source`` comparing a clock reading, directly or through the names assigned
+    from one (``started = time.monotonic()`` … ``time.monotonic() - started < 120``)."""
+    tree = ast.parse(source)
+    tainted: set[str] = set()
+    while True:  # names assigned from clock readings, and from those names, to a fixed point
+        before = len(tainted)
+        for node in ast.walk(tree):
+            assigned = isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
+            if assigned and node.value and _reads_clock(node.value, tainted):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                tainted |= {t.id for t in targets if isinstance(t, ast.Name)}
+        if len(tainted) == before:
+            break
+    return sorted(
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare) and _reads_clock(node, tainted)
+    )
+
+
+def test_no_test_compares_elapsed_time() -> None:
+    found = {
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for line in elapsed_time_comparisons(path.read_text(encoding="utf-8"))
+    }
+    assert not found, (
+        "a test compares elapsed time (fails on a loaded machine; measure speed in bench/, "
+        f"wait with tests/waiting.py): {sorted(found)}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "lines"),
+    [
+        ("t = time.monotonic()\nwork()\nassert time.monotonic() - t < 120\n", [3]),
+        ("end = monotonic() + 5\nwhile monotonic() < end:\n    pass\n", [2]),
+        ("a = time.perf_counter_ns()\nspent = time.perf_counter_ns() - a\nassert spent < 9\n", [3]),
+        ("name = f'x-{time.monotonic_ns()}'\ntime.sleep(0.1)\nassert name != 'y'\n", []),
+        ("time.sleep(0.1)\nassert count < 10\nwhen = datetime.now()\nassert when > T0\n", []),
+    ],
+    ids=["since-start", "deadline-loop", "through-a-name", "a-unique-name", "no-clock"],
+)
+def test_the_elapsed_time_check_finds_clock_comparisons(source: str, lines: list[int]) -> None:
+    assert elapsed_time_comparisons(source) == lines
