@@ -6,10 +6,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from agent_notebook import Notebook
 from agent_notebook.privacy.crypto import Cipher, generate_key
 from agent_notebook.storage import MemoryBackend, SqliteBackend, StorageBackend, YamlDirBackend
+
+# No example fails for taking long (Hypothesis' default deadline is 200 ms): a loaded machine
+# is slow, not wrong, and no test asserts on elapsed time.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 #: ``*-sealed``: encryption at rest on, under one key for the session.
 BACKENDS = ["memory", "sqlite-memory", "sqlite-file", "yaml", "sqlite-sealed", "yaml-sealed"]

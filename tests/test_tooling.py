@@ -49,7 +49,8 @@ def _reads_clock(node: ast.AST, tainted: set[str]) -> bool:
 
 def elapsed_time_comparisons(source: str) -> list[int]:
     """Lines of ``source`` comparing a clock reading, directly or through the names assigned
-    from one (``started = time.monotonic()`` … ``time.monotonic() - started < 120``)."""
+    from one (``started = time.monotonic()`` … ``time.monotonic() - started < 120``), or
+    giving Hypothesis a deadline."""
     tree = ast.parse(source)
     tainted: set[str] = set()
     while True:  # names assigned from clock readings, and from those names, to a fixed point
@@ -61,11 +62,20 @@ def elapsed_time_comparisons(source: str) -> list[int]:
                 tainted |= {t.id for t in targets if isinstance(t, ast.Name)}
         if len(tainted) == before:
             break
-    return sorted(
+    deadlines = {  # Hypothesis' settings(deadline=...) fails an example that takes long
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        for word in node.keywords
+        if word.arg == "deadline"
+        and not (isinstance(word.value, ast.Constant) and word.value.value is None)
+    }
+    compared = {
         node.lineno
         for node in ast.walk(tree)
         if isinstance(node, ast.Compare) and _reads_clock(node, tainted)
-    )
+    }
+    return sorted(compared | deadlines)
 
 
 def test_no_test_compares_elapsed_time() -> None:
@@ -88,8 +98,18 @@ def test_no_test_compares_elapsed_time() -> None:
         ("a = time.perf_counter_ns()\nspent = time.perf_counter_ns() - a\nassert spent < 9\n", [3]),
         ("name = f'x-{time.monotonic_ns()}'\ntime.sleep(0.1)\nassert name != 'y'\n", []),
         ("time.sleep(0.1)\nassert count < 10\nwhen = datetime.now()\nassert when > T0\n", []),
+        ("@settings(max_examples=9, deadline=500)\ndef test(): pass\n", [1]),
+        ("@settings(max_examples=9, deadline=None)\ndef test(): pass\n", []),
     ],
-    ids=["since-start", "deadline-loop", "through-a-name", "a-unique-name", "no-clock"],
+    ids=[
+        "since-start",
+        "deadline-loop",
+        "through-a-name",
+        "a-unique-name",
+        "no-clock",
+        "hypothesis-deadline",
+        "no-hypothesis-deadline",
+    ],
 )
 def test_the_elapsed_time_check_finds_clock_comparisons(source: str, lines: list[int]) -> None:
     assert elapsed_time_comparisons(source) == lines
