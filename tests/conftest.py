@@ -38,6 +38,17 @@ def make_backend(kind: str, root: Path) -> StorageBackend:
     raise ValueError(kind)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``--dist loadgroup``), the tests sharing a module-scoped fixture of
+    their own module run on one worker, so its expensive setup is made once, not per worker."""
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else []
+        if any(d[-1].scope == "module" and d[-1].baseid == module for d in defs):
+            item.add_marker(pytest.mark.xdist_group(module))
+
+
 @pytest.fixture(params=BACKENDS)
 def backend_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
