@@ -22,6 +22,8 @@ from typing import Any
 
 from click.testing import CliRunner
 
+from waiting import HANG_GUARD_S
+
 PROGRAM = "agent-notebook"
 
 
@@ -119,7 +121,7 @@ def cli_process(
         [sys.executable, "-m", "agent_notebook", *args, "--home", str(home)],
         input=stdin,
         capture_output=True,
-        timeout=600,  # a guard against a hung child, not a speed check
+        timeout=HANG_GUARD_S,
         env={**clean, **(env or {})},
     )
 

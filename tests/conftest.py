@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -38,15 +39,16 @@ def make_backend(kind: str, root: Path) -> StorageBackend:
     raise ValueError(kind)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``--dist loadgroup``), the tests sharing a module-scoped fixture of
-    their own module run on one worker, so its expensive setup is made once, not per worker."""
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        info = getattr(item, "_fixtureinfo", None)
-        defs = info.name2fixturedefs.values() if info is not None else []
-        if any(d[-1].scope == "module" and d[-1].baseid == module for d in defs):
-            item.add_marker(pytest.mark.xdist_group(module))
+@pytest.fixture(autouse=True, scope="session")
+def private_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Each worker gets its own empty HOME (so the default notebook, ~/.agent-notebook, is
+    never the developer's nor another worker's) and none of the AGENT_NOTEBOOK_* settings of
+    the shell that started the suite."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(tmp_path_factory.mktemp("user-home")))
+        for name in [n for n in os.environ if n.startswith("AGENT_NOTEBOOK_")]:
+            patch.delenv(name)
+        yield
 
 
 @pytest.fixture(params=BACKENDS)
