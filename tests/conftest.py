@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from agent_notebook import Notebook
 from agent_notebook.privacy.crypto import Cipher, generate_key
 from agent_notebook.storage import MemoryBackend, SqliteBackend, StorageBackend, YamlDirBackend
+
+# No example fails for taking long (Hypothesis' default deadline is 200 ms): a loaded machine
+# is slow, not wrong, and no test asserts on elapsed time.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 #: ``*-sealed``: encryption at rest on, under one key for the session.
 BACKENDS = ["memory", "sqlite-memory", "sqlite-file", "yaml", "sqlite-sealed", "yaml-sealed"]
@@ -30,6 +37,18 @@ def make_backend(kind: str, root: Path) -> StorageBackend:
     if kind == "yaml-sealed":
         return YamlDirBackend(root / "yaml", cipher=Cipher(SEALED_KEY))
     raise ValueError(kind)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Each worker gets its own empty HOME (so the default notebook, ~/.agent-notebook, is
+    never the developer's nor another worker's) and none of the AGENT_NOTEBOOK_* settings of
+    the shell that started the suite."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(tmp_path_factory.mktemp("user-home")))
+        for name in [n for n in os.environ if n.startswith("AGENT_NOTEBOOK_")]:
+            patch.delenv(name)
+        yield
 
 
 @pytest.fixture(params=BACKENDS)

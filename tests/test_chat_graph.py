@@ -17,8 +17,10 @@ from agent_notebook import Notebook
 from agent_notebook.config import ChatSettings
 from agent_notebook.graph import ModelNotConfigured, build_chat_graph
 from agent_notebook.graph.compaction import tool_pairs_intact
+from waiting import HANG_GUARD_S
 
 THREAD = {"configurable": {"thread_id": "t-1"}}
+NO_EMBEDDER = {**os.environ, "AGENT_NOTEBOOK_EMBEDDER": "none"}
 
 
 def fake(*answers: str) -> FakeListChatModel:
@@ -32,7 +34,9 @@ def turn(graph: Any, text: str, config: dict[str, Any] = THREAD, **extra: Any) -
 
 @pytest.fixture
 def nb(tmp_path: Path) -> Notebook:
-    notebook = Notebook.open(tmp_path / "home")
+    # New moments stay queued for their vectors (what these tests check needs none), so
+    # closing does not wait for the model to embed every turn.
+    notebook = Notebook.open(tmp_path / "home", background_embedding=False)
     yield notebook
     notebook.close()
 
@@ -82,7 +86,11 @@ def test_history_survives_a_restart_of_the_process(tmp_path: Path) -> None:
     outputs = []
     for word in ("first", "second", "third"):
         run = subprocess.run(
-            [sys.executable, "-c", script, word], capture_output=True, text=True, timeout=120
+            [sys.executable, "-c", script, word],
+            capture_output=True,
+            text=True,
+            timeout=HANG_GUARD_S,
+            env=NO_EMBEDDER,  # the history is the point; a model load per process is not
         )
         assert run.returncode == 0, run.stderr
         outputs.append(run.stdout.strip())

@@ -50,7 +50,9 @@ def messages_for(turn: tuple[list[tuple[int, str, bool]], str], ids: Any) -> lis
 def test_compaction_keeps_tool_pairs_and_loses_no_message(
     conversation: list[tuple[list[tuple[int, str, bool]], str]], budget: int
 ) -> None:
-    with Notebook(MemoryBackend()) as nb:
+    # No embedder: vectors are not what this checks, and embedding every example's moments
+    # (closing waits for it) was most of its cost.
+    with Notebook(MemoryBackend(), embedder=None) as nb:
         chat = ChatSettings(live_budget_tokens=budget, condensed_history_tokens=64)
         graph = build_chat_graph(
             nb, model=FakeListChatModel(responses=["noted"] * 100), settings=chat

@@ -1,5 +1,5 @@
-"""The real ``agent-notebook`` command, run as a process: data on stdout, messages on stderr,
-exit codes, and errors that change nothing."""
+"""The ``agent-notebook`` command: data on stdout, messages on stderr, exit codes, and errors
+that change nothing. It runs in the test's process (``clirun``), and once as a real process."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clirun import cli, counts, data
+from clirun import cli, cli_process, counts, data
 
 SESSION = "s_2026-05-20_001"
 
@@ -155,3 +155,16 @@ def test_session_notebook_commands(home: Path) -> None:
     assert bad.returncode == 1 and "Current State" in bad.stderr.decode()
     dotted = cli(home, "notebook", "show", "a.b")
     assert dotted.returncode == 1 and "period" in dotted.stderr.decode()
+
+
+def test_the_command_as_a_process_keeps_data_messages_and_codes_apart(
+    home: Path, tmp_path: Path
+) -> None:
+    """What the in-process runs stand for: ``python -m agent_notebook`` itself."""
+    listed = cli_process(home, "sessions", "-f", "json")
+    assert [s["id"] for s in data(listed)] == [SESSION] and listed.stderr == b""
+    missing = cli_process(tmp_path / "nowhere", "sessions")
+    assert missing.returncode == 1 and missing.stdout == b""
+    assert "agent-notebook init" in missing.stderr.decode()
+    assert "Traceback" not in missing.stderr.decode()
+    assert cli_process(home, "sessions", "--format", "xml").returncode == 2

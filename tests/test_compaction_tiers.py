@@ -27,10 +27,13 @@ from agent_notebook.compaction.runner import KILL_AFTER_ENV, PAUSE_ENV
 from agent_notebook.errors import InvalidInput, NotFound
 from agent_notebook.model import Moment
 from agent_notebook.storage import StorageBackend
+from clirun import text_cli
+from waiting import HANG_GUARD_S
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # a Monday
 BIN = Path(sys.executable).parent
 PERSISTENT = ("sqlite-file", "yaml")
+NO_EMBEDDER = {"AGENT_NOTEBOOK_EMBEDDER": "none"}
 
 
 @pytest.fixture
@@ -251,7 +254,13 @@ def compact_cli(
     )
 
 
-def finish(run: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str, str]:
+def compact(home: Path, *extra: str) -> tuple[int, str, str]:
+    """``agent-notebook compact`` in this process (for the runs nothing kills)."""
+    done = text_cli(home, "compact", "--now", "2027-01-01", *extra, env=NO_EMBEDDER)
+    return done.returncode, done.stdout, done.stderr
+
+
+def finish(run: subprocess.Popen[str], timeout: float = HANG_GUARD_S) -> tuple[int, str, str]:
     out, err = run.communicate(timeout=timeout)  # reads and closes the pipes
     return run.returncode, out, err
 
@@ -289,7 +298,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory, kind: str) -> tuple[Path, o
         seed = make_home(tmp_path_factory.mktemp(kind), kind)
         reference = seed.parent / "reference"
         shutil.copytree(seed, reference)
-        code, _, err = finish(compact_cli(reference))
+        code, _, err = compact(reference)
         assert code == 0, err
         _seeds[kind] = (seed, state_of(reference))
     return _seeds[kind]
@@ -308,7 +317,7 @@ def test_killed_midway_then_rerun_loses_and_repeats_nothing(
     code, _, err = finish(compact_cli(killed, env={KILL_AFTER_ENV: str(kill_after)}))
     assert code == -signal.SIGKILL, err
     assert state_of(killed) != reference  # it stopped midway
-    code, _, err = finish(compact_cli(killed, "--format", "json"))
+    code, _, err = compact(killed, "--format", "json")
     assert code == 0, err
     assert state_of(killed) == reference
     check_nothing_lost_or_twice(killed, seed)
@@ -322,14 +331,13 @@ def test_sigkill_from_outside_during_compaction(
     home = tmp_path / "home"
     shutil.copytree(seed, home)
     run = compact_cli(home, env={PAUSE_ENV: "0.05"})
-    deadline = time.monotonic() + 60
-    while not list((home / "archive").rglob("*.gz")) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    while not list((home / "archive").rglob("*.gz")) and run.poll() is None:
+        time.sleep(0.02)  # until it has archived something (it pauses between steps)
     time.sleep(0.1)
     run.send_signal(signal.SIGKILL)
-    assert finish(run, 30)[0] == -signal.SIGKILL
+    assert finish(run)[0] == -signal.SIGKILL
     assert state_of(home) != reference  # opens, and is only partly compacted
-    assert finish(compact_cli(home))[0] == 0
+    assert compact(home)[0] == 0
     check_nothing_lost_or_twice(home, seed)
     assert state_of(home) == reference
 
@@ -364,19 +372,12 @@ def test_the_llm_summarizer_and_its_fallback(nb: Notebook) -> None:
 def test_search_on_the_command_line(tmp_path: Path, seeded: tuple[Path, object]) -> None:
     home = tmp_path / "home"
     shutil.copytree(seeded[0], home)
-    assert finish(compact_cli(home))[0] == 0
-    env = {**os.environ, "AGENT_NOTEBOOK_EMBEDDER": "none"}
+    assert compact(home)[0] == 0
 
     def search(*extra: str) -> list[dict[str, Any]]:
-        command = [str(BIN / "agent-notebook"), "search", "TGV Lyon hotel", "--home", str(home)]
-        done = subprocess.run(
-            [*command, "--limit", "30", "--format", "json", *extra],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
+        words = ["TGV Lyon hotel", "--limit", "30", "--format", "json", *extra]
+        done = text_cli(home, "search", *words, env=NO_EMBEDDER)
+        assert done.returncode == 0, done.stderr
         hits: list[dict[str, Any]] = json.loads(done.stdout)
         return hits
 

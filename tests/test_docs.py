@@ -8,7 +8,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 import typer
 
 from agent_notebook.cli import app
+from waiting import HANG_GUARD_S, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -74,23 +74,25 @@ def test_quickstart_main_job_runs(workdir: Path) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    url = curl.group(1).replace(":8765/", f":{port}/")
+    answers: list[str] = []
+
+    def answered() -> bool:
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=HANG_GUARD_S) as response:
+                answers.append(response.read().decode())
+        except OSError:
+            return False
+        return True
+
     try:
-        url = curl.group(1).replace(":8765/", f":{port}/")
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
-                with urllib.request.urlopen(request, timeout=5) as response:
-                    body = response.read().decode()
-                break
-            except OSError:
-                assert server.poll() is None, server.communicate()[1]
-                assert time.monotonic() < deadline, "the server did not answer within 60 s"
-                time.sleep(0.2)
-        assert "Lyon" in body  # the search found the trip
+        up = wait_until(answered, "the Quickstart's server", alive=lambda: server.poll() is None)
+        assert up, server.communicate()[1]
+        assert "Lyon" in answers[0]  # the search found the trip
     finally:
         server.terminate()
-        server.communicate(timeout=30)  # waits, and closes the pipe
+        server.communicate(timeout=HANG_GUARD_S)  # waits, and closes the pipe
 
 
 def test_every_command_line_example_in_the_readme_runs(workdir: Path) -> None:

@@ -2,7 +2,9 @@
 
 * A child process records moments in a loop into a SQLite notebook and prints each moment's
   id once ``record`` has returned; the parent kills it with SIGKILL at a random moment, then
-  checks that the database is intact and every printed (committed) id is readable.
+  checks that the database is intact and every printed (committed) id is readable. The
+  children are forked from one process that imported the library once (a Python start
+  costs seconds; the kill, the point of the test, is the same).
 * Several processes record into one shared session at once: no id is lost or given twice,
   and the session's counts add up.
 """
@@ -22,34 +24,59 @@ from pathlib import Path
 import pytest
 
 from agent_notebook import Notebook
+from waiting import HANG_GUARD_S, wait_until
 
 pytestmark = pytest.mark.slow
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
-CRASH_CHILD = """
+#: Reads "HOME RUN OUT ERR" lines; forks a child for each that records into HOME, writing
+#: each committed id to OUT (one write per line, so a kill leaves whole lines), and answers
+#: "pid PID", then "exit PID CODE" once the child is gone (killed, it is -9).
+CRASH_FORKER = """
+import os
 import sys
+import traceback
 from agent_notebook import Notebook
 
-home, run = sys.argv[1], int(sys.argv[2])
-nb = Notebook.open(home)
-found = nb.sessions()
-sid = found[-1].id if found and run % 4 else nb.start_session(f"run {run}").id
-print("ready", sid, flush=True)
-i = 0
-while True:
-    i += 1
-    if i % 5 == 0:  # a multi-moment transaction that also rewrites a parent moment
-        parent = nb.record(sid, f"run {run} step {i}: plan the train to Lyon")
-        print(parent.id, flush=True)
-        done = nb.record_many(
-            sid, [{"text": f"run {run} step {i}.{k} seat {k}", "parent": parent.id} for k in range(3)]
-        )
-        for m in done:
-            print(m.id, flush=True)
-    else:
-        m = nb.record(sid, f"run {run} step {i}: remember the 7:04 train to Lyon")
-        print(m.id, flush=True)
+
+def record_forever(home, run, out):
+    def say(line):
+        os.write(out, (line + "\\n").encode())
+
+    nb = Notebook.open(home)
+    found = nb.sessions()
+    sid = found[-1].id if found and run % 4 else nb.start_session(f"run {run}").id
+    say(f"ready {sid}")
+    i = 0
+    while True:
+        i += 1
+        if i % 5 == 0:  # a multi-moment transaction that also rewrites a parent moment
+            parent = nb.record(sid, f"run {run} step {i}: plan the train to Lyon")
+            say(parent.id)
+            done = nb.record_many(
+                sid,
+                [{"text": f"run {run} step {i}.{k} seat {k}", "parent": parent.id} for k in range(3)],
+            )
+            for m in done:
+                say(m.id)
+        else:
+            say(nb.record(sid, f"run {run} step {i}: remember the 7:04 train to Lyon").id)
+
+
+for line in sys.stdin:
+    home, run, out_path, err_path = line.split()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.dup2(os.open(err_path, os.O_WRONLY | os.O_CREAT, 0o600), 2)
+            record_forever(home, int(run), os.open(out_path, os.O_WRONLY | os.O_CREAT, 0o600))
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(1)
+    print("pid", pid, flush=True)
+    print("exit", pid, os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
 """
 
 WRITER_CHILD = """
@@ -105,7 +132,7 @@ class Child:
             self._first.set()
         self._first.set()
 
-    def wait_ready(self, timeout: float = 30.0) -> str:
+    def wait_ready(self, timeout: float = HANG_GUARD_S) -> str:
         if not self._first.wait(timeout):
             self.proc.kill()
         if not self.lines or not self.lines[0].startswith("ready"):
@@ -118,7 +145,7 @@ class Child:
         self.proc.stdin.write("go\n")
         self.proc.stdin.close()
 
-    def finish(self, timeout: float = 120.0) -> list[str]:
+    def finish(self, timeout: float = HANG_GUARD_S) -> list[str]:
         """Wait for the end (killing the child after ``timeout``); the lines after "ready"."""
         try:
             self.proc.wait(timeout)
@@ -134,6 +161,73 @@ class Child:
 
     def stderr(self) -> str:
         return self.err_path.read_text(encoding="utf-8")
+
+
+class Forker:
+    """The process running :data:`CRASH_FORKER`, and its children one at a time."""
+
+    def __init__(self, script: Path) -> None:
+        self.dir = script.parent
+        self.proc = subprocess.Popen(
+            [sys.executable, str(script)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=_env(),
+        )
+        self.pid: int | None = None
+
+    def __enter__(self) -> Forker:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        """Kill a child still running (a failed test), then let the forker end."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        if self.pid is not None and _alive(self.pid):
+            os.kill(self.pid, signal.SIGKILL)
+        self.proc.stdin.close()
+        self.proc.wait(HANG_GUARD_S)
+        self.proc.stdout.close()
+
+    def _answer(self, word: str) -> int:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        line = self.proc.stdout.readline().split()
+        assert line and line[0] == word, (line, self.proc.poll())
+        return int(line[-1])
+
+    def start(self, home: Path, run: int) -> tuple[int, Path, Path]:
+        """A child recording into ``home``, once it is ready: its pid, the file of its
+        lines (the first is "ready SESSION"), its stderr."""
+        out, err = self.dir / f"run-{run}.out", self.dir / f"run-{run}.err"
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{home} {run} {out} {err}\n")
+        self.proc.stdin.flush()
+        self.pid = pid = self._answer("pid")
+        ready = wait_until(
+            lambda: bool(_lines(out)), "the child's start", alive=lambda: _alive(pid)
+        )
+        assert ready and _lines(out)[0].startswith("ready"), err.read_text()
+        return pid, out, err
+
+    def reaped(self) -> int:
+        """Wait until the child has ended and been reaped: its exit code."""
+        code = self._answer("exit")
+        self.pid = None
+        return code
+
+
+def _lines(path: Path) -> list[str]:
+    """The complete lines written so far."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    return text.split("\n")[:-1]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # a zombie (ended, not yet reaped) counts too: the check after sees it
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _check_database(home: Path) -> None:
@@ -166,42 +260,41 @@ def _check_consistent(nb: Notebook) -> set[str]:
 
 
 def test_sigkill_never_loses_a_committed_moment(tmp_path: Path) -> None:
-    script = tmp_path / "crash_child.py"
-    script.write_text(CRASH_CHILD, encoding="utf-8")
+    script = tmp_path / "crash_forker.py"
+    script.write_text(CRASH_FORKER, encoding="utf-8")
     home = tmp_path / "home"
     rng = random.Random(20260607)
     printed: dict[str, str] = {}  # moment id -> session it was recorded into
     unprinted: set[str] = set()  # committed by a transaction the kill cut short of printing
     kills = 0
-    started = time.monotonic()
-    while kills < 24 or len(printed) < 200:
-        assert time.monotonic() - started < 120, "the crash loop is far too slow"
-        child = Child(script, str(home), str(kills))
-        sid = child.wait_ready().split()[1]
-        time.sleep(rng.uniform(0.05, 0.4))
-        assert child.proc.poll() is None, child.stderr()  # still writing when killed
-        child.proc.send_signal(signal.SIGKILL)
-        lines = child.finish(timeout=30)
-        assert child.proc.returncode == -signal.SIGKILL, child.stderr()
-        assert all(line.startswith("m_") for line in lines), (lines, child.stderr())
-        for line in lines:
-            assert line not in printed and line not in unprinted, f"{line} given out twice"
-            printed[line] = sid
-        kills += 1
-        last_printed = max((int(i[2:]) for i in lines), default=0)
+    with Forker(script) as forker:
+        while kills < 24 or len(printed) < 200:
+            pid, out, err = forker.start(home, kills)
+            sid = _lines(out)[0].split()[1]
+            time.sleep(rng.uniform(0.05, 0.4))
+            os.kill(pid, signal.SIGKILL)
+            # -9: it was still writing when killed (had it stopped, its code would be 1)
+            assert forker.reaped() == -signal.SIGKILL, err.read_text()
+            lines = _lines(out)[1:]
+            assert all(line.startswith("m_") for line in lines), (lines, err.read_text())
+            for line in lines:
+                assert line not in printed and line not in unprinted, f"{line} given out twice"
+                printed[line] = sid
+            kills += 1
+            last_printed = max((int(i[2:]) for i in lines), default=0)
 
-        _check_database(home)
-        with Notebook.open(home) as nb:
-            for moment_id, session_id in printed.items():
-                moment = nb.get_moment(moment_id)
-                assert moment.session == session_id
-            stored = _check_consistent(nb)
-        # besides the printed ids, at most the transaction in flight when the kill came
-        # (a record_many of three) may have committed, and only after what this run printed
-        assert set(printed) <= stored
-        new = stored - set(printed) - unprinted
-        assert len(new) <= 3 and all(int(i[2:]) > last_printed for i in new), new
-        unprinted |= new
+            _check_database(home)
+            with Notebook.open(home) as nb:
+                for moment_id, session_id in printed.items():
+                    moment = nb.get_moment(moment_id)
+                    assert moment.session == session_id
+                stored = _check_consistent(nb)
+            # besides the printed ids, at most the transaction in flight when the kill came
+            # (a record_many of three) may have committed, and only after what this run printed
+            assert set(printed) <= stored
+            new = stored - set(printed) - unprinted
+            assert len(new) <= 3 and all(int(i[2:]) > last_printed for i in new), new
+            unprinted |= new
     assert kills >= 24
 
 
@@ -217,7 +310,7 @@ def _run_writers(
         child.wait_ready()
     for child in children:
         child.go()
-    ids = [child.finish(timeout=120) for child in children]
+    ids = [child.finish() for child in children]
     for child in children:
         assert child.proc.returncode == 0, child.stderr()
         assert child.stderr() == ""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from agent_notebook.privacy.crypto import (
     write_key_file,
 )
 from agent_notebook.storage import SqliteBackend
+from clirun import as_text, run
 
 KEY_ENV = "AGENT_NOTEBOOK_KEY"
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -209,14 +209,8 @@ def test_a_moved_blob_does_not_open() -> None:
     assert cipher.open_name(cipher.seal_name("lyon trip")) == "lyon trip"
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agent_notebook", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return as_text(run(list(args)))
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "yaml"])

@@ -15,7 +15,6 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -33,7 +32,10 @@ from agent_notebook.media.decode import CorruptMedia
 from agent_notebook.media.signatures import audio_signature, image_signature
 from agent_notebook.media.store import MAX_MEDIA_BYTES, MediaStore
 from agent_notebook.storage import YamlDirBackend
-from test_server import ENV, Server
+from clirun import text_cli
+from test_server import Server
+
+NO_EMBEDDER = {cfg.EMBEDDER_ENV: "none"}
 
 RATE = 16_000
 
@@ -388,10 +390,7 @@ def test_a_multimodal_embedder_fills_the_embedding(home: Path, tmp_path: Path) -
 
 
 def cli(home: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "agent_notebook", *args, "--home", str(home)]
-    return subprocess.run(
-        command, env=ENV, input=stdin, capture_output=True, text=True, timeout=120
-    )
+    return text_cli(home, *args, stdin=stdin, env=NO_EMBEDDER)
 
 
 def test_cli_records_and_searches_by_example(home: Path, tmp_path: Path) -> None:

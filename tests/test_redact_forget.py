@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -27,6 +26,7 @@ from agent_notebook.errors import InvalidId, InvalidInput, NotFound
 from agent_notebook.graph import build_chat_graph
 from agent_notebook.search.lexical import stem
 from agent_notebook.storage import MemoryBackend
+from clirun import text_cli
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 BIN = Path(sys.executable).parent
@@ -206,14 +206,8 @@ def test_bad_input_changes_nothing(tmp_path: Path) -> None:
         assert nb.get_session(session.id).decisions == []
 
 
-def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / "agent-notebook"), *args, "--home", str(home)],
-        env={**os.environ, cfg.EMBEDDER_ENV: "none"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def run(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return text_cli(home, *args, stdin=stdin, env={cfg.EMBEDDER_ENV: "none"})
 
 
 def test_the_commands(tmp_path: Path) -> None:
@@ -224,14 +218,7 @@ def test_the_commands(tmp_path: Path) -> None:
         {"text": f"Buy {CONCEPT} and bread for the weekend breakfast."},
         {"text": "The sunflowerkite festival is on Saturday."},
     ]
-    recorded = subprocess.run(
-        [str(BIN / "agent-notebook"), "record", "--task", "cli", "--home", str(home), "-f", "json"],
-        input=json.dumps(drafts),
-        env={**os.environ, cfg.EMBEDDER_ENV: "none"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    recorded = run(home, "record", "--task", "cli", "-f", "json", stdin=json.dumps(drafts))
     assert recorded.returncode == 0, recorded.stderr
     first = json.loads(recorded.stdout)[0]["id"]
 

@@ -19,6 +19,7 @@ from agent_notebook import Notebook
 from agent_notebook.errors import InvalidInput
 from agent_notebook.storage import MomentFilter, SqliteBackend
 from conftest import make_backend
+from waiting import HANG_GUARD_S
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 
@@ -318,7 +319,7 @@ def test_the_worker_does_not_rescan_the_notebook_after_each_write(tmp_path: Path
         s = nb.start_session("Chat")
         for i in range(5):
             nb.record(s.id, f"Message number {i} about the weather in Lyon.")
-            assert nb.semantic is not None and nb.semantic.wait_idle(timeout=60)
+            assert nb.semantic is not None and nb.semantic.wait_idle(HANG_GUARD_S)
         worker_scans = seen[1:]  # the first pass of a process starts at the beginning
         assert worker_scans and max(worker_scans) >= 4 and 0 not in worker_scans[-3:]
         assert nb.unembedded() == 0

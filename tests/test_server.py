@@ -11,7 +11,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,12 +26,16 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from schemathesis.checks import not_a_server_error
 
+from agent_notebook.errors import NotFound
 from agent_notebook.privacy.tokens import ensure_owner_token, read_owner_token
 from agent_notebook.server import ServerSettings, create_app
 from agent_notebook.storage import SqliteBackend
+from waiting import HANG_GUARD_S, wait_until
 
 ENV = {**os.environ, "AGENT_NOTEBOOK_EMBEDDER": "none"}
-STARTUP_S = 60.0
+#: Tries at a free port: another test (or xdist worker) may take the one picked before the
+#: server binds it, and then the server exits with "address already in use".
+PORT_TRIES = 5
 
 
 def free_port() -> int:
@@ -47,30 +50,42 @@ class Server:
 
     def __init__(self, home: Path, log: Path, *more_homes: Path) -> None:
         self.home, self.log = home, log
+        for _ in range(PORT_TRIES):
+            if self._start(home, *more_homes):
+                self.token = read_owner_token(home)
+                return
+            assert "address already in use" in log.read_text(), log.read_text()
+        raise AssertionError(f"no free port in {PORT_TRIES} tries: {log.read_text()}")
+
+    def _start(self, *homes: Path) -> bool:
+        """Serve on a free port: True once it answers, False if it exited."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "agent_notebook", "serve"]
-        for root in (home, *more_homes):
+        for root in homes:
             command += ["--home", str(root)]
         command += ["--port", str(self.port), "--model", "fake:echo", "--log-level", "warning"]
-        with log.open("ab") as out:
+        with self.log.open("ab") as out:
             self.process = subprocess.Popen(command, env=ENV, stdout=out, stderr=out)
-        deadline = time.monotonic() + STARTUP_S
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"{self.url}/api/health", timeout=1).status_code == 200:
-                    self.token = read_owner_token(home)
-                    return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        self.stop()
-        raise AssertionError(f"the server did not start: {log.read_text()}")
+        return wait_until(self._healthy, "the server's start", alive=self._running, pause=0.1)
+
+    def _healthy(self) -> bool:
+        """It answers, and as this home's server: it takes the home's owner token (after a
+        failed bind, another test's server may answer on that port)."""
+        try:
+            auth = {"Authorization": f"Bearer {read_owner_token(self.home)}"}
+            answer = httpx.get(f"{self.url}/api/health", headers=auth, timeout=HANG_GUARD_S)
+        except (NotFound, httpx.TransportError):
+            return False
+        return answer.status_code == 200 and answer.json().get("notebook") is not None
+
+    def _running(self) -> bool:
+        return self.process.poll() is None
 
     def client(self, token: str | None = None) -> httpx.Client:
         """A client sending ``token`` (default: the owner's) as its bearer token."""
         auth = {"Authorization": f"Bearer {token or self.token}"}
-        return httpx.Client(base_url=self.url, timeout=30, headers=auth)
+        return httpx.Client(base_url=self.url, timeout=HANG_GUARD_S, headers=auth)
 
     def mcp_client(self, token: str | None = None) -> httpx.AsyncClient:
         return create_mcp_http_client(headers={"Authorization": f"Bearer {token or self.token}"})
@@ -78,7 +93,7 @@ class Server:
     def stop(self) -> None:
         self.process.terminate()  # uvicorn shuts down gracefully: the notebook is closed
         # uvicorn re-raises the signal once it has shut down, so -SIGTERM is a clean exit
-        assert self.process.wait(timeout=30) in (0, -15), self.log.read_text()
+        assert self.process.wait(HANG_GUARD_S) in (0, -15), self.log.read_text()
 
 
 @pytest.fixture(scope="module")

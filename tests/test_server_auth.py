@@ -11,7 +11,6 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from collections.abc import Awaitable, Callable, Iterator
 from importlib import metadata
 from pathlib import Path
@@ -29,14 +28,14 @@ from agent_notebook.privacy.tokens import (
     OWNER_TOKEN_FILE,
     read_owner_token,
 )
-from test_server import ENV, Server, assert_error
+from clirun import text_cli
+from test_server import Server, assert_error
 
 GUEST_WORDS = ("GET /api/slice", "write-back", "/mcp-guest/")
 
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "agent_notebook", *args, "--home", str(home)]
-    return subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=120)
+    return text_cli(home, *args, env={"AGENT_NOTEBOOK_EMBEDDER": "none"})
 
 
 class Owners:

@@ -42,6 +42,7 @@ from agent_notebook.session import (
 )
 from agent_notebook.session.sections import parse, template
 from agent_notebook.tokens import CharEstimate
+from waiting import HANG_GUARD_S
 
 SEED_DIR = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -628,7 +629,7 @@ def test_two_threads_update_different_sections(tmp_path: Path) -> None:
         for t in threads:
             t.start()
         for t in threads:
-            t.join(60)
+            t.join(HANG_GUARD_S)
         assert not errors
         assert nb.get_section("Key Results") == "result 99"
         assert nb.get_section("Errors and Corrections") == "error 99"

@@ -4,6 +4,7 @@ in pyproject.toml)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -32,3 +33,93 @@ def test_tool_passes(command: list[str]) -> None:
         timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+#: Clock readings of the ``time`` module; comparing one (or a value made from one) is a
+#: speed check, and speed belongs in bench/ (a loaded machine is slow, not wrong).
+CLOCKS = {
+    f"{name}{ns}"
+    for name in ("time", "monotonic", "perf_counter", "process_time")
+    for ns in ("", "_ns")
+}
+
+
+def _reads_clock(node: ast.AST, tainted: set[str]) -> bool:
+    """Whether ``node`` uses a clock's value (not inside an f-string: a unique name)."""
+    if isinstance(node, ast.JoinedStr):
+        return False
+    if isinstance(node, ast.Call):
+        func = node.func
+        if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)) in CLOCKS:
+            return True
+    if isinstance(node, ast.Name) and node.id in tainted:
+        return True
+    return any(_reads_clock(child, tainted) for child in ast.iter_child_nodes(node))
+
+
+def elapsed_time_comparisons(source: str) -> list[int]:
+    """Lines of ``source`` comparing a clock reading, directly or through the names assigned
+    from one (``started = time.monotonic()`` … ``time.monotonic() - started < 120``), or
+    giving Hypothesis a deadline."""
+    tree = ast.parse(source)
+    tainted: set[str] = set()
+    while True:  # names assigned from clock readings, and from those names, to a fixed point
+        before = len(tainted)
+        for node in ast.walk(tree):
+            assigned = isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
+            if assigned and node.value and _reads_clock(node.value, tainted):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                tainted |= {t.id for t in targets if isinstance(t, ast.Name)}
+        if len(tainted) == before:
+            break
+    deadlines = {  # Hypothesis' settings(deadline=...) fails an example that takes long
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        for word in node.keywords
+        if word.arg == "deadline"
+        and not (isinstance(word.value, ast.Constant) and word.value.value is None)
+    }
+    compared = {
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare) and _reads_clock(node, tainted)
+    }
+    return sorted(compared | deadlines)
+
+
+def test_no_test_compares_elapsed_time() -> None:
+    found = {
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for line in elapsed_time_comparisons(path.read_text(encoding="utf-8"))
+    }
+    assert not found, (
+        "a test compares elapsed time (fails on a loaded machine; measure speed in bench/, "
+        f"wait with tests/waiting.py): {sorted(found)}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "lines"),
+    [
+        ("t = time.monotonic()\nwork()\nassert time.monotonic() - t < 120\n", [3]),
+        ("end = monotonic() + 5\nwhile monotonic() < end:\n    pass\n", [2]),
+        ("a = time.perf_counter_ns()\nspent = time.perf_counter_ns() - a\nassert spent < 9\n", [3]),
+        ("name = f'x-{time.monotonic_ns()}'\ntime.sleep(0.1)\nassert name != 'y'\n", []),
+        ("time.sleep(0.1)\nassert count < 10\nwhen = datetime.now()\nassert when > T0\n", []),
+        ("@settings(max_examples=9, deadline=500)\ndef test(): pass\n", [1]),
+        ("@settings(max_examples=9, deadline=None)\ndef test(): pass\n", []),
+    ],
+    ids=[
+        "since-start",
+        "deadline-loop",
+        "through-a-name",
+        "a-unique-name",
+        "no-clock",
+        "hypothesis-deadline",
+        "no-hypothesis-deadline",
+    ],
+)
+def test_the_elapsed_time_check_finds_clock_comparisons(source: str, lines: list[int]) -> None:
+    assert elapsed_time_comparisons(source) == lines
