@@ -69,6 +69,17 @@ def schema_for(root: Path) -> str:
     return "t_" + hashlib.sha1(str(root).encode()).hexdigest()[:24]
 
 
+def url_with_schema(root: Path) -> str:
+    """The database's URL with libpq's ``options`` setting the test's schema (made here)."""
+    import psycopg
+
+    url = database_url()
+    name = schema_for(root)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {name}")
+    return f"{url}?options=-csearch_path%3D{name}"
+
+
 def drop_database() -> None:
     global _created
     if _created is None:

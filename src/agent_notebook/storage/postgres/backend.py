@@ -563,21 +563,16 @@ class PostgresBackend(StorageBackend):
                 return []
             documents, total_terms = int(totals[0]), int(totals[1])
             docs = dict(frequency)
-            statement = [schema.SCORE]
-            params: list[Any] = [
-                chosen,
-                list(range(len(chosen))),
-                [sql.bm25_idf(documents, docs[t]) for t in chosen],
-                total_terms / documents,
-                schema.tsquery(chosen),
-            ]
+            idf = [sql.bm25_idf(documents, docs[t]) for t in chosen]
+            statement = [schema.score_sql(len(chosen))]
+            params = schema.score_params(chosen, idf, total_terms / documents)
             if postings > POSTINGS_BUDGET:
                 statement.append("AND m.num > (SELECT max(num) FROM moments) - %s")
                 params.append(POSTINGS_BUDGET)
             conditions, values = sql.filter_sql(where, "%s", _NOCASE)
             statement += [f"AND {c}" for c in conditions]
             params += values
-            statement.append("GROUP BY m.num ORDER BY score DESC, m.num LIMIT %s")
+            statement.append("ORDER BY score DESC, m.num LIMIT %s")
             params.append(limit)
             found = conn.execute(" ".join(statement), params).fetchall()
         return [(f"m_{num}", float(score)) for num, score in found]

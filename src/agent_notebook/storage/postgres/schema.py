@@ -6,9 +6,10 @@ plus what FTS5 keeps inside itself: each moment's index terms as a ``tsvector`` 
 length in terms, and the totals BM25 needs (``text_totals``); ``term_docs`` is kept in step
 by the backend as on SQLite.
 
-A moment's ``terms`` hold each term once, with positions ``1..tf`` standing for how often it
-occurs (a ``tsvector`` keeps at most 256 positions of a lexeme: a term more frequent than
-that has its count in ``frequent``). Words longer than a lexeme may be are not indexed.
+A moment's ``terms`` hold each term once, without positions (nothing searches phrases);
+``frequent`` has the counts of the terms it holds more than once, which BM25 reads by name
+(reading a count from a ``tsvector`` means unnesting it, far slower). Words longer than a
+lexeme may be are not indexed.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ MIGRATIONS: Final[list[list[str]]] = [
             role text NOT NULL,
             text text NOT NULL,
             body text NOT NULL,               -- the record as JSON, without content.text
-            terms tsvector NOT NULL,          -- index terms, positions 1..tf
-            frequent jsonb,                   -- {term: tf} of the terms with tf > 256
+            terms tsvector NOT NULL,          -- index terms, each once
+            frequent jsonb,                   -- {term: tf} of the terms with tf > 1
             length integer NOT NULL           -- how many terms (BM25's document length)
         )""",
         "CREATE INDEX moments_by_session ON moments (session_id, num)",
@@ -79,8 +80,7 @@ MIGRATIONS: Final[list[list[str]]] = [
     ],
 ]
 
-#: The most positions a ``tsvector`` keeps of one lexeme, and the longest lexeme (bytes).
-MAX_POSITIONS: Final = 256
+#: The longest lexeme a ``tsvector`` holds (bytes).
 MAX_LEXEME_BYTES: Final = 2046
 
 MOMENT_COLUMNS: Final = "num, session_id, ts_us, speaker, role, text, body, terms, frequent, length"
@@ -103,20 +103,32 @@ SELECT_BRIEFS: Final = f"""
         strpos(text, '?') > 0
     FROM moments WHERE num = ANY(%s)"""
 
-#: BM25 as FTS5 computes it (``fts5_aux.c``), term by term in the query's order: parameters
-#: the query's terms, their order and IDF, the tsquery of the terms, then the average length.
-SCORE: Final = """
-    WITH q (term, ord, idf) AS (SELECT * FROM unnest(%s::text[], %s::int[], %s::float8[]))
-    SELECT m.num, sum(
-        q.idf * ((f.tf * (1.2::float8 + 1.0::float8))
-            / (f.tf + 1.2::float8 * (1 - 0.75::float8 + 0.75::float8 * m.length / %s::float8)))
-        ORDER BY q.ord) AS score
-    FROM moments m
-    CROSS JOIN LATERAL unnest(m.terms) AS t (lexeme, positions, weights)
-    JOIN q ON q.term = t.lexeme
-    CROSS JOIN LATERAL (SELECT coalesce((m.frequent ->> t.lexeme)::float8,
-        cardinality(t.positions)::float8) AS tf) f
+def score_sql(count: int) -> str:
+    """BM25 as FTS5 computes it (``fts5_aux.c``), added up term by term in the query's
+    order, for ``count`` terms. Parameters: each term's IDF, the average length, each
+    term's tsquery and name, then the tsquery of them all (see :func:`score_params`)."""
+    frequencies = ", ".join(
+        f"CASE WHEN m.terms @@ %s::tsquery THEN coalesce((m.frequent ->> %s)::float8, 1) "
+        f"ELSE 0 END AS tf{i}"
+        for i in range(count)
+    )
+    score = "0::float8"
+    for i in range(count):
+        score = f"({score} + %s::float8 * ((f.tf{i} * (1.2::float8 + 1.0::float8)) / (f.tf{i} + f.k)))"
+    return f"""
+    SELECT m.num, {score} AS score FROM moments m
+    CROSS JOIN LATERAL (SELECT
+        1.2::float8 * (1 - 0.75::float8 + 0.75::float8 * m.length / %s::float8) AS k) n
+    CROSS JOIN LATERAL (SELECT n.k AS k, {frequencies}) f
     WHERE m.terms @@ %s::tsquery"""
+
+
+def score_params(
+    chosen: list[str], idf: list[float], average_length: float
+) -> list[object]:
+    """The parameters of :func:`score_sql` for the ``chosen`` terms."""
+    per_term = [value for term in chosen for value in (quote(term), term)]
+    return [*idf, average_length, *per_term, tsquery(chosen)]
 
 
 def quote(lexeme: str) -> str:
@@ -132,14 +144,9 @@ def indexable(terms: Iterable[str]) -> list[str]:
 def text_columns(terms: list[str]) -> tuple[str, str | None, int]:
     """The ``terms``, ``frequent`` and ``length`` columns of a text with these terms."""
     counts = Counter(indexable(terms))
-    parts = []
-    frequent: dict[str, int] = {}
-    for term, tf in sorted(counts.items()):
-        positions = ",".join(str(p) for p in range(1, min(tf, MAX_POSITIONS) + 1))
-        parts.append(f"{quote(term)}:{positions}")
-        if tf > MAX_POSITIONS:
-            frequent[term] = tf
-    return " ".join(parts), _json(frequent) if frequent else None, len(terms)
+    frequent = {term: tf for term, tf in sorted(counts.items()) if tf > 1}
+    lexemes = " ".join(quote(term) for term in sorted(counts))
+    return lexemes, _json(frequent) if frequent else None, len(terms)
 
 
 def tsquery(terms: Iterable[str]) -> str:
