@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
+import pg
 from agent_notebook import Notebook
 from agent_notebook.privacy.crypto import Cipher, generate_key
 from agent_notebook.storage import MemoryBackend, SqliteBackend, StorageBackend, YamlDirBackend
-
-import pg
 
 #: ``*-sealed``: encryption at rest on, under one key for the session. ``postgres*`` run on
 #: a real server (see ``pg``), each test in a schema of its own.

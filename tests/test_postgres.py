@@ -142,7 +142,9 @@ def test_locomo_questions_rank_as_on_sqlite(tmp_path: Path, postgres: PostgresBa
             sid = f"s_2026-03-{c + 1:02d}_{int(key.split('_')[1]):03d}"
             sids.append(sid)
             for turn in body[key]:
-                text = turn["text"] + (" " + turn["blip_caption"] if turn.get("blip_caption") else "")
+                text = turn["text"] + (
+                    " " + turn["blip_caption"] if turn.get("blip_caption") else ""
+                )
                 moments.append(moment(len(moments) + 1, text, sid, turn["speaker"]))
         questions += [str(qa["question"]) for qa in conversation["qa"]]
     fill_both([sqlite, postgres], moments, sids)
@@ -214,6 +216,8 @@ def test_open_backend_and_notebook_open_take_the_url(tmp_path: Path) -> None:
     with Notebook.open(home, backend=url) as nb:
         found = nb.search("train", mode="lexical")
         assert [h.moment.content.text for h in found] == ["Booked the train to Lyon"]
+        nb.store.put(("notes",), "k", {"v": 1})  # LangGraph's store: in the home, for now
+        assert (home / "store.db").exists()
 
 
 def test_init_writes_the_url_into_config(tmp_path: Path) -> None:

@@ -190,6 +190,8 @@ class Notebook:
         location = cfg.backend_location(root, conf, backend)
         cipher = load_cipher(conf.privacy.encryption, root)  # None unless encryption is on
         storage = open_backend(location, sqlite_synchronous=conf.sqlite_synchronous, cipher=cipher)
+        if hasattr(storage, "local_dir"):  # a database server's notebook: side files in home
+            storage.local_dir = root
         return cls(
             storage,
             home=root,

@@ -17,8 +17,8 @@ from typing import Any, Final
 
 from ..model import ConceptEntry, Moment
 from ..search.lexical import BM25_B, BM25_K1, stem, tokenize
-from .rows import to_us
 from .base import MomentFilter
+from .rows import to_us
 
 #: How many postings (moment, term pairs) one search may score; see :func:`choose_terms`.
 POSTINGS_BUDGET: Final = 1500

@@ -20,6 +20,7 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit, urlunsplit
 
@@ -94,6 +95,9 @@ class PostgresBackend(StorageBackend):
         self.url = url
         self.cipher = cipher  # encryption at rest: see ``sealed``
         self._schema_name = schema_name
+        #: Where this process keeps the files beside the database (set by ``Notebook.open``
+        #: to the notebook's home): LangGraph's store and checkpoints, for now.
+        self.local_dir: Path | None = None
         self._local = threading.local()
         self._savepoints = itertools.count()
         self._error: type[Exception] = psycopg.Error
@@ -144,15 +148,14 @@ class PostgresBackend(StorageBackend):
         """Apply the migrations this database lacks, one process at a time."""
         with conn, conn.transaction():
             # The schema's name keys the lock: current_schema() is null until it exists.
-            (name,) = conn.execute(
-                "SELECT coalesce(%s, current_schema())", (self._schema_name,)
-            ).fetchone()
-            _writer_lock(conn, name)
+            _writer_lock(
+                conn, _one(conn, "SELECT coalesce(%s, current_schema())", (self._schema_name,))
+            )
             if self._schema_name is not None:
                 conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self._schema_name}")
             version = 0
-            if conn.execute("SELECT to_regclass('notebook_schema')").fetchone() != (None,):
-                (version,) = conn.execute("SELECT version FROM notebook_schema").fetchone()
+            if _one(conn, "SELECT to_regclass('notebook_schema')") is not None:
+                version = int(_one(conn, "SELECT version FROM notebook_schema"))
             if version > len(schema.MIGRATIONS):
                 raise StorageError(
                     f"{self.location}: the notebook's schema is version {version}, newer "
@@ -170,14 +173,13 @@ class PostgresBackend(StorageBackend):
             with self._mapped("transaction"), outer.transaction():
                 yield
             return
-        with self._mapped("transaction"), self._pool.connection() as conn:
-            with conn.transaction():
-                _writer_lock(conn)
-                self._local.tx = conn
-                try:
-                    yield
-                finally:
-                    self._local.tx = None
+        with self._mapped("transaction"), self._pool.connection() as conn, conn.transaction():
+            _writer_lock(conn)
+            self._local.tx = conn
+            try:
+                yield
+            finally:
+                self._local.tx = None
 
     @contextmanager
     def _connection(self, snapshot: bool = False) -> Iterator[psycopg.Connection[Any]]:
@@ -358,7 +360,9 @@ class PostgresBackend(StorageBackend):
             )
 
     def _index_concepts(self, moments: Sequence[Moment], replaced: dict[int, Moment]) -> None:
-        gone = [(self._name(c), num) for num, old in replaced.items() for c in old.metadata.concepts]
+        gone = [
+            (self._name(c), num) for num, old in replaced.items() for c in old.metadata.concepts
+        ]
         if gone:
             self._write(
                 "DELETE FROM concept_moments WHERE (concept_id, num) IN (SELECT c.id, x.num "
@@ -483,7 +487,9 @@ class PostgresBackend(StorageBackend):
     def _open_vector(self, num: int, blob: bytes) -> bytes:
         if self.cipher is None:
             return blob
-        return self.cipher.decrypt(bytes(blob), sealed.vector_aad(num), f"{self.location}: a vector")
+        return self.cipher.decrypt(
+            bytes(blob), sealed.vector_aad(num), f"{self.location}: a vector"
+        )
 
     def vector_models(self) -> list[str]:
         found = self._query('SELECT DISTINCT model COLLATE "C" FROM moment_vectors ORDER BY 1')
@@ -602,9 +608,7 @@ class PostgresBackend(StorageBackend):
 
     def get_archived(self, moment_ids: Sequence[str]) -> list[ArchiveEntry]:
         nums = [moment_number(mid) for mid in moment_ids]
-        found = self._query(
-            "SELECT num, body FROM archived WHERE num = ANY(%s::bigint[])", (nums,)
-        )
+        found = self._query("SELECT num, body FROM archived WHERE num = ANY(%s::bigint[])", (nums,))
         entries = {num: sealed.archive_from_row(self.cipher, body) for num, body in found}
         return [entries[n] for n in nums if n in entries]
 
@@ -646,6 +650,14 @@ class PostgresBackend(StorageBackend):
 
     def close(self) -> None:
         self._pool.close()
+
+
+def _one(conn: psycopg.Connection[Any], statement: str, params: Sequence[Any] = ()) -> Any:
+    """The one value ``statement`` selects."""
+    row = conn.execute(statement, params).fetchone()
+    if row is None:
+        raise StorageError(f"{statement!r} selected no row")
+    return row[0]
 
 
 def _writer_lock(conn: psycopg.Connection[Any], schema_name: str | None = None) -> None:

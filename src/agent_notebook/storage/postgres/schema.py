@@ -103,6 +103,7 @@ SELECT_BRIEFS: Final = f"""
         strpos(text, '?') > 0
     FROM moments WHERE num = ANY(%s)"""
 
+
 def score_sql(count: int) -> str:
     """BM25 as FTS5 computes it (``fts5_aux.c``), added up term by term in the query's
     order, for ``count`` terms. Parameters: each term's IDF, the average length, each
@@ -114,7 +115,9 @@ def score_sql(count: int) -> str:
     )
     score = "0::float8"
     for i in range(count):
-        score = f"({score} + %s::float8 * ((f.tf{i} * (1.2::float8 + 1.0::float8)) / (f.tf{i} + f.k)))"
+        score = (
+            f"({score} + %s::float8 * ((f.tf{i} * (1.2::float8 + 1.0::float8)) / (f.tf{i} + f.k)))"
+        )
     return f"""
     SELECT m.num, {score} AS score FROM moments m
     CROSS JOIN LATERAL (SELECT
@@ -123,9 +126,7 @@ def score_sql(count: int) -> str:
     WHERE m.terms @@ %s::tsquery"""
 
 
-def score_params(
-    chosen: list[str], idf: list[float], average_length: float
-) -> list[object]:
+def score_params(chosen: list[str], idf: list[float], average_length: float) -> list[object]:
     """The parameters of :func:`score_sql` for the ``chosen`` terms."""
     per_term = [value for term in chosen for value in (quote(term), term)]
     return [*idf, average_length, *per_term, tsquery(chosen)]
