@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+import pg
 from agent_notebook import Notebook
 from agent_notebook.privacy.crypto import Cipher, generate_key
 from agent_notebook.storage import MemoryBackend, SqliteBackend, StorageBackend, YamlDirBackend
@@ -18,12 +19,31 @@ from agent_notebook.storage import MemoryBackend, SqliteBackend, StorageBackend,
 settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
 
-#: ``*-sealed``: encryption at rest on, under one key for the session.
-BACKENDS = ["memory", "sqlite-memory", "sqlite-file", "yaml", "sqlite-sealed", "yaml-sealed"]
+#: ``*-sealed``: encryption at rest on, under one key for the session. ``postgres*`` run on
+#: a real server (see ``pg``), each test in a schema of its own.
+BACKENDS = [
+    "memory",
+    "sqlite-memory",
+    "sqlite-file",
+    "yaml",
+    "sqlite-sealed",
+    "yaml-sealed",
+    "postgres",
+    "postgres-sealed",
+]
 SEALED_KEY = generate_key()
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    pg.drop_database()
+
+
 def make_backend(kind: str, root: Path) -> StorageBackend:
+    if kind.startswith("postgres"):
+        from agent_notebook.storage.postgres import PostgresBackend
+
+        cipher = Cipher(SEALED_KEY) if kind == "postgres-sealed" else None
+        return PostgresBackend(pg.database_url(), schema_name=pg.schema_for(root), cipher=cipher)
     if kind == "memory":
         return MemoryBackend()
     if kind == "sqlite-memory":

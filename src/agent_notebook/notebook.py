@@ -70,7 +70,14 @@ from .privacy.crypto import cipher_of, load_cipher
 from .search.engine import Mode, SearchEngine, SearchRequest, matches_words, neighbour_ids
 from .slice import MAX_SLICE_TOKENS, Slice, build_slice
 from .slice import Format as SliceFormat
-from .storage import MemoryBackend, MomentFilter, StorageBackend, files, open_backend
+from .storage import (
+    MemoryBackend,
+    MomentFilter,
+    StorageBackend,
+    files,
+    is_postgres_url,
+    open_backend,
+)
 from .storage.files import exclusive_lock as write_lock_file
 from .tokens import DEFAULT_COUNTER, TokenCounter
 
@@ -161,7 +168,10 @@ class Notebook:
         store_index: IndexConfig | Literal["default"] | None = "default",
     ) -> Self:
         """Open (and with ``create``, make) the notebook in ``home``; see :mod:`.config`
-        (``store_index``: see :class:`Notebook`)."""
+        (``store_index``: see :class:`Notebook`). ``home`` may be a ``postgresql://`` URL:
+        the notebook in that database, with the default home for its config."""
+        if home is not None and is_postgres_url(home) and backend is None:
+            home, backend = None, str(home)
         root = cfg.resolve_home(home)
         if not root.exists() and not create:
             raise NotFound(f"no notebook at {root}: run 'agent-notebook init --home {root}'")
@@ -171,6 +181,8 @@ class Notebook:
         location = cfg.backend_location(root, conf, backend)
         cipher = load_cipher(conf.privacy.encryption, root)  # None unless encryption is on
         storage = open_backend(location, sqlite_synchronous=conf.sqlite_synchronous, cipher=cipher)
+        if hasattr(storage, "local_dir"):  # a database server's notebook: side files in home
+            storage.local_dir = root
         return cls(
             storage,
             home=root,

@@ -42,11 +42,16 @@ PAGE = 500
 
 
 def store_path(backend: StorageBackend) -> Path | None:
-    """The SQLite file a store for ``backend`` lives in; None when it is in memory."""
+    """The SQLite file a store for ``backend`` lives in; None when it is in memory. A
+    PostgreSQL notebook keeps it in its home (``local_dir``) for now: not yet shared by
+    the servers on the database."""
     if not backend.capabilities.persistent:
         return None
     if backend.capabilities.name == "sqlite":
         return Path(backend.location)
+    if backend.capabilities.name == "postgres":
+        local: Path | None = getattr(backend, "local_dir", None)
+        return None if local is None else local / STORE_FILE
     return Path(backend.location) / STORE_FILE
 
 

@@ -13,6 +13,7 @@ from ..errors import InvalidInput
 from ..ingest import IngestReport, parse_file
 from ..model import MomentDraft, validate_record
 from ..notebook import Notebook
+from ..storage import is_postgres_url
 from .common import (
     CATCH_UP_LIMIT,
     FormatOption,
@@ -34,7 +35,11 @@ from .read import MOMENT_COLUMNS, SESSION_COLUMNS
 def init(
     home: HomeOption = None,
     backend: Annotated[
-        str, typer.Option(help="sqlite (one file, the default) or yaml (the seed's layout).")
+        str,
+        typer.Option(
+            help="sqlite (one file, the default), yaml (the seed's layout) or a "
+            "postgresql://user@host/database URL (many servers over one database)."
+        ),
     ] = "sqlite",
     fmt: ReportFormatOption = None,
 ) -> None:
@@ -44,8 +49,10 @@ def init(
     Example: agent-notebook init --home ~/notes/agent
     """
     with reporting_errors():
-        if backend not in ("sqlite", "yaml"):
-            raise InvalidInput(f"--backend must be sqlite or yaml, not {backend!r}")
+        if backend not in ("sqlite", "yaml") and not is_postgres_url(backend):
+            raise InvalidInput(
+                f"--backend must be sqlite, yaml or a postgresql:// URL, not {backend!r}"
+            )
         root = cfg.resolve_home(home)
         from ..storage.files import ensure_private_dir
 

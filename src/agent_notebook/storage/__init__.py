@@ -8,6 +8,8 @@
 ``:memory:``
 ``yaml:///abs/dir`` or a directory     the YAML directory backend
 holding ``index.yaml``
+``postgresql://user@host/db``           the PostgreSQL backend (``postgres://`` too;
+                                       psycopg is imported only then)
 =====================================  =============================================
 """
 
@@ -34,6 +36,7 @@ __all__ = [
     "SqliteBackend",
     "StorageBackend",
     "YamlDirBackend",
+    "is_postgres_url",
     "open_backend",
 ]
 
@@ -44,8 +47,13 @@ def open_backend(
     sqlite_synchronous: Synchronous = "FULL",
     cipher: Cipher | None = None,
 ) -> StorageBackend:
-    """``cipher`` (encryption at rest) seals what the SQLite and YAML backends store."""
+    """``cipher`` (encryption at rest) seals what the SQLite, YAML and PostgreSQL backends
+    store."""
     text = str(location)
+    if is_postgres_url(text):
+        from .postgres import PostgresBackend  # here: the driver loads only when used
+
+        return PostgresBackend(text, cipher=cipher)
     if text in ("memory", "memory://"):
         return MemoryBackend()
     if text == ":memory:":
@@ -65,5 +73,10 @@ def open_backend(
         return YamlDirBackend(path, cipher=cipher)
     raise InvalidInput(
         f"cannot tell which backend {text!r} is: use sqlite:///path/notebook.db, "
-        "yaml:///path/dir, memory://, or a path ending in .db"
+        "yaml:///path/dir, postgresql://user@host/database, memory://, or a path ending in .db"
     )
+
+
+def is_postgres_url(location: str | Path) -> bool:
+    """Whether ``location`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
+    return str(location).startswith(("postgresql://", "postgres://"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import sqlite3
 import threading
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -23,9 +22,11 @@ from pydantic import ValidationError
 from ...errors import InvalidInput, StorageError
 from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
 from ...privacy.crypto import sealed_key_id
-from ...search.lexical import stem, terms, tokenize
+from ...search.lexical import terms
+from .. import sql
 from ..base import Capabilities, MomentBrief, MomentFilter, StorageBackend
 from ..files import ensure_private_dir, ensure_private_file
+from ..sql import concept_entry as _concept_entry
 from . import schema, sealed
 
 if TYPE_CHECKING:
@@ -34,8 +35,7 @@ if TYPE_CHECKING:
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
 #: How many postings (moment, term pairs) one search may score; see ``search_text``.
-POSTINGS_BUDGET = 1500
-MAX_QUERY_TERMS = 64
+POSTINGS_BUDGET = sql.POSTINGS_BUDGET
 
 
 class SqliteBackend(StorageBackend):
@@ -133,9 +133,9 @@ class SqliteBackend(StorageBackend):
                     self._conn.execute("ROLLBACK")  # never leave a failed commit open
                 raise
 
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    def _query(self, statement: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock, self._mapped("read"):
-            return self._conn.execute(sql, params).fetchall()
+            return self._conn.execute(statement, params).fetchall()
 
     def _rows_by_num(self, select: str, nums: Sequence[int]) -> list[Any]:
         """Rows of ``select`` (ending in ``WHERE num IN``) for ``nums``, in chunks: SQLite
@@ -151,12 +151,8 @@ class SqliteBackend(StorageBackend):
         sealed at all, without a key): the newest moment and session tell."""
         for table in ("moments", "sessions"):
             rows = self._query(f"SELECT body FROM {table} ORDER BY rowid DESC LIMIT 1")
-            if rows and sealed.is_sealed(rows[0][0]):
-                part = sealed.sealed_part(rows[0][0])
-                if self.cipher is None:
-                    sealed.moment_from_row(None, "", rows[0][0])  # raises: needs the key
-                elif (kid := self.cipher.text_key_id(part)) and not self.cipher.knows(kid):
-                    raise self.cipher.wrong_key(kid, self.path)
+            if rows:
+                sealed.check_key(self.cipher, rows[0][0], self.path)
 
     def _terms(self, text: str) -> list[str]:
         """The index terms of ``text`` as stored: keyed tokens when encrypted."""
@@ -279,11 +275,7 @@ class SqliteBackend(StorageBackend):
         return dict(zip((num for num, _, _ in rows), loaded, strict=True))
 
     def _index_terms(self, moments: Sequence[Moment], replaced: dict[int, Moment]) -> None:
-        change: Counter[str] = Counter()
-        for moment in moments:
-            change.update(set(self._terms(moment.content.text)))
-            if (old := replaced.get(moment.number)) is not None:
-                change.subtract(set(self._terms(old.content.text)))
+        change = sql.frequency_change(moments, replaced, self._terms)
         self._conn.executemany(
             "INSERT INTO term_docs (term, docs) VALUES (?, ?) "
             "ON CONFLICT (term) DO UPDATE SET docs = docs + excluded.docs",
@@ -357,11 +349,11 @@ class SqliteBackend(StorageBackend):
         return int(rows[0][0])
 
     def moment_numbers(self, where: MomentFilter) -> list[int]:
-        conditions, params = _filter_sql(where)
-        sql = "SELECT m.num FROM moments m" + (
+        conditions, params = sql.filter_sql(where)
+        select = "SELECT m.num FROM moments m" + (
             " WHERE " + " AND ".join(conditions) if conditions else ""
         )
-        return [num for (num,) in self._query(sql + " ORDER BY m.num", params)]
+        return [num for (num,) in self._query(select + " ORDER BY m.num", params)]
 
     def media_signatures(self, kind: Literal["image", "audio"]) -> list[tuple[int, str]]:
         if self.cipher is not None:  # sealed bodies: read through the moments, opened
@@ -483,45 +475,34 @@ class SqliteBackend(StorageBackend):
         thousand moments and of millions (a word in most moments adds little to BM25
         anyway). When even the rarest term is over budget, only the newest moments count."""
         # FTS5 stems the words of a MATCH itself; term_docs is keyed by their stems.
-        words: dict[str, str] = {}
-        for word in tokenize(query):
-            if self.cipher is not None:  # the index holds keyed tokens, matched as they are
-                token = self.cipher.token(stem(word))
-                words.setdefault(token, token)
-                continue
-            words.setdefault(stem(word), word)
-        stems = list(words)[:MAX_QUERY_TERMS]
-        if not stems:
+        words = sql.query_words(query, None if self.cipher is None else self.cipher.token)
+        if not words:
             return []
+        stems = list(words)
         marks = ",".join("?" * len(stems))
         frequency = self._query(
             f"SELECT term, docs FROM term_docs WHERE term IN ({marks}) AND docs > 0 "
             "ORDER BY docs, term",
             stems,
         )
-        chosen: list[str] = []
-        postings = 0
-        for term, docs in frequency:
-            if chosen and postings + docs > POSTINGS_BUDGET:
-                break
-            chosen.append(term)
-            postings += docs
+        chosen, postings = sql.choose_terms(frequency, POSTINGS_BUDGET)
         if not chosen:
             return []
-        sql = [
+        statement = [
             "SELECT m.num, -bm25(moments_fts) AS score FROM moments_fts "
             "JOIN moments m ON m.num = moments_fts.rowid WHERE moments_fts MATCH ?"
         ]
         params: list[Any] = [" OR ".join(f'"{words[t]}"' for t in chosen)]
         if postings > POSTINGS_BUDGET:
-            sql.append("AND moments_fts.rowid > (SELECT max(num) FROM moments) - ?")
+            statement.append("AND moments_fts.rowid > (SELECT max(num) FROM moments) - ?")
             params.append(POSTINGS_BUDGET)
-        conditions, values = _filter_sql(where)
-        sql += [f"AND {c}" for c in conditions]
+        conditions, values = sql.filter_sql(where)
+        statement += [f"AND {c}" for c in conditions]
         params += values
-        sql.append("ORDER BY bm25(moments_fts), m.num LIMIT ?")
+        statement.append("ORDER BY bm25(moments_fts), m.num LIMIT ?")
         params.append(limit)
-        return [(f"m_{num}", float(score)) for num, score in self._query(" ".join(sql), params)]
+        rows = self._query(" ".join(statement), params)
+        return [(f"m_{num}", float(score)) for num, score in rows]
 
     # -- the cold archive ---------------------------------------------------------------------
 
@@ -691,35 +672,8 @@ class SqliteBackend(StorageBackend):
             self._conn.close()
 
 
-def _filter_sql(where: MomentFilter) -> tuple[list[str], list[Any]]:
-    """SQL conditions on ``moments m`` for ``where``, with their parameters."""
-    conditions: list[str] = []
-    params: list[Any] = []
-    if where.session is not None:
-        conditions.append("m.session_id = ?")
-        params.append(where.session)
-    if where.since is not None:
-        conditions.append("m.ts_us >= ?")
-        params.append(schema.to_us(where.since))
-    if where.until is not None:
-        conditions.append("m.ts_us < ?")
-        params.append(schema.to_us(where.until))
-    if where.speaker is not None:
-        conditions.append("(m.speaker = ? COLLATE NOCASE OR m.role = ? COLLATE NOCASE)")
-        params += [where.speaker, where.speaker]
-    return conditions, params
-
-
 def _limit(limit: int | None) -> int:
     return -1 if limit is None else limit
-
-
-def _concept_entry(concept: str, rows: Sequence[tuple[int, str]]) -> ConceptEntry:
-    return ConceptEntry(
-        concept=concept,
-        moments=[f"m_{num}" for num, _ in rows],
-        sessions=sorted({sid for _, sid in rows}),
-    )
 
 
 def database_file(conn: sqlite3.Connection) -> Path | None:

@@ -1,4 +1,4 @@
-"""The SQLite schema as numbered migrations, and pure row <-> record conversions.
+"""The SQLite schema as numbered migrations (row conversions: :mod:`..rows`).
 
 ``PRAGMA user_version`` is the number of migrations applied. A moment's text lives in its own
 column (the full-text index reads it from there) and is left out of the JSON body, so it is
@@ -7,12 +7,35 @@ stored once.
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import Final
 
-from ...model import DEFAULT_DECAY_RATE, DEFAULT_IMPORTANCE, ArchiveEntry, Moment, Session
+from ...model import DEFAULT_DECAY_RATE, DEFAULT_IMPORTANCE
 from ...search.lexical import FTS5_TOKENIZER
+from ..rows import (  # re-exported: the SQLite modules read them from here
+    archive_from_row,
+    archive_row,
+    from_us,
+    moment_from_row,
+    moment_row,
+    session_from_row,
+    session_row,
+    to_us,
+)
+
+__all__ = [
+    "MIGRATIONS",
+    "MOMENT_COLUMNS",
+    "SELECT_BRIEFS",
+    "UPSERT_MOMENT",
+    "archive_from_row",
+    "archive_row",
+    "from_us",
+    "moment_from_row",
+    "moment_row",
+    "session_from_row",
+    "session_row",
+    "to_us",
+]
 
 
 def _full_text_index(tokenizer: str) -> list[str]:
@@ -138,56 +161,3 @@ SELECT_BRIEFS: Final = f"""
         json_type(body, '$.redacted') IS NOT NULL AND json_type(body, '$.redacted') != 'null',
         instr(text, '?') > 0
     FROM moments WHERE num IN"""
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def from_us(us: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=us)
-
-
-def to_us(when: datetime) -> int:
-    delta = when - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def _json(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-
-
-def moment_row(moment: Moment) -> tuple[int, str, int, str, str, str, str]:
-    # Fields at their defaults are left out (validation puts them back): most of a chat
-    # moment's fields are empty, and the body would otherwise outweigh the text.
-    body = moment.model_dump(mode="json", exclude_defaults=True)
-    body["schema_version"] = moment.schema_version
-    text = body.get("content", {}).pop("text", "")
-    return (
-        moment.number,
-        moment.session,
-        to_us(moment.timestamp),
-        moment.speaker,
-        moment.role,
-        text,
-        _json(body),
-    )
-
-
-def moment_from_row(text: str, body: str) -> Moment:
-    data = json.loads(body)
-    data.setdefault("content", {})["text"] = text
-    return Moment.model_validate(data)
-
-
-def session_row(session: Session) -> tuple[str, int, str]:
-    return (session.id, to_us(session.started), _json(session.model_dump(mode="json")))
-
-
-def session_from_row(body: str) -> Session:
-    return Session.model_validate_json(body)
-
-
-def archive_row(entry: ArchiveEntry) -> tuple[int, str]:
-    return (entry.number, _json(entry.model_dump(mode="json")))
-
-
-def archive_from_row(body: str) -> ArchiveEntry:
-    return ArchiveEntry.model_validate_json(body)

@@ -1,4 +1,5 @@
-"""Rows of an encrypted SQLite notebook (``privacy.encryption``): what is sealed and how.
+"""Rows of an encrypted notebook (``privacy.encryption``) in the SQL backends (SQLite and
+PostgreSQL share them): what is sealed and how.
 
 - ``moments.body`` is a JSON object ``{"sealed": ..., ...}``: the whole record (its text
   too) sealed, beside the few fields ranking reads in SQL (importance and decay rate when
@@ -35,6 +36,17 @@ def is_sealed(body: str) -> bool:
 
 def sealed_part(body: str) -> str:
     return str(json.loads(body)["sealed"])
+
+
+def check_key(cipher: Cipher | None, body: str, where: str) -> None:
+    """Refuse a stored ``body`` sealed with a key ``cipher`` does not hold (or sealed at
+    all, without a cipher); a backend checks its newest rows at open, before any write."""
+    if not is_sealed(body):
+        return
+    if cipher is None:
+        moment_from_row(None, "", body)  # raises: needs the key
+    elif (kid := cipher.text_key_id(sealed_part(body))) and not cipher.knows(kid):
+        raise cipher.wrong_key(kid, where)
 
 
 def index_text(cipher: Cipher, text: str) -> str:

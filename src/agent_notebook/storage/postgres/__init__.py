@@ -1,0 +1,5 @@
+"""The PostgreSQL backend (``postgresql://…``): many processes over one database."""
+
+from .backend import PostgresBackend
+
+__all__ = ["PostgresBackend"]

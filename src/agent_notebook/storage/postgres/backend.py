@@ -1,0 +1,669 @@
+"""The PostgreSQL backend: one database shared by many processes, psycopg 3 with a pool.
+
+Writers take a transaction-level advisory lock at the start of the outermost ``atomic()``
+block, so writes are serialised as on SQLite (``BEGIN IMMEDIATE``) across every process on
+the database: a read-modify-write inside ``atomic()`` is never lost, counters never repeat,
+and the term statistics stay exact. Nested blocks are savepoints. Reads outside a
+transaction take any pooled connection and see what is committed; a search reads in one
+snapshot.
+
+Lexical search ranks with FTS5's BM25 from statistics this backend keeps (document
+frequencies, document lengths, totals) over the same index terms as SQLite, so both order
+the same notebook the same way; the GIN index over each moment's ``tsvector`` finds the
+candidates.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import ValidationError
+
+from ...errors import InvalidInput, StorageError
+from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
+from ...search.lexical import terms
+from .. import rows, sql
+from ..base import Capabilities, MomentBrief, MomentFilter, StorageBackend
+from ..sqlite import sealed
+from . import schema
+
+if TYPE_CHECKING:
+    import psycopg
+    import psycopg_pool
+
+    from ...privacy.crypto import Cipher
+
+#: How many postings (moment, term pairs) one search may score; see ``sql.choose_terms``.
+POSTINGS_BUDGET = sql.POSTINGS_BUDGET
+#: The advisory lock class of a notebook's writer lock (the schema's hash is the other key).
+WRITER_LOCK: Final = 0x4E42  # "NB"
+INSTALL_HINT: Final = "pip install 'agent-notebook[postgres]'"
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_NOCASE: Final = "lower({}) = lower({})"
+
+
+def _drivers() -> tuple[Any, Any]:
+    """psycopg and psycopg_pool, imported only when a Postgres notebook is opened."""
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as err:
+        raise InvalidInput(f"a postgresql:// notebook needs psycopg 3: {INSTALL_HINT}") from err
+    return psycopg, psycopg_pool
+
+
+def redacted_url(url: str) -> str:
+    """``url`` without its password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host += f":{parts.port}"
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class PostgresBackend(StorageBackend):
+    capabilities = Capabilities(
+        name="postgres",
+        crash_atomic=True,
+        multi_process=True,
+        persistent=True,
+        native_full_text=True,
+    )
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema_name: str | None = None,
+        cipher: Cipher | None = None,
+        pool_size: int = 8,
+        timeout_s: float = 60.0,
+    ) -> None:
+        """``schema_name`` keeps the notebook in that schema (made if missing) instead of
+        the connection's default; ``timeout_s`` bounds the wait for a pooled connection."""
+        psycopg, pool_module = _drivers()
+        self.url = url
+        self.cipher = cipher  # encryption at rest: see ``sealed``
+        self._schema_name = schema_name
+        #: Where this process keeps the files beside the database (set by ``Notebook.open``
+        #: to the notebook's home): LangGraph's store and checkpoints, for now.
+        self.local_dir: Path | None = None
+        self._local = threading.local()
+        self._savepoints = itertools.count()
+        self._error: type[Exception] = psycopg.Error
+        self._pool_timeout: type[Exception] = pool_module.PoolTimeout
+        kwargs: dict[str, Any] = {"autocommit": True}
+        if schema_name is not None:
+            if not _SCHEMA_NAME.fullmatch(schema_name):
+                raise InvalidInput(
+                    f"schema {schema_name!r} is not a plain name: use lower-case letters, "
+                    "digits and _ (at most 63, not starting with a digit)"
+                )
+            kwargs["options"] = f"-c search_path={schema_name}"
+        with self._mapped("connect"):
+            self._migrate(psycopg.connect(url, connect_timeout=int(timeout_s), **kwargs))
+            self._pool: psycopg_pool.ConnectionPool[Any] = pool_module.ConnectionPool(
+                url, min_size=1, max_size=pool_size, kwargs=kwargs, timeout=timeout_s, open=False
+            )
+            self._pool.open(wait=True, timeout=timeout_s)
+        self._check_sealing()
+
+    @property
+    def location(self) -> str:
+        where = redacted_url(self.url)
+        return where if self._schema_name is None else f"{where} (schema {self._schema_name})"
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    @contextmanager
+    def _mapped(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except self._pool_timeout as err:
+            raise StorageError(
+                f"{self.location}: {doing} failed: no database connection free in time ({err}); "
+                "the server may be down or every pooled connection busy, retry"
+            ) from err
+        except self._error as err:
+            message = str(err).strip()
+            if "string is too long for tsvector" in message:
+                raise InvalidInput(
+                    "a moment's text has more distinct words than PostgreSQL's full-text "
+                    "index holds (1 MB of terms): split it into several moments; nothing "
+                    "was changed"
+                ) from err
+            raise StorageError(f"{self.location}: {doing} failed: {message}") from err
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        """Apply the migrations this database lacks, one process at a time."""
+        with conn, conn.transaction():
+            # The schema's name keys the lock: current_schema() is null until it exists.
+            _writer_lock(
+                conn, _one(conn, "SELECT coalesce(%s, current_schema())", (self._schema_name,))
+            )
+            if self._schema_name is not None:
+                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self._schema_name}")
+            version = 0
+            if _one(conn, "SELECT to_regclass('notebook_schema')") is not None:
+                version = int(_one(conn, "SELECT version FROM notebook_schema"))
+            if version > len(schema.MIGRATIONS):
+                raise StorageError(
+                    f"{self.location}: the notebook's schema is version {version}, newer "
+                    f"than this agent-notebook knows ({len(schema.MIGRATIONS)}): upgrade it"
+                )
+            for statements in schema.MIGRATIONS[version:]:
+                for statement in statements:
+                    conn.execute(statement)
+            conn.execute("UPDATE notebook_schema SET version = %s", (len(schema.MIGRATIONS),))
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        outer: psycopg.Connection[Any] | None = getattr(self._local, "tx", None)
+        if outer is not None:  # nested: a savepoint of the outer transaction
+            with self._mapped("transaction"), outer.transaction():
+                yield
+            return
+        with self._mapped("transaction"), self._pool.connection() as conn, conn.transaction():
+            _writer_lock(conn)
+            self._local.tx = conn
+            try:
+                yield
+            finally:
+                self._local.tx = None
+
+    @contextmanager
+    def _connection(self, snapshot: bool = False) -> Iterator[psycopg.Connection[Any]]:
+        """The open transaction's connection, else a pooled one (with ``snapshot``, inside a
+        read-only repeatable-read transaction, so several reads agree)."""
+        outer: psycopg.Connection[Any] | None = getattr(self._local, "tx", None)
+        if outer is not None:
+            yield outer
+            return
+        with self._pool.connection() as conn:
+            if not snapshot:
+                yield conn
+                return
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                yield conn
+
+    def _query(self, statement: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._mapped("read"), self._connection() as conn:
+            return conn.execute(statement, params).fetchall()
+
+    def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
+        conn: psycopg.Connection[Any] = self._local.tx  # set: writers run inside atomic()
+        conn.execute(statement, params)
+
+    def _write_many(self, statement: str, params: Sequence[Sequence[Any]]) -> None:
+        if params:
+            conn: psycopg.Connection[Any] = self._local.tx
+            with conn.cursor() as cursor:
+                cursor.executemany(statement, params)
+
+    def _check_sealing(self) -> None:
+        """Refuse at open, before any write, a notebook sealed with another key (or sealed
+        at all, without a key): the newest moment and session tell."""
+        for table, order in (("moments", "num"), ("sessions", "started_us")):
+            found = self._query(f"SELECT body FROM {table} ORDER BY {order} DESC LIMIT 1")
+            if found:
+                sealed.check_key(self.cipher, found[0][0], self.location)
+
+    def _terms(self, text: str) -> list[str]:
+        """The index terms of ``text`` as stored: keyed tokens when encrypted."""
+        return terms(text) if self.cipher is None else sealed.index_terms(self.cipher, text)
+
+    def _name(self, concept: str) -> str:
+        return concept if self.cipher is None else self.cipher.seal_name(concept)
+
+    def _unname(self, stored: str) -> str:
+        return stored if self.cipher is None else self.cipher.open_name(stored)
+
+    def _moment_row(self, moment: Moment) -> tuple[Any, ...]:
+        if self.cipher is None:
+            row = rows.moment_row(moment)
+        else:
+            row = sealed.moment_row(self.cipher, moment)
+        return (*row, *schema.text_columns(self._terms(moment.content.text)))
+
+    def _moments_from(self, found: list[Any]) -> list[Moment]:
+        try:
+            return [sealed.moment_from_row(self.cipher, text, body) for text, body in found]
+        except (ValueError, ValidationError) as err:
+            raise StorageError(f"{self.location}: a stored moment does not load: {err}") from err
+
+    # -- counters ---------------------------------------------------------------------------
+
+    def next_number(self, counter: str, count: int = 1) -> int:
+        with self.atomic(), self._mapped("write"):
+            (last,) = self._local.tx.execute(
+                "INSERT INTO counters (name, value) VALUES (%s, %s) "
+                "ON CONFLICT (name) DO UPDATE SET value = counters.value + excluded.value "
+                "RETURNING value",
+                (counter, count),
+            ).fetchone()
+            return int(last) - count + 1
+
+    def raise_counter(self, counter: str, at_least: int) -> None:
+        with self.atomic():
+            self._write(
+                "INSERT INTO counters (name, value) VALUES (%s, %s) "
+                "ON CONFLICT (name) DO UPDATE SET value = greatest(counters.value, excluded.value)",
+                (counter, at_least),
+            )
+
+    def counters(self) -> dict[str, int]:
+        return dict(self._query('SELECT name, value FROM counters ORDER BY name COLLATE "C"'))
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def get_session(self, session_id: str) -> Session | None:
+        found = self._query("SELECT body FROM sessions WHERE id = %s", (session_id,))
+        return sealed.session_from_row(self.cipher, found[0][0]) if found else None
+
+    def put_session(self, session: Session) -> None:
+        row = rows.session_row(session)
+        if self.cipher is not None:
+            row = (row[0], row[1], sealed.session_body(self.cipher, session))
+        with self.atomic():
+            self._write(
+                "INSERT INTO sessions (id, started_us, body) VALUES (%s, %s, %s) "
+                "ON CONFLICT (id) DO UPDATE SET started_us = excluded.started_us, "
+                "body = excluded.body",
+                row,
+            )
+
+    def list_sessions(self, offset: int = 0, limit: int | None = None) -> list[Session]:
+        found = self._query(
+            'SELECT body FROM sessions ORDER BY started_us, id COLLATE "C" LIMIT %s OFFSET %s',
+            (limit, offset),
+        )
+        return [sealed.session_from_row(self.cipher, body) for (body,) in found]
+
+    def count_sessions(self) -> int:
+        return int(self._query("SELECT count(*) FROM sessions")[0][0])
+
+    def delete_session(self, session_id: str) -> None:
+        with self.atomic():
+            found = self._query("SELECT num FROM moments WHERE session_id = %s", (session_id,))
+            self._remove_moments([num for (num,) in found])
+            self._write(
+                "DELETE FROM archived_concepts WHERE num IN "
+                "(SELECT num FROM archived WHERE session_id = %s)",
+                (session_id,),
+            )
+            self._write("DELETE FROM archived WHERE session_id = %s", (session_id,))
+            self._write("DELETE FROM sessions WHERE id = %s", (session_id,))
+
+    def _remove_moments(self, nums: Sequence[int]) -> None:
+        """Delete moments and what is derived from them: their words' document frequencies
+        and lengths, concept pairs and vectors (by cascade)."""
+        gone = self._moments_by_num(nums)
+        emptied = [m.model_copy(update={"content": MomentContent()}) for m in gone.values()]
+        self._index_terms(emptied, gone, removed=len(gone))
+        numbers = list(gone)
+        self._write("DELETE FROM concept_moments WHERE num = ANY(%s::bigint[])", (numbers,))
+        self._write("DELETE FROM moments WHERE num = ANY(%s::bigint[])", (numbers,))
+
+    # -- moments ----------------------------------------------------------------------------
+
+    def put_moments(self, moments: Sequence[Moment]) -> None:
+        with self.atomic():
+            replaced = self._moments_by_num([m.number for m in moments])
+            self._write_many(schema.UPSERT_MOMENT, [self._moment_row(m) for m in moments])
+            self._index_terms(moments, replaced)
+            self._index_concepts(moments, replaced)
+            texts = {m.number: m.content.text for m in moments}
+            changed = [num for num, old in replaced.items() if old.content.text != texts[num]]
+            # a vector describes the text it was made from
+            self._write("DELETE FROM moment_vectors WHERE num = ANY(%s::bigint[])", (changed,))
+
+    def _moments_by_num(self, nums: Sequence[int]) -> dict[int, Moment]:
+        """The stored moments among ``nums``, by number."""
+        found = self._query(
+            "SELECT num, text, body FROM moments WHERE num = ANY(%s::bigint[])", (list(nums),)
+        )
+        loaded = self._moments_from([(text, body) for _, text, body in found])
+        return dict(zip((num for num, _, _ in found), loaded, strict=True))
+
+    def _index_terms(
+        self, moments: Sequence[Moment], replaced: dict[int, Moment], removed: int = 0
+    ) -> None:
+        """Keep the document frequencies and the totals BM25 reads in step with a write of
+        ``moments`` over ``replaced`` (``removed`` of them are being deleted)."""
+        change = sql.frequency_change(moments, replaced, self._terms)
+        items = sorted((term, docs) for term, docs in change.items() if docs)
+        if items:
+            self._write(
+                "INSERT INTO term_docs (term, docs) "
+                "SELECT * FROM unnest(%s::text[], %s::bigint[]) "
+                "ON CONFLICT (term) DO UPDATE SET docs = term_docs.docs + excluded.docs",
+                ([t for t, _ in items], [d for _, d in items]),
+            )
+        added = sum(1 for m in moments if m.number not in replaced) - removed
+        length = sum(len(self._terms(m.content.text)) for m in moments) - sum(
+            len(self._terms(old.content.text)) for old in replaced.values()
+        )
+        if added or length:
+            self._write(
+                "UPDATE text_totals SET docs = docs + %s, terms = terms + %s", (added, length)
+            )
+
+    def _index_concepts(self, moments: Sequence[Moment], replaced: dict[int, Moment]) -> None:
+        gone = [
+            (self._name(c), num) for num, old in replaced.items() for c in old.metadata.concepts
+        ]
+        if gone:
+            self._write(
+                "DELETE FROM concept_moments WHERE (concept_id, num) IN (SELECT c.id, x.num "
+                "FROM unnest(%s::text[], %s::bigint[]) x (name, num) "
+                "JOIN concepts c ON c.name = x.name)",
+                ([name for name, _ in gone], [num for _, num in gone]),
+            )
+        pairs = [(self._name(c), m.number) for m in moments for c in m.metadata.concepts]
+        self._link_concepts("concept_moments", pairs)
+
+    def _link_concepts(
+        self, table: Literal["concept_moments", "archived_concepts"], pairs: list[tuple[str, int]]
+    ) -> None:
+        """Add ``(stored concept name, moment number)`` pairs to ``table``, naming the new
+        concepts."""
+        if not pairs:
+            return
+        names = sorted({name for name, _ in pairs})
+        self._write(
+            "INSERT INTO concepts (name) SELECT unnest(%s::text[]) ON CONFLICT (name) DO NOTHING",
+            (names,),
+        )
+        self._write(
+            f"INSERT INTO {table} (concept_id, num) SELECT c.id, x.num "
+            "FROM unnest(%s::text[], %s::bigint[]) x (name, num) "
+            "JOIN concepts c ON c.name = x.name ON CONFLICT DO NOTHING",
+            ([name for name, _ in pairs], [num for _, num in pairs]),
+        )
+
+    def get_moment(self, moment_id: str) -> Moment | None:
+        num = moment_number(moment_id)
+        found = self._query("SELECT text, body FROM moments WHERE num = %s", (num,))
+        return self._moments_from(found)[0] if found else None
+
+    def get_moments(self, moment_ids: Sequence[str]) -> list[Moment]:
+        nums = [moment_number(mid) for mid in moment_ids]
+        found = self._moments_by_num(nums)
+        return [found[n] for n in nums if n in found]
+
+    def moment_briefs(self, moment_ids: Sequence[str]) -> list[MomentBrief]:
+        # Read from the columns and the JSON body in SQL: no moment is parsed or validated.
+        nums = [moment_number(mid) for mid in moment_ids]
+        found = {
+            row[0]: MomentBrief(
+                number=row[0],
+                session=row[1],
+                timestamp=rows.from_us(row[2]),
+                role=row[3],
+                speaker=row[4],
+                importance=row[5],
+                decay_rate=row[6],
+                redacted=bool(row[7]),
+                asks=bool(row[8]),
+            )
+            for row in self._query(schema.SELECT_BRIEFS, (nums,))
+        }
+        return [found[n] for n in nums if n in found]
+
+    def list_moments(
+        self, session_id: str | None = None, offset: int = 0, limit: int | None = None
+    ) -> list[Moment]:
+        where, params = ("", ()) if session_id is None else ("WHERE session_id = %s", (session_id,))
+        found = self._query(
+            f"SELECT text, body FROM moments {where} ORDER BY num LIMIT %s OFFSET %s",
+            (*params, limit, offset),
+        )
+        return self._moments_from(found)
+
+    def count_moments(self, session_id: str | None = None) -> int:
+        if session_id is None:
+            return int(self._query("SELECT count(*) FROM moments")[0][0])
+        found = self._query("SELECT count(*) FROM moments WHERE session_id = %s", (session_id,))
+        return int(found[0][0])
+
+    def moment_numbers(self, where: MomentFilter) -> list[int]:
+        conditions, params = sql.filter_sql(where, "%s", _NOCASE)
+        select = "SELECT m.num FROM moments m" + (
+            " WHERE " + " AND ".join(conditions) if conditions else ""
+        )
+        return [num for (num,) in self._query(select + " ORDER BY m.num", params)]
+
+    def media_signatures(self, kind: Literal["image", "audio"]) -> list[tuple[int, str]]:
+        if self.cipher is not None:  # sealed bodies: read through the moments, opened
+            return super().media_signatures(kind)
+        if kind not in ("image", "audio"):
+            raise InvalidInput(f"media kind {kind!r} is not image or audio")
+        found = self._query(  # read in SQL: no moment is parsed
+            "SELECT num, sig FROM (SELECT num, body::jsonb #>> %s::text[] AS sig FROM moments) s "
+            "WHERE sig IS NOT NULL AND sig != '' ORDER BY num",
+            (["content", f"{kind}_signature"],),
+        )
+        return [(int(num), str(sig)) for num, sig in found]
+
+    # -- text vectors -----------------------------------------------------------------------
+
+    def put_vectors(self, model: str, vectors: Sequence[tuple[int, str, bytes]]) -> None:
+        if (cipher := self.cipher) is not None:  # the text column holds the index's tokens
+            vectors = [
+                (num, sealed.index_text(cipher, text), cipher.encrypt(blob, sealed.vector_aad(num)))
+                for num, text, blob in vectors
+            ]
+        with self.atomic():
+            self._write_many(
+                "INSERT INTO moment_vectors (num, model, vector) "
+                "SELECT num, %s, %s FROM moments WHERE num = %s AND text = %s "
+                "ON CONFLICT (num) DO UPDATE SET model = excluded.model, vector = excluded.vector",
+                [(model, blob, num, text) for num, text, blob in vectors],
+            )
+
+    def get_vectors(
+        self, model: str, after: int = 0, limit: int | None = None
+    ) -> list[tuple[int, bytes]]:
+        found: list[tuple[int, bytes]] = self._query(
+            "SELECT num, vector FROM moment_vectors WHERE model = %s AND num > %s "
+            "ORDER BY num LIMIT %s",
+            (model, after, limit),
+        )
+        if self.cipher is not None:
+            found = [(n, self._open_vector(n, v)) for n, v in found]
+        return [(n, bytes(v)) for n, v in found]
+
+    def _open_vector(self, num: int, blob: bytes) -> bytes:
+        if self.cipher is None:
+            return blob
+        return self.cipher.decrypt(
+            bytes(blob), sealed.vector_aad(num), f"{self.location}: a vector"
+        )
+
+    def vector_models(self) -> list[str]:
+        found = self._query('SELECT DISTINCT model COLLATE "C" FROM moment_vectors ORDER BY 1')
+        return [str(model) for (model,) in found]
+
+    def unembedded(self, model: str, limit: int | None = None, after: int = 0) -> list[int]:
+        found = self._query(
+            "SELECT m.num FROM moments m WHERE m.num > %s AND NOT EXISTS (SELECT 1 FROM "
+            "moment_vectors v WHERE v.num = m.num AND v.model = %s) ORDER BY m.num LIMIT %s",
+            (after, model, limit),
+        )
+        return [num for (num,) in found]
+
+    # -- concepts ---------------------------------------------------------------------------
+
+    def get_concept(self, concept: str) -> ConceptEntry | None:
+        found = self._query(
+            "SELECT cm.num, m.session_id FROM concepts c "
+            "JOIN concept_moments cm ON cm.concept_id = c.id JOIN moments m ON m.num = cm.num "
+            "WHERE c.name = %s ORDER BY cm.num",
+            (self._name(concept),),
+        )
+        return sql.concept_entry(concept, found) if found else None
+
+    def concept_members(self, concept: str, at_most: int) -> list[int] | None:
+        found = self._query(
+            "SELECT cm.num FROM concepts c JOIN concept_moments cm ON cm.concept_id = c.id "
+            "WHERE c.name = %s ORDER BY cm.num LIMIT %s",
+            (self._name(concept), at_most + 1),
+        )
+        return None if len(found) > at_most else [num for (num,) in found]
+
+    def list_concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:
+        named = self._query(
+            "SELECT id, name FROM concepts c WHERE EXISTS "
+            "(SELECT 1 FROM concept_moments cm WHERE cm.concept_id = c.id) "
+            + ('ORDER BY name COLLATE "C" LIMIT %s OFFSET %s' if self.cipher is None else ""),
+            (limit, offset) if self.cipher is None else (),
+        )
+        if self.cipher is None:
+            page = [(name, cid) for cid, name in named]
+        else:  # sealed names do not sort in SQL: every name is opened and sorted here
+            ordered = sorted((self._unname(name), cid) for cid, name in named)
+            page = ordered[offset:] if limit is None else ordered[offset : offset + limit]
+        members = self._query(
+            "SELECT cm.concept_id, cm.num, m.session_id FROM concept_moments cm "
+            "JOIN moments m ON m.num = cm.num WHERE cm.concept_id = ANY(%s::bigint[]) "
+            "ORDER BY cm.concept_id, cm.num",
+            ([cid for _, cid in page],),
+        )
+        by_concept = {
+            cid: [(num, sid) for _, num, sid in group]
+            for cid, group in itertools.groupby(members, key=lambda r: r[0])
+        }
+        return [sql.concept_entry(name, by_concept.get(cid, [])) for name, cid in page]
+
+    def count_concepts(self) -> int:
+        return int(self._query("SELECT count(DISTINCT concept_id) FROM concept_moments")[0][0])
+
+    # -- search -----------------------------------------------------------------------------
+
+    def search_text(self, query: str, where: MomentFilter, limit: int) -> list[tuple[str, float]]:
+        """BM25 as FTS5 ranks it, with SQLite's bounded cost (``sql.choose_terms``): the
+        same terms are chosen, weighed from the same statistics, in the same order."""
+        words = sql.query_words(query, None if self.cipher is None else self.cipher.token)
+        if not words:
+            return []
+        with self._mapped("search"), self._connection(snapshot=True) as conn:
+            frequency = conn.execute(
+                "SELECT term, docs FROM term_docs WHERE term = ANY(%s::text[]) AND docs > 0 "
+                'ORDER BY docs, term COLLATE "C"',
+                (list(words),),
+            ).fetchall()
+            chosen, postings = sql.choose_terms(frequency, POSTINGS_BUDGET)
+            totals = conn.execute("SELECT docs, terms FROM text_totals").fetchone()
+            if not chosen or totals is None or totals[0] <= 0:
+                return []
+            documents, total_terms = int(totals[0]), int(totals[1])
+            docs = dict(frequency)
+            idf = [sql.bm25_idf(documents, docs[t]) for t in chosen]
+            statement = [schema.score_sql(len(chosen))]
+            params = schema.score_params(chosen, idf, total_terms / documents)
+            if postings > POSTINGS_BUDGET:
+                statement.append("AND m.num > (SELECT max(num) FROM moments) - %s")
+                params.append(POSTINGS_BUDGET)
+            conditions, values = sql.filter_sql(where, "%s", _NOCASE)
+            statement += [f"AND {c}" for c in conditions]
+            params += values
+            statement.append("ORDER BY score DESC, m.num LIMIT %s")
+            params.append(limit)
+            found = conn.execute(" ".join(statement), params).fetchall()
+        return [(f"m_{num}", float(score)) for num, score in found]
+
+    # -- the cold archive ---------------------------------------------------------------------
+
+    def archive_moments(self, entries: Sequence[ArchiveEntry]) -> None:
+        with self.atomic():
+            self._remove_moments([e.number for e in entries])
+            self._write_many(
+                "INSERT INTO archived (num, session_id, body) VALUES (%s, %s, %s) "
+                "ON CONFLICT (num) DO UPDATE SET session_id = excluded.session_id, "
+                "body = excluded.body",
+                [(e.number, e.session, self._archive_body(e)) for e in entries],
+            )
+            self._write(
+                "DELETE FROM archived_concepts WHERE num = ANY(%s::bigint[])",
+                ([e.number for e in entries],),
+            )
+            pairs = [(self._name(c), e.number) for e in entries for c in e.concepts]
+            self._link_concepts("archived_concepts", pairs)
+
+    def _archive_body(self, entry: ArchiveEntry) -> str:
+        if self.cipher is None:
+            return rows.archive_row(entry)[1]
+        return sealed.archive_body(self.cipher, entry)
+
+    def get_archived(self, moment_ids: Sequence[str]) -> list[ArchiveEntry]:
+        nums = [moment_number(mid) for mid in moment_ids]
+        found = self._query("SELECT num, body FROM archived WHERE num = ANY(%s::bigint[])", (nums,))
+        entries = {num: sealed.archive_from_row(self.cipher, body) for num, body in found}
+        return [entries[n] for n in nums if n in entries]
+
+    def list_archived(self, offset: int = 0, limit: int | None = None) -> list[ArchiveEntry]:
+        found = self._query(
+            "SELECT body FROM archived ORDER BY num LIMIT %s OFFSET %s", (limit, offset)
+        )
+        return [sealed.archive_from_row(self.cipher, body) for (body,) in found]
+
+    def count_archived(self) -> int:
+        return int(self._query("SELECT count(*) FROM archived")[0][0])
+
+    def archived_with_concept(self, concept: str) -> list[str]:
+        found = self._query(
+            "SELECT ac.num FROM concepts c JOIN archived_concepts ac ON ac.concept_id = c.id "
+            "WHERE c.name = %s ORDER BY ac.num",
+            (self._name(concept),),
+        )
+        return [f"m_{num}" for (num,) in found]
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def purge(self) -> None:
+        """Drop what no row uses, then ``VACUUM FULL`` the tables that held text: each is
+        rewritten into new files, so no dead row of old text stays in the database's
+        files (it is still in the WAL and in backups: see the README). The rewrite locks
+        each table for its length: run it when few servers write."""
+        with self.atomic():
+            self._write("DELETE FROM term_docs WHERE docs <= 0")
+            self._write(
+                "DELETE FROM concepts WHERE id NOT IN (SELECT concept_id FROM concept_moments) "
+                "AND id NOT IN (SELECT concept_id FROM archived_concepts)"
+            )
+        tables = ["moments", "term_docs", "concepts", "concept_moments", "moment_vectors"]
+        tables += ["archived", "archived_concepts", "sessions"]
+        with self._mapped("purge"), self._pool.connection() as conn:
+            for table in tables:
+                conn.execute(f"VACUUM (FULL, ANALYZE) {table}")
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def _one(conn: psycopg.Connection[Any], statement: str, params: Sequence[Any] = ()) -> Any:
+    """The one value ``statement`` selects."""
+    row = conn.execute(statement, params).fetchone()
+    if row is None:
+        raise StorageError(f"{statement!r} selected no row")
+    return row[0]
+
+
+def _writer_lock(conn: psycopg.Connection[Any], schema_name: str | None = None) -> None:
+    """Wait for the writer lock of the notebook in ``schema_name`` (by default the
+    connection's schema); it is released when the transaction ends."""
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(%s, hashtext(coalesce(%s, current_schema())))",
+        (WRITER_LOCK, schema_name),
+    )

@@ -1,0 +1,123 @@
+"""What the SQL backends (SQLite, PostgreSQL) share beyond their dialects: the choice of a
+search's terms within a cost budget, the document frequencies a write changes, the filter
+conditions of a listing or a search, and concept entries from rows.
+
+Both rank lexical matches with FTS5's BM25 (SQLite computes it in FTS5, PostgreSQL from the
+term statistics it keeps, :func:`bm25_idf`), over the same index terms
+(:func:`agent_notebook.search.lexical.terms`, or their keyed tokens when the notebook is
+encrypted), so the same notebook ranks the same on both.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from ..model import ConceptEntry, Moment
+from ..search.lexical import BM25_B, BM25_K1, stem, tokenize
+from .base import MomentFilter
+from .rows import to_us
+
+#: How many postings (moment, term pairs) one search may score; see :func:`choose_terms`.
+POSTINGS_BUDGET: Final = 1500
+MAX_QUERY_TERMS: Final = 64
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "MAX_QUERY_TERMS",
+    "POSTINGS_BUDGET",
+    "bm25_idf",
+    "choose_terms",
+    "concept_entry",
+    "filter_sql",
+    "frequency_change",
+    "query_words",
+]
+
+
+def query_words(query: str, token: Callable[[str], str] | None = None) -> dict[str, str]:
+    """The index terms of ``query`` (at most :data:`MAX_QUERY_TERMS`), each with the word it
+    came from, in query order. ``token`` maps a stem to its keyed token (encrypted
+    notebooks index tokens, which then stand for themselves)."""
+    words: dict[str, str] = {}
+    for word in tokenize(query):
+        if token is not None:
+            keyed = token(stem(word))
+            words.setdefault(keyed, keyed)
+        else:
+            words.setdefault(stem(word), word)
+        if len(words) >= MAX_QUERY_TERMS:
+            break
+    return words
+
+
+def choose_terms(
+    frequency: Sequence[tuple[str, int]], budget: int = POSTINGS_BUDGET
+) -> tuple[list[str], int]:
+    """The terms a search scores, from ``(term, documents)`` rarest first: taken while their
+    postings fit ``budget`` (always the rarest one), so a search costs the same in a
+    notebook of a thousand moments and of millions (a word in most moments adds little to
+    BM25 anyway). Returns them and their postings; over ``budget`` (the rarest alone is),
+    only the newest moments count."""
+    chosen: list[str] = []
+    postings = 0
+    for term, docs in frequency:
+        if chosen and postings + docs > budget:
+            break
+        chosen.append(term)
+        postings += docs
+    return chosen, postings
+
+
+def bm25_idf(documents: int, with_term: int) -> float:
+    """FTS5's BM25 inverse document frequency (``fts5_aux.c``): never below 1e-6."""
+    idf = math.log((documents - with_term + 0.5) / (with_term + 0.5))
+    return idf if idf > 0.0 else 1e-6
+
+
+def frequency_change(
+    moments: Sequence[Moment], replaced: dict[int, Moment], terms_of: Callable[[str], list[str]]
+) -> Counter[str]:
+    """How writing ``moments`` over ``replaced`` (their stored versions) changes each term's
+    document count; a moment that is removed is written as one with no text."""
+    change: Counter[str] = Counter()
+    for moment in moments:
+        change.update(set(terms_of(moment.content.text)))
+        if (old := replaced.get(moment.number)) is not None:
+            change.subtract(set(terms_of(old.content.text)))
+    return change
+
+
+def filter_sql(
+    where: MomentFilter, mark: str = "?", nocase: str = "{} = {} COLLATE NOCASE"
+) -> tuple[list[str], list[Any]]:
+    """SQL conditions on ``moments m`` for ``where``, with their parameters; ``mark`` is the
+    driver's placeholder and ``nocase`` compares a column with it ignoring case."""
+    conditions: list[str] = []
+    params: list[Any] = []
+    if where.session is not None:
+        conditions.append(f"m.session_id = {mark}")
+        params.append(where.session)
+    if where.since is not None:
+        conditions.append(f"m.ts_us >= {mark}")
+        params.append(to_us(where.since))
+    if where.until is not None:
+        conditions.append(f"m.ts_us < {mark}")
+        params.append(to_us(where.until))
+    if where.speaker is not None:
+        speaker, role = nocase.format("m.speaker", mark), nocase.format("m.role", mark)
+        conditions.append(f"({speaker} OR {role})")
+        params += [where.speaker, where.speaker]
+    return conditions, params
+
+
+def concept_entry(concept: str, rows: Sequence[tuple[int, str]]) -> ConceptEntry:
+    """The entry of ``concept`` from its ``(moment number, session id)`` rows in order."""
+    return ConceptEntry(
+        concept=concept,
+        moments=[f"m_{num}" for num, _ in rows],
+        sessions=sorted({sid for _, sid in rows}),
+    )
