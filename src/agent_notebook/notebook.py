@@ -790,8 +790,8 @@ class Notebook:
         if not self.config.privacy.modalities.embeddings:
             return None
         if not self._semantic_ready:
+            embedder = self._resolve_embedder()  # a bad name raises on every use
             self._semantic_ready = True
-            embedder = self._resolve_embedder()
             if embedder is not None:
                 from .search.semantic import SemanticIndex
 
