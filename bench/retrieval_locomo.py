@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -266,18 +267,23 @@ def report_speed(
         f"{first['sample_id']}, median of {repeats} runs (targets: query p95 <= 30 ms, "
         f"indexing >= 100 moments/s on 2 cores when nothing else runs)"
     )
+    print(f"load average (1 min) before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(
-        f"  {'embedder':<14} {'install MB':>10} {'query p50':>10} {'query p95':>10} {'moments/s':>10}"
+        f"  {'embedder':<14} {'threads':>7} {'install MB':>10} {'query p50':>10} "
+        f"{'query p95':>10} {'moments/s':>10} {'per CPU-s':>10}"
     )
     for name, embedder in made.items():
         runs = [speed(embedder, texts, queries) for _ in range(repeats)]
         med = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
         size = install_mb(name)
         size_cell = f"{size:10.1f}" if size is not None else f"{'-':>10}"
+        threads = getattr(embedder, "threads", "-")
         print(
-            f"  {name:<14} {size_cell} {med['query_p50_ms']:8.1f}ms {med['query_p95_ms']:8.1f}ms "
-            f"{med['moments_per_s']:10.1f}"
+            f"  {name:<14} {threads:>7} {size_cell} {med['query_p50_ms']:8.1f}ms "
+            f"{med['query_p95_ms']:8.1f}ms {med['moments_per_s']:10.1f} "
+            f"{med['moments_per_cpu_s']:10.1f}"
         )
+    print(f"load average (1 min) after: {os.getloadavg()[0]:.1f}")
 
 
 def mean_pct(values: list[float]) -> str:
