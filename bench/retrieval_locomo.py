@@ -15,7 +15,12 @@ search engine defined here (``src/`` is unchanged); they are reported, not tuned
 
     python bench/retrieval_locomo.py [--data ../shared/data/locomo/locomo-dev.json]
         [--variants lexical,vector,hybrid,...] [--limit-conversations N]
-        [--embedder default|none] [--failures N] [--failure-variant hybrid]
+        [--embedders minilm,e5-small|none] [--speed-repeats N]
+        [--failures N] [--failure-variant 'hybrid[minilm]']
+
+Each embedder named gets its own vector and hybrid rows (``vector[minilm]``), beside the
+lexical ones (BM25) of the same run, and a line of speed: install size, query embedding
+p50/p95 and indexing moments/s (bench/_embedders.py).
 
 Skips cleanly (exit 0) when the data set is absent; it is never copied into this repository.
 """
@@ -24,7 +29,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -37,8 +44,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import percentile
+from _embedders import CANDIDATES, install_mb, make, speed
 from agent_notebook import Notebook
 from agent_notebook.config import NotebookConfig, SearchSettings
+from agent_notebook.embed import Embedder
 from agent_notebook.enrich import STOPWORDS
 from agent_notebook.ingest.locomo import parse_locomo_time
 from agent_notebook.search.engine import SearchEngine, SearchRequest
@@ -69,7 +78,7 @@ class Variant:
 
 VARIANTS = [
     Variant("lexical", "lexical", note="BM25 (FTS5) alone"),
-    Variant("vector", "vector", note="MiniLM alone"),
+    Variant("vector", "vector", note="the embedder alone"),
     Variant("hybrid", "hybrid", note="default settings"),
     Variant(
         "hybrid-before",
@@ -177,48 +186,105 @@ def recall_at(evidence: list[str], found: list[str]) -> dict[int, float]:
     return {k: len(set(evidence) & set(found[:k])) / len(evidence) for k in KS}
 
 
+def rows_for(variants: list[Variant], embedders: list[str]) -> list[tuple[str, Variant, str]]:
+    """(row label, variant, embedder name) for each row of the report: a lexical variant
+    once (it reads no vector), every other once per embedder, labelled with its name."""
+    rows = [
+        (v.name, v, embedders[0] if embedders else "none") for v in variants if v.mode == "lexical"
+    ]
+    for name in embedders:
+        rows += [(f"{v.name}[{name}]", v, name) for v in variants if v.mode != "lexical"]
+    return rows
+
+
 def run(args: argparse.Namespace, data: list[dict[str, Any]], variants: list[Variant]) -> None:
-    results = {v.name: Result() for v in variants}
-    index_s = record_s = 0.0
+    names = [n for n in args.embedders.split(",") if n != "none"]
+    made: dict[str, Embedder] = {}
+    for name in names:
+        embedder = make(name)
+        if isinstance(embedder, str):
+            print(embedder, file=sys.stderr)
+        else:
+            made[name] = embedder
+    rows = rows_for(variants, list(made) or ["none"])
+    results = {label: Result() for label, _, _ in rows}
+    index_s: dict[str, float] = defaultdict(float)
+    record_s = 0.0
     failures: list[tuple[str, list[str], list[str], dict[str, str]]] = []
-    embedder: Any = "default" if args.embedder == "default" else None
-    for conversation in data[: args.limit_conversations]:
-        with tempfile.TemporaryDirectory() as tmp:
-            nb = Notebook(open_backend(str(Path(tmp) / "notebook.db")), embedder=embedder)
-            t0 = time.perf_counter()
-            load_conversation(nb, conversation)
-            record_s += time.perf_counter() - t0
-            if nb.semantic is not None:  # let the worker finish, then catch up what is left
-                nb.semantic.wait_idle()  # (a reindex beside the worker embeds twice)
-                nb.reindex()
-            index_s += time.perf_counter() - t0
-            texts = {m.source_id or "": m.content.text for m in nb.moments(limit=None)}
-            qa = conversation["qa"]
-            print(
-                f"{conversation['sample_id']}: {len(texts)} turns, {len(qa)} questions, "
-                f"indexed in {time.perf_counter() - t0:.1f} s",
-                file=sys.stderr,
-            )
-            for variant in variants:
-                if variant.mode == "vector" and nb.semantic is None:
-                    continue
-                search = searcher(nb, variant)
-                result = results[variant.name]
-                for q in qa:
-                    evidence = normalise_evidence(q.get("evidence", []))
-                    t1 = time.perf_counter()
-                    found = search(q["question"])
-                    result.latencies.append(time.perf_counter() - t1)
-                    recall = recall_at(evidence, found)
-                    result.recalls.append((q["category"], recall))
-                    if variant.name == args.failure_variant and recall[10] == 0:
-                        failures.append(
-                            (f"[{q['category']}] {q['question']}", evidence, found, texts)
-                        )
-            nb.close()
-    n_conv = len(data[: args.limit_conversations])
-    report(results, variants, index_s, record_s, n_conv, args.embedder)
+    conversations = data[: args.limit_conversations]
+    for name in list(made) or ["none"]:
+        embedder: Any = made.get(name)
+        todo = [r for r in rows if r[2] == name]
+        for conversation in conversations:
+            with tempfile.TemporaryDirectory() as tmp:
+                nb = Notebook(open_backend(str(Path(tmp) / "notebook.db")), embedder=embedder)
+                t0 = time.perf_counter()
+                load_conversation(nb, conversation)
+                record_s += time.perf_counter() - t0
+                if nb.semantic is not None:  # let the worker finish, then catch up the rest
+                    nb.semantic.wait_idle()  # (a reindex beside the worker embeds twice)
+                    nb.reindex()
+                index_s[name] += time.perf_counter() - t0
+                texts = {m.source_id or "": m.content.text for m in nb.moments(limit=None)}
+                qa = conversation["qa"]
+                print(
+                    f"{name} {conversation['sample_id']}: {len(texts)} turns, {len(qa)} "
+                    f"questions, indexed in {time.perf_counter() - t0:.1f} s",
+                    file=sys.stderr,
+                )
+                for label, variant, _ in todo:
+                    search = searcher(nb, variant)
+                    result = results[label]
+                    for q in qa:
+                        evidence = normalise_evidence(q.get("evidence", []))
+                        t1 = time.perf_counter()
+                        found = search(q["question"])
+                        result.latencies.append(time.perf_counter() - t1)
+                        recall = recall_at(evidence, found)
+                        result.recalls.append((q["category"], recall))
+                        if label == args.failure_variant and recall[10] == 0:
+                            failures.append(
+                                (f"[{q['category']}] {q['question']}", evidence, found, texts)
+                            )
+                nb.close()
+    report(results, rows, index_s, record_s, len(conversations), list(made))
+    if made and args.speed_repeats:
+        report_speed(made, conversations, args.speed_repeats)
     show_failures(failures, args.failures, args.failure_variant)
+
+
+def report_speed(
+    made: dict[str, Embedder], conversations: list[dict[str, Any]], repeats: int
+) -> None:
+    """Each embedder's query latency and indexing rate on the same texts (the first
+    conversation's turns, 100 of its questions), the median of ``repeats`` runs: the
+    machine is shared and noisy."""
+    first = conversations[0]
+    body = first["conversation"]
+    texts = [turn_text(t) for k, v in body.items() if SESSION_KEY.fullmatch(k) for t in v]
+    queries = [q["question"] for q in first["qa"]][:100]
+    print(
+        f"\nembedder speed on {len(texts)} turns and {len(queries)} questions of "
+        f"{first['sample_id']}, median of {repeats} runs (targets: query p95 <= 30 ms, "
+        f"indexing >= 100 moments/s on 2 cores when nothing else runs)"
+    )
+    print(f"load average (1 min) before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        f"  {'embedder':<14} {'threads':>7} {'install MB':>10} {'query p50':>10} "
+        f"{'query p95':>10} {'moments/s':>10} {'per CPU-s':>10}"
+    )
+    for name, embedder in made.items():
+        runs = [speed(embedder, texts, queries) for _ in range(repeats)]
+        med = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+        size = install_mb(name)
+        size_cell = f"{size:10.1f}" if size is not None else f"{'-':>10}"
+        threads = getattr(embedder, "threads", "-")
+        print(
+            f"  {name:<14} {threads:>7} {size_cell} {med['query_p50_ms']:8.1f}ms "
+            f"{med['query_p95_ms']:8.1f}ms {med['moments_per_s']:10.1f} "
+            f"{med['moments_per_cpu_s']:10.1f}"
+        )
+    print(f"load average (1 min) after: {os.getloadavg()[0]:.1f}")
 
 
 def mean_pct(values: list[float]) -> str:
@@ -227,32 +293,32 @@ def mean_pct(values: list[float]) -> str:
 
 def report(
     results: dict[str, Result],
-    variants: list[Variant],
-    index_s: float,
+    rows: list[tuple[str, Variant, str]],
+    index_s: dict[str, float],
     record_s: float,
     n_conv: int,
-    embedder: str,
+    embedders: list[str],
 ) -> None:
     print(
         f"\nLoCoMo dev, {n_conv} conversations, published protocol (turns of the same "
-        f"conversation, raw questions); embedder: {embedder}"
+        f"conversation, raw questions); embedders: {', '.join(embedders) or 'none'}"
     )
-    print(
-        f"index time (all conversations): record {record_s:.1f} s, record + embed {index_s:.1f} s"
-    )
+    print("no setting is tuned here: the leave-one-conversation-out figure is the one below")
+    spent = ", ".join(f"{name} {s:.1f} s" for name, s in index_s.items())
+    print(f"index time (all conversations): record {record_s:.1f} s; record + embed: {spent}")
     print(f"targets: R@5 >= {TARGETS[5]:.0f}, R@10 >= {TARGETS[10]:.0f}\n")
-    head = f"{'variant':<22} {'n':>4}  {'R@5':>5} {'R@10':>5} {'R@25':>5} {'R@50':>5}  "
+    head = f"{'variant':<30} {'n':>4}  {'R@5':>5} {'R@10':>5} {'R@25':>5} {'R@50':>5}  "
     print(head + f"{'p50 ms':>7}  {'R@5/R@10 vs target':<19} note")
-    for variant in variants:
-        result = results[variant.name]
+    for label, variant, _ in rows:
+        result = results[label]
         if not result.recalls:
-            print(f"{variant.name:<22} skipped (no embedder)")
+            print(f"{label:<30} skipped (no embedder)")
             continue
         cells = [mean_pct([r[k] for _, r in result.recalls]) for k in KS]
         p50 = percentile(result.latencies, 0.5) * 1000
         gap = " ".join(f"{float(cells[i]) - TARGETS[k]:+5.1f}" for i, k in enumerate(TARGETS))
         print(
-            f"{variant.name:<22} {len(result.recalls):>4}  {' '.join(cells)}  {p50:7.1f}  "
+            f"{label:<30} {len(result.recalls):>4}  {' '.join(cells)}  {p50:7.1f}  "
             f"{gap:<19} {variant.note or variant.settings}"
         )
     print("\nreference (issue / paper):")
@@ -263,11 +329,11 @@ def report(
         first = next((r for r in results.values() if r.recalls), None)
         n = sum(1 for c, _ in first.recalls if c == cat) if first else 0
         print(f"\ncategory {cat} ({cat_name}), {n} questions")
-        for variant in variants:
-            rows = [r for c, r in results[variant.name].recalls if c == cat]
-            if rows:
-                cells = [mean_pct([r[k] for r in rows]) for k in KS]
-                print(f"  {variant.name:<22} {' '.join(cells)}")
+        for label, _, _ in rows:
+            cat_rows = [r for c, r in results[label].recalls if c == cat]
+            if cat_rows:
+                cells = [mean_pct([r[k] for r in cat_rows]) for k in KS]
+                print(f"  {label:<30} {' '.join(cells)}")
 
 
 def step(dia_id: str, by: int) -> str:
@@ -314,9 +380,14 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS))
     parser.add_argument("--limit-conversations", type=int, default=None)
-    parser.add_argument("--embedder", choices=["default", "none"], default="default")
+    parser.add_argument(
+        "--embedders",
+        default="minilm",
+        help=f"comma-separated, of {', '.join(CANDIDATES)} or none (lexical variants only)",
+    )
+    parser.add_argument("--speed-repeats", type=int, default=3, help="0: no speed table")
     parser.add_argument("--failures", type=int, default=0, help="show N failing questions")
-    parser.add_argument("--failure-variant", default="hybrid")
+    parser.add_argument("--failure-variant", default="hybrid[minilm]")
     args = parser.parse_args()
     if not args.data.exists():
         print(f"skipped: {args.data} is absent (see ../shared/data/locomo/README.md)")
@@ -325,6 +396,9 @@ def main() -> None:
     unknown = [n for n in args.variants.split(",") if n not in by_name]
     if unknown:
         parser.error(f"unknown variants {unknown}; known: {', '.join(by_name)}")
+    bad = [n for n in args.embedders.split(",") if n not in CANDIDATES and n != "none"]
+    if bad:
+        parser.error(f"unknown embedders {bad}; known: {', '.join(CANDIDATES)}, none")
     variants = [by_name[n] for n in args.variants.split(",")]
     data = json.loads(args.data.read_text(encoding="utf-8"))
     run(args, data, variants)

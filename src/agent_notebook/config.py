@@ -105,8 +105,12 @@ class SearchSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    #: ``default``: the offline MiniLM model when installed; ``none``: lexical only.
-    embedder: Literal["default", "none"] = "default"
+    #: ``default``: the offline model (all-MiniLM-L6-v2) when installed; ``minilm``: that
+    #: model by name; ``e5-small``: multilingual-e5-small, which recalls more and embeds
+    #: about 6 times slower (``pip install 'agent-notebook[e5]'``); ``none``: lexical
+    #: only. The vectors of one notebook are all of one model: naming another re-embeds
+    #: the moments for it (``agent-notebook reindex``).
+    embedder: Literal["default", "minilm", "e5-small", "none"] = "default"
     lexical_weight: float = Field(1.0, ge=0)
     vector_weight: float = Field(1.0, ge=0)
     concept_weight: float = Field(0.5, ge=0)

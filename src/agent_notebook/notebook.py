@@ -99,7 +99,9 @@ if TYPE_CHECKING:
 #: How many of the latest moment ids a session keeps in ``context.recent_moments``.
 RECENT_MOMENTS = 20
 MAX_SEARCH_LIMIT = 1000
-CLOSE_EMBED_WAIT_S = 30.0
+#: How long close() lets the worker embed what was just recorded before stopping it after
+#: its current chunk: a turn's few moments get their vector, a big ingest's rest waits.
+CLOSE_EMBED_WAIT_S = 2.0
 #: Moments an ingest records per transaction (a stopped ingest, run again, goes on).
 INGEST_BATCH = 500
 
@@ -211,8 +213,9 @@ class Notebook:
             self._after_turn.shutdown(wait=True)
             self._after_turn = None
         if self._semantic is not None:
-            # Moments recorded just now get their vectors unless that takes long; any left
-            # are still queued, for the next process or 'agent-notebook reindex'.
+            # Moments recorded just now get their vectors unless that takes more than a
+            # moment; any left stay queued, for the next search from the command line, the
+            # next long-lived process or 'agent-notebook reindex'.
             self._semantic.wait_idle(timeout=CLOSE_EMBED_WAIT_S)
             self._semantic.close()
             self._semantic = None
@@ -868,8 +871,8 @@ class Notebook:
         if not self.config.privacy.modalities.embeddings:
             return None
         if not self._semantic_ready:
+            embedder = self._resolve_embedder()  # a bad name raises on every use
             self._semantic_ready = True
-            embedder = self._resolve_embedder()
             if embedder is not None:
                 from .search.semantic import SemanticIndex
 
@@ -891,16 +894,30 @@ class Notebook:
             return False
         if self._embedder_choice != "default":
             return True
-        return (os.environ.get(cfg.EMBEDDER_ENV) or self.config.search.embedder) != "none"
+        return self.embedder_name != "none"
+
+    @property
+    def embedder_name(self) -> str:
+        """The offline embedder named by AGENT_NOTEBOOK_EMBEDDER or ``search.embedder``
+        (``default``, ``minilm``, ``e5-small`` or ``none``)."""
+        return os.environ.get(cfg.EMBEDDER_ENV) or self.config.search.embedder
 
     def _resolve_embedder(self) -> Embedder | None:
         if self._embedder_choice != "default":
             return self._embedder_choice
         if not self.wants_vectors:
             return None
-        from .embed import default_embedder
+        from .embed import EMBEDDERS, default_embedder
 
-        return default_embedder()
+        chosen = self.embedder_name
+        if chosen == "none":
+            return None
+        if chosen != "default" and chosen not in EMBEDDERS:
+            known = ", ".join(("default", *EMBEDDERS, "none"))
+            raise InvalidInput(
+                f"{cfg.EMBEDDER_ENV}={chosen!r} names no embedder: use one of {known}"
+            )
+        return default_embedder(chosen)
 
     def reindex(self, progress: Progress | None = None) -> int:
         """Embed every moment that has no vector yet (after a crash, a model change or

