@@ -72,9 +72,12 @@ def test_help_shows_flags_as_flags_and_defaults_whole() -> None:
 
 
 def test_search_flag_takes_no_value(home: Path) -> None:
-    code, out, err = run("search", "train", "--explain", "--mode", "lexical", "--home", str(home))
+    code, out, err = run(
+        "search", "train", "--explain", "--mode", "lexical", "--format", "json", "--home", str(home)
+    )
     assert code == 0, err
-    assert "Book the train" in out
+    [hit] = json.loads(out)
+    assert "Book the train" in hit["moment"]["content"]["text"] and hit["explain"]
 
 
 @pytest.mark.parametrize("command", ["init", "slice", "export", "import"])

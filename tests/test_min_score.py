@@ -117,16 +117,22 @@ def test_the_cli_says_when_nothing_matches_well(home: Path) -> None:
     assert [h["moment"]["id"] for h in json.loads(out)] == ["m_1"]  # by "is"
 
 
+def cells(table: str) -> str:
+    """A table's text without its frame and spacing: a cell folded over lines (the console
+    may be narrower than asked, once another test made it) reads whole."""
+    return "".join(ch for ch in table if not ch.isspace() and not "\u2500" <= ch <= "\u257f")
+
+
 def test_tables_show_data_as_it_is(home: Path) -> None:
     _, sessions, _ = run(home, "sessions")
-    assert "[red]Notes[/red]" in sessions
+    assert "[red]Notes[/red]" in cells(sessions)
     [session] = [w for w in sessions.split() if w.startswith("s_")]
     code, out, err = run(home, "moments", session)
     assert code == 0, err
-    assert "[secret:password masked]" in out
-    assert "[bold]bold[/bold]" in out and "[link=x]links[/link]" in out
+    assert "[secret:passwordmasked]" in cells(out)
+    assert "[bold]bold[/bold]" in cells(out) and "[link=x]links[/link]" in cells(out)
     _, found, _ = run(home, "search", "password", "--explain")
-    assert "[secret:password masked]" in found
+    assert "[secret:passwordmasked]" in cells(found)
 
 
 def test_errors_show_data_as_it_is(home: Path) -> None:
