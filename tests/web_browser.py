@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-
 import subprocess
 import sys
 from pathlib import Path
@@ -71,6 +70,3 @@ def ingest(home: Path, file: Path, env: dict[str, str]) -> None:
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() == "true"
-
-
-

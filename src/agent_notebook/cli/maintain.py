@@ -20,7 +20,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..notebook import Notebook
+    pass
 
 
 def reindex(home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE) -> None:

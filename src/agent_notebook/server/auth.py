@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path
-
 from html import escape
+from pathlib import Path
 from urllib.parse import quote
 
 from starlette.requests import Request, cookie_parser
@@ -127,7 +126,7 @@ def web_refusal(status: int, detail: str, *, guest: bool = False) -> HTMLRespons
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>agent-notebook</title>'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<link rel="stylesheet" href="/static/app.css"></head><body><main class="narrow">'
-        f"<h1>{status}</h1><p role=\"alert\">{escape(detail)}</p>"
+        f'<h1>{status}</h1><p role="alert">{escape(detail)}</p>'
         f'<p><a href="{home}">{"Your slice" if guest else "Sign in"}</a></p></main></body></html>'
     )
     return HTMLResponse(body, status_code=status)
@@ -170,10 +169,22 @@ class BearerAuth:
             return
         if access is None and web:  # a browser: to the sign-in page, then back here
             if method in ("GET", "HEAD"):
-                target = quote(path + ("?" + scope["query_string"].decode("latin-1") if scope["query_string"] else ""), safe="")
-                await RedirectResponse(f"/signin?next={target}", status_code=303)(scope, receive, send)
+                target = quote(
+                    path
+                    + (
+                        "?" + scope["query_string"].decode("latin-1")
+                        if scope["query_string"]
+                        else ""
+                    ),
+                    safe="",
+                )
+                await RedirectResponse(f"/signin?next={target}", status_code=303)(
+                    scope, receive, send
+                )
             else:
-                await web_refusal(401, "sign in first: your session has ended")(scope, receive, send)
+                await web_refusal(401, "sign in first: your session has ended")(
+                    scope, receive, send
+                )
             return
         if access is None:
             detail = (

@@ -248,7 +248,9 @@ def moment_media(
     return media_file(nb, moment_id, kind)
 
 
-def media_file(nb: Notebook, moment_id: str, kind: Literal["image", "audio"] | None) -> FileResponse:
+def media_file(
+    nb: Notebook, moment_id: str, kind: Literal["image", "audio"] | None
+) -> FileResponse:
     """The moment's image (or ``kind``) from the media store, for the API and the pages."""
     moment = nb.get_moment(moment_id)
     stored = moment.image_path if kind != "audio" else moment.audio_path

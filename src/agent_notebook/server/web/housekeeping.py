@@ -17,7 +17,7 @@ from .render import page
 router = APIRouter(include_in_schema=False)
 
 
-def _page(request: Request, nb: Nb, **extra: object) -> HTMLResponse:
+def _page(request: Request, nb: Nb, created: tuple[str, str] | None = None) -> HTMLResponse:
     tokens = access_of(request).tenant.tokens
     return page(
         request,
@@ -25,7 +25,7 @@ def _page(request: Request, nb: Nb, **extra: object) -> HTMLResponse:
         report=doctor(nb),
         privacy=nb.config.privacy,
         tokens=tokens.listing(),
-        **extra,
+        created=created,
     )
 
 

@@ -26,9 +26,7 @@ def moment(request: Request, moment_id: str, nb: Nb) -> HTMLResponse:
 
 
 @router.get("/moments/{moment_id}/media", response_class=FileResponse)
-def media(
-    moment_id: str, nb: Nb, kind: Literal["image", "audio"] | None = None
-) -> FileResponse:
+def media(moment_id: str, nb: Nb, kind: Literal["image", "audio"] | None = None) -> FileResponse:
     return media_file(nb, moment_id, kind)
 
 

@@ -110,7 +110,9 @@ def plots(request: Request, nb: Nb) -> HTMLResponse:
         request,
         "plots.html",
         per_day=bar_chart(per_day, "Moments per day", "moments"),
-        tiers=bar_chart(tiers, "Active tokens per age tier (by each session's last activity)", "tokens"),
+        tiers=bar_chart(
+            tiers, "Active tokens per age tier (by each session's last activity)", "tokens"
+        ),
         per_day_rows=per_day,
         tier_rows=tiers,
     )

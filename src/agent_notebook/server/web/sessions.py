@@ -43,9 +43,7 @@ def sessions(request: Request, nb: Nb, offset: Offset = 0) -> HTMLResponse:
 @router.get("/sessions/{session_id}", response_class=HTMLResponse)
 def session(request: Request, session_id: str, nb: Nb) -> HTMLResponse:
     found = nb.get_session(session_id)
-    return page(
-        request, "session.html", s=found, etag=etag_of(found), statuses=list(TaskStatus)
-    )
+    return page(request, "session.html", s=found, etag=etag_of(found), statuses=list(TaskStatus))
 
 
 @router.post("/sessions/{session_id}", dependencies=[Checked])
