@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from PIL import Image  # noqa: E402
+
 from test_server import ENV, Server  # noqa: E402
 from web_browser import ingest, launch, locomo_file, missing  # noqa: E402
 
@@ -83,7 +84,9 @@ def main() -> None:
                 shot = phone.new_page()
                 shot.goto("/sessions/s_2023-05-08_001/moments")
                 small_png(shot.screenshot(), OUT / "web-phone.png")
-                print(f"{OUT / 'web-phone.png'}: {(OUT / 'web-phone.png').stat().st_size // 1024} KB")
+                print(
+                    f"{OUT / 'web-phone.png'}: {(OUT / 'web-phone.png').stat().st_size // 1024} KB"
+                )
                 browser.close()
         finally:
             server.stop()

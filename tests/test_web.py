@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
+from test_media_moments import make_image
 from test_server import ENV, Server
 from web_browser import in_ci, ingest, launch, locomo_file, missing
 
@@ -29,6 +30,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     ingest(home, locomo_file(root / "locomo.json"), ENV)
     server = Server(home, root / "server.log")
     with server.client() as api:
+        with make_image(root / "sunset.png", 3).open("rb") as image:  # m_6, with its image
+            made = api.post(
+                "/api/sessions/s_2023-05-12_001/moments/media",
+                files={"file": ("sunset.png", image, "image/png")},
+                data={"text": "A photo of my sunset painting", "speaker": "Ana"},
+            )
+        assert made.status_code == 201, made.text
         put = api.put(
             f"/api/threads/{THREAD}/notebook/sections/{SECTION}",
             json={"content": "Planning the lake paintings."},
@@ -143,6 +151,11 @@ def test_owner_and_guest_walk_through_the_pages(served: Server, browser: Browser
     assert page.locator("article.moment").count() == 3
     assert "I started painting sunsets" in page.inner_text("main")
     assert "Ana" in page.inner_text("article.moment >> nth=0")
+    page.goto("/sessions/s_2023-05-12_001/moments")  # the image from the media store
+    image = page.locator("article.moment img")
+    image.scroll_into_view_if_needed()
+    page.wait_for_function("() => document.querySelector('article.moment img').complete")
+    assert image.evaluate("img => img.naturalWidth") == 128
 
     # search, with the explain bars
     page.goto("/search")
@@ -152,6 +165,20 @@ def test_owner_and_guest_walk_through_the_pages(served: Server, browser: Browser
     assert page.locator(".hit").count() >= 1
     assert page.locator(".hit >> nth=0 >> .signal .bar").count() >= 1
     assert "lexical" in page.inner_text(".hit >> nth=0 >> .explain")
+    page.set_input_files("#example", str(served.home.parent / "sunset.png"))  # by example
+    page.click("text=Find similar")
+    assert page.locator(".hit >> nth=0 >> a.mid").inner_text() == "m_6"
+    assert "media" in page.inner_text(".hit >> nth=0 >> .explain")
+
+    # the plots and the compaction preview
+    page.goto("/plots")
+    assert page.locator("svg.plot").count() == 2
+    bars = page.locator("svg.plot >> nth=0 >> rect > title").all_text_contents()
+    assert sum(not b.endswith(": 0 moments") for b in bars) >= 2  # 2023 and today
+    page.goto("/housekeeping")
+    page.click("text=Preview compaction (dry run)")
+    assert "Nothing was changed" in page.inner_text("main")
+    assert page.locator("svg.plot rect").count() == 4
 
     # edit a section; another client changes it meanwhile: a conflict, the typed text kept
     page.goto(f"/notebooks/{THREAD}")

@@ -18,25 +18,27 @@ from .common import Nb
 from .render import page
 
 router = APIRouter(include_in_schema=False)
-#: Days shown in the moments-per-day plot, ending at the notebook's last activity.
-DAYS = 60
+#: Bars of the moments-per-day plot at most (a longer span puts several days in a bar).
+BINS = 60
 _W, _H, _PAD, _BOTTOM = 640, 220, 36, 48
 
 
-def moments_per_day(nb: Notebook, days: int = DAYS) -> list[tuple[str, float]]:
-    """Moments recorded on each of the last ``days`` days with any activity."""
-    last = nb.stats().last_activity
-    if last is None:
-        return []
-    end = datetime(last.year, last.month, last.day, tzinfo=UTC) + timedelta(days=1)
+def moments_per_day(nb: Notebook, bins: int = BINS) -> tuple[list[tuple[str, float]], int]:
+    """Moments recorded per day from the notebook's first activity to its last, and the
+    days each bar counts (1 for a span of up to ``bins`` days, more for a longer one)."""
+    stats = nb.stats()
+    if stats.first_activity is None or stats.last_activity is None:
+        return [], 1
+    first, last = stats.first_activity, stats.last_activity
+    start = datetime(first.year, first.month, first.day, tzinfo=UTC)
+    span = (last - start).days + 1
+    width = max(1, -(-span // bins))  # days per bar, rounded up
     counts = []
-    for n in range(days, 0, -1):
-        since = end - timedelta(days=n)
-        where = MomentFilter(since=since, until=since + timedelta(days=1))
-        counts.append((since.strftime("%m-%d"), float(len(nb.backend.moment_numbers(where)))))
-    while counts and counts[0][1] == 0:  # start at the first day with moments
-        counts.pop(0)
-    return counts
+    for n in range(-(-span // width)):
+        since = start + timedelta(days=n * width)
+        where = MomentFilter(since=since, until=since + timedelta(days=width))
+        counts.append((since.strftime("%Y-%m-%d"), float(len(nb.backend.moment_numbers(where)))))
+    return counts, width
 
 
 def tokens_per_tier(nb: Notebook, now: datetime | None = None) -> list[tuple[str, float]]:
@@ -104,12 +106,13 @@ def paired_chart(pairs: Sequence[tuple[str, float, float]], title: str) -> Marku
 
 @router.get("/plots", response_class=HTMLResponse)
 def plots(request: Request, nb: Nb) -> HTMLResponse:
-    per_day = moments_per_day(nb)
+    per_day, width = moments_per_day(nb)
     tiers = tokens_per_tier(nb)
+    title = "Moments per day" if width == 1 else f"Moments per {width} days"
     return page(
         request,
         "plots.html",
-        per_day=bar_chart(per_day, "Moments per day", "moments"),
+        per_day=bar_chart(per_day, title, "moments"),
         tiers=bar_chart(
             tiers, "Active tokens per age tier (by each session's last activity)", "tokens"
         ),
