@@ -202,6 +202,8 @@ def test_bad_input_changes_nothing(tmp_path: Path) -> None:
             nb.redact("99", "why")
         with pytest.raises(InvalidInput, match="no words"):
             nb.forget("  ")
+        with pytest.raises(InvalidInput, match="reason"):  # every front end: a tombstone says why
+            nb.redact("m_1", "  ")
         assert nb.search(CONCEPT)
         assert nb.get_session(session.id).decisions == []
 

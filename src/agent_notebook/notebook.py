@@ -754,6 +754,7 @@ class Notebook:
         from .privacy.redaction import Redaction
 
         check_moment_id(moment_id)
+        _required(reason, "redact: the reason", "why the moment is redacted (for the tombstone)")
         with self._redaction_lock():
             return Redaction(self, reason, who).redact(moment_id)
 

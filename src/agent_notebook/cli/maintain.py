@@ -19,7 +19,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..notebook import Notebook
+    pass
 
 
 def reindex(home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE) -> None:
@@ -47,31 +47,6 @@ FixOption = Annotated[
 ]
 
 
-def _multimodal(nb: Notebook) -> str:
-    from ..embed.multimodal import NO_MULTIMODAL_EMBEDDER
-
-    embedder = nb.multimodal_embedder
-    return NO_MULTIMODAL_EMBEDDER if embedder is None else embedder.model_id
-
-
-def _media_files(nb: Notebook) -> str:
-    from ..privacy.crypto import cipher_of
-
-    count = len(nb.media_store().names())
-    unsealed = cipher_of(nb.backend) is not None and count
-    return f"{count} in media/" + (" (not covered by encryption at rest)" if unsealed else "")
-
-
-def _decoders() -> str:
-    """Which media formats this installation can decode (and so attach and sign)."""
-    from ..media.decode import decoders_available
-
-    found = decoders_available()
-    have = [name for name, ok in found.items() if ok]
-    missing = [name for name, ok in found.items() if not ok]
-    return ", ".join(have) + (f" (missing: {', '.join(missing)})" if missing else "")
-
-
 def doctor(
     home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE, fix: FixOption = False
 ) -> None:
@@ -84,36 +59,13 @@ def doctor(
 
     Example: agent-notebook doctor --fix --format json
     """
-    from ..embed import default_embedder_status
+    from ..doctor import doctor as run_checks
 
     with permissions.quiet_on_open(), open_notebook(home) as nb:
-        semantic = nb.semantic
-        chosen = nb.embedder_name
-        status = default_embedder_status("default" if chosen == "none" else chosen)
-        if not nb.config.privacy.modalities.embeddings:
-            embedder = "none: turned off by privacy.modalities.embeddings in config.yaml"
-        elif semantic is None:
-            embedder = "none: " + (status.detail if not status.available else "turned off")
-        elif semantic.model_id == status.model_id:
-            embedder = status.detail
-        else:
-            embedder = semantic.model_id
+        report = run_checks(nb, fix=fix)
         assert nb.home is not None
         root = nb.home
-        fixed = permissions.fix_home(root) if fix else []
-        loosened = permissions.check_home(root)
-        checks: dict[str, Any] = {
-            "home": str(nb.home),
-            "backend": f"{nb.backend.capabilities.name} at {nb.backend.location}",
-            "moments": nb.backend.count_moments(),
-            "embedder": embedder,
-            "search": "hybrid (lexical, vector, concept)" if semantic else "lexical only",
-            "unembedded": nb.unembedded(),
-            "multimodal embedder": _multimodal(nb),
-            "media decoders": _decoders(),
-            "media files": _media_files(nb),
-            "permissions": _permissions_summary(loosened, fixed, fix),
-        }
+    checks, loosened, fixed = report.checks, report.loosened, report.fixed
     if fmt is OutputFormat.JSON:
         emit(
             {
@@ -151,16 +103,6 @@ def doctor(
         fixable = any(loose.fixable for loose in loosened) and not fix
         hint = f": run '{permissions.fix_command(root)}'" if fixable else ""
         fail(f"{len(loosened)} path(s) of the notebook are open to other users{hint}")
-
-
-def _permissions_summary(
-    loosened: list[permissions.Loosened], fixed: list[permissions.Fixed], fix: bool
-) -> str:
-    done = sum(1 for change in fixed if change.after is not None)
-    if not loosened:
-        return f"owner-only (fixed {done} path(s))" if done else "owner-only"
-    left = f"{len(loosened)} path(s) open to other users"
-    return f"{left} (fixed {done}, see below)" if fix else f"{left}: run doctor --fix"
 
 
 def _mode(mode: int | None) -> str | None:

@@ -18,7 +18,7 @@ from .. import __version__
 from ..errors import InvalidInput
 from ..notebook import Notebook
 from ..privacy.tokens import TokenStore, ensure_owner_token, owner_token_path, read_owner_token
-from . import chat, errors, export, notebook_api, sections_api
+from . import chat, errors, export, notebook_api, sections_api, web
 from .auth import ACCESS_KEY, Access, BearerAuth, McpByToken, Tenant, Tenants
 from .chat_service import ChatService
 from .mcp_tools import build_mcp
@@ -36,8 +36,9 @@ class Health(BaseModel):
 
 def create_app(settings: ServerSettings | None = None) -> FastAPI:
     """The FastAPI app: chat (seed 001) under ``/api/chat``, the notebook under ``/api``,
-    MCP at ``/mcp/`` (owner tools) and ``/mcp-guest/`` (guest tools), OpenAPI at ``/docs``;
-    everything but ``/api/health`` and the docs needs a bearer token."""
+    MCP at ``/mcp/`` (owner tools) and ``/mcp-guest/`` (guest tools), OpenAPI at ``/docs``,
+    the web pages at ``/`` (:mod:`.web`); everything but ``/api/health``, the docs and the
+    sign-in page needs a token."""
     settings = settings or ServerSettings()
     tenants = Tenants()
 
@@ -59,8 +60,10 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         summary="Memory for LLM agents: chat threads, the session notebook, the long-term "
         "notebook.",
         lifespan=lifespan,
+        docs_url=None,  # served by .web.docs over local assets: no CDN
+        redoc_url=None,
     )
-    errors.install(app)
+    errors.install(app, web_error=web.error_page)
     app.add_middleware(errors.BodySizeLimit, limit=settings.max_body_bytes)
     app.add_middleware(BearerAuth, tenants=tenants)  # outermost: nothing runs before it
     for module in (chat, notebook_api, sections_api, export):
@@ -75,6 +78,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
             where = access.tenant.notebook.backend.location
         return Health(status="ok", version=__version__, notebook=where)
 
+    web.install(app)  # after the API: its routes never shadow one
     if settings.mcp:
         app.mount("/mcp", McpByToken(tenants, owner=True))
         app.mount("/mcp-guest", McpByToken(tenants, owner=False))

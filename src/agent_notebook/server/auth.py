@@ -1,27 +1,35 @@
 """Bearer tokens on the HTTP server: who is asking, and which notebook they may see.
 
 Every request under ``/api`` and both MCP mounts carries ``Authorization: Bearer <token>``.
+The web pages (everything else, see :mod:`.web`) take the same header, or the sign-in
+cookie :data:`COOKIE` that ``/signin`` sets (HttpOnly, SameSite=Strict); the cookie is never
+taken under ``/api`` or the MCP mounts, and a page's state-changing request also needs a
+CSRF token that the cookie alone cannot provide (see :mod:`.web.signin`).
 The token selects the notebook (each home has its own tokens, see
 :mod:`agent_notebook.privacy.tokens`), so several owners share one server without seeing each
 other's ids: another owner's session simply is not in your notebook (404). An owner token may
 do everything; a guest token only what seed 002 gives a guest, as :mod:`.guest_rights`
-defines it once for HTTP and MCP: read a slice and write back. ``/api/health`` and the API docs stay open (they hold no notebook data).
+defines it once for HTTP and MCP: read a slice and write back. ``/api/health``, the API
+docs, the sign-in page and the static files stay open (they hold no notebook data).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
+from urllib.parse import quote
 
-from starlette.requests import Request
+from starlette.requests import Request, cookie_parser
+from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import NotebookError
 from ..notebook import Notebook
 from ..privacy.tokens import Grant, TokenStore
 from .chat_service import ChatService
-from .errors import HIDDEN_PLACES_KEY, Forbidden, error_response, status_of
+from .errors import HIDDEN_PLACES_KEY, Forbidden, error_response, is_api_path, status_of
 from .guest_rights import GUEST_MAY, guest_may_request, hide_places, notebook_places
 
 log = logging.getLogger(__name__)
@@ -29,7 +37,24 @@ log = logging.getLogger(__name__)
 #: Where the middleware leaves the caller's :class:`Access` in the ASGI scope.
 ACCESS_KEY = "agent_notebook.access"
 #: Open without a token: liveness and the API's description, no notebook data.
-OPEN_PATHS = frozenset({"/api/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+OPEN_PATHS = frozenset(
+    {
+        "/api/health",
+        "/docs",
+        "/docs/oauth2-redirect",
+        "/redoc",
+        "/openapi.json",
+        "/signin",
+        "/signout",
+    }
+)
+#: Open too: the web pages' scripts and styles, and the API docs' assets (no notebook data).
+OPEN_PREFIXES = ("/static/", "/docs-assets/")
+#: The web pages' sign-in cookie: it holds the token, so it is HttpOnly and SameSite=Strict.
+COOKIE = "agent_notebook_token"
+#: Set in the ASGI scope when the caller came with the cookie (not a bearer header): its
+#: state-changing requests must then carry the CSRF token (see :mod:`.web.signin`).
+VIA_COOKIE_KEY = "agent_notebook.via_cookie"
 
 
 @dataclass
@@ -84,6 +109,29 @@ def bearer(scope: Scope) -> str | None:
     return None
 
 
+def cookie_token(scope: Scope) -> str | None:
+    """The token of the web pages' sign-in cookie, if any."""
+    for name, value in scope["headers"]:
+        if name == b"cookie":
+            token = cookie_parser(bytes(value).decode("latin-1")).get(COOKIE, "").strip()
+            if token:
+                return token
+    return None
+
+
+def web_refusal(status: int, detail: str, *, guest: bool = False) -> HTMLResponse:
+    """What a browser is shown for a page it may not see (the API answers JSON instead)."""
+    home = "/slice" if guest else "/signin"
+    body = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>agent-notebook</title>'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="stylesheet" href="/static/app.css"></head><body><main class="narrow">'
+        f'<h1>{status}</h1><p role="alert">{escape(detail)}</p>'
+        f'<p><a href="{home}">{"Your slice" if guest else "Sign in"}</a></p></main></body></html>'
+    )
+    return HTMLResponse(body, status_code=status)
+
+
 class BearerAuth:
     """ASGI middleware: 401 without a valid token, 403 for a guest off its routes; the
     caller's :class:`Access` goes into the scope for the routes and the MCP mounts."""
@@ -100,7 +148,9 @@ class BearerAuth:
             await self.app(scope, receive, send)
             return
         path, method = scope["path"], scope["method"]
+        web = not is_api_path(path)  # the API and MCP never take the cookie
         token = bearer(scope)
+        via_cookie = token is None and web and (token := cookie_token(scope)) is not None
         try:
             access = self.tenants.identify(token) if token is not None else None
         except NotebookError as err:  # an unreadable token file: the log says which
@@ -110,10 +160,31 @@ class BearerAuth:
             return
         if access is not None:
             scope[ACCESS_KEY] = access
+            if via_cookie:
+                scope[VIA_COOKIE_KEY] = True
             if access.is_guest:  # what the error handlers hide from this caller
                 scope[HIDDEN_PLACES_KEY] = notebook_places(access.tenant.notebook)
-        if path in OPEN_PATHS:
+        if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             await self.app(scope, receive, send)
+            return
+        if access is None and web:  # a browser: to the sign-in page, then back here
+            if method in ("GET", "HEAD"):
+                target = quote(
+                    path
+                    + (
+                        "?" + scope["query_string"].decode("latin-1")
+                        if scope["query_string"]
+                        else ""
+                    ),
+                    safe="",
+                )
+                await RedirectResponse(f"/signin?next={target}", status_code=303)(
+                    scope, receive, send
+                )
+            else:
+                await web_refusal(401, "sign in first: your session has ended")(
+                    scope, receive, send
+                )
             return
         if access is None:
             detail = (
@@ -130,7 +201,8 @@ class BearerAuth:
             return
         if access.is_guest and not guest_may_request(method, path):
             detail = f"{method} {path} is not for guests: {GUEST_MAY}"
-            await error_response(403, detail)(scope, receive, send)
+            refusal = web_refusal(403, detail, guest=True) if web else error_response(403, detail)
+            await refusal(scope, receive, send)
             return
         await self.app(scope, receive, send)
 

@@ -9,11 +9,12 @@ says what was wrong) as ``detail``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -77,6 +78,16 @@ class ModelFailed(NotebookError):
 
 class Forbidden(NotebookError):
     """The token is valid but may not do this (a guest off its routes): 403."""
+
+
+#: Where errors are JSON; elsewhere (the web pages) a page says what went wrong.
+API_ROOTS = ("/api", "/mcp", "/mcp-guest")
+#: How a web page shows an error: ``(request, status, detail) -> response``.
+WebError = Callable[[Request, int, str], Response]
+
+
+def is_api_path(path: str) -> bool:
+    return any(path == root or path.startswith(root + "/") for root in API_ROOTS)
 
 
 class ApiError(BaseModel):
@@ -159,31 +170,37 @@ def shown_to(request: Request, detail: str) -> str:
     return detail if not places else hide_places(detail, places)
 
 
-def install(app: FastAPI) -> None:
-    """Register the handlers that turn every error into :class:`ApiError` JSON."""
+def install(app: FastAPI, web_error: WebError | None = None) -> None:
+    """Register the handlers that turn every error into :class:`ApiError` JSON (or, off the
+    API's paths, into ``web_error``'s page when given)."""
+
+    def respond(request: Request, status: int, detail: str) -> Response:
+        if web_error is not None and not is_api_path(request.url.path):
+            return web_error(request, status, detail)
+        return error_response(status, detail)
 
     @app.exception_handler(NotebookError)
-    async def notebook_error(request: Request, err: NotebookError) -> JSONResponse:
+    async def notebook_error(request: Request, err: NotebookError) -> Response:
         status = status_of(err)
         if status >= 500:
             log.error("%s %s: %s", request.method, request.url.path, err)
-        return error_response(status, shown_to(request, str(err)))
+        return respond(request, status, shown_to(request, str(err)))
 
     @app.exception_handler(RequestValidationError)
-    async def invalid_request(request: Request, err: RequestValidationError) -> JSONResponse:
-        return error_response(422, describe(err.errors(), _body_model(request)))
+    async def invalid_request(request: Request, err: RequestValidationError) -> Response:
+        return respond(request, 422, describe(err.errors(), _body_model(request)))
 
     @app.exception_handler(HTTPException)
-    async def http_error(request: Request, err: HTTPException) -> JSONResponse:
-        response = error_response(err.status_code, shown_to(request, str(err.detail)))
+    async def http_error(request: Request, err: HTTPException) -> Response:
+        response = respond(request, err.status_code, shown_to(request, str(err.detail)))
         if err.headers:
             response.headers.update(err.headers)
         return response
 
     @app.exception_handler(Exception)
-    async def unexpected(request: Request, err: Exception) -> JSONResponse:
+    async def unexpected(request: Request, err: Exception) -> Response:
         log.exception("%s %s failed", request.method, request.url.path, exc_info=err)
-        return error_response(500, shown_to(request, f"{type(err).__name__}: {err}"))
+        return respond(request, 500, shown_to(request, f"{type(err).__name__}: {err}"))
 
 
 def describe(errors: Any, body: type[BaseModel] | None = None) -> str:

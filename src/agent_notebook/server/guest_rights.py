@@ -32,9 +32,9 @@ class GuestRight:
 
 GUEST_RIGHTS: tuple[GuestRight, ...] = (
     GuestRight(
-        "read a slice (GET /api/slice)",
+        "read a slice (GET /api/slice, or the web page /slice)",
         frozenset({"GET", "HEAD"}),
-        re.compile(r"/api/slice"),
+        re.compile(r"/api/slice|/slice|/"),  # "/": a guest's home page sends it to /slice
         "slice",
     ),
     GuestRight(

@@ -245,6 +245,13 @@ def moment_media(
     ] = None,
 ) -> FileResponse:
     """The image or audio file attached to a moment; owner only."""
+    return media_file(nb, moment_id, kind)
+
+
+def media_file(
+    nb: Notebook, moment_id: str, kind: Literal["image", "audio"] | None
+) -> FileResponse:
+    """The moment's image (or ``kind``) from the media store, for the API and the pages."""
     moment = nb.get_moment(moment_id)
     stored = moment.image_path if kind != "audio" else moment.audio_path
     if stored is None and kind is None:

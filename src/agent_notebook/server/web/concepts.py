@@ -1,0 +1,54 @@
+"""Concepts: the index, one concept's moments across sessions, and forgetting a concept
+after a dry-run preview of everything that would go."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import quote
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse
+
+from .common import PAGE, Checked, Nb, Offset, Pager
+from .render import page
+
+router = APIRouter(include_in_schema=False)
+
+
+def concept_url(name: str) -> str:
+    return f"/concepts/{quote(name, safe='')}"
+
+
+@router.get("/concepts", response_class=HTMLResponse)
+def concepts(request: Request, nb: Nb, offset: Offset = 0) -> HTMLResponse:
+    found = nb.concepts(offset, PAGE)
+    return page(request, "concepts.html", concepts=found, pager=Pager(offset, len(found)))
+
+
+@router.get("/concepts/{name}", response_class=HTMLResponse)
+def concept(request: Request, name: str, nb: Nb, offset: Offset = 0) -> HTMLResponse:
+    """The concept's moments, a page at a time (the index lists their ids; only the shown
+    page's moments are read)."""
+    entry = nb.concept(name)
+    shown = [nb.get_moment(mid) for mid in entry.moments[offset : offset + PAGE]]
+    return page(
+        request,
+        "concept.html",
+        entry=entry,
+        moments=shown,
+        pager=Pager(offset, len(shown)),
+    )
+
+
+@router.post("/concepts/{name}/forget", response_class=HTMLResponse, dependencies=[Checked])
+def forget(
+    request: Request,
+    name: str,
+    nb: Nb,
+    reason: Annotated[str, Form()] = "",
+    confirm: Annotated[str, Form()] = "",
+) -> HTMLResponse:
+    """Without ``confirm=yes`` a dry run: the page lists what would go and asks again."""
+    done = confirm == "yes"
+    report = nb.forget(name, reason, who="owner", dry_run=not done)
+    return page(request, "forget.html", name=name, report=report, reason=reason, done=done)

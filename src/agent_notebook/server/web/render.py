@@ -1,0 +1,70 @@
+"""Rendering the pages: one Jinja2 environment over the package's templates (autoescaped),
+and what every page is given (who is asking, the CSRF token, the navigation)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from ..auth import access_of
+from .signin import csrf_token
+
+_ENV = Environment(
+    loader=PackageLoader("agent_notebook.server.web", "templates"),
+    autoescape=select_autoescape(["html"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def _when(value: datetime | None) -> str:
+    return "" if value is None else value.strftime("%Y-%m-%d %H:%M")
+
+
+def _day(value: datetime | None) -> str:
+    return "" if value is None else value.strftime("%Y-%m-%d")
+
+
+def _pct(value: float, top: float = 1.0) -> str:
+    """A bar's width in percent, clamped to 0..100."""
+    share = 0.0 if top <= 0 else max(0.0, min(1.0, value / top))
+    return f"{share * 100:.1f}%"
+
+
+_ENV.filters.update(when=_when, day=_day, pct=_pct)
+
+
+#: Every page: scripts and everything else only from this server, never in a frame.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' "
+    "'unsafe-inline'; img-src 'self' data:; media-src 'self'; object-src 'none'; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+def page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """``template`` rendered for the request's caller."""
+    access = access_of(request)
+    html = _ENV.get_template(template).render(
+        request=request,
+        guest=access.is_guest,
+        who=access.grant.name,
+        csrf=csrf_token(request),
+        path=request.url.path,
+        **context,
+    )
+    return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+
+
+def bare(template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """A page for a caller not signed in (the sign-in page)."""
+    html = _ENV.get_template(template).render(guest=False, who=None, csrf="", **context)
+    return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)

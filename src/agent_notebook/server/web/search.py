@@ -1,0 +1,147 @@
+"""Search: the box with its filters, each hit's ``explain`` drawn as bars per signal, and
+search by example (an image or audio file dropped on the page)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi.responses import HTMLResponse
+
+from ...errors import InvalidInput
+from ...model import SearchHit
+from ...notebook import Notebook, weak_match_hint
+from .common import Checked, Nb
+from .render import page
+
+router = APIRouter(include_in_schema=False)
+LIMIT = 20
+Mode = Literal["hybrid", "lexical", "vector"]
+
+
+def _time(text: str, name: str) -> datetime | None:
+    """A date or time from the form (no zone: UTC), or None when left empty."""
+    if not text.strip():
+        return None
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidInput(
+            f"search: {name} {text!r} is not a date or time; give it as 2024-05-08 or "
+            "2024-05-08T13:56"
+        ) from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def explain_bars(hit: SearchHit) -> list[tuple[str, float]]:
+    """What found the hit: each signal's share of its fused score (0..1), then relevance."""
+    bars = [
+        (name.removesuffix("_share"), value)
+        for name, value in hit.explain.items()
+        if name.endswith("_share")
+    ]
+    if "relevance" in hit.explain:
+        bars.append(("relevance", hit.explain["relevance"]))
+    return bars
+
+
+def _results(
+    request: Request,
+    nb: Notebook,
+    form: dict[str, Any],
+    *,
+    image: Path | None = None,
+    audio: Path | None = None,
+    example: str = "",
+) -> HTMLResponse:
+    q = form["q"].strip()
+    hits: list[SearchHit] | None = None
+    hint = None
+    if q or image or audio:
+        min_score = form["min_score"]
+        hits = nb.search(
+            q,
+            session=form["session"].strip() or None,
+            since=_time(form["since"], "since"),
+            until=_time(form["until"], "until"),
+            speaker=form["speaker"].strip() or None,
+            concept=form["concept"].strip() or None,
+            mode=form["mode"],
+            limit=LIMIT,
+            min_score=float(min_score) if min_score.strip() else None,
+            image=image,
+            audio=audio,
+        )
+        cut = nb.config.search.min_score if not min_score.strip() else float(min_score)
+        if not hits and q and cut > 0:
+            hint = weak_match_hint(q, cut)
+    return page(
+        request,
+        "search.html",
+        form=form,
+        hits=hits,
+        hint=hint,
+        example=example,
+        bars=explain_bars,
+        vector=nb.semantic is not None,
+    )
+
+
+def _form(
+    q: str, session: str, since: str, until: str, speaker: str, concept: str, mode: str, ms: str
+) -> dict[str, Any]:
+    return {
+        "q": q,
+        "session": session,
+        "since": since,
+        "until": until,
+        "speaker": speaker,
+        "concept": concept,
+        "mode": mode,
+        "min_score": ms,
+    }
+
+
+@router.get("/search", response_class=HTMLResponse)
+def search(
+    request: Request,
+    nb: Nb,
+    q: str = "",
+    session: str = "",
+    since: str = "",
+    until: str = "",
+    speaker: str = "",
+    concept: str = "",
+    mode: Mode = "hybrid",
+    min_score: str = "",
+) -> HTMLResponse:
+    form = _form(q, session, since, until, speaker, concept, mode, min_score)
+    return _results(request, nb, form)
+
+
+@router.post("/search/example", response_class=HTMLResponse, dependencies=[Checked])
+def search_by_example(
+    request: Request,
+    nb: Nb,
+    file: Annotated[UploadFile, File()],
+    q: Annotated[str, Form()] = "",
+    mode: Annotated[Mode, Form()] = "hybrid",
+) -> HTMLResponse:
+    """The dropped file goes to a private temp dir for the search, then is deleted; its
+    client-side name is kept nowhere (only a short known suffix, to help the decoders)."""
+    from ...media.decode import media_kind
+
+    suffix = Path(file.filename or "").suffix.lower()
+    suffix = suffix if len(suffix) <= 6 and suffix[1:].isalnum() else ""
+    form = _form(q, "", "", "", "", "", mode, "")
+    with tempfile.TemporaryDirectory(prefix="agent-notebook-example-") as scratch:
+        upload = Path(scratch) / f"example{suffix}"
+        with upload.open("wb") as out:
+            shutil.copyfileobj(file.file, out)
+        kind = media_kind(upload)
+        image, audio = (upload, None) if kind == "image" else (None, upload)
+        return _results(request, nb, form, image=image, audio=audio, example=kind)

@@ -1,0 +1,85 @@
+"""Sessions: the paged list, a session's page (task and status, condensed history, the
+audit log, pending items, escalations, links, stats) and its timeline of moments."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import quote
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from ...model import TaskStatus
+from ..auth import access_of
+from ..deps import check_if_match, etag_of
+from .common import PAGE, Checked, Nb, Offset, Pager, back_to
+from .render import page
+
+router = APIRouter(include_in_schema=False)
+
+
+def session_url(session_id: str) -> str:
+    return f"/sessions/{quote(session_id, safe='')}"
+
+
+@router.get("/", response_class=HTMLResponse)
+def home(request: Request) -> RedirectResponse:
+    target = "/slice" if access_of(request).is_guest else "/sessions"
+    return RedirectResponse(target, status_code=303)
+
+
+@router.get("/sessions", response_class=HTMLResponse)
+def sessions(request: Request, nb: Nb, offset: Offset = 0) -> HTMLResponse:
+    found = nb.sessions(offset, PAGE)
+    return page(
+        request,
+        "sessions.html",
+        sessions=found,
+        pager=Pager(offset, len(found)),
+        total=nb.backend.count_sessions(),
+    )
+
+
+@router.get("/sessions/{session_id}", response_class=HTMLResponse)
+def session(request: Request, session_id: str, nb: Nb) -> HTMLResponse:
+    found = nb.get_session(session_id)
+    return page(request, "session.html", s=found, etag=etag_of(found), statuses=list(TaskStatus))
+
+
+@router.post("/sessions/{session_id}", dependencies=[Checked])
+def change_session(
+    session_id: str,
+    nb: Nb,
+    task: Annotated[str, Form()],
+    task_status: Annotated[TaskStatus, Form()],
+    etag: Annotated[str | None, Form()] = None,
+) -> RedirectResponse:
+    """Task and status, checked against the page's ETag in the same transaction (another
+    writer's change since the page was read is a conflict, not overwritten)."""
+    with nb.backend.atomic():
+        check_if_match(etag, etag_of(nb.get_session(session_id)), f"session {session_id}")
+        nb.update_session(session_id, task=task, task_status=task_status)
+    return back_to(session_url(session_id))
+
+
+@router.post("/sessions/{session_id}/pending", dependencies=[Checked])
+def open_pending(session_id: str, nb: Nb, what: Annotated[str, Form()]) -> RedirectResponse:
+    nb.open_pending(session_id, what)
+    return back_to(session_url(session_id) + "#pending")
+
+
+@router.post("/sessions/{session_id}/pending/{pending_id}/close", dependencies=[Checked])
+def close_pending(
+    session_id: str, pending_id: str, nb: Nb, resolution: Annotated[str, Form()] = ""
+) -> RedirectResponse:
+    nb.close_pending(session_id, pending_id, resolution)
+    return back_to(session_url(session_id) + "#pending")
+
+
+@router.get("/sessions/{session_id}/moments", response_class=HTMLResponse)
+def timeline(request: Request, session_id: str, nb: Nb, offset: Offset = 0) -> HTMLResponse:
+    found = nb.get_session(session_id)
+    moments = nb.moments(session_id, offset, PAGE)
+    return page(
+        request, "timeline.html", s=found, moments=moments, pager=Pager(offset, len(moments))
+    )
