@@ -16,6 +16,7 @@ from agent_notebook.cli import app
 from agent_notebook.errors import InvalidInput
 from agent_notebook.search.engine import content_words
 from agent_notebook.storage import SqliteBackend
+from clirun import cli_process
 
 FACTS = [
     "The door code is 4411, keep it private",
@@ -117,22 +118,22 @@ def test_the_cli_says_when_nothing_matches_well(home: Path) -> None:
     assert [h["moment"]["id"] for h in json.loads(out)] == ["m_1"]  # by "is"
 
 
-def cells(table: str) -> str:
-    """A table's text without its frame and spacing: a cell folded over lines (the console
-    may be narrower than asked, once another test made it) reads whole."""
-    return "".join(ch for ch in table if not ch.isspace() and not "\u2500" <= ch <= "\u257f")
+def shown(home: Path, *args: str) -> str:
+    """What a real process prints on a 200-column terminal: each table cell whole (an
+    in-process console may have been sized by an earlier test)."""
+    done = cli_process(home, *args, env={"AGENT_NOTEBOOK_EMBEDDER": "none", "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout.decode()
 
 
 def test_tables_show_data_as_it_is(home: Path) -> None:
-    _, sessions, _ = run(home, "sessions")
-    assert "[red]Notes[/red]" in cells(sessions)
+    sessions = shown(home, "sessions")
+    assert "[red]Notes[/red]" in sessions
     [session] = [w for w in sessions.split() if w.startswith("s_")]
-    code, out, err = run(home, "moments", session)
-    assert code == 0, err
-    assert "[secret:passwordmasked]" in cells(out)
-    assert "[bold]bold[/bold]" in cells(out) and "[link=x]links[/link]" in cells(out)
-    _, found, _ = run(home, "search", "password", "--explain")
-    assert "[secret:passwordmasked]" in cells(found)
+    out = shown(home, "moments", session)
+    assert "[secret:password masked]" in out
+    assert "[bold]bold[/bold]" in out and "[link=x]links[/link]" in out
+    assert "[secret:password masked]" in shown(home, "search", "password", "--explain")
 
 
 def test_errors_show_data_as_it_is(home: Path) -> None:

@@ -128,7 +128,10 @@ class YamlDirBackend(StagedBackend):
         # Loading while another process writes a batch could see part of it: load under the
         # writers' lock, once the journal of a batch a crash cut short is settled.
         with self._writer_lock():
-            recover(self.root)
+            if recover(self.root):  # a crashed batch: its cut-short temp files go too
+                self._remove_temp_files()
+            else:  # a crash while the journal itself was written leaves only its temp file
+                remove_temp_files(self.root, {JOURNAL_FILE})
             signature = self._index_signature()
             if signature is None or signature != self._signature:
                 self._state = self._load()
