@@ -245,6 +245,12 @@ class StorageBackend(ABC):
         """Numbers above ``after`` of the moments with no vector of ``model``, oldest
         first."""
 
+    def session_moments_after(self, session_id: str, after: int) -> list[Moment]:
+        """The moments of ``session_id`` numbered above ``after``, ascending (the facade
+        counts them into the session's stats; see ``Notebook.get_session``)."""
+        where = MomentFilter(session=session_id)
+        return [m for m in self._session_moments(where) if m.number > after]
+
     def moment_numbers(self, where: MomentFilter) -> list[int]:
         """Numbers of the moments ``where`` matches, ascending (to restrict a vector search)."""
         moments = self.iter_moments() if where.session is None else self._session_moments(where)
@@ -303,6 +309,12 @@ class StorageBackend(ABC):
         while page := self.list_moments(offset=offset, limit=batch):
             yield from page
             offset += len(page)
+
+    def settle(self) -> None:
+        """Bring indexes derived from the moments up to date now. A backend may index new
+        moments in batches after they are written; its reads catch up before they answer
+        either way, so this only moves that work off a later read (to a worker or an idle
+        moment). Nothing to do for a backend that keeps its indexes in step."""
 
     @abstractmethod
     def purge(self) -> None:

@@ -312,6 +312,12 @@ class StagedBackend(StorageBackend):
             staged = self._staged.moments if self._staged is not None else {}
             return [(staged.get(n) or state.moments[n]).model_copy(deep=True) for n in nums]
 
+    def session_moments_after(self, session_id: str, after: int) -> list[Moment]:
+        with self._reading() as state:
+            nums = [n for n in self._moment_numbers(state, session_id) if n > after]
+            staged = self._staged.moments if self._staged is not None else {}
+            return [(staged.get(n) or state.moments[n]).model_copy(deep=True) for n in nums]
+
     def count_moments(self, session_id: str | None = None) -> int:
         with self._reading() as state:
             return len(self._moment_numbers(state, session_id))

@@ -9,6 +9,7 @@ The file is created owner-only before SQLite opens it, and SQLite gives its ``-w
 from __future__ import annotations
 
 import itertools
+import json
 import sqlite3
 import threading
 from collections import Counter
@@ -56,6 +57,7 @@ class SqliteBackend(StorageBackend):
         cipher: Cipher | None = None,
     ) -> None:
         self.path = str(path)
+        self.synchronous = synchronous
         self.cipher = cipher  # encryption at rest: see ``sealed``
         self._lock = threading.RLock()
         self._depth = 0
@@ -246,6 +248,7 @@ class SqliteBackend(StorageBackend):
     def _remove_moments(self, nums: Sequence[int]) -> None:
         """Delete moments and what is derived from them: their words' document frequencies,
         full-text rows (by trigger), concept pairs and vectors."""
+        self._index_pending()  # so every moment removed has its index rows to take out
         gone = self._moments_by_num(nums)
         emptied = [m.model_copy(update={"content": MomentContent()}) for m in gone.values()]
         self._index_terms(emptied, gone)  # their words leave the document frequencies
@@ -254,14 +257,96 @@ class SqliteBackend(StorageBackend):
         self._conn.executemany("DELETE FROM moment_vectors WHERE num = ?", rows)
         self._conn.executemany("DELETE FROM moments WHERE num = ?", rows)
 
+    # -- deferred index upkeep --------------------------------------------------------------
+    # The moment rows are the truth; the full-text index, ``term_docs`` and the concept pairs
+    # are derived from them and cover the moments up to ``upkeep.indexed_through``. A crash
+    # between a record and its upkeep loses nothing: the next settle indexes what is above.
+
+    def _indexed_through(self) -> int:
+        return int(self._conn.execute("SELECT indexed_through FROM upkeep").fetchone()[0])
+
+    def settle(self) -> None:
+        """Index the moments recorded since the last upkeep, in one transaction. Reads that
+        use the derived indexes call it first, so they never miss a committed moment. Its
+        commit does not wait for the disk (``synchronous = NORMAL`` in WAL mode): what it
+        writes is derived, and a power cut that loses it only leaves the mark lower."""
+        with self._lock, self._mapped("index upkeep"):
+            pending = self._conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM moments WHERE num > "
+                "(SELECT indexed_through FROM upkeep))"
+            ).fetchone()[0]
+            if not pending:
+                return
+            relax = self._depth == 0 and self.synchronous in ("FULL", "EXTRA")
+            if relax:
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+            try:
+                with self.atomic():
+                    self._index_pending()
+            finally:
+                if relax:
+                    self._conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+
+    def _index_pending(self, batch: int = 2000) -> int:
+        """Index every moment above the mark (inside a transaction); return the new mark."""
+        through = self._indexed_through()
+        while rows := self._conn.execute(
+            "SELECT num, text, body FROM moments WHERE num > ? ORDER BY num LIMIT ?",
+            (through, batch),
+        ).fetchall():
+            last = rows[-1][0]
+            self._conn.execute(
+                "INSERT INTO moments_fts (rowid, text) SELECT num, text FROM moments "
+                "WHERE num > ? AND num <= ?",
+                (through, last),
+            )
+            counts: Counter[str] = Counter()
+            pairs: list[tuple[str, int]] = []
+            for num, text, concepts in self._index_inputs(rows):
+                counts.update(set(self._terms(text)))
+                pairs += [(self._name(c), num) for c in concepts]
+            self._add_term_docs(counts)
+            self._add_concept_pairs(sorted(pairs))
+            through = last
+        self._conn.execute("UPDATE upkeep SET indexed_through = ?", (through,))
+        return through
+
+    def _index_inputs(self, rows: Sequence[tuple[int, str, str]]) -> list[tuple[int, str, list]]:
+        """``(number, text, concepts)`` of stored rows; a plain body is read as JSON alone
+        (no moment is validated), a sealed one is opened."""
+        if self.cipher is None:
+            return [
+                (num, text, json.loads(body).get("metadata", {}).get("concepts", []))
+                for num, text, body in rows
+            ]
+        moments = self._moments_from([(text, body) for _, text, body in rows])
+        return [(m.number, m.content.text, list(m.metadata.concepts)) for m in moments]
+
     # -- moments ----------------------------------------------------------------------------
 
     def put_moments(self, moments: Sequence[Moment]) -> None:
+        """New moments above the indexed ones are written alone (their index rows come with
+        the next :meth:`settle`); replacing a moment, or writing one below that mark (an
+        import), settles first and keeps the indexes in step at once."""
+        if not moments:
+            return
         with self.atomic():
             replaced = self._replaced(moments)
+            through = self._indexed_through()
+            inline = bool(replaced) or min(m.number for m in moments) <= through
+            if inline:  # every stored moment indexed, so an old version's rows can go
+                through = self._index_pending()
             self._conn.executemany(schema.UPSERT_MOMENT, [self._moment_row(m) for m in moments])
-            self._index_terms(moments, replaced)
-            self._index_concepts(moments, replaced)
+            if inline:
+                self._conn.executemany(  # updated rows are re-indexed by their trigger
+                    "INSERT INTO moments_fts (rowid, text) SELECT num, text FROM moments "
+                    "WHERE num = ?",
+                    [(m.number,) for m in moments if m.number not in replaced],
+                )
+                self._index_terms(moments, replaced)
+                self._index_concepts(moments, replaced)
+                top = max(through, *(m.number for m in moments))
+                self._conn.execute("UPDATE upkeep SET indexed_through = ?", (top,))
             texts = {m.number: m.content.text for m in moments}
             self._conn.executemany(  # a vector describes the text it was made from
                 "DELETE FROM moment_vectors WHERE num = ?",
@@ -284,10 +369,13 @@ class SqliteBackend(StorageBackend):
             change.update(set(self._terms(moment.content.text)))
             if (old := replaced.get(moment.number)) is not None:
                 change.subtract(set(self._terms(old.content.text)))
+        self._add_term_docs(change)
+
+    def _add_term_docs(self, change: Counter[str]) -> None:
         self._conn.executemany(
             "INSERT INTO term_docs (term, docs) VALUES (?, ?) "
             "ON CONFLICT (term) DO UPDATE SET docs = docs + excluded.docs",
-            [item for item in change.items() if item[1]],
+            sorted(item for item in change.items() if item[1]),  # in key order: fewer pages
         )
 
     def _index_concepts(self, moments: Sequence[Moment], replaced: dict[int, Moment]) -> None:
@@ -297,7 +385,12 @@ class SqliteBackend(StorageBackend):
             "AND concept_id = (SELECT id FROM concepts WHERE name = ?)",
             [(num, self._name(name)) for name, num in gone],
         )
-        pairs = [(self._name(c), m.number) for m in moments for c in m.metadata.concepts]
+        self._add_concept_pairs(
+            [(self._name(c), m.number) for m in moments for c in m.metadata.concepts]
+        )
+
+    def _add_concept_pairs(self, pairs: Sequence[tuple[str, int]]) -> None:
+        """Index moment ``num`` under concept ``name`` (stored form) for each pair."""
         self._conn.executemany(
             "INSERT INTO concepts (name) VALUES (?) ON CONFLICT (name) DO NOTHING",
             [(name,) for name in dict.fromkeys(c for c, _ in pairs)],
@@ -349,6 +442,13 @@ class SqliteBackend(StorageBackend):
             )
             params = (session_id,)
         return self._moments_from(self._query(sql, (*params, _limit(limit), offset)))
+
+    def session_moments_after(self, session_id: str, after: int) -> list[Moment]:
+        rows = self._query(
+            "SELECT text, body FROM moments WHERE session_id = ? AND num > ? ORDER BY num",
+            (session_id, after),
+        )
+        return self._moments_from(rows)
 
     def count_moments(self, session_id: str | None = None) -> int:
         if session_id is None:
@@ -419,6 +519,7 @@ class SqliteBackend(StorageBackend):
     # -- concepts ---------------------------------------------------------------------------
 
     def get_concept(self, concept: str) -> ConceptEntry | None:
+        self.settle()
         rows = self._query(
             "SELECT cm.num, m.session_id FROM concepts c "
             "JOIN concept_moments cm ON cm.concept_id = c.id JOIN moments m ON m.num = cm.num "
@@ -428,6 +529,7 @@ class SqliteBackend(StorageBackend):
         return _concept_entry(concept, rows) if rows else None
 
     def concept_members(self, concept: str, at_most: int) -> list[int] | None:
+        self.settle()
         rows = self._query(
             "SELECT cm.num FROM concepts c "
             "JOIN concept_moments cm ON cm.concept_id = c.id JOIN moments m ON m.num = cm.num "
@@ -437,6 +539,7 @@ class SqliteBackend(StorageBackend):
         return None if len(rows) > at_most else [num for (num,) in rows]
 
     def list_concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:
+        self.settle()
         if self.cipher is not None:
             return self._list_sealed_concepts(offset, limit)
         rows = self._query(
@@ -473,6 +576,7 @@ class SqliteBackend(StorageBackend):
         return entries
 
     def count_concepts(self) -> int:
+        self.settle()
         return int(self._query("SELECT count(DISTINCT concept_id) FROM concept_moments")[0][0])
 
     # -- search -----------------------------------------------------------------------------
@@ -482,6 +586,7 @@ class SqliteBackend(StorageBackend):
         their postings fit ``POSTINGS_BUDGET``, so a search costs the same in a notebook of a
         thousand moments and of millions (a word in most moments adds little to BM25
         anyway). When even the rarest term is over budget, only the newest moments count."""
+        self.settle()
         # FTS5 stems the words of a MATCH itself; term_docs is keyed by their stems.
         words: dict[str, str] = {}
         for word in tokenize(query):
@@ -591,6 +696,7 @@ class SqliteBackend(StorageBackend):
                 cipher.text_key_id(sealed.sealed_part(body)) != cipher.key_id
             )
 
+        self.settle()  # the word counts are rebuilt below from the full-text index
         done, after = 0, 0
         while True:
             with self.atomic():
@@ -649,11 +755,16 @@ class SqliteBackend(StorageBackend):
                 "INSERT INTO term_docs (term, docs) SELECT term, doc FROM temp.moments_vocab"
             )
             self._conn.execute("DROP TABLE temp.moments_vocab")
+            # The replaced rows' tokens stay in the older full-text segments until they are
+            # merged: merge them all now (and zero what that frees), so none stays readable.
+            self._conn.execute("PRAGMA secure_delete = ON")
+            self._conn.execute("INSERT INTO moments_fts (moments_fts) VALUES ('optimize')")
         return done
 
     def purge(self) -> None:
         # secure_delete zeroes what the statements below free; VACUUM then rewrites every
         # page and the TRUNCATE checkpoints empty the WAL, which still holds old pages.
+        self.settle()
         with self._lock, self._mapped("purge"):
             self._conn.execute("PRAGMA secure_delete = ON")
             with self.atomic():
