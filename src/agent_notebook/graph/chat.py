@@ -77,10 +77,12 @@ def build_chat_graph(
 
     def call_model_with_messages(state: ThreadState, config: RunnableConfig) -> dict[str, Any]:
         thread_id = thread_id_of(config)
-        session_id = notebook.thread_session(thread_id)
         messages = state.get("messages") or []
+        message = _latest_human_text(messages)
+        context_builder.prepare(message)  # the message's vector is made meanwhile
+        session_id = notebook.thread_session(thread_id)
         built = context_builder.build(
-            message=_latest_human_text(messages),
+            message=message,
             session_id=session_id,
             session_notebook=notebook.session_notebook(thread_id).sync.render_for_compaction(),
             condensed_history=state.get("condensed_history") or "",

@@ -315,6 +315,7 @@ class StorageBackend(ABC):
         moments in batches after they are written; its reads catch up before they answer
         either way, so this only moves that work off a later read (to a worker or an idle
         moment). Nothing to do for a backend that keeps its indexes in step."""
+        return None
 
     @abstractmethod
     def purge(self) -> None:

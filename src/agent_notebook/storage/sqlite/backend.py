@@ -61,7 +61,10 @@ class SqliteBackend(StorageBackend):
         self.cipher = cipher  # encryption at rest: see ``sealed``
         self._lock = threading.RLock()
         self._depth = 0
+        self._owner: int | None = None  # the thread whose transaction is open
         self._savepoints = itertools.count()
+        self._reader: sqlite3.Connection | None = None
+        self._reader_lock = threading.Lock()
         if self.path == ":memory:":
             self.capabilities = replace(self.capabilities, persistent=False, multi_process=False)
         else:
@@ -76,6 +79,13 @@ class SqliteBackend(StorageBackend):
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
             self._migrate()
+            if self.path != ":memory:":
+                # Reads outside a transaction go here: WAL lets them see the last commit
+                # while a writer (the embedding worker, say) holds the write connection.
+                self._reader = sqlite3.connect(
+                    self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_s
+                )
+                self._reader.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
         self._check_sealing()
 
     @property
@@ -119,6 +129,7 @@ class SqliteBackend(StorageBackend):
             for statement in begin:
                 self._conn.execute(statement)
             self._depth += 1
+            self._owner = threading.get_ident()
             try:
                 yield
             except BaseException:
@@ -127,6 +138,8 @@ class SqliteBackend(StorageBackend):
                 raise
             finally:
                 self._depth -= 1
+                if self._depth == 0:
+                    self._owner = None
             try:
                 for statement in commit:
                     self._conn.execute(statement)
@@ -136,6 +149,12 @@ class SqliteBackend(StorageBackend):
                 raise
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Rows of ``sql``: inside this thread's transaction from the write connection (it
+        sees what the transaction wrote), else from the read connection, without waiting
+        for another thread's transaction."""
+        if self._reader is not None and self._owner != threading.get_ident():
+            with self._reader_lock, self._mapped("read"):
+                return self._reader.execute(sql, params).fetchall()
         with self._lock, self._mapped("read"):
             return self._conn.execute(sql, params).fetchall()
 
@@ -270,19 +289,26 @@ class SqliteBackend(StorageBackend):
         use the derived indexes call it first, so they never miss a committed moment. Its
         commit does not wait for the disk (``synchronous = NORMAL`` in WAL mode): what it
         writes is derived, and a power cut that loses it only leaves the mark lower."""
-        with self._lock, self._mapped("index upkeep"):
-            pending = self._conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM moments WHERE num > "
-                "(SELECT indexed_through FROM upkeep))"
-            ).fetchone()[0]
-            if not pending:
-                return
+        pending = self._query(
+            "SELECT EXISTS (SELECT 1 FROM moments WHERE num > (SELECT indexed_through FROM upkeep))"
+        )[0][0]
+        if pending:
+            with self._mapped("index upkeep"), self._derived_transaction():
+                self._index_pending()
+
+    @contextmanager
+    def _derived_transaction(self) -> Iterator[None]:
+        """A transaction of derived rows only (index upkeep, vectors): at the top level its
+        commit does not wait for the disk. In WAL mode ``synchronous = NORMAL`` keeps the
+        file consistent; a power cut may lose the last such commits, which are made again
+        from the moments. Inside a caller's transaction it commits with that one."""
+        with self._lock:
             relax = self._depth == 0 and self.synchronous in ("FULL", "EXTRA")
             if relax:
                 self._conn.execute("PRAGMA synchronous = NORMAL")
             try:
                 with self.atomic():
-                    self._index_pending()
+                    yield
             finally:
                 if relax:
                     self._conn.execute(f"PRAGMA synchronous = {self.synchronous}")
@@ -484,7 +510,7 @@ class SqliteBackend(StorageBackend):
                 (num, sealed.index_text(cipher, text), cipher.encrypt(blob, sealed.vector_aad(num)))
                 for num, text, blob in vectors
             ]
-        with self.atomic():
+        with self._derived_transaction():  # a vector is made again from the text
             self._conn.executemany(
                 "INSERT INTO moment_vectors (num, model, vector) "
                 "SELECT num, ?, ? FROM moments WHERE num = ? AND text = ? "
@@ -798,7 +824,9 @@ class SqliteBackend(StorageBackend):
         self._conn.execute("DELETE FROM concepts WHERE id = ?", (cid,))
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._reader_lock:
+            if self._reader is not None:
+                self._reader.close()
             self._conn.close()
 
 
