@@ -633,7 +633,7 @@ def report_targets(by_key: dict[str, Result], turns: int) -> None:
         r = by_key.get(key)
         if r is None:
             continue
-        if seed is not None and len(seed.times) > WINDOW:
+        if seed is not None and min(len(seed.times), len(r.times)) >= 2 * WINDOW - 1:
             print(f"  ({key}) p50 below (a) p50 in every window of {WINDOW} turns from turn 100:")
             worst = below_seed(r.times, seed.times)
             print(f"    {worst}")
@@ -655,11 +655,11 @@ def report_targets(by_key: dict[str, Result], turns: int) -> None:
 def below_seed(ours: Sequence[float], seed: Sequence[float]) -> str:
     """Per window of turns from 100 on: ours' p50 against (a)'s, and the verdict."""
     cells, ok = [], True
-    for start in range(WINDOW - 1, min(len(ours), len(seed)), WINDOW):
+    for start in range(WINDOW - 1, min(len(ours), len(seed)) - WINDOW + 1, WINDOW):
         mine, theirs = ours[start : start + WINDOW], seed[start : start + WINDOW]
         m50, a50 = ms(mine, 0.5), ms(theirs, 0.5)
         ok &= m50 < a50
-        cells.append(f"t{start + 1}: {m50:.1f}/{a50:.1f}")
+        cells.append(f"t{start + 1}-{start + WINDOW}: {m50:.1f}/{a50:.1f}")
     return "  ".join(cells) + f"  (ms, ours/(a))  {verdict(ok)}"
 
 
