@@ -31,6 +31,7 @@ from agent_notebook import Notebook
 from agent_notebook.config import NotebookConfig, write_config
 
 TARGET_RATIO = 3.0
+EMBED_IN_BACKGROUND = True
 WAL_HEADER = 32
 FRAME_HEADER = 24
 
@@ -56,7 +57,7 @@ class WalMeter:
 def open_notebook(home: Path, backend: str, prefill: int) -> tuple[Notebook, str]:
     home.mkdir(mode=0o700)
     write_config(home, NotebookConfig.model_validate({"sqlite_synchronous": "FULL"}))
-    nb = Notebook.open(home, backend=backend)
+    nb = Notebook.open(home, backend=backend, background_embedding=EMBED_IN_BACKGROUND)
     session = nb.start_session("bench")
     filler = [{"text": text_of(i)} for i in range(prefill)]
     for start in range(0, prefill, 500):

@@ -75,6 +75,7 @@ from .search.engine import Mode, SearchEngine, SearchRequest, matches_words, nei
 from .slice import MAX_SLICE_TOKENS, Slice, build_slice
 from .slice import Format as SliceFormat
 from .storage import MemoryBackend, MomentFilter, StorageBackend, files, open_backend
+from .storage.base import Activity, activity_of
 from .storage.files import exclusive_lock as write_lock_file
 from .stores import (
     THREADS_NAMESPACE as THREADS_NAMESPACE,
@@ -326,9 +327,7 @@ class Notebook:
 
     def _caught_up(self, session: Session) -> tuple[Session, int]:
         counted = max(map(moment_number, session.context.recent_moments), default=0)
-        lagging = [  # compaction's rollups are not recorded moments: never counted
-            m for m in self.backend.session_moments_after(session.id, counted) if m.rollup is None
-        ]
+        lagging = self.backend.session_activity_after(session.id, counted)
         if lagging:
             self._count(session, lagging)
         return session, len(lagging)
@@ -532,7 +531,7 @@ class Notebook:
             ]
             parents = self._adopt_children(moments)
             self.backend.put_moments([*moments, *parents])
-            self._count(session, moments)
+            self._count(session, [activity_of(m) for m in moments])
             for i, kinds in masked.items():  # the audit log says what, never the secret
                 audit.note(session, secret_masking.audit_text(kinds, moments[i].id))
             dropped = list(dict.fromkeys(name for _, names in stripped for name in names))
@@ -626,16 +625,19 @@ class Notebook:
             parents[pid] = parent
         return list(parents.values())
 
-    def _count(self, session: Session, moments: Sequence[Moment]) -> None:
+    def _count(self, session: Session, moments: Sequence[Activity]) -> None:
+        """Count recorded ``moments`` into ``session``'s stats and recent moments (each
+        field assigned once: the models validate every assignment)."""
+        if not moments:
+            return
         stats, context = session.stats, session.context
-        for m in moments:
-            stats.moments += 1
-            stats.tokens += self.tokens.count(m.content.text)
-            stats.bytes += len(m.content.text.encode("utf-8"))
-            if stats.first_activity is None or m.timestamp < stats.first_activity:
-                stats.first_activity = m.timestamp
-            if stats.last_activity is None or m.timestamp > stats.last_activity:
-                stats.last_activity = m.timestamp
+        times = [m.timestamp for m in moments]
+        firsts = [t for t in (stats.first_activity, min(times)) if t is not None]
+        lasts = [t for t in (stats.last_activity, max(times)) if t is not None]
+        stats.moments += len(moments)
+        stats.tokens += sum(self.tokens.count(m.text) for m in moments)
+        stats.bytes += sum(len(m.text.encode("utf-8")) for m in moments)
+        stats.first_activity, stats.last_activity = min(firsts), max(lasts)
         context.raw_history_size += len(moments)
         context.recent_moments = [*context.recent_moments, *(m.id for m in moments)][
             -RECENT_MOMENTS:

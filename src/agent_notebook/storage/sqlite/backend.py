@@ -25,7 +25,7 @@ from ...errors import InvalidInput, StorageError
 from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
 from ...privacy.crypto import sealed_key_id
 from ...search.lexical import stem, terms, tokenize
-from ..base import Capabilities, MomentBrief, MomentFilter, StorageBackend
+from ..base import Activity, Capabilities, MomentBrief, MomentFilter, StorageBackend
 from ..files import ensure_private_dir, ensure_private_file
 from . import schema, sealed
 
@@ -469,12 +469,15 @@ class SqliteBackend(StorageBackend):
             params = (session_id,)
         return self._moments_from(self._query(sql, (*params, _limit(limit), offset)))
 
-    def session_moments_after(self, session_id: str, after: int) -> list[Moment]:
-        rows = self._query(
-            "SELECT text, body FROM moments WHERE session_id = ? AND num > ? ORDER BY num",
+    def session_activity_after(self, session_id: str, after: int) -> list[Activity]:
+        if self.cipher is not None:  # sealed text and bodies: read through the moments
+            return super().session_activity_after(session_id, after)
+        rows = self._query(  # read in SQL: no moment is parsed
+            "SELECT num, ts_us, text FROM moments WHERE session_id = ? AND num > ? "
+            "AND json_type(body, '$.rollup') IS NULL ORDER BY num",
             (session_id, after),
         )
-        return self._moments_from(rows)
+        return [Activity(num, schema.from_us(us), text) for num, us, text in rows]
 
     def count_moments(self, session_id: str | None = None) -> int:
         if session_id is None:
