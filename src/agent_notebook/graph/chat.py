@@ -36,6 +36,7 @@ from ..session.updaters import DeterministicUpdater, LlmUpdater, NotebookUpdater
 from ..summarize import ExtractiveSummarizer, LlmSummarizer, Summarizer, messages_as_texts
 from .compaction import plan_compaction, removals
 from .context import ContextBuilder
+from .executor import keep_pool
 from .models import ModelResolver
 from .prompts import Prompter
 from .state import ThreadState
@@ -142,7 +143,8 @@ def build_chat_graph(
     graph.add_node("agent", call_model_with_messages)
     graph.add_edge(START, "agent")
     graph.add_edge("agent", END)
-    return graph.compile(checkpointer=checkpointer or notebook.checkpointer_for(chat))
+    compiled = graph.compile(checkpointer=checkpointer or notebook.checkpointer_for(chat))
+    return keep_pool(compiled)  # a turn starts no threads
 
 
 def _latest_human_text(messages: Sequence[BaseMessage]) -> str:

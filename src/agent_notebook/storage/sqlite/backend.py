@@ -337,7 +337,9 @@ class SqliteBackend(StorageBackend):
         self._conn.execute("UPDATE upkeep SET indexed_through = ?", (through,))
         return through
 
-    def _index_inputs(self, rows: Sequence[tuple[int, str, str]]) -> list[tuple[int, str, list]]:
+    def _index_inputs(
+        self, rows: Sequence[tuple[int, str, str]]
+    ) -> list[tuple[int, str, list[str]]]:
         """``(number, text, concepts)`` of stored rows; a plain body is read as JSON alone
         (no moment is validated), a sealed one is opened."""
         if self.cipher is None:
