@@ -32,7 +32,7 @@ from .compaction import ARCHIVE_DIR, ColdArchive, CompactionReport, Compactor
 from .compaction.runner import Progress as CompactProgress
 from .drafts import check_drafts
 from .enrich import enrich
-from .errors import Conflict, InvalidInput, NotFound, StorageError
+from .errors import Conflict, InvalidInput, NotebookError, NotFound
 from .exchange import Archives, ChatState, CopyReport, copy_notebook
 from .ingest import (
     SOURCE_RELATION,
@@ -195,11 +195,14 @@ class Notebook:
         answer; this moves the work off a later read and leaves the stored records current
         (it runs on :meth:`close`, before an export and before compaction)."""
         self.backend.settle()
+        behind = [s.id for s in self.backend.list_sessions() if self._caught_up(s)[1]]
+        if not behind:
+            return  # no transaction (nor a YAML notebook's writer lock) for nothing
         with self.backend.atomic():
-            for stored in self.backend.list_sessions():
-                session, lagging = self._caught_up(stored)
-                if lagging:
-                    self.backend.put_session(session)
+            for session_id in behind:
+                stored = self.backend.get_session(session_id)
+                if stored is not None and (caught_up := self._caught_up(stored))[1]:
+                    self.backend.put_session(caught_up[0])
 
     def drain(self) -> None:
         """Wait until the work handed to :meth:`after_turn` so far is done."""
@@ -224,7 +227,7 @@ class Notebook:
         self._checkpointers.clear()
         try:
             self.settle()
-        except StorageError as err:  # derived data: the next open catches up all the same
+        except NotebookError as err:  # derived data: the next open catches up all the same
             log.warning("closing without catching up the derived records: %s", err)
         self.backend.close()
 
