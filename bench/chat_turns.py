@@ -1,7 +1,9 @@
 """Chat turns: per-turn latency, total time and bytes on disk over a long thread.
 
 One thread of ``--turns`` turns (a 300-character user message, a 400-character answer from a
-fake chat model; the same seeded texts for every variant) through:
+fake chat model; the same seeded texts for every variant) through each variant, interleaved
+turn by turn (turn i of every variant, in an order rotated each turn, then turn i + 1), so
+the machine's load falls on every variant alike:
 
 (a) the seed's graph as written: ``ThreadState`` with ``messages: Annotated[list,
     add_messages]``, ``START → agent → END``, compiled with ``SqliteSaver`` on its own file;
@@ -12,19 +14,26 @@ fake chat model; the same seeded texts for every variant) through:
     ``SqliteSaver``, i.e. what LangGraph and its SQLite checkpointer cost per turn here;
 (e) ours with ``chat.context_search: lexical``: the context does not embed the message;
 (f) (e) with ``sqlite_synchronous: NORMAL``: no fsync when a turn's moments are committed
-    (a crash of the process loses nothing; a power cut may lose the last turns).
+    (a crash of the process loses nothing; a power cut may lose the last turns);
+(g) (c) through ``await graph.ainvoke(...)`` on one event loop (skipped, and said so, when
+    the graph does not run async in this tree);
+(q) not a graph: one query embedding of the turn's message by the notebook's embedder, the
+    part of a hybrid context that a lexical one does not pay.
 
 Each turn is one timed ``graph.invoke({"messages": [HumanMessage(text)]}, thread)``. Reported
 per variant: p50/p95 over the last 10% of turns and over turns 100-200 (their p95 ratio says
-whether latency stays flat), total seconds, bytes on disk in the variant's directory (after
-closing connections and a ``wal_checkpoint(TRUNCATE)``) against the raw UTF-8 text bytes.
+whether latency stays flat), total seconds (of its own turns), bytes on disk in the
+variant's directory (after closing connections and a ``wal_checkpoint(TRUNCATE)``) against
+the raw UTF-8 text bytes; then the issue's targets for ours against (d) and (a) of this run.
 
-    python bench/chat_turns.py [--turns 2000] [--only a,b,c,d,e,f] [--a-turns N] [--seed 0]
+    python bench/chat_turns.py [--turns 2000] [--only a,b,c,d,e,f,g,q] [--a-turns N]
+        [--seed 0] [--keep-checkpoints N]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import random
 import re
@@ -57,9 +66,12 @@ ANSWER_CHARS = 400
 THREAD: RunnableConfig = {"configurable": {"thread_id": "bench"}}
 MIN_FREE_FOR_A = 10 * 1024**3  # (a) stores the whole history at every checkpoint
 
-TARGET_P95_MS = 10.0
+TARGET_LEXICAL_X_FLOOR = 3.0  # lexical context p95 <= 3x (d)'s p95
+TARGET_HYBRID_SLACK_MS = 10.0  # hybrid p95 <= (d)'s p95 + one query embedding + 10 ms
 TARGET_FLAT = 1.30
-TARGET_STORAGE = 3.0
+TARGET_STORAGE = 8.0
+WINDOW = 100  # "ours below (a) at every turn count from 100 on", by windows of 100 turns
+ALL_VARIANTS = "abcdefgq"
 
 # -- texts ------------------------------------------------------------------------------------
 
@@ -298,26 +310,201 @@ class Result:
     disk_bytes: int
     raw_bytes: int
     tables: dict[str, int] = field(default_factory=dict)
+    note: str = ""
 
 
-def run_turns(
-    key: str, graph: Any, users: Sequence[str], as_input: Callable[[str], Any] | None = None
-) -> tuple[list[float], float]:
-    times = []
-    n = len(users)
-    start = time.perf_counter()
-    for i, text in enumerate(users, 1):
+class Variant:
+    """One variant, run a turn at a time: :meth:`turn` times turn ``i`` (0-based)."""
+
+    key: str
+    name: str
+
+    def __init__(self, base: Path, users: Sequence[str], answers: Sequence[str]) -> None:
+        self.users, self.answers = users, answers
+        self.tmp = Path(tempfile.mkdtemp(prefix=f"chat_turns_{self.key}_", dir=base))
+        self.times: list[float] = []
+
+    def turns(self) -> int:
+        return len(self.users)
+
+    def turn(self, i: int) -> float:
         t0 = time.perf_counter()
-        graph.invoke(as_input(text) if as_input else {"messages": [HumanMessage(text)]}, THREAD)
-        times.append(time.perf_counter() - t0)
-        if i % 250 == 0 or i == n:
+        self.run(self.users[i])
+        elapsed = time.perf_counter() - t0
+        self.times.append(elapsed)
+        return elapsed
+
+    def run(self, text: str) -> None:
+        raise NotImplementedError
+
+    def finish(self) -> Result:
+        """Close everything, measure the bytes on disk, remove the files."""
+        try:
+            disk, tables, note = self.close()
+            return Result(
+                self.key,
+                self.name,
+                self.times,
+                sum(self.times),
+                disk,
+                raw_bytes(self.users, self.answers),
+                tables,
+                note,
+            )
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def close(self) -> tuple[int, dict[str, int], str]:
+        raise NotImplementedError
+
+
+class SeedVariant(Variant):
+    def __init__(
+        self, key: str, name: str, state_type: type, base: Path, users: Any, answers: Any
+    ) -> None:
+        self.key, self.name = key, name
+        super().__init__(base, users, answers)
+        self.graph, self.conn = seed_graph(
+            state_type, fake_model(answers), self.tmp / "checkpoints.sqlite"
+        )
+
+    def run(self, text: str) -> None:
+        self.graph.invoke({"messages": [HumanMessage(text)]}, THREAD)
+
+    def close(self) -> tuple[int, dict[str, int], str]:
+        kept = len(self.graph.get_state(THREAD).values["messages"])
+        if kept != 2 * len(self.times):  # the seed keeps every message
+            raise SystemExit(f"({self.key}) kept {kept} messages, expected {2 * len(self.times)}")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.conn.close()
+        del self.graph
+        return fold_wal_and_measure(self.tmp), {}, ""
+
+
+class FloorVariant(Variant):
+    key, name = "d", "floor: 1 node, no history, SqliteSaver"
+
+    def __init__(self, base: Path, users: Any, answers: Any) -> None:
+        super().__init__(base, users, answers)
+        self.graph, self.conn = floor_graph(self.tmp / "checkpoints.sqlite")
+
+    def run(self, text: str) -> None:
+        self.graph.invoke({"last": text[:8]}, THREAD)
+
+    def close(self) -> tuple[int, dict[str, int], str]:
+        self.conn.close()
+        del self.graph
+        return fold_wal_and_measure(self.tmp), {}, ""
+
+
+OURS_NAMES = {
+    "c": "ours: build_chat_graph (defaults)",
+    "e": "ours, lexical context search",
+    "f": "ours, lexical, synchronous NORMAL",
+    "g": "ours (c) through ainvoke",
+}
+
+
+class OursVariant(Variant):
+    def __init__(
+        self,
+        key: str,
+        base: Path,
+        users: Any,
+        answers: Any,
+        *,
+        context_search: str = "hybrid",
+        synchronous: str = "FULL",
+        keep_checkpoints: int | None = None,
+        run_async: bool = False,
+    ) -> None:
+        self.key, self.name = key, OURS_NAMES[key]
+        super().__init__(base, users, answers)
+        self.home = self.tmp / "home"
+        chat: dict[str, Any] = {"context_search": context_search}
+        if keep_checkpoints is not None:
+            chat["keep_checkpoints"] = keep_checkpoints
+        config = NotebookConfig.model_validate({"sqlite_synchronous": synchronous, "chat": chat})
+        self.home.mkdir(mode=0o700)
+        write_config(self.home, config)
+        self.nb = Notebook.open(self.home)
+        self.graph = build_chat_graph(self.nb, model=fake_model(answers))
+        self.loop = asyncio.new_event_loop() if run_async else None
+
+    def run(self, text: str) -> None:
+        turn = {"messages": [HumanMessage(text)]}
+        if self.loop is None:
+            self.graph.invoke(turn, THREAD)
+        else:
+            self.loop.run_until_complete(self.graph.ainvoke(turn, THREAD))
+
+    def close(self) -> tuple[int, dict[str, int], str]:
+        if self.loop is not None:
+            self.loop.close()
+        self.nb.close()
+        del self.graph
+        disk = fold_wal_and_measure(self.home)
+        keep = self.nb.config.chat.keep_checkpoints
+        return disk, table_bytes(self.home / "notebook.db"), f"checkpoints kept per thread: {keep}"
+
+
+class EmbedVariant(Variant):
+    """One query embedding of the message: what a hybrid context adds to a lexical one."""
+
+    key, name = "q", "one query embedding (notebook's embedder)"
+
+    def __init__(self, base: Path, users: Any, answers: Any) -> None:
+        from agent_notebook.embed import default_embedder
+
+        super().__init__(base, users, answers)
+        embedder = default_embedder()
+        if embedder is None:
+            raise Unsupported("no embedder installed")
+        self.embedder = embedder
+
+    def run(self, text: str) -> None:
+        self.embedder.embed_query(text)
+
+    def close(self) -> tuple[int, dict[str, int], str]:
+        return 0, {}, ""
+
+
+class Unsupported(Exception):
+    """A variant that cannot run in this tree or on this machine (said why, then skipped)."""
+
+
+def run_interleaved(variants: list[Variant], turns: int) -> list[Result]:
+    """Turn ``i`` of every variant, the order rotated by one each turn, then turn ``i + 1``.
+    A variant whose first turn fails with ``NotImplementedError`` is dropped (said so)."""
+    live = list(variants)
+    start = time.perf_counter()
+    for i in range(turns):
+        shift = i % len(live) if live else 0
+        for v in live[shift:] + live[:shift]:
+            if i >= v.turns():
+                continue
+            try:
+                v.turn(i)
+            except NotImplementedError as err:
+                if i:
+                    raise
+                reason = str(err).splitlines()[0] if str(err) else ""
+                print(f"SKIPPED ({v.key}): {type(err).__name__}: {reason}", flush=True)
+                v.finish()
+                live.remove(v)
+        if (i + 1) % 250 == 0 or i + 1 == turns:
+            last = "  ".join(f"{v.key} {v.times[-1] * 1000:7.1f}" for v in live if v.times)
             print(
-                f"  [{key}] turn {i:>5}/{n}  elapsed {time.perf_counter() - start:8.1f} s  "
-                f"this turn {times[-1] * 1000:8.2f} ms",
+                f"  turn {i + 1:>5}/{turns}  elapsed {time.perf_counter() - start:8.1f} s  "
+                f"this turn (ms): {last}",
                 file=sys.stderr,
                 flush=True,
             )
-    return times, time.perf_counter() - start
+    results = []
+    for v in live:
+        results.append(v.finish())
+        gc.collect()
+    return results
 
 
 def fold_wal_and_measure(root: Path) -> int:
@@ -338,60 +525,6 @@ def raw_bytes(users: Sequence[str], answers: Sequence[str]) -> int:
     return sum(len(t.encode()) for t in users) + sum(len(t.encode()) for t in answers)
 
 
-def bench_seed(
-    key: str,
-    name: str,
-    state_type: type,
-    base: Path,
-    users: Sequence[str],
-    answers: Sequence[str],
-) -> Result:
-    with tempfile.TemporaryDirectory(prefix=f"chat_turns_{key}_", dir=base) as tmp:
-        root = Path(tmp)
-        graph, conn = seed_graph(state_type, fake_model(answers), root / "checkpoints.sqlite")
-        times, total = run_turns(key, graph, users)
-        kept = len(graph.get_state(THREAD).values["messages"])
-        if kept != 2 * len(users):  # the seed keeps every message
-            raise SystemExit(f"({key}) kept {kept} messages, expected {2 * len(users)}")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        conn.close()
-        del graph
-        disk = fold_wal_and_measure(root)
-    return Result(key, name, times, total, disk, raw_bytes(users, answers))
-
-
-def bench_ours(
-    base: Path,
-    users: Sequence[str],
-    answers: Sequence[str],
-    key: str = "c",
-    context_search: str = "hybrid",
-    synchronous: str = "FULL",
-) -> Result:
-    with tempfile.TemporaryDirectory(prefix=f"chat_turns_{key}_", dir=base) as tmp:
-        root = Path(tmp) / "home"
-        config = NotebookConfig.model_validate(
-            {"sqlite_synchronous": synchronous, "chat": {"context_search": context_search}}
-        )
-        root.mkdir(mode=0o700)
-        write_config(root, config)
-        nb = Notebook.open(root)
-        try:
-            graph = build_chat_graph(nb, model=fake_model(answers))
-            times, total = run_turns(key, graph, users)
-        finally:
-            nb.close()
-        del graph
-        disk = fold_wal_and_measure(root)
-        tables = table_bytes(root / "notebook.db")
-    name = {
-        "c": "ours: build_chat_graph (defaults)",
-        "e": "ours, lexical context search",
-        "f": "ours, lexical, synchronous NORMAL",
-    }[key]
-    return Result(key, name, times, total, disk, raw_bytes(users, answers), tables)
-
-
 def table_bytes(db: Path) -> dict[str, int]:
     """Bytes per table (and index) of an SQLite file, largest first (empty without dbstat)."""
     conn = sqlite3.connect(db)
@@ -404,18 +537,6 @@ def table_bytes(db: Path) -> dict[str, int]:
     finally:
         conn.close()
     return dict(rows)
-
-
-def bench_floor(base: Path, users: Sequence[str], answers: Sequence[str]) -> Result:
-    with tempfile.TemporaryDirectory(prefix="chat_turns_d_", dir=base) as tmp:
-        root = Path(tmp)
-        graph, conn = floor_graph(root / "checkpoints.sqlite")
-        times, total = run_turns("d", graph, users, lambda text: {"last": text[:8]})
-        conn.close()
-        del graph
-        disk = fold_wal_and_measure(root)
-    name = "floor: 1 node, no history, SqliteSaver"
-    return Result("d", name, times, total, disk, raw_bytes(users, answers))
 
 
 # -- reporting --------------------------------------------------------------------------------
@@ -442,6 +563,10 @@ def size(n: float) -> str:
     return f"{n:,.2f} GB"
 
 
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
 def report(results: Sequence[Result], turns: int, a_turns: int) -> None:
     header = (
         f"{'variant':<44} {'turns':>5} | {'last 10%':>8} {'p95':>8} | {'t100-200':>8} "
@@ -457,117 +582,155 @@ def report(results: Sequence[Result], turns: int, a_turns: int) -> None:
     for r in results:
         tail, head = last_tenth(r.times), early(r.times)
         flat = ms(tail, 0.95) / ms(head, 0.95)
+        disk = f"{size(r.disk_bytes):>12} {size(r.raw_bytes):>10} {r.disk_bytes / r.raw_bytes:7.2f}"
         print(
             f"({r.key}) {r.name:<40} {len(r.times):>5} | {ms(tail, 0.5):8.2f} {ms(tail, 0.95):8.2f} "
             f"| {ms(head, 0.5):8.2f} {ms(head, 0.95):8.2f} | {flat:5.2f} | {r.total:8.1f} | "
-            f"{size(r.disk_bytes):>12} {size(r.raw_bytes):>10} {r.disk_bytes / r.raw_bytes:7.2f}"
+            + (disk if r.key != "q" else f"{'-':>12} {'-':>10} {'-':>7}")
         )
     print(
         "last 10%: the last max(1, turns/10) turns; t100-200: turns 100-200; "
-        "flat ratio: last-10% p95 / t100-200 p95; on disk: all files after close + "
-        "wal_checkpoint(TRUNCATE); raw text: UTF-8 bytes of the user messages and answers."
+        "flat ratio: last-10% p95 / t100-200 p95; total: the sum of the variant's own turns; "
+        "on disk: all files after close + wal_checkpoint(TRUNCATE); raw text: UTF-8 bytes of "
+        "the user messages and answers. Variants ran interleaved turn by turn."
     )
+    for r in results:
+        if r.note:
+            print(f"({r.key}) {r.note}")
     if a_turns != turns and any(r.key in "ab" for r in results):
-        print(f"NOTE: (a) and (b) ran {a_turns} turns (--a-turns), (c) ran {turns}.")
-    ours = next((r for r in results if r.key == "c"), None)
-    if ours is None:
-        return
-    print(f"\n(c) bytes by table ({size(ours.disk_bytes)} on disk):")
-    for name, n in list(ours.tables.items())[:8]:
-        print(f"  {name:<32} {size(n):>10} {n / ours.raw_bytes:6.2f}x raw")
-    tail, head = last_tenth(ours.times), early(ours.times)
-    p95, flat = ms(tail, 0.95), ms(tail, 0.95) / ms(head, 0.95)
-    ratio = ours.disk_bytes / ours.raw_bytes
-    n = len(ours.times)
-    print(f"\ntargets for (c), at turn {n}" + ("" if n == 2000 else " (the issue says 2,000)"))
+        print(f"NOTE: (a) and (b) ran {a_turns} turns (--a-turns), the others {turns}.")
+    by_key = {r.key: r for r in results}
+    ours = by_key.get("c")
+    if ours is not None and ours.tables:
+        print(f"\n(c) bytes by table ({size(ours.disk_bytes)} on disk):")
+        for name, n in list(ours.tables.items())[:8]:
+            print(f"  {name:<32} {size(n):>10} {n / ours.raw_bytes:6.2f}x raw")
+    report_targets(by_key, turns)
 
-    def verdict(ok: bool) -> str:
-        return "PASS" if ok else "FAIL"
 
-    print(f"  p95 over the last 10% <= {TARGET_P95_MS:g} ms: {p95:8.2f} ms  {verdict(p95 <= 10)}")
-    if n >= 200:
-        print(
-            f"  flat: last-10% p95 / t100-200 p95 <= {TARGET_FLAT:.2f}: {flat:8.2f}     "
-            f"{verdict(flat <= TARGET_FLAT)}"
-        )
+def report_targets(by_key: dict[str, Result], turns: int) -> None:
+    """The issue's targets for ours, against (d), (q) and (a) of this same run."""
+    print(f"\ntargets at turn {turns}" + ("" if turns == 2000 else " (the issue says 2,000)"))
+    floor, seed, embed = by_key.get("d"), by_key.get("a"), by_key.get("q")
+    if floor is None:
+        print("  the context targets need (d)")
     else:
-        print("  flat: needs at least 200 turns (n/a)")
-    print(
-        f"  bytes on disk <= {TARGET_STORAGE:g}x raw text: {ratio:8.2f}x     "
-        f"{verdict(ratio <= TARGET_STORAGE)}"
-    )
+        d95 = ms(last_tenth(floor.times), 0.95)
+        if (lexical := by_key.get("e")) is not None:
+            e95, bound = ms(last_tenth(lexical.times), 0.95), TARGET_LEXICAL_X_FLOOR * d95
+            print(
+                f"  lexical (e) p95 <= {TARGET_LEXICAL_X_FLOOR:g}x (d) p95 = {bound:.2f} ms: "
+                f"{e95:8.2f} ms  {verdict(e95 <= bound)}"
+            )
+        if (hybrid := by_key.get("c")) is not None and embed is not None:
+            q95 = ms(last_tenth(embed.times), 0.95)
+            c95, bound = ms(last_tenth(hybrid.times), 0.95), d95 + q95 + TARGET_HYBRID_SLACK_MS
+            print(
+                f"  hybrid (c) p95 <= (d) p95 {d95:.2f} + (q) p95 {q95:.2f} + "
+                f"{TARGET_HYBRID_SLACK_MS:g} = {bound:.2f} ms: {c95:8.2f} ms  {verdict(c95 <= bound)}"
+            )
+    for key in "ceg":
+        r = by_key.get(key)
+        if r is None:
+            continue
+        if seed is not None and min(len(seed.times), len(r.times)) >= 2 * WINDOW - 1:
+            print(f"  ({key}) p50 below (a) p50 in every window of {WINDOW} turns from turn 100:")
+            worst = below_seed(r.times, seed.times)
+            print(f"    {worst}")
+        if len(r.times) >= 200:
+            tail, head = last_tenth(r.times), early(r.times)
+            flat = ms(tail, 0.95) / ms(head, 0.95)
+            print(
+                f"  ({key}) flat: last-10% p95 / t100-200 p95 <= {TARGET_FLAT:.2f}: {flat:8.2f}  "
+                f"{verdict(flat <= TARGET_FLAT)}"
+            )
+        if key == "c":
+            ratio = r.disk_bytes / r.raw_bytes
+            print(
+                f"  (c) bytes on disk <= {TARGET_STORAGE:g}x raw text: {ratio:8.2f}x  "
+                f"{verdict(ratio <= TARGET_STORAGE)}"
+            )
+
+
+def below_seed(ours: Sequence[float], seed: Sequence[float]) -> str:
+    """Per window of turns from 100 on: ours' p50 against (a)'s, and the verdict."""
+    cells, ok = [], True
+    for start in range(WINDOW - 1, min(len(ours), len(seed)) - WINDOW + 1, WINDOW):
+        mine, theirs = ours[start : start + WINDOW], seed[start : start + WINDOW]
+        m50, a50 = ms(mine, 0.5), ms(theirs, 0.5)
+        ok &= m50 < a50
+        cells.append(f"t{start + 1}-{start + WINDOW}: {m50:.1f}/{a50:.1f}")
+    return "  ".join(cells) + f"  (ms, ours/(a))  {verdict(ok)}"
+
+
+def build_variants(
+    only: set[str], base: Path, users: Sequence[str], answers: Sequence[str], args: Any
+) -> list[Variant]:
+    a_turns = args.a_turns or args.turns
+    mine = (users[: args.turns], answers[: args.turns])
+    seeds = (users[:a_turns], answers[:a_turns])
+    keep = args.keep_checkpoints
+    makers: dict[str, Callable[[], Variant]] = {
+        "a": lambda: SeedVariant(
+            "a", "seed: add_messages + SqliteSaver", SeedThreadState, base, *seeds
+        ),
+        "b": lambda: SeedVariant(
+            "b", "seed + DeltaChannel (snapshot every 100)", DeltaThreadState, base, *seeds
+        ),
+        "c": lambda: OursVariant("c", base, *mine, keep_checkpoints=keep),
+        "d": lambda: FloorVariant(base, *mine),
+        "e": lambda: OursVariant("e", base, *mine, context_search="lexical", keep_checkpoints=keep),
+        "f": lambda: OursVariant(
+            "f", base, *mine, context_search="lexical", synchronous="NORMAL", keep_checkpoints=keep
+        ),
+        "g": lambda: OursVariant("g", base, *mine, keep_checkpoints=keep, run_async=True),
+        "q": lambda: EmbedVariant(base, *mine),
+    }
+    variants = []
+    for key in ALL_VARIANTS:
+        if key not in only:
+            continue
+        if key == "a" and (free := shutil.disk_usage(base).free) < MIN_FREE_FOR_A:
+            print(f"SKIPPED (a): {size(free)} free under {base}, it needs at least 10 GB")
+            continue
+        try:
+            variants.append(makers[key]())
+        except Unsupported as err:
+            print(f"SKIPPED ({key}): {err}")
+    return variants
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=2000, help="turns in the thread")
-    parser.add_argument("--only", default="a,b,c,d,e,f", help="variants to run, e.g. 'c,d'")
+    parser.add_argument(
+        "--only", default=",".join(ALL_VARIANTS), help="variants to run, e.g. 'c,d'"
+    )
     parser.add_argument(
         "--a-turns", type=int, default=None, help="turns for (a) and (b) (default: --turns)"
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed for the texts")
     parser.add_argument("--dir", type=Path, default=None, help="where the temp dirs go")
+    parser.add_argument(
+        "--keep-checkpoints",
+        type=int,
+        default=None,
+        help="chat.keep_checkpoints for ours (default: the notebook's default)",
+    )
     args = parser.parse_args()
     only = {v.strip() for v in args.only.split(",") if v.strip()}
-    if not only <= {"a", "b", "c", "d", "e", "f"}:
-        parser.error("--only takes a comma-separated subset of a,b,c,d,e,f")
+    if not only <= set(ALL_VARIANTS):
+        parser.error(f"--only takes a comma-separated subset of {','.join(ALL_VARIANTS)}")
     a_turns = args.a_turns or args.turns
     base = args.dir or Path(tempfile.gettempdir())
     users, answers = make_texts(max(args.turns, a_turns), args.seed)
     print(
         f"chat turns: {args.turns} turns ({USER_CHARS}-char user message, {ANSWER_CHARS}-char "
-        f"fake answer, seed {args.seed}), variants {','.join(sorted(only))}"
+        f"fake answer, seed {args.seed}), variants {','.join(sorted(only))}, interleaved"
         + (f"; (a)/(b) {a_turns} turns" if a_turns != args.turns and only & {"a", "b"} else "")
     )
-
-    variants: list[tuple[str, Callable[[], Result]]] = [
-        (
-            "a",
-            lambda: bench_seed(
-                "a",
-                "seed: add_messages + SqliteSaver",
-                SeedThreadState,
-                base,
-                users[:a_turns],
-                answers[:a_turns],
-            ),
-        ),
-        (
-            "b",
-            lambda: bench_seed(
-                "b",
-                "seed + DeltaChannel (snapshot every 100)",
-                DeltaThreadState,
-                base,
-                users[:a_turns],
-                answers[:a_turns],
-            ),
-        ),
-        ("c", lambda: bench_ours(base, users[: args.turns], answers[: args.turns])),
-        ("d", lambda: bench_floor(base, users[: args.turns], answers[: args.turns])),
-        (
-            "e",
-            lambda: bench_ours(base, users[: args.turns], answers[: args.turns], "e", "lexical"),
-        ),
-        (
-            "f",
-            lambda: bench_ours(
-                base, users[: args.turns], answers[: args.turns], "f", "lexical", "NORMAL"
-            ),
-        ),
-    ]
-    results = []
-    for key, run in variants:
-        if key not in only:
-            continue
-        if key == "a":
-            free = shutil.disk_usage(base).free
-            if free < MIN_FREE_FOR_A:
-                print(f"SKIPPED (a): {size(free)} free under {base}, it needs at least 10 GB")
-                continue
-        print(f"running ({key}) ...", file=sys.stderr, flush=True)
-        results.append(run())
-        gc.collect()
+    variants = build_variants(only, base, users, answers, args)
+    results = run_interleaved(variants, max(args.turns, a_turns))
     if results:
         print()
         report(results, args.turns, a_turns)

@@ -1,9 +1,12 @@
-"""Recording one moment: p50 and p95 latency on SQLite and on the YAML directory.
+"""Recording one moment: p50 and p95 latency, and WAL pages written, on SQLite and YAML.
 
-Each call is one durable ``Notebook.record`` (validation, enrichment, id allocation, moment,
-indexes and session stats in one transaction). The alternatives, from the same run, are the
-floors for a durable write: a raw SQLite INSERT + COMMIT of the same text, and a JSON line
-appended to a file with fsync.
+Each call is one durable ``Notebook.record`` (validation, enrichment, id allocation, the
+moment in one transaction). Beside it, interleaved call by call so the machine's load falls
+on both alike, LangGraph's ``SqliteStore.put`` of the same text on its own file at the same
+durability (WAL, ``synchronous = FULL``): the target is ``record`` p50 <= 3x its p50. WAL
+pages per call are counted with automatic checkpoints off (frames appended to the ``-wal``
+file over the timed calls, divided by their number). The other floors, from the same run: a
+raw SQLite INSERT + COMMIT of the same text, and a JSON line appended to a file with fsync.
 
     python bench/record_latency.py [--n 300] [--prefill 1000]
 """
@@ -17,26 +20,108 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from langgraph.store.sqlite import SqliteStore
+
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import SAMPLE_TEXTS, summary_ms
+from _common import SAMPLE_TEXTS, percentile, summary_ms
 from agent_notebook import Notebook
+from agent_notebook.config import NotebookConfig, write_config
+
+TARGET_RATIO = 3.0
+EMBED_IN_BACKGROUND = True
+WAL_HEADER = 32
+FRAME_HEADER = 24
 
 
-def bench_notebook(home: Path, backend: str, n: int, prefill: int) -> list[float]:
-    with Notebook.open(home, backend=backend) as nb:
-        session = nb.start_session("bench")
-        filler = [{"text": SAMPLE_TEXTS[i % len(SAMPLE_TEXTS)]} for i in range(prefill)]
-        for start in range(0, prefill, 500):
-            nb.record_many(session.id, filler[start : start + 500])
+def text_of(i: int) -> str:
+    return f"{SAMPLE_TEXTS[i % len(SAMPLE_TEXTS)]} (#{i})"
+
+
+class WalMeter:
+    """Frames appended to a database's WAL while automatic checkpoints are off."""
+
+    def __init__(self, conn: sqlite3.Connection, db: Path) -> None:
+        self.conn, self.wal = conn, Path(f"{db}-wal")
+        self.page = int(conn.execute("PRAGMA page_size").fetchone()[0])
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+
+    def frames(self) -> int:
+        size = self.wal.stat().st_size if self.wal.exists() else 0
+        return max(0, size - WAL_HEADER) // (self.page + FRAME_HEADER)
+
+
+def open_notebook(home: Path, backend: str, prefill: int) -> tuple[Notebook, str]:
+    home.mkdir(mode=0o700)
+    write_config(home, NotebookConfig.model_validate({"sqlite_synchronous": "FULL"}))
+    nb = Notebook.open(home, backend=backend, background_embedding=EMBED_IN_BACKGROUND)
+    session = nb.start_session("bench")
+    filler = [{"text": text_of(i)} for i in range(prefill)]
+    for start in range(0, prefill, 500):
+        nb.record_many(session.id, filler[start : start + 500])
+    nb.settle()  # the prefill's derived indexes are caught up before timing
+    return nb, session.id
+
+
+def open_store(db: Path, prefill: int) -> tuple[SqliteStore, sqlite3.Connection]:
+    conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    store = SqliteStore(conn)
+    store.setup()
+    for i in range(prefill):
+        store.put(("bench",), f"k{i}", {"text": text_of(i)})
+    return store, conn
+
+
+def interleaved(calls: dict[str, Callable[[int], None]], n: int) -> dict[str, list[float]]:
+    """Call each of ``calls`` once per round, ``n`` rounds, the order alternating."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    names = list(calls)
+    for i in range(n):
+        for name in names if i % 2 == 0 else reversed(names):
+            t0 = time.perf_counter()
+            calls[name](i)
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def bench_side_by_side(root: Path, n: int, prefill: int) -> tuple[dict[str, list[float]], dict]:
+    nb, sid = open_notebook(root / "sqlite", "sqlite", prefill)
+    store, conn = open_store(root / "store.db", prefill)
+    try:
+        meters = {
+            "record": WalMeter(nb.backend.connection, root / "sqlite" / "notebook.db"),  # type: ignore[attr-defined]
+            "put": WalMeter(conn, root / "store.db"),
+        }
+        calls = {
+            "record": lambda i: nb.record(sid, text_of(prefill + i), speaker="bench"),
+            "put": lambda i: store.put(("bench",), f"t{i}", {"text": text_of(prefill + i)}),
+        }
+        times = interleaved(calls, n)
+        pages = {name: meter.frames() / n for name, meter in meters.items()}
+        nb.settle()
+        pages["upkeep"] = meters["record"].frames() / n - pages["record"]
+    finally:
+        nb.close()
+        conn.close()
+    return times, pages
+
+
+def bench_yaml(home: Path, n: int, prefill: int) -> list[float]:
+    nb, sid = open_notebook(home, "yaml", prefill)
+    try:
         times = []
         for i in range(n):
-            text = f"{SAMPLE_TEXTS[i % len(SAMPLE_TEXTS)]} (#{i})"
             t0 = time.perf_counter()
-            nb.record(session.id, text, speaker="bench")
+            nb.record(sid, text_of(prefill + i), speaker="bench")
             times.append(time.perf_counter() - t0)
         return times
+    finally:
+        nb.close()
 
 
 def bench_raw_sqlite(path: Path, n: int, synchronous: str) -> list[float]:
@@ -77,15 +162,11 @@ def main() -> None:
     print(f"record one moment: {args.n} timed calls after {args.prefill} prefilled moments")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        side, pages = bench_side_by_side(root, args.n, args.prefill)
         rows = [
-            (
-                "agent-notebook SQLite (synchronous=FULL, default)",
-                bench_notebook(root / "sqlite", "sqlite", args.n, args.prefill),
-            ),
-            (
-                "agent-notebook YAML directory",
-                bench_notebook(root / "yaml", "yaml", args.n, args.prefill),
-            ),
+            ("agent-notebook SQLite record (synchronous=FULL, default)", side["record"]),
+            ("LangGraph SqliteStore.put, interleaved (WAL, FULL)", side["put"]),
+            ("agent-notebook YAML directory", bench_yaml(root / "yaml", args.n, args.prefill)),
             (
                 "alternative: raw SQLite INSERT+COMMIT (WAL, FULL)",
                 bench_raw_sqlite(root / "raw.db", args.n, "FULL"),
@@ -95,6 +176,13 @@ def main() -> None:
     width = max(len(name) for name, _ in rows)
     for name, times in rows:
         print(f"{name:<{width}}  {summary_ms(times)}")
+    print(
+        f"WAL pages per call: record {pages['record']:.1f} (+ {pages['upkeep']:.1f} of batched "
+        f"index upkeep, off the call), SqliteStore.put {pages['put']:.1f}"
+    )
+    ratio = percentile(side["record"], 0.5) / percentile(side["put"], 0.5)
+    verdict = "PASS" if ratio <= TARGET_RATIO else "FAIL"
+    print(f"target: record p50 <= {TARGET_RATIO:g}x SqliteStore.put p50: {ratio:.2f}x  {verdict}")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ def open_with(tmp_path: Path) -> SqliteBackend:
 
 
 def term_docs(backend: SqliteBackend) -> dict[str, int]:
+    backend.settle()  # as every read of the derived indexes does first
     rows = backend.connection.execute("SELECT term, docs FROM term_docs WHERE docs > 0")
     return dict(rows.fetchall())
 

@@ -28,7 +28,7 @@ from .compaction import ARCHIVE_DIR, ColdArchive, CompactionReport, Compactor
 from .compaction.runner import Progress as CompactProgress
 from .drafts import check_drafts
 from .enrich import enrich
-from .errors import Conflict, InvalidInput, NotFound
+from .errors import Conflict, InvalidInput, NotebookError, NotFound
 from .exchange import Archives, ChatState, CopyReport, copy_notebook
 from .ingest import (
     SOURCE_RELATION,
@@ -59,6 +59,7 @@ from .model import (
     check_moment_id,
     check_session_id,
     describe_validation_error,
+    moment_number,
     normalize_concept,
     now_utc,
     session_id_for,
@@ -78,6 +79,7 @@ from .storage import (
     is_postgres_url,
     open_backend,
 )
+from .storage.base import Activity, activity_of
 from .storage.files import exclusive_lock as write_lock_file
 from .tokens import DEFAULT_COUNTER, TokenCounter
 
@@ -98,6 +100,10 @@ if TYPE_CHECKING:
 
 #: How many of the latest moment ids a session keeps in ``context.recent_moments``.
 RECENT_MOMENTS = 20
+#: How many recorded moments a session's stored row may lag behind: a record rewrites the
+#: session only every so many moments (or when it adds to the audit log); reads count the
+#: moments since in (see ``Notebook.get_session``).
+SESSION_ROW_LAG = 8
 MAX_SEARCH_LIMIT = 1000
 #: How long close() lets the worker embed what was just recorded before stopping it after
 #: its current chunk: a turn's few moments get their vector, a big ingest's rest waits.
@@ -203,6 +209,21 @@ class Notebook:
         future.add_done_callback(_log_failure)
         return future
 
+    def settle(self) -> None:
+        """Catch up what is derived lazily from the moments recorded so far: the backend's
+        indexes and the sessions' stored stats. Reads do it for themselves before they
+        answer; this moves the work off a later read and leaves the stored records current
+        (it runs on :meth:`close`, before an export and before compaction)."""
+        self.backend.settle()
+        behind = [s.id for s in self.backend.list_sessions() if self._caught_up(s)[1]]
+        if not behind:
+            return  # no transaction (nor a YAML notebook's writer lock) for nothing
+        with self.backend.atomic():
+            for session_id in behind:
+                stored = self.backend.get_session(session_id)
+                if stored is not None and (caught_up := self._caught_up(stored))[1]:
+                    self.backend.put_session(caught_up[0])
+
     def drain(self) -> None:
         """Wait until the work handed to :meth:`after_turn` so far is done."""
         if self._after_turn is not None:
@@ -225,6 +246,10 @@ class Notebook:
         self._connections.clear()
         self._store = None
         self._checkpointers.clear()
+        try:
+            self.settle()
+        except NotebookError as err:  # derived data: the next open catches up all the same
+            log.warning("closing without catching up the derived records: %s", err)
         self.backend.close()
 
     @property
@@ -330,16 +355,33 @@ class Notebook:
         return session
 
     def get_session(self, session_id: str) -> Session:
+        """The session, its stats and recent moments counting every moment recorded."""
+        return self._session_with_lag(session_id)[0]
+
+    def _session_with_lag(self, session_id: str) -> tuple[Session, int]:
+        """The session with the moments its stored row lags behind counted in, and how many
+        they were. The row counts the moments up to the newest of its ``recent_moments``
+        (a record does not rewrite it each time); the moments of the session above that
+        number are the ones it lags behind, so the stats and that mark, stored together,
+        always agree, whoever writes the row."""
         found = self.backend.get_session(check_session_id(session_id))
         if found is None:
             raise NotFound(
                 f"no session {session_id} in {self.backend.location}; "
                 "'agent-notebook sessions' lists them"
             )
-        return found
+        return self._caught_up(found)
+
+    def _caught_up(self, session: Session) -> tuple[Session, int]:
+        counted = max(map(moment_number, session.context.recent_moments), default=0)
+        lagging = self.backend.session_activity_after(session.id, counted)
+        if lagging:
+            self._count(session, lagging)
+        return session, len(lagging)
 
     def sessions(self, offset: int = 0, limit: int | None = None) -> list[Session]:
-        return self.backend.list_sessions(_offset(offset), _opt_limit(limit))
+        found = self.backend.list_sessions(_offset(offset), _opt_limit(limit))
+        return [self._caught_up(s)[0] for s in found]
 
     def update_session(
         self,
@@ -529,19 +571,23 @@ class Notebook:
         stripped: list[tuple[MomentDraft, list[str]]],
     ) -> list[Moment]:
         with self.backend.atomic():
-            session = self.get_session(session_id)
+            session, lagging = self._session_with_lag(session_id)
             first = self.backend.next_number("moment", len(prepared))
             moments = [
                 m.model_copy(update={"id": f"m_{first + i}"}) for i, m in enumerate(prepared)
             ]
             parents = self._adopt_children(moments)
             self.backend.put_moments([*moments, *parents])
-            self._count(session, moments)
+            self._count(session, [activity_of(m) for m in moments])
             for i, kinds in masked.items():  # the audit log says what, never the secret
                 audit.note(session, secret_masking.audit_text(kinds, moments[i].id))
-            for name in dict.fromkeys(name for _, dropped in stripped for name in dropped):
+            dropped = list(dict.fromkeys(name for _, names in stripped for name in names))
+            for name in dropped:
                 audit.note(session, modalities.audit_text(name), once=True)
-            self.backend.put_session(session)
+            # The stats are derivable from the moments: the row is rewritten only now and
+            # then (fewer pages per record), or when the audit log changed.
+            if masked or dropped or lagging + len(moments) >= SESSION_ROW_LAG:
+                self.backend.put_session(session)
         return moments
 
     def media_store(self) -> MediaStore:
@@ -626,16 +672,19 @@ class Notebook:
             parents[pid] = parent
         return list(parents.values())
 
-    def _count(self, session: Session, moments: Sequence[Moment]) -> None:
+    def _count(self, session: Session, moments: Sequence[Activity]) -> None:
+        """Count recorded ``moments`` into ``session``'s stats and recent moments (each
+        field assigned once: the models validate every assignment)."""
+        if not moments:
+            return
         stats, context = session.stats, session.context
-        for m in moments:
-            stats.moments += 1
-            stats.tokens += self.tokens.count(m.content.text)
-            stats.bytes += len(m.content.text.encode("utf-8"))
-            if stats.first_activity is None or m.timestamp < stats.first_activity:
-                stats.first_activity = m.timestamp
-            if stats.last_activity is None or m.timestamp > stats.last_activity:
-                stats.last_activity = m.timestamp
+        times = [m.timestamp for m in moments]
+        firsts = [t for t in (stats.first_activity, min(times)) if t is not None]
+        lasts = [t for t in (stats.last_activity, max(times)) if t is not None]
+        stats.moments += len(moments)
+        stats.tokens += sum(self.tokens.count(m.text) for m in moments)
+        stats.bytes += sum(len(m.text.encode("utf-8")) for m in moments)
+        stats.first_activity, stats.last_activity = min(firsts), max(lasts)
         context.raw_history_size += len(moments)
         context.recent_moments = [*context.recent_moments, *(m.id for m in moments)][
             -RECENT_MOMENTS:
@@ -1004,6 +1053,7 @@ class Notebook:
         against its SHA-256 first) and the cold archive's files to ``media_to/archive/``."""
         from .stores import open_checkpointer, open_store, store_items
 
+        self.settle()  # the exported sessions count every moment
         archives = None
         if media_to is not None:
             from .media.store import MediaStore
@@ -1124,7 +1174,7 @@ class Notebook:
     # -- stats ------------------------------------------------------------------------------
 
     def stats(self) -> NotebookStats:
-        sessions = self.backend.list_sessions()
+        sessions = self.sessions()
         firsts = [s.stats.first_activity for s in sessions if s.stats.first_activity]
         lasts = [s.stats.last_activity for s in sessions if s.stats.last_activity]
         return NotebookStats(
@@ -1179,6 +1229,7 @@ class Notebook:
         files.ensure_private_dir(archive.root)
         with write_lock_file(archive.root / ".lock", 5.0):
             if not dry_run:
+                self.settle()  # no moment archived before its session counted it
                 compactor = Compactor(self.backend, archive, chosen, settings, self.tokens)
                 try:
                     return compactor.run(when, progress=progress)

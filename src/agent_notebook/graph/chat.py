@@ -46,6 +46,7 @@ from ..session.updaters import DeterministicUpdater, LlmUpdater, NotebookUpdater
 from ..summarize import ExtractiveSummarizer, LlmSummarizer, Summarizer, messages_as_texts
 from .compaction import CompactionPlan, plan_compaction, removals
 from .context import ContextBuilder
+from .executor import keep_pool
 from .models import ModelResolver
 from .prompts import Prompter
 from .runs import ChatGraph
@@ -104,8 +105,10 @@ def build_chat_graph(
     def prompt_for(state: ThreadState, config: RunnableConfig) -> tuple[Turn, BaseChatModel]:
         """The turn's model input (system prompt and messages) and the model to answer it."""
         thread_id = thread_id_of(config)
-        session_id = notebook.thread_session(thread_id)
         messages: list[BaseMessage] = list(state.get("messages") or [])
+        message = _latest_human_text(messages)
+        context_builder.prepare(message)  # the message's vector is made meanwhile
+        session_id = notebook.thread_session(thread_id)
         recorded = mark_after(messages, ActivityMark(message_id=state.get("recorded_through")))
         notes = notebook.session_notebook(thread_id).sync
         condensed = state.get("condensed_history") or ""
@@ -113,7 +116,7 @@ def build_chat_graph(
         if fitted is not None:
             messages, condensed = fitted[0].keep, fitted[1]
         built = context_builder.build(
-            message=_latest_human_text(messages),
+            message=message,
             session_id=session_id,
             session_notebook=notes.render_for_compaction(),
             condensed_history=condensed,
@@ -209,7 +212,8 @@ def build_chat_graph(
     )
     graph.add_edge(START, "agent")
     graph.add_edge("agent", END)
-    return ChatGraph.of(graph.compile(checkpointer=checkpointer or notebook.checkpointer_for(chat)))
+    compiled = graph.compile(checkpointer=checkpointer or notebook.checkpointer_for(chat))
+    return ChatGraph.of(keep_pool(compiled))  # a turn starts no threads
 
 
 def _latest_human_text(messages: Sequence[BaseMessage]) -> str:

@@ -242,6 +242,17 @@ class ContextBuilder:
         self.max_moments = max_moments
         self.tokens = token_counter
 
+    def prepare(self, message: str) -> None:
+        """Start embedding ``message`` for the search of :meth:`build` (on a thread of the
+        notebook's vector index), so that it overlaps the rest of the turn's reads and the
+        lexical search instead of following them. Nothing to do for a lexical context."""
+        if self.max_moments == 0 or not message.strip():
+            return
+        if self.notebook.config.chat.context_search != "hybrid":
+            return
+        if (semantic := self.notebook.semantic) is not None:
+            semantic.prepare_query(message)
+
     def build(
         self,
         *,

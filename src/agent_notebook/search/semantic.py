@@ -18,6 +18,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Collection
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -100,6 +101,8 @@ class SemanticIndex:
         self._recent_lock = threading.Lock()
         self._live = 0  # searches running now: the worker waits for them between chunks
         self._live_done = threading.Condition()
+        self._prepared: OrderedDict[str, Future[NDArray[np.float32]]] = OrderedDict()
+        self._preparer: ThreadPoolExecutor | None = None
 
     @property
     def model_id(self) -> str:
@@ -172,8 +175,32 @@ class SemanticIndex:
         with self._live_done:
             self._live_done.wait_for(lambda: not self._live or self._stopping, YIELD_S)
 
+    def prepare_query(self, query: str) -> None:
+        """Start embedding ``query`` on a thread of its own: a search of it soon after
+        takes that vector instead of embedding it again (a chat turn embeds its message
+        while it reads the rest of its context and runs the lexical search)."""
+        if self._stopping or not query.strip() or self._recent(query) is not None:
+            return
+        with self._recent_lock:
+            if query in self._prepared:
+                return
+            if self._preparer is None:  # one thread, kept: a turn starts none
+                self._preparer = ThreadPoolExecutor(1, thread_name_prefix="agent-notebook-query")
+            self._prepared[query] = self._preparer.submit(self.embedder.embed_query, query)
+            while len(self._prepared) > RECENT_QUERIES:
+                self._prepared.popitem(last=False)
+
+    def _prepared_vector(self, query: str) -> NDArray[np.float32] | None:
+        with self._recent_lock:
+            prepared = self._prepared.pop(query, None)
+        if prepared is None or prepared.exception() is not None:
+            return None  # a failed one is embedded again by the caller, which reports why
+        return prepared.result()
+
     def _query_vector(self, query: str) -> NDArray[np.float32]:
         vector = self._recent(query)
+        if vector is None:
+            vector = self._prepared_vector(query)
         if vector is None:
             vector = self.embedder.embed_query(query)
             if self._reuse_queries:
@@ -328,6 +355,9 @@ class SemanticIndex:
     def close(self) -> None:
         """Stop the worker after its current chunk and save the index file, if any."""
         self.stop_worker()
+        if self._preparer is not None:
+            self._preparer.shutdown(wait=True)
+            self._preparer = None
         with self._lock:
             if self.index_file is not None and self._index is not None and len(self._index):
                 self._index.save(self.index_file)

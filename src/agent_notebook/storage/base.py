@@ -38,6 +38,20 @@ class Capabilities:
 
 
 @dataclass(frozen=True, slots=True)
+class Activity:
+    """What a session's stats count of one recorded moment (see
+    :meth:`StorageBackend.session_activity_after`)."""
+
+    number: int
+    timestamp: datetime
+    text: str
+
+    @property
+    def id(self) -> str:
+        return f"m_{self.number}"
+
+
+@dataclass(frozen=True, slots=True)
 class MomentBrief:
     """What ranking needs of a moment, without loading it: where and when it is, who
     spoke, its priors' inputs, whether it was redacted and whether it asks a question."""
@@ -103,6 +117,10 @@ class MomentFilter:
             return True
         wanted = self.speaker.casefold()
         return wanted in (moment.speaker.casefold(), moment.role.casefold())
+
+
+def activity_of(moment: Moment) -> Activity:
+    return Activity(moment.number, moment.timestamp, moment.content.text)
 
 
 class StorageBackend(ABC):
@@ -245,6 +263,15 @@ class StorageBackend(ABC):
         """Numbers above ``after`` of the moments with no vector of ``model``, oldest
         first."""
 
+    def session_activity_after(self, session_id: str, after: int) -> list[Activity]:
+        """:class:`Activity` of the recorded moments of ``session_id`` numbered above
+        ``after`` (compaction's rollups left out), ascending: the facade counts them into
+        the session's stats (see ``Notebook.get_session``). A backend that can read these
+        without loading whole moments should."""
+        where = MomentFilter(session=session_id)
+        moments = self._session_moments(where)
+        return [activity_of(m) for m in moments if m.number > after and m.rollup is None]
+
     def moment_numbers(self, where: MomentFilter) -> list[int]:
         """Numbers of the moments ``where`` matches, ascending (to restrict a vector search)."""
         moments = self.iter_moments() if where.session is None else self._session_moments(where)
@@ -303,6 +330,13 @@ class StorageBackend(ABC):
         while page := self.list_moments(offset=offset, limit=batch):
             yield from page
             offset += len(page)
+
+    def settle(self) -> None:
+        """Bring indexes derived from the moments up to date now. A backend may index new
+        moments in batches after they are written; its reads catch up before they answer
+        either way, so this only moves that work off a later read (to a worker or an idle
+        moment). Nothing to do for a backend that keeps its indexes in step."""
+        return None
 
     @abstractmethod
     def purge(self) -> None:

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from ..model import ArchiveEntry, ConceptEntry, Moment, Session, moment_number
 from ..search.lexical import Bm25Index
-from .base import MomentFilter, StorageBackend
+from .base import Activity, MomentFilter, StorageBackend, activity_of
 
 
 @dataclass
@@ -311,6 +311,13 @@ class StagedBackend(StorageBackend):
             nums = _page(self._moment_numbers(state, session_id), offset, limit)
             staged = self._staged.moments if self._staged is not None else {}
             return [(staged.get(n) or state.moments[n]).model_copy(deep=True) for n in nums]
+
+    def session_activity_after(self, session_id: str, after: int) -> list[Activity]:
+        with self._reading() as state:
+            nums = [n for n in self._moment_numbers(state, session_id) if n > after]
+            staged = self._staged.moments if self._staged is not None else {}
+            found = [staged.get(n) or state.moments[n] for n in nums]
+            return [activity_of(m) for m in found if m.rollup is None]
 
     def count_moments(self, session_id: str | None = None) -> int:
         with self._reading() as state:

@@ -9,8 +9,10 @@ The file is created owner-only before SQLite opens it, and SQLite gives its ``-w
 from __future__ import annotations
 
 import itertools
+import json
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -24,7 +26,7 @@ from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session,
 from ...privacy.crypto import sealed_key_id
 from ...search.lexical import terms
 from .. import sql
-from ..base import Capabilities, MomentBrief, MomentFilter, StorageBackend
+from ..base import Activity, Capabilities, MomentBrief, MomentFilter, StorageBackend
 from ..files import ensure_private_dir, ensure_private_file
 from ..sql import concept_entry as _concept_entry
 from . import schema, sealed
@@ -56,10 +58,14 @@ class SqliteBackend(StorageBackend):
         cipher: Cipher | None = None,
     ) -> None:
         self.path = str(path)
+        self.synchronous = synchronous
         self.cipher = cipher  # encryption at rest: see ``sealed``
         self._lock = threading.RLock()
         self._depth = 0
+        self._owner: int | None = None  # the thread whose transaction is open
         self._savepoints = itertools.count()
+        self._reader: sqlite3.Connection | None = None
+        self._reader_lock = threading.Lock()
         if self.path == ":memory:":
             self.capabilities = replace(self.capabilities, persistent=False, multi_process=False)
         else:
@@ -74,6 +80,13 @@ class SqliteBackend(StorageBackend):
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
             self._migrate()
+            if self.path != ":memory:":
+                # Reads outside a transaction go here: WAL lets them see the last commit
+                # while a writer (the embedding worker, say) holds the write connection.
+                self._reader = sqlite3.connect(
+                    self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_s
+                )
+                self._reader.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
         self._check_sealing()
 
     @property
@@ -117,6 +130,7 @@ class SqliteBackend(StorageBackend):
             for statement in begin:
                 self._conn.execute(statement)
             self._depth += 1
+            self._owner = threading.get_ident()
             try:
                 yield
             except BaseException:
@@ -125,6 +139,8 @@ class SqliteBackend(StorageBackend):
                 raise
             finally:
                 self._depth -= 1
+                if self._depth == 0:
+                    self._owner = None
             try:
                 for statement in commit:
                     self._conn.execute(statement)
@@ -134,6 +150,12 @@ class SqliteBackend(StorageBackend):
                 raise
 
     def _query(self, statement: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Rows of ``statement``: inside this thread's transaction from the write connection
+        (it sees what the transaction wrote), else from the read connection, without waiting
+        for another thread's transaction."""
+        if self._reader is not None and self._owner != threading.get_ident():
+            with self._reader_lock, self._mapped("read"):
+                return self._reader.execute(statement, params).fetchall()
         with self._lock, self._mapped("read"):
             return self._conn.execute(statement, params).fetchall()
 
@@ -242,6 +264,7 @@ class SqliteBackend(StorageBackend):
     def _remove_moments(self, nums: Sequence[int]) -> None:
         """Delete moments and what is derived from them: their words' document frequencies,
         full-text rows (by trigger), concept pairs and vectors."""
+        self._index_pending()  # so every moment removed has its index rows to take out
         gone = self._moments_by_num(nums)
         emptied = [m.model_copy(update={"content": MomentContent()}) for m in gone.values()]
         self._index_terms(emptied, gone)  # their words leave the document frequencies
@@ -250,14 +273,105 @@ class SqliteBackend(StorageBackend):
         self._conn.executemany("DELETE FROM moment_vectors WHERE num = ?", rows)
         self._conn.executemany("DELETE FROM moments WHERE num = ?", rows)
 
+    # -- deferred index upkeep --------------------------------------------------------------
+    # The moment rows are the truth; the full-text index, ``term_docs`` and the concept pairs
+    # are derived from them and cover the moments up to ``upkeep.indexed_through``. A crash
+    # between a record and its upkeep loses nothing: the next settle indexes what is above.
+
+    def _indexed_through(self) -> int:
+        return int(self._conn.execute("SELECT indexed_through FROM upkeep").fetchone()[0])
+
+    def settle(self) -> None:
+        """Index the moments recorded since the last upkeep, in one transaction. Reads that
+        use the derived indexes call it first, so they never miss a committed moment. Its
+        commit does not wait for the disk (``synchronous = NORMAL`` in WAL mode): what it
+        writes is derived, and a power cut that loses it only leaves the mark lower."""
+        pending = self._query(
+            "SELECT EXISTS (SELECT 1 FROM moments WHERE num > (SELECT indexed_through FROM upkeep))"
+        )[0][0]
+        if pending:
+            with self._mapped("index upkeep"), self._derived_transaction():
+                self._index_pending()
+
+    @contextmanager
+    def _derived_transaction(self) -> Iterator[None]:
+        """A transaction of derived rows only (index upkeep, vectors): at the top level its
+        commit does not wait for the disk. In WAL mode ``synchronous = NORMAL`` keeps the
+        file consistent; a power cut may lose the last such commits, which are made again
+        from the moments. Inside a caller's transaction it commits with that one."""
+        with self._lock:
+            relax = self._depth == 0 and self.synchronous in ("FULL", "EXTRA")
+            if relax:
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+            try:
+                with self.atomic():
+                    yield
+            finally:
+                if relax:
+                    self._conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+
+    def _index_pending(self, batch: int = 2000) -> int:
+        """Index every moment above the mark (inside a transaction); return the new mark."""
+        through = self._indexed_through()
+        while rows := self._conn.execute(
+            "SELECT num, text, body FROM moments WHERE num > ? ORDER BY num LIMIT ?",
+            (through, batch),
+        ).fetchall():
+            last = rows[-1][0]
+            self._conn.execute(
+                "INSERT INTO moments_fts (rowid, text) SELECT num, text FROM moments "
+                "WHERE num > ? AND num <= ?",
+                (through, last),
+            )
+            counts: Counter[str] = Counter()
+            pairs: list[tuple[str, int]] = []
+            for num, text, concepts in self._index_inputs(rows):
+                counts.update(set(self._terms(text)))
+                pairs += [(self._name(c), num) for c in concepts]
+            self._add_term_docs(counts)
+            self._add_concept_pairs(sorted(pairs))
+            through = last
+        self._conn.execute("UPDATE upkeep SET indexed_through = ?", (through,))
+        return through
+
+    def _index_inputs(
+        self, rows: Sequence[tuple[int, str, str]]
+    ) -> list[tuple[int, str, list[str]]]:
+        """``(number, text, concepts)`` of stored rows; a plain body is read as JSON alone
+        (no moment is validated), a sealed one is opened."""
+        if self.cipher is None:
+            return [
+                (num, text, json.loads(body).get("metadata", {}).get("concepts", []))
+                for num, text, body in rows
+            ]
+        moments = self._moments_from([(text, body) for _, text, body in rows])
+        return [(m.number, m.content.text, list(m.metadata.concepts)) for m in moments]
+
     # -- moments ----------------------------------------------------------------------------
 
     def put_moments(self, moments: Sequence[Moment]) -> None:
+        """New moments above the indexed ones are written alone (their index rows come with
+        the next :meth:`settle`); replacing a moment, or writing one below that mark (an
+        import), settles first and keeps the indexes in step at once."""
+        if not moments:
+            return
         with self.atomic():
             replaced = self._replaced(moments)
+            through = self._indexed_through()
+            inline = bool(replaced) or min(m.number for m in moments) <= through
+            if inline:  # every stored moment indexed, so an old version's rows can go
+                through = self._index_pending()
             self._conn.executemany(schema.UPSERT_MOMENT, [self._moment_row(m) for m in moments])
-            self._index_terms(moments, replaced)
-            self._index_concepts(moments, replaced)
+            if inline:
+                self._conn.executemany(  # updated rows are re-indexed by their trigger
+                    "INSERT INTO moments_fts (rowid, text) SELECT num, text FROM moments "
+                    "WHERE num = ?",
+                    [(m.number,) for m in moments if m.number not in replaced],
+                )
+                self._index_terms(moments, replaced)
+                self._index_concepts(moments, replaced)
+                top = max(through, *(m.number for m in moments))
+                self._conn.execute("UPDATE upkeep SET indexed_through = ?", (top,))
             texts = {m.number: m.content.text for m in moments}
             self._conn.executemany(  # a vector describes the text it was made from
                 "DELETE FROM moment_vectors WHERE num = ?",
@@ -275,11 +389,13 @@ class SqliteBackend(StorageBackend):
         return dict(zip((num for num, _, _ in rows), loaded, strict=True))
 
     def _index_terms(self, moments: Sequence[Moment], replaced: dict[int, Moment]) -> None:
-        change = sql.frequency_change(moments, replaced, self._terms)
+        self._add_term_docs(sql.frequency_change(moments, replaced, self._terms))
+
+    def _add_term_docs(self, change: Counter[str]) -> None:
         self._conn.executemany(
             "INSERT INTO term_docs (term, docs) VALUES (?, ?) "
             "ON CONFLICT (term) DO UPDATE SET docs = docs + excluded.docs",
-            [item for item in change.items() if item[1]],
+            sorted(item for item in change.items() if item[1]),  # in key order: fewer pages
         )
 
     def _index_concepts(self, moments: Sequence[Moment], replaced: dict[int, Moment]) -> None:
@@ -289,7 +405,12 @@ class SqliteBackend(StorageBackend):
             "AND concept_id = (SELECT id FROM concepts WHERE name = ?)",
             [(num, self._name(name)) for name, num in gone],
         )
-        pairs = [(self._name(c), m.number) for m in moments for c in m.metadata.concepts]
+        self._add_concept_pairs(
+            [(self._name(c), m.number) for m in moments for c in m.metadata.concepts]
+        )
+
+    def _add_concept_pairs(self, pairs: Sequence[tuple[str, int]]) -> None:
+        """Index moment ``num`` under concept ``name`` (stored form) for each pair."""
         self._conn.executemany(
             "INSERT INTO concepts (name) VALUES (?) ON CONFLICT (name) DO NOTHING",
             [(name,) for name in dict.fromkeys(c for c, _ in pairs)],
@@ -342,6 +463,16 @@ class SqliteBackend(StorageBackend):
             params = (session_id,)
         return self._moments_from(self._query(sql, (*params, _limit(limit), offset)))
 
+    def session_activity_after(self, session_id: str, after: int) -> list[Activity]:
+        if self.cipher is not None:  # sealed text and bodies: read through the moments
+            return super().session_activity_after(session_id, after)
+        rows = self._query(  # read in SQL: no moment is parsed
+            "SELECT num, ts_us, text FROM moments WHERE session_id = ? AND num > ? "
+            "AND json_type(body, '$.rollup') IS NULL ORDER BY num",
+            (session_id, after),
+        )
+        return [Activity(num, schema.from_us(us), text) for num, us, text in rows]
+
     def count_moments(self, session_id: str | None = None) -> int:
         if session_id is None:
             return int(self._query("SELECT count(*) FROM moments")[0][0])
@@ -376,7 +507,7 @@ class SqliteBackend(StorageBackend):
                 (num, sealed.index_text(cipher, text), cipher.encrypt(blob, sealed.vector_aad(num)))
                 for num, text, blob in vectors
             ]
-        with self.atomic():
+        with self._derived_transaction():  # a vector is made again from the text
             self._conn.executemany(
                 "INSERT INTO moment_vectors (num, model, vector) "
                 "SELECT num, ?, ? FROM moments WHERE num = ? AND text = ? "
@@ -411,6 +542,7 @@ class SqliteBackend(StorageBackend):
     # -- concepts ---------------------------------------------------------------------------
 
     def get_concept(self, concept: str) -> ConceptEntry | None:
+        self.settle()
         rows = self._query(
             "SELECT cm.num, m.session_id FROM concepts c "
             "JOIN concept_moments cm ON cm.concept_id = c.id JOIN moments m ON m.num = cm.num "
@@ -420,6 +552,7 @@ class SqliteBackend(StorageBackend):
         return _concept_entry(concept, rows) if rows else None
 
     def concept_members(self, concept: str, at_most: int) -> list[int] | None:
+        self.settle()
         rows = self._query(
             "SELECT cm.num FROM concepts c "
             "JOIN concept_moments cm ON cm.concept_id = c.id JOIN moments m ON m.num = cm.num "
@@ -429,6 +562,7 @@ class SqliteBackend(StorageBackend):
         return None if len(rows) > at_most else [num for (num,) in rows]
 
     def list_concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:
+        self.settle()
         if self.cipher is not None:
             return self._list_sealed_concepts(offset, limit)
         rows = self._query(
@@ -465,6 +599,7 @@ class SqliteBackend(StorageBackend):
         return entries
 
     def count_concepts(self) -> int:
+        self.settle()
         return int(self._query("SELECT count(DISTINCT concept_id) FROM concept_moments")[0][0])
 
     # -- search -----------------------------------------------------------------------------
@@ -474,6 +609,7 @@ class SqliteBackend(StorageBackend):
         their postings fit ``POSTINGS_BUDGET``, so a search costs the same in a notebook of a
         thousand moments and of millions (a word in most moments adds little to BM25
         anyway). When even the rarest term is over budget, only the newest moments count."""
+        self.settle()
         # FTS5 stems the words of a MATCH itself; term_docs is keyed by their stems.
         words = sql.query_words(query, None if self.cipher is None else self.cipher.token)
         if not words:
@@ -572,6 +708,7 @@ class SqliteBackend(StorageBackend):
                 cipher.text_key_id(sealed.sealed_part(body)) != cipher.key_id
             )
 
+        self.settle()  # the word counts are rebuilt below from the full-text index
         done, after = 0, 0
         while True:
             with self.atomic():
@@ -630,11 +767,16 @@ class SqliteBackend(StorageBackend):
                 "INSERT INTO term_docs (term, docs) SELECT term, doc FROM temp.moments_vocab"
             )
             self._conn.execute("DROP TABLE temp.moments_vocab")
+            # The replaced rows' tokens stay in the older full-text segments until they are
+            # merged: merge them all now (and zero what that frees), so none stays readable.
+            self._conn.execute("PRAGMA secure_delete = ON")
+            self._conn.execute("INSERT INTO moments_fts (moments_fts) VALUES ('optimize')")
         return done
 
     def purge(self) -> None:
         # secure_delete zeroes what the statements below free; VACUUM then rewrites every
         # page and the TRUNCATE checkpoints empty the WAL, which still holds old pages.
+        self.settle()
         with self._lock, self._mapped("purge"):
             self._conn.execute("PRAGMA secure_delete = ON")
             with self.atomic():
@@ -668,7 +810,9 @@ class SqliteBackend(StorageBackend):
         self._conn.execute("DELETE FROM concepts WHERE id = ?", (cid,))
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._reader_lock:
+            if self._reader is not None:
+                self._reader.close()
             self._conn.close()
 
 

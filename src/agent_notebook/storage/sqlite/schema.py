@@ -57,6 +57,18 @@ def _full_text_index(tokenizer: str) -> list[str]:
     ]
 
 
+#: With deferred upkeep only a moment already indexed has full-text rows to take out.
+_INDEXED = "old.num <= (SELECT indexed_through FROM upkeep)"
+_UNINDEX_TRIGGERS: Final = [
+    f"""CREATE TRIGGER moments_fts_delete AFTER DELETE ON moments WHEN {_INDEXED} BEGIN
+        INSERT INTO moments_fts (moments_fts, rowid, text) VALUES ('delete', old.num, old.text);
+    END""",
+    f"""CREATE TRIGGER moments_fts_update AFTER UPDATE OF text ON moments WHEN {_INDEXED} BEGIN
+        INSERT INTO moments_fts (moments_fts, rowid, text) VALUES ('delete', old.num, old.text);
+        INSERT INTO moments_fts (rowid, text) VALUES (new.num, new.text);
+    END""",
+]
+
 MIGRATIONS: Final[list[list[str]]] = [
     [
         """CREATE TABLE sessions (
@@ -140,6 +152,21 @@ MIGRATIONS: Final[list[list[str]]] = [
             num INTEGER NOT NULL,
             PRIMARY KEY (concept_id, num)
         ) WITHOUT ROWID""",
+    ],
+    [
+        # Deferred index upkeep: a recorded moment is written alone (its row and the indexes
+        # of the moments table); its full-text rows, word counts and concept pairs are added
+        # later in batches (``SqliteBackend.settle``), before any read that uses them. The
+        # moments above ``indexed_through`` are the ones not in those indexes yet.
+        """CREATE TABLE upkeep (
+            id INTEGER PRIMARY KEY CHECK (id = 0),
+            indexed_through INTEGER NOT NULL
+        )""",
+        "INSERT INTO upkeep (id, indexed_through) SELECT 0, coalesce(max(num), 0) FROM moments",
+        "DROP TRIGGER moments_fts_insert",
+        "DROP TRIGGER moments_fts_delete",
+        "DROP TRIGGER moments_fts_update",
+        *_UNINDEX_TRIGGERS,
     ],
 ]
 

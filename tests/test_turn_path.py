@@ -1,0 +1,108 @@
+"""A chat turn's own costs: the message's query vector is made while the turn reads the
+rest of its context (on a kept thread, once), not after the lexical search."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.messages import HumanMessage
+
+from agent_notebook.config import NotebookConfig
+from agent_notebook.embed import MiniLmEmbedder, default_embedder
+from agent_notebook.graph import build_chat_graph
+from agent_notebook.notebook import Notebook
+from agent_notebook.storage import SqliteBackend
+
+THREAD = {"configurable": {"thread_id": "turns"}}
+
+
+@pytest.fixture(scope="module")
+def minilm() -> MiniLmEmbedder:
+    embedder = default_embedder()
+    assert isinstance(embedder, MiniLmEmbedder)
+    return embedder
+
+
+class QueryLog:
+    """The real model, noting which thread embeds each query."""
+
+    symmetric = True
+
+    def __init__(self, inner: MiniLmEmbedder) -> None:
+        self.inner, self.model_id, self.dim = inner, inner.model_id, inner.dim
+        self.queries: list[tuple[str, str]] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.queries.append((text, threading.current_thread().name))
+        return self.inner.embed_query(text)
+
+
+def test_a_turn_embeds_its_message_once_ahead_of_the_search(
+    minilm: MiniLmEmbedder, tmp_path: Path
+) -> None:
+    log = QueryLog(minilm)
+    config = NotebookConfig.model_validate({"chat": {"context_search": "hybrid"}})
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    with Notebook(backend, config=config, embedder=log, background_embedding=False) as nb:
+        sid = nb.start_session("earlier").id
+        nb.record(sid, "The train to Lyon leaves at 7:40 from platform 4.")
+        nb.reindex()
+        graph = build_chat_graph(nb, model=FakeListChatModel(responses=["Noted."] * 4))
+        messages = ["When does the Lyon train leave?", "And from which platform?"]
+        for message in messages:
+            graph.invoke({"messages": [HumanMessage(message)]}, THREAD)
+        assert [text for text, _ in log.queries] == messages  # each embedded once
+        assert {name for _, name in log.queries} == {"agent-notebook-query_0"}
+        hits = nb.search(messages[0], mode="vector", limit=1)
+        assert "Lyon" in hits[0].moment.content.text
+
+
+def test_turns_start_no_threads_and_other_graphs_keep_their_own_pool(tmp_path: Path) -> None:
+    """LangGraph makes a thread pool per run for its checkpoint saves; the chat graph's
+    runs share one kept pool instead, so later turns start no thread. A graph of the
+    app's own still gets LangGraph's pool, shut down at the end of its run."""
+    from typing import TypedDict
+
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, StateGraph
+
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    with Notebook(backend, embedder=None, background_embedding=False) as nb:
+        graph = build_chat_graph(nb, model=FakeListChatModel(responses=["Noted."] * 8))
+        for text in ["first", "second"]:  # the pool exists after these
+            graph.invoke({"messages": [HumanMessage(text)]}, THREAD)
+        started = threading.Thread.start
+        names: list[str] = []
+
+        def counting_start(self: threading.Thread) -> None:
+            names.append(self.name)
+            started(self)
+
+        threading.Thread.start = counting_start  # type: ignore[method-assign]
+        try:
+            for text in ["third", "fourth", "fifth"]:
+                graph.invoke({"messages": [HumanMessage(text)]}, THREAD)
+            assert [n for n in names if not n.startswith("agent-notebook")] == []
+
+            class Count(TypedDict):
+                n: int
+
+            other: StateGraph[Count, None, Count, Count] = StateGraph(Count)
+            other.add_node("bump", lambda s: {"n": s["n"] + 1})
+            other.add_edge(START, "bump")
+            other.add_edge("bump", END)
+            app = other.compile(checkpointer=InMemorySaver())
+            assert app.invoke({"n": 1}, {"configurable": {"thread_id": "x"}}) == {"n": 2}
+            assert [n for n in names if not n.startswith("agent-notebook")]  # its own pool
+        finally:
+            threading.Thread.start = started  # type: ignore[method-assign]
+        state = graph.get_state(THREAD)
+        assert [m.content for m in state.values["messages"]][-2:] == ["fifth", "Noted."]
