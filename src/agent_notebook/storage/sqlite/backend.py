@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from ...errors import InvalidInput, StorageError
 from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
 from ...privacy.crypto import sealed_key_id
-from ...search.lexical import stem, terms, tokenize
+from ...search.lexical import query_term_weights, stem, terms, tokenize
 from ..base import Capabilities, MomentBrief, MomentFilter, StorageBackend
 from ..files import ensure_private_dir, ensure_private_file
 from . import schema, sealed
@@ -35,7 +35,10 @@ Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
 #: How many postings (moment, term pairs) one search may score; see ``search_text``.
 POSTINGS_BUDGET = 1500
+#: Terms one search matches by, chosen by weight (rarity, recency in the query).
 MAX_QUERY_TERMS = 64
+#: Words of a query read at most (its newest): a query is not a book.
+MAX_QUERY_TOKENS = 2000
 
 
 class SqliteBackend(StorageBackend):
@@ -484,28 +487,43 @@ class SqliteBackend(StorageBackend):
         anyway). When even the rarest term is over budget, only the newest moments count."""
         # FTS5 stems the words of a MATCH itself; term_docs is keyed by their stems.
         words: dict[str, str] = {}
+        order: list[str] = []
         for word in tokenize(query):
             if self.cipher is not None:  # the index holds keyed tokens, matched as they are
                 token = self.cipher.token(stem(word))
                 words.setdefault(token, token)
-                continue
-            words.setdefault(stem(word), word)
-        stems = list(words)[:MAX_QUERY_TERMS]
+            else:
+                token = stem(word)
+                words.setdefault(token, word)
+            order.append(token)
+        # A pasted book is not a query: its newest MAX_QUERY_TOKENS words at most.
+        order = order[-MAX_QUERY_TOKENS:]
+        stems = list(dict.fromkeys(order))
         if not stems:
             return []
-        marks = ",".join("?" * len(stems))
-        frequency = self._query(
-            f"SELECT term, docs FROM term_docs WHERE term IN ({marks}) AND docs > 0 "
-            "ORDER BY docs, term",
-            stems,
-        )
+        docs: dict[str, int] = {}
+        for start in range(0, len(stems), 500):
+            part = stems[start : start + 500]
+            marks = ",".join("?" * len(part))
+            docs.update(
+                self._query(
+                    f"SELECT term, docs FROM term_docs WHERE term IN ({marks}) AND docs > 0",
+                    part,
+                )
+            )
+        total = int(self._query("SELECT coalesce(max(num), 0) FROM moments")[0][0])
+        weights = query_term_weights(order, docs, total)
+        # The terms that say most first (rare, late in the query), never by position,
+        # while their postings fit the budget.
         chosen: list[str] = []
         postings = 0
-        for term, docs in frequency:
-            if chosen and postings + docs > POSTINGS_BUDGET:
+        for term in sorted(weights, key=lambda t: (-weights[t], docs[t], t)):
+            if len(chosen) == MAX_QUERY_TERMS:
                 break
+            if chosen and postings + docs[term] > POSTINGS_BUDGET:
+                continue  # a commoner term does not fit; a rarer one still may
             chosen.append(term)
-            postings += docs
+            postings += docs[term]
         if not chosen:
             return []
         sql = [
