@@ -1,4 +1,5 @@
-"""Retrieval recall on LoCoMo (development split), following the published protocol.
+"""Retrieval recall on LoCoMo (development split), following the published protocol, with
+the ranking's settings tuned leave-one-conversation-out.
 
 For each conversation, one fresh notebook (SQLite in a temporary directory) receives its
 turns, one notebook session per LoCoMo session, each turn at its session's real date (turn i
@@ -7,14 +8,20 @@ at date + i seconds), indexed as ``<speaker> said, "<text>"`` (plus `` and share
 and ``event_summary`` are never read. Every question is then asked raw to
 ``nb.search(question, limit=50, mode=...)`` and the hits are mapped to their dia_ids:
 recall@k = |evidence ∩ top-k| / |evidence|, averaged over all questions (empty evidence
-counts as 1). Reported per variant (search mode and settings): R@5/10/25/50 overall and per
-category, the time to index (record + embed) and the per-query latency p50.
+counts as 1).
 
-Variants named ``proto-*`` are prototypes of ranking changes, run by a subclass of the
-search engine defined here (``src/`` is unchanged); they are reported, not tuned.
+A variant with a grid of settings is scored leave-one-conversation-out (LOCO): for each
+conversation, the grid point with the best mean (R@5 + R@10) on the other four is chosen and
+its recall on the held-out one is what counts; the figures are those held-out recalls, all
+five folds pooled, never the in-sample best (printed apart, with the points chosen). ``bm25``
+and ``minilm`` are the plain signals from the same run: FTS5 BM25 and MiniLM alone on the
+raw question, none of the ranking's additions.
+
+Embeddings are cached under /tmp (``bench/embed_cache.py``): the first run embeds the
+turns (minutes), the next ones read them back (seconds).
 
     python bench/retrieval_locomo.py [--data ../shared/data/locomo/locomo-dev.json]
-        [--variants lexical,vector,hybrid,...] [--limit-conversations N]
+        [--variants bm25,minilm,lexical,vector,hybrid,...] [--limit-conversations N]
         [--embedder default|none] [--failures N] [--failure-variant hybrid]
 
 Skips cleanly (exit 0) when the data set is absent; it is never copied into this repository.
@@ -23,6 +30,7 @@ Skips cleanly (exit 0) when the data set is absent; it is never copied into this
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import sys
@@ -39,11 +47,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import percentile
 from agent_notebook import Notebook
 from agent_notebook.config import NotebookConfig, SearchSettings
+from agent_notebook.embed import default_embedder
 from agent_notebook.enrich import STOPWORDS
 from agent_notebook.ingest.locomo import parse_locomo_time
 from agent_notebook.search.engine import SearchEngine, SearchRequest
 from agent_notebook.search.lexical import tokenize
 from agent_notebook.storage import MomentFilter, open_backend
+from embed_cache import CachedEmbedder
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/locomo/locomo-dev.json"
 KS = (5, 10, 25, 50)
@@ -51,40 +61,62 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 
 TARGETS = {5: 70.0, 10: 80.0}
 REFERENCES = [  # (name, R@5, R@10, R@25, R@50); None: not published
     ("DRAGON dense retriever (paper, all ten conversations)", 56.7, 66.2, 76.7, 82.7),
-    ("BM25, this machine (issue)", 45.9, 53.2, None, None),
-    ("MiniLM alone (issue)", 37.5, 46.5, None, None),
-    ("untuned RRF (issue)", 45.8, 55.4, None, None),
+    ("hybrid on held-out conversations (issue 16)", 52.8, 65.0, None, None),
 ]
 SESSION_KEY = re.compile(r"session_(\d+)")
+#: The plain signals: none of the ranking's additions.
+PLAIN = {
+    "content_match": False,
+    "latest_turn_weight": 0.0,
+    "date_weight": 0.0,
+    "session_decay": 1.0,
+    "feedback_hits": 0,
+    "feedback_weight": 0.0,
+    "reply_share": 0.0,
+    "importance_prior": 0.0,
+    "recency_prior": 0.0,
+}
+Point = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class Variant:
     name: str
     mode: str  # hybrid, lexical, vector
-    settings: dict[str, float] = field(default_factory=dict)
+    settings: Point = field(default_factory=dict)
+    #: Axes of settings tuned LOCO: each a list of alternatives, every combination tried.
+    grid: tuple[tuple[Point, ...], ...] = ()
     proto: str = ""  # a prototype of ProtoEngine, or "" for nb.search itself
     note: str = ""
 
+    def points(self) -> list[Point]:
+        return [
+            {**self.settings, **{k: v for part in combo for k, v in part.items()}}
+            for combo in itertools.product(*self.grid)
+        ] or [dict(self.settings)]
 
+
+def axis(name: str, *values: Any) -> tuple[Point, ...]:
+    return tuple({name: v} for v in values)
+
+
+FEEDBACK = ({"feedback_hits": 0}, {"feedback_hits": 3, "feedback_weight": 0.5})
+SPREAD = axis("session_decay", 1.0, 0.8, 0.6)
 VARIANTS = [
-    Variant("lexical", "lexical", note="BM25 (FTS5) alone"),
-    Variant("vector", "vector", note="MiniLM alone"),
-    Variant("hybrid", "hybrid", note="default settings"),
+    Variant("bm25", "lexical", PLAIN, note="FTS5 BM25 alone, raw question"),
+    Variant("minilm", "vector", PLAIN, note="MiniLM alone, raw question"),
+    Variant("lexical", "lexical", grid=(axis("content_match", False, True), SPREAD), note="LOCO"),
+    Variant("vector", "vector", grid=(FEEDBACK, SPREAD), note="LOCO"),
     Variant(
-        "hybrid-before",
         "hybrid",
-        {"reply_share": 0, "concept_max_share": 1, "rrf_k": 60},
-        note="issue 5's first hybrid: no reply share, every concept scored",
+        "hybrid",
+        grid=(axis("content_match", False, True), FEEDBACK, SPREAD, axis("date_weight", 0, 1)),
+        note="LOCO",
     ),
-    Variant("hybrid-no-cutoff", "hybrid", {"min_score": 0}, note="every match, however weak"),
-    Variant("hybrid-no-reply", "hybrid", {"reply_share": 0}),
-    Variant("hybrid-no-priors", "hybrid", {"importance_prior": 0, "recency_prior": 0}),
-    Variant("hybrid-ns0.1", "hybrid", {"neighbour_share": 0.1}),
-    Variant("hybrid-rrf60", "hybrid", {"rrf_k": 60}, note="the usual constant"),
+    Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
 ]
-DEFAULT_VARIANTS = [v.name for v in VARIANTS]
+DEFAULT_VARIANTS = ["bm25", "minilm", "lexical", "vector", "hybrid", "hybrid-defaults"]
 
 
 # -- data -------------------------------------------------------------------------------------
@@ -140,16 +172,18 @@ class ProtoEngine(SearchEngine):
         super().__init__(*args)
         self.protos = protos
 
-    def _lexical(self, request: SearchRequest, pool: int, allowed: Any) -> list[tuple[str, float]]:
+    def _lexical(
+        self, request: SearchRequest, pool: int, allowed: Any, content: Any = None
+    ) -> list[tuple[str, float]]:
         if "stop" in self.protos:
             kept = [t for t in tokenize(request.query) if t not in STOPWORDS]
             if kept:
                 request = SearchRequest(" ".join(kept), request.where, request.limit)
-        return super()._lexical(request, pool, allowed)
+        return super()._lexical(request, pool, allowed, content)
 
 
-def searcher(nb: Notebook, variant: Variant) -> Callable[[str], list[str]]:
-    settings = SearchSettings(**variant.settings)
+def searcher(nb: Notebook, variant: Variant, point: Point) -> Callable[[str], list[str]]:
+    settings = SearchSettings(**point)
     if not variant.proto:
         nb.config = NotebookConfig(search=settings)
         return lambda q: [
@@ -158,17 +192,43 @@ def searcher(nb: Notebook, variant: Variant) -> Callable[[str], list[str]]:
     engine = ProtoEngine(nb.backend, settings, nb.semantic, protos=set(variant.proto.split("+")))
     return lambda q: [
         h.moment.source_id or ""
-        for h in engine.search(SearchRequest(q, MomentFilter(), 50, mode=variant.mode))
+        for h in engine.search(
+            SearchRequest(q, MomentFilter(), 50, mode=variant.mode, min_score=settings.min_score)
+        )
     ]
 
 
 # -- the run ----------------------------------------------------------------------------------
 
+#: One question's outcome: (conversation index, category, k -> recall).
+Outcome = tuple[int, int, dict[int, float]]
+
 
 @dataclass
 class Result:
-    recalls: list[tuple[int, dict[int, float]]] = field(default_factory=list)  # (cat, k->r)
+    by_point: list[list[Outcome]]  # per grid point, per question
     latencies: list[float] = field(default_factory=list)
+    chosen: list[Point] = field(default_factory=list)  # per held-out conversation
+
+    def loco(self, n_conv: int) -> list[Outcome]:
+        """Each conversation's outcomes at the point best on the other conversations."""
+        if len(self.by_point) == 1:
+            return self.by_point[0]
+        held_out: list[Outcome] = []
+        self.chosen_index: list[int] = []
+        for conv in range(n_conv):
+
+            def score(point: int, conv: int = conv) -> float:
+                rows = [r for c, _, r in self.by_point[point] if c != conv]
+                return sum(r[5] + r[10] for r in rows) / max(1, len(rows))
+
+            best = max(range(len(self.by_point)), key=score)
+            self.chosen_index.append(best)
+            held_out += [o for o in self.by_point[best] if o[0] == conv]
+        return held_out
+
+    def in_sample(self) -> list[Outcome]:
+        return max(self.by_point, key=lambda rows: sum(r[5] + r[10] for _, _, r in rows))
 
 
 def recall_at(evidence: list[str], found: list[str]) -> dict[int, float]:
@@ -178,11 +238,14 @@ def recall_at(evidence: list[str], found: list[str]) -> dict[int, float]:
 
 
 def run(args: argparse.Namespace, data: list[dict[str, Any]], variants: list[Variant]) -> None:
-    results = {v.name: Result() for v in variants}
+    results = {v.name: Result([[] for _ in v.points()]) for v in variants}
     index_s = record_s = 0.0
     failures: list[tuple[str, list[str], list[str], dict[str, str]]] = []
-    embedder: Any = "default" if args.embedder == "default" else None
-    for conversation in data[: args.limit_conversations]:
+    embedder: Any = None
+    if args.embedder == "default" and (inner := default_embedder()) is not None:
+        embedder = CachedEmbedder(inner)
+    conversations = data[: args.limit_conversations]
+    for conv_index, conversation in enumerate(conversations):
         with tempfile.TemporaryDirectory() as tmp:
             nb = Notebook(open_backend(str(Path(tmp) / "notebook.db")), embedder=embedder)
             t0 = time.perf_counter()
@@ -202,27 +265,33 @@ def run(args: argparse.Namespace, data: list[dict[str, Any]], variants: list[Var
             for variant in variants:
                 if variant.mode == "vector" and nb.semantic is None:
                     continue
-                search = searcher(nb, variant)
                 result = results[variant.name]
-                for q in qa:
-                    evidence = normalise_evidence(q.get("evidence", []))
-                    t1 = time.perf_counter()
-                    found = search(q["question"])
-                    result.latencies.append(time.perf_counter() - t1)
-                    recall = recall_at(evidence, found)
-                    result.recalls.append((q["category"], recall))
-                    if variant.name == args.failure_variant and recall[10] == 0:
-                        failures.append(
-                            (f"[{q['category']}] {q['question']}", evidence, found, texts)
-                        )
+                for p, point in enumerate(variant.points()):
+                    search = searcher(nb, variant, point)
+                    for q in qa:
+                        evidence = normalise_evidence(q.get("evidence", []))
+                        t1 = time.perf_counter()
+                        found = search(q["question"])
+                        result.latencies.append(time.perf_counter() - t1)
+                        recall = recall_at(evidence, found)
+                        result.by_point[p].append((conv_index, q["category"], recall))
+                        if variant.name == args.failure_variant and p == 0 and recall[10] == 0:
+                            failures.append(
+                                (f"[{q['category']}] {q['question']}", evidence, found, texts)
+                            )
             nb.close()
-    n_conv = len(data[: args.limit_conversations])
-    report(results, variants, index_s, record_s, n_conv, args.embedder)
+        if embedder is not None:
+            embedder.save()
+    report(results, variants, index_s, record_s, len(conversations), args.embedder)
     show_failures(failures, args.failures, args.failure_variant)
 
 
 def mean_pct(values: list[float]) -> str:
     return f"{100 * sum(values) / len(values):5.1f}" if values else "    -"
+
+
+def cells_of(rows: list[dict[int, float]]) -> list[str]:
+    return [mean_pct([r[k] for r in rows]) for k in KS]
 
 
 def report(
@@ -235,39 +304,51 @@ def report(
 ) -> None:
     print(
         f"\nLoCoMo dev, {n_conv} conversations, published protocol (turns of the same "
-        f"conversation, raw questions); embedder: {embedder}"
+        f"conversation, raw questions); embedder: {embedder}; LOCO = tuned on the other "
+        "conversations, scored on the held-out one"
     )
     print(
         f"index time (all conversations): record {record_s:.1f} s, record + embed {index_s:.1f} s"
     )
     print(f"targets: R@5 >= {TARGETS[5]:.0f}, R@10 >= {TARGETS[10]:.0f}\n")
-    head = f"{'variant':<22} {'n':>4}  {'R@5':>5} {'R@10':>5} {'R@25':>5} {'R@50':>5}  "
-    print(head + f"{'p50 ms':>7}  {'R@5/R@10 vs target':<19} note")
+    head = f"{'variant':<18} {'n':>4}  {'R@5':>5} {'R@10':>5} {'R@25':>5} {'R@50':>5}  "
+    print(head + f"{'p50 ms':>7}  {'in-sample R@5/10':<17} note")
+    held: dict[str, list[Outcome]] = {}
     for variant in variants:
         result = results[variant.name]
-        if not result.recalls:
-            print(f"{variant.name:<22} skipped (no embedder)")
+        if not result.by_point[0]:
+            print(f"{variant.name:<18} skipped (no embedder)")
             continue
-        cells = [mean_pct([r[k] for _, r in result.recalls]) for k in KS]
+        held[variant.name] = outcomes = result.loco(n_conv)
+        cells = cells_of([r for _, _, r in outcomes])
         p50 = percentile(result.latencies, 0.5) * 1000
-        gap = " ".join(f"{float(cells[i]) - TARGETS[k]:+5.1f}" for i, k in enumerate(TARGETS))
+        best = cells_of([r for _, _, r in result.in_sample()])
+        inside = f"{best[0]} {best[1]}" if len(result.by_point) > 1 else ""
         print(
-            f"{variant.name:<22} {len(result.recalls):>4}  {' '.join(cells)}  {p50:7.1f}  "
-            f"{gap:<19} {variant.note or variant.settings}"
+            f"{variant.name:<18} {len(outcomes):>4}  {' '.join(cells)}  {p50:7.1f}  "
+            f"{inside:<17} {variant.note or variant.settings or ''}"
         )
     print("\nreference (issue / paper):")
     for name, *refs in REFERENCES:
         cells = [f"{r:5.1f}" if r is not None else "    -" for r in refs]
         print(f"  {name:<56} {' '.join(cells)}")
     for cat, cat_name in CATEGORIES.items():
-        first = next((r for r in results.values() if r.recalls), None)
-        n = sum(1 for c, _ in first.recalls if c == cat) if first else 0
-        print(f"\ncategory {cat} ({cat_name}), {n} questions")
-        for variant in variants:
-            rows = [r for c, r in results[variant.name].recalls if c == cat]
+        first = next(iter(held.values()), [])
+        n = sum(1 for _, c, _ in first if c == cat)
+        print(f"\ncategory {cat} ({cat_name}), {n} questions, R@5/10/25/50")
+        for name, outcomes in held.items():
+            rows = [r for _, c, r in outcomes if c == cat]
             if rows:
-                cells = [mean_pct([r[k] for r in rows]) for k in KS]
-                print(f"  {variant.name:<22} {' '.join(cells)}")
+                print(f"  {name:<18} {' '.join(cells_of(rows))}")
+    print("\nsettings chosen per held-out conversation (LOCO):")
+    for variant in variants:
+        result = results[variant.name]
+        if len(result.by_point) > 1 and variant.name in held:
+            points = variant.points()
+            tuned = {k for axis_ in variant.grid for part in axis_ for k in part}
+            for conv, index in enumerate(result.chosen_index):
+                shown = {k: v for k, v in points[index].items() if k in tuned}
+                print(f"  {variant.name:<10} conversation {conv + 1}: {shown}")
 
 
 def step(dia_id: str, by: int) -> str:

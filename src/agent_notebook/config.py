@@ -121,7 +121,7 @@ class SearchSettings(BaseModel):
     #: ``latest_turns`` lines, with this weight, in the lexical and the vector signal: what
     #: it ends on is what it asks about (0 turns it off).
     latest_turn_weight: float = Field(1.0, ge=0)
-    latest_turns: int = Field(2, ge=1, le=100)
+    latest_turns: int = Field(1, ge=1, le=100)
     #: Weight of the date signal: moments said on a day (or in a month) the query names
     #: rank as if first in one more signal.
     date_weight: float = Field(1.0, ge=0)

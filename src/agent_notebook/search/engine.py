@@ -29,7 +29,7 @@ from .hybrid import (
     relevance,
 )
 from .lexical import stem, terms, tokenize
-from .query import latest_turns, query_dates
+from .query import dialogue_words, latest_turns, query_dates
 from .semantic import SemanticIndex
 
 __all__ = [
@@ -109,11 +109,12 @@ class SearchEngine:
         latest = latest_turns(request.query, settings.latest_turns) if words else None
         lexical = words and request.mode in ("hybrid", "lexical")
         wanted_content = (lexical and settings.content_match) or request.min_score > 0
-        content = self._content_hits(request, pool, allowed) if words and wanted_content else None
+        spoken = replace(request, query=dialogue_words(request.query))
+        content = self._content_hits(spoken, pool, allowed) if words and wanted_content else None
         if lexical:
             # A query of stopwords only ("what is it") has nothing else to match by.
-            having = content if content_words(request.query) else None
-            ranked[LEXICAL] = self._lexical(request, pool, allowed, having)
+            having = content if content_words(spoken.query) else None
+            ranked[LEXICAL] = self._lexical(spoken, pool, allowed, having)
             if latest is not None and settings.latest_turn_weight > 0:
                 later = replace(request, query=latest)
                 having = self._content_hits(later, pool, allowed) if content_words(latest) else None
@@ -142,7 +143,7 @@ class SearchEngine:
         relevant: dict[str, float] = {}
         if words and request.min_score > 0:
             if content is None:  # every word of the query counts: its lexical ranking
-                found = ranked.get(LEXICAL) or self._lexical(request, 2 * pool, allowed)
+                found = ranked.get(LEXICAL) or self._lexical(spoken, 2 * pool, allowed)
                 content = [mid for mid, _ in found]
             relevant = relevance(fused, set(content), givers)
         now = request.now or now_utc()
@@ -231,12 +232,19 @@ class SearchEngine:
     def _dated(
         self, request: SearchRequest, pool: int, allowed: set[int] | None
     ) -> list[tuple[str, float]]:
-        """The moments said on a day or in a month the query names (the filters kept); a
-        span with more moments than ``pool`` is too wide to say anything and is skipped.
-        The moments that speak of a date ("last Saturday") have it as a concept."""
+        """The moments said on a day or in a month the query names, or that speak of it
+        (a date, "last Saturday", is a concept of the moment: see ``enrich``), within the
+        filters; a span with more moments than ``pool`` is too wide to say anything."""
         found: dict[int, None] = {}
         where = request.where
+        restrict = None
         for span in query_dates(request.query):
+            speaking = self.backend.concept_members(span.key, pool) or []
+            if speaking and where != MomentFilter():
+                if restrict is None:
+                    restrict = self._restrict(request, allowed) or set()
+                speaking = [n for n in speaking if n in restrict]
+            found.update((n, None) for n in speaking if allowed is None or n in allowed)
             since = span.since if where.since is None else max(span.since, where.since)
             until = span.until if where.until is None else min(span.until, where.until)
             if since >= until:

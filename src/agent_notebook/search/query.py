@@ -8,17 +8,32 @@ ones'.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 from ..enrich import identifiers
 
-__all__ = ["DateSpan", "latest_turns", "query_dates", "turns"]
+__all__ = ["DateSpan", "dialogue_words", "latest_turns", "query_dates", "turns"]
+
+
+#: "Ana: ..." or "[User] ...": who speaks, at the start of a turn.
+_SPEAKER_TAG = re.compile(r"^(?:[^\W\d][\w .'-]{0,30}:|\[[^\]\n]{1,30}\])\s+")
 
 
 def turns(query: str) -> list[str]:
-    """The query's non-empty lines: one per turn when it is a dialogue."""
-    return [line.strip() for line in query.splitlines() if line.strip()]
+    """The query's non-empty lines: one per turn when it is a dialogue. When most of them
+    start with who speaks ("Ana: "), those tags are cut: a speaker's name on every line
+    is not what the dialogue is about, and would match every moment that names them."""
+    lines = [line.strip() for line in query.splitlines() if line.strip()]
+    if len(lines) >= 2 and 2 * sum(bool(_SPEAKER_TAG.match(ln)) for ln in lines) >= len(lines):
+        lines = [_SPEAKER_TAG.sub("", ln, count=1) for ln in lines]
+    return lines
+
+
+def dialogue_words(query: str) -> str:
+    """The query as the lexical signal reads it: a dialogue without its speaker tags."""
+    return "\n".join(turns(query)) if "\n" in query.strip() else query
 
 
 def latest_turns(query: str, n: int) -> str | None:
