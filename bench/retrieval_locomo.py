@@ -101,7 +101,7 @@ def axis(name: str, *values: Any) -> tuple[Point, ...]:
 
 
 FEEDBACK = ({"feedback_hits": 0}, {"feedback_hits": 3, "feedback_weight": 0.5})
-SPREAD = axis("session_decay", 1.0, 0.8, 0.6)
+SPREAD = axis("session_decay", 1.0, 0.7)
 VARIANTS = [
     Variant("bm25", "lexical", PLAIN, note="FTS5 BM25 alone, raw question"),
     Variant("minilm", "vector", PLAIN, note="MiniLM alone, raw question"),
@@ -110,9 +110,10 @@ VARIANTS = [
     Variant(
         "hybrid",
         "hybrid",
-        grid=(axis("content_match", False, True), FEEDBACK, SPREAD, axis("date_weight", 0, 1)),
+        grid=(axis("content_match", False, True), FEEDBACK, SPREAD),
         note="LOCO",
     ),
+    Variant("hybrid-no-date", "hybrid", {"date_weight": 0}, note="the defaults, no date signal"),
     Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
 ]

@@ -122,6 +122,10 @@ class SearchSettings(BaseModel):
     #: it ends on is what it asks about (0 turns it off).
     latest_turn_weight: float = Field(1.0, ge=0)
     latest_turns: int = Field(1, ge=1, le=100)
+    #: A query with more distinct words (not stopwords) than this, a dialogue so far, has
+    #: its whole-query lexical weight scaled by ``long_query_terms / words``: matching a
+    #: few of its many ordinary words says little (0: never scaled).
+    long_query_terms: int = Field(20, ge=0)
     #: Weight of the date signal: moments said on a day (or in a month) the query names
     #: rank as if first in one more signal.
     date_weight: float = Field(1.0, ge=0)

@@ -129,7 +129,7 @@ class SearchEngine:
             ranked[MEDIA] = self._media(request, request.example, pool, allowed)
         lexical_weight = settings.lexical_weight if request.mode != "lexical" else 1.0
         weights = {
-            LEXICAL: lexical_weight,
+            LEXICAL: lexical_weight * self._wordiness(spoken.query),
             LEXICAL_LATEST: lexical_weight * settings.latest_turn_weight,
             VECTOR: settings.vector_weight if request.mode != "vector" else 1.0,
             CONCEPT: settings.concept_weight,
@@ -163,7 +163,9 @@ class SearchEngine:
             ranked_hits.append((score, brief.number, entry, factors))
         ranked_hits.sort(key=lambda h: (-h[0], h[1]))
         if settings.session_decay < 1:
-            ranked_hits = _spread_sessions(ranked_hits, briefs, settings.session_decay, request.limit)
+            ranked_hits = _spread_sessions(
+                ranked_hits, briefs, settings.session_decay, request.limit
+            )
         head = ranked_hits[: request.limit]
         moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in head])}
         return [
@@ -191,6 +193,14 @@ class SearchEngine:
             having = set(content)
             found = [(mid, s) for mid, s in found if mid in having]
         return found
+
+    def _wordiness(self, query: str) -> float:
+        """The whole query's lexical weight, 1 for a question: a dialogue-long query matches
+        a moment by a few of its many ordinary words, which says little of what it is
+        about (its latest turns are ranked on their own for their words)."""
+        longest = self.settings.long_query_terms
+        distinct = len({stem(word) for word in content_words(query)})
+        return 1.0 if not longest or distinct <= longest else longest / distinct
 
     def _content_hits(
         self, request: SearchRequest, pool: int, allowed: set[int] | None
@@ -253,6 +263,7 @@ class SearchEngine:
             if len(numbers) <= pool:
                 found.update((n, None) for n in numbers if allowed is None or n in allowed)
         return [(f"m_{n}", 1.0) for n in found]
+
     def _media(
         self, request: SearchRequest, example: str, pool: int, allowed: set[int] | None
     ) -> list[tuple[str, float]]:
@@ -378,7 +389,7 @@ def _spread_sessions(
     heapq.heapify(heap)
     order: list[int] = []
     while heap and len(order) < limit:
-        neg, number, seen, i = heapq.heappop(heap)
+        _, number, seen, i = heapq.heappop(heap)
         session = briefs[f"m_{number}"].session
         now_seen = taken.get(session, 0)
         if now_seen != seen:  # its session gained hits since it was scored

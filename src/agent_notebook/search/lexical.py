@@ -110,7 +110,9 @@ class Bm25Index:
         return results
 
 
-def query_term_weights(query_terms: list[str], docs: dict[str, int], total: int) -> dict[str, float]:
+def query_term_weights(
+    query_terms: list[str], docs: dict[str, int], total: int
+) -> dict[str, float]:
     """How much each distinct term of a query says, for choosing which to search by: its
     rarity (BM25's idf over ``total`` documents, ``docs`` holding each term's count) times
     its recency in the query, from 0.5 for the first word to 1 for the last (a long query
