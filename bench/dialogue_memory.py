@@ -41,8 +41,6 @@ VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
     ("hybrid-no-latest", "hybrid", {"latest_turn_weight": 0}),
     ("hybrid-latest2", "hybrid", {"latest_turns": 2}),
     ("hybrid-latest-w2", "hybrid", {"latest_turn_weight": 2}),
-    ("hybrid-feedback", "hybrid", {"feedback_hits": 3, "feedback_weight": 0.5}),
-    ("vector-feedback", "vector", {"feedback_hits": 3, "feedback_weight": 0.5}),
     ("vector-no-latest", "vector", {"latest_turn_weight": 0}),
     ("vector-latest-0.5", "vector", {"latest_turn_weight": 0.5}),
     ("hybrid-lex0.5", "hybrid", {"lexical_weight": 0.5}),

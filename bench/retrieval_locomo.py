@@ -70,8 +70,6 @@ PLAIN = {
     "latest_turn_weight": 0.0,
     "date_weight": 0.0,
     "session_decay": 1.0,
-    "feedback_hits": 0,
-    "feedback_weight": 0.0,
     "reply_share": 0.0,
     "importance_prior": 0.0,
     "recency_prior": 0.0,
@@ -100,20 +98,33 @@ def axis(name: str, *values: Any) -> tuple[Point, ...]:
     return tuple({name: v} for v in values)
 
 
-FEEDBACK = ({"feedback_hits": 0}, {"feedback_hits": 3, "feedback_weight": 0.5})
 SPREAD = axis("session_decay", 1.0, 0.7)
 VARIANTS = [
     Variant("bm25", "lexical", PLAIN, note="FTS5 BM25 alone, raw question"),
     Variant("minilm", "vector", PLAIN, note="MiniLM alone, raw question"),
     Variant("lexical", "lexical", grid=(axis("content_match", False, True), SPREAD), note="LOCO"),
-    Variant("vector", "vector", grid=(FEEDBACK, SPREAD), note="LOCO"),
+    Variant("vector", "vector", grid=(SPREAD,), note="LOCO"),
     Variant(
         "hybrid",
         "hybrid",
-        grid=(axis("content_match", False, True), FEEDBACK, SPREAD),
+        grid=(axis("content_match", False, True), SPREAD),
         note="LOCO",
     ),
     Variant("hybrid-no-date", "hybrid", {"date_weight": 0}, note="the defaults, no date signal"),
+    Variant(
+        "hybrid-spread",
+        "hybrid",
+        grid=(
+            (
+                {"session_decay": 1.0},
+                {"session_decay": 0.7, "session_free": 3},
+                {"session_decay": 0.5, "session_free": 3},
+                {"session_decay": 0.7, "session_free": 2},
+                {"session_decay": 0.5, "session_free": 5},
+            ),
+        ),
+        note="LOCO: session spread past a session's first hits",
+    ),
     Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
 ]
@@ -341,6 +352,13 @@ def report(
             rows = [r for _, c, r in outcomes if c == cat]
             if rows:
                 print(f"  {name:<18} {' '.join(cells_of(rows))}")
+    print("\nin-sample R@5/R@10 of each grid point (all five conversations; not the figure):")
+    for variant in variants:
+        result = results[variant.name]
+        if len(result.by_point) > 1 and result.by_point[0]:
+            for point, rows in zip(variant.points(), result.by_point, strict=True):
+                cells = cells_of([r for _, _, r in rows])
+                print(f"  {variant.name:<10} {cells[0]} {cells[1]}  {point}")
     print("\nsettings chosen per held-out conversation (LOCO):")
     for variant in variants:
         result = results[variant.name]

@@ -262,8 +262,9 @@ def report(results: list[SizeResult], source: str, n_queries: int, limit: int) -
     )
     for r in results:
         first = f"{10_000 / r.embed_first_10k_s:15.0f}" if r.embed_first_10k_s else f"{'-':>15}"
+        embed = f"{r.size / r.embed_s:7.0f}" if r.embed_s else f"{'-':>7}"  # --lexical-only
         print(
-            f"{r.size:>8}  {r.size / r.record_s:8.0f}  {r.size / r.embed_s:7.0f}  {first}  "
+            f"{r.size:>8}  {r.size / r.record_s:8.0f}  {embed}  {first}  "
             f"{r.size / (r.record_s + r.embed_s):12.0f}  {r.unembedded}"
         )
     print("\nsearch latency (ms)")
@@ -281,6 +282,8 @@ def report(results: list[SizeResult], source: str, n_queries: int, limit: int) -
                 f"{statistics.fmean(ms):7.2f}  {verdict}"
             )
         kind = "HNSW (approximate)" if r.approximate else "exact"
+        if "hybrid" not in r.times:
+            continue
         print(
             f"{'':>8}  vector index {kind}: the first hybrid query loads it in "
             f"{r.index_load_s * 1000:.0f} ms, then {r.graph_build_s:.1f} s waiting for its "

@@ -129,13 +129,11 @@ class SearchSettings(BaseModel):
     #: Weight of the date signal: moments said on a day (or in a month) the query names
     #: rank as if first in one more signal.
     date_weight: float = Field(1.0, ge=0)
-    #: Each better hit from the same session scales a hit's score by this, so the top of
-    #: the results spans sessions (1 turns it off).
+    #: Past a session's first ``session_free`` hits, each further better hit from the
+    #: same session scales a hit's score by this, so the top of the results spans
+    #: sessions (1 turns it off).
     session_decay: float = Field(1.0, gt=0, le=1)
-    #: Pseudo-relevance feedback on the vector signal: the mean vector of this many best
-    #: hits, with ``feedback_weight``, is added to the query's and the search run again.
-    feedback_hits: int = Field(0, ge=0, le=50)
-    feedback_weight: float = Field(0.0, ge=0)
+    session_free: int = Field(3, ge=1)
 
 
 class CompactionSettings(BaseModel):

@@ -110,6 +110,9 @@ class SearchEngine:
         lexical = words and request.mode in ("hybrid", "lexical")
         wanted_content = (lexical and settings.content_match) or request.min_score > 0
         spoken = replace(request, query=dialogue_words(request.query))
+        wordiness = self._wordiness(spoken.query)
+        if wordiness < 1:  # a dialogue: its stopwords say nothing; one search, not two
+            spoken = replace(spoken, query=" ".join(content_words(spoken.query)))
         content = self._content_hits(spoken, pool, allowed) if words and wanted_content else None
         if lexical:
             # A query of stopwords only ("what is it") has nothing else to match by.
@@ -129,7 +132,7 @@ class SearchEngine:
             ranked[MEDIA] = self._media(request, request.example, pool, allowed)
         lexical_weight = settings.lexical_weight if request.mode != "lexical" else 1.0
         weights = {
-            LEXICAL: lexical_weight * self._wordiness(spoken.query),
+            LEXICAL: lexical_weight * wordiness,
             LEXICAL_LATEST: lexical_weight * settings.latest_turn_weight,
             VECTOR: settings.vector_weight if request.mode != "vector" else 1.0,
             CONCEPT: settings.concept_weight,
@@ -164,7 +167,7 @@ class SearchEngine:
         ranked_hits.sort(key=lambda h: (-h[0], h[1]))
         if settings.session_decay < 1:
             ranked_hits = _spread_sessions(
-                ranked_hits, briefs, settings.session_decay, request.limit
+                ranked_hits, briefs, settings.session_decay, settings.session_free, request.limit
             )
         head = ranked_hits[: request.limit]
         moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in head])}
@@ -235,8 +238,6 @@ class SearchEngine:
             allowed=restrict,
             latest=latest,
             latest_weight=self.settings.latest_turn_weight,
-            feedback=self.settings.feedback_hits,
-            feedback_weight=self.settings.feedback_weight,
         )
 
     def _dated(
@@ -379,11 +380,14 @@ def _spread_sessions(
     hits: list[tuple[float, int, Fused, dict[str, float]]],
     briefs: dict[str, MomentBrief],
     decay: float,
+    free: int,
     limit: int,
 ) -> list[tuple[float, int, Fused, dict[str, float]]]:
-    """``hits`` (best first) reordered so each hit's score counts ``decay`` less for every
-    better hit of its session already taken: the head of the results spans sessions, as
-    the evidence of a question often does. Lazy greedy: a hit is re-scored when popped."""
+    """``hits`` (best first) reordered so that, past the first ``free`` hits of a session,
+    each hit's score counts ``decay`` less for every further better hit of its session
+    already taken: the head of the results spans sessions, as the evidence of a question
+    often does, without breaking up a session's few best turns. Lazy greedy: a hit is
+    re-scored when popped."""
     taken: dict[str, int] = {}
     heap = [(-score, number, 0, i) for i, (score, number, _, _) in enumerate(hits)]
     heapq.heapify(heap)
@@ -393,7 +397,8 @@ def _spread_sessions(
         session = briefs[f"m_{number}"].session
         now_seen = taken.get(session, 0)
         if now_seen != seen:  # its session gained hits since it was scored
-            heapq.heappush(heap, (-hits[i][0] * decay**now_seen, number, now_seen, i))
+            factor = decay ** max(0, now_seen - free + 1)
+            heapq.heappush(heap, (-hits[i][0] * factor, number, now_seen, i))
             continue
         order.append(i)
         taken[session] = now_seen + 1

@@ -148,16 +148,11 @@ class SemanticIndex:
         allowed: Collection[int] | None = None,
         latest: str | None = None,
         latest_weight: float = 0.0,
-        feedback: int = 0,
-        feedback_weight: float = 0.0,
     ) -> list[tuple[str, float]]:
         """Moment ids nearest to ``query`` by cosine similarity, best first.
 
         ``latest`` (the last turns of a dialogue-long query) is embedded on its own and
-        added with ``latest_weight``: the query's vector leans to what it ends on. With
-        ``feedback``, the mean vector of that many best hits is added with
-        ``feedback_weight`` and the search run again (pseudo-relevance feedback: the
-        neighbourhood of the best hits reaches moments the query's words do not)."""
+        added with ``latest_weight``: the query's vector leans to what it ends on."""
         index = self.index()
         if not len(index) or k <= 0:
             return []
@@ -165,12 +160,6 @@ class SemanticIndex:
         if latest and latest_weight > 0:
             vector = vector + latest_weight * self._query_vector(latest)
         found = index.search(vector, k, allowed=allowed)
-        if feedback > 0 and feedback_weight > 0 and found:
-            import numpy as np
-
-            near = index.vectors_of([num for num, _ in found[:feedback]])
-            vector = vector / float(np.linalg.norm(vector)) + feedback_weight * near.mean(axis=0)
-            found = index.search(vector, k, allowed=allowed)
         return [(f"m_{num}", score) for num, score in found]
 
     def _query_vector(self, query: str) -> NDArray[np.float32]:
