@@ -111,6 +111,7 @@ VARIANTS = [
         note="LOCO",
     ),
     Variant("hybrid-no-date", "hybrid", {"date_weight": 0}, note="the defaults, no date signal"),
+    Variant("hybrid-no-cutoff", "hybrid", {"min_score": 0}, note="every match, however weak"),
     Variant(
         "hybrid-spread",
         "hybrid",
