@@ -521,7 +521,7 @@ class SqliteBackend(StorageBackend):
             if len(chosen) == MAX_QUERY_TERMS:
                 break
             if chosen and postings + docs[term] > POSTINGS_BUDGET:
-                continue  # a commoner term does not fit; a rarer one still may
+                break  # the terms after it say less: the budget bounds the work
             chosen.append(term)
             postings += docs[term]
         if not chosen:
