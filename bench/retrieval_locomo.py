@@ -1,4 +1,5 @@
-"""Retrieval recall on LoCoMo (development split), following the published protocol.
+"""Retrieval recall on LoCoMo (development split), following the published protocol, with
+the ranking's settings tuned leave-one-conversation-out.
 
 For each conversation, one fresh notebook (SQLite in a temporary directory) receives its
 turns, one notebook session per LoCoMo session, each turn at its session's real date (turn i
@@ -7,20 +8,21 @@ at date + i seconds), indexed as ``<speaker> said, "<text>"`` (plus `` and share
 and ``event_summary`` are never read. Every question is then asked raw to
 ``nb.search(question, limit=50, mode=...)`` and the hits are mapped to their dia_ids:
 recall@k = |evidence ∩ top-k| / |evidence|, averaged over all questions (empty evidence
-counts as 1). Reported per variant (search mode and settings): R@5/10/25/50 overall and per
-category, the time to index (record + embed) and the per-query latency p50.
+counts as 1).
 
-Variants named ``proto-*`` are prototypes of ranking changes, run by a subclass of the
-search engine defined here (``src/`` is unchanged); they are reported, not tuned.
+A variant with a grid of settings is scored leave-one-conversation-out (LOCO): for each
+conversation, the grid point with the best mean (R@5 + R@10) on the other four is chosen and
+its recall on the held-out one is what counts; the figures are those held-out recalls, all
+five folds pooled, never the in-sample best (printed apart, with the points chosen). ``bm25``
+and ``minilm`` are the plain signals from the same run: FTS5 BM25 and MiniLM alone on the
+raw question, none of the ranking's additions.
+
+Embeddings are cached under /tmp (``bench/embed_cache.py``): the first run embeds the
+turns (minutes), the next ones read them back (seconds).
 
     python bench/retrieval_locomo.py [--data ../shared/data/locomo/locomo-dev.json]
-        [--variants lexical,vector,hybrid,...] [--limit-conversations N]
-        [--embedders minilm,e5-small|none] [--speed-repeats N]
-        [--failures N] [--failure-variant 'hybrid[minilm]']
-
-Each embedder named gets its own vector and hybrid rows (``vector[minilm]``), beside the
-lexical ones (BM25) of the same run, and a line of speed: install size, query embedding
-p50/p95 and indexing moments/s (bench/_embedders.py).
+        [--variants bm25,minilm,lexical,vector,hybrid,...] [--limit-conversations N]
+        [--embedder default|none] [--failures N] [--failure-variant hybrid]
 
 Skips cleanly (exit 0) when the data set is absent; it is never copied into this repository.
 """
@@ -28,10 +30,9 @@ Skips cleanly (exit 0) when the data set is absent; it is never copied into this
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
-import os
 import re
-import statistics
 import sys
 import tempfile
 import time
@@ -44,15 +45,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import percentile
-from _embedders import CANDIDATES, install_mb, make, speed
 from agent_notebook import Notebook
 from agent_notebook.config import NotebookConfig, SearchSettings
-from agent_notebook.embed import Embedder
+from agent_notebook.embed import default_embedder
 from agent_notebook.enrich import STOPWORDS
 from agent_notebook.ingest.locomo import parse_locomo_time
 from agent_notebook.search.engine import SearchEngine, SearchRequest
 from agent_notebook.search.lexical import tokenize
 from agent_notebook.storage import MomentFilter, open_backend
+from embed_cache import CachedEmbedder
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/locomo/locomo-dev.json"
 KS = (5, 10, 25, 50)
@@ -60,40 +61,75 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 
 TARGETS = {5: 70.0, 10: 80.0}
 REFERENCES = [  # (name, R@5, R@10, R@25, R@50); None: not published
     ("DRAGON dense retriever (paper, all ten conversations)", 56.7, 66.2, 76.7, 82.7),
-    ("BM25, this machine (issue)", 45.9, 53.2, None, None),
-    ("MiniLM alone (issue)", 37.5, 46.5, None, None),
-    ("untuned RRF (issue)", 45.8, 55.4, None, None),
+    ("hybrid on held-out conversations (issue 16)", 52.8, 65.0, None, None),
 ]
 SESSION_KEY = re.compile(r"session_(\d+)")
+#: The plain signals: none of the ranking's additions.
+PLAIN = {
+    "content_match": False,
+    "latest_turn_weight": 0.0,
+    "date_weight": 0.0,
+    "session_decay": 1.0,
+    "reply_share": 0.0,
+    "importance_prior": 0.0,
+    "recency_prior": 0.0,
+}
+Point = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class Variant:
     name: str
     mode: str  # hybrid, lexical, vector
-    settings: dict[str, float] = field(default_factory=dict)
+    settings: Point = field(default_factory=dict)
+    #: Axes of settings tuned LOCO: each a list of alternatives, every combination tried.
+    grid: tuple[tuple[Point, ...], ...] = ()
     proto: str = ""  # a prototype of ProtoEngine, or "" for nb.search itself
     note: str = ""
 
+    def points(self) -> list[Point]:
+        return [
+            {**self.settings, **{k: v for part in combo for k, v in part.items()}}
+            for combo in itertools.product(*self.grid)
+        ] or [dict(self.settings)]
 
+
+def axis(name: str, *values: Any) -> tuple[Point, ...]:
+    return tuple({name: v} for v in values)
+
+
+SPREAD = axis("session_decay", 1.0, 0.7)
 VARIANTS = [
-    Variant("lexical", "lexical", note="BM25 (FTS5) alone"),
-    Variant("vector", "vector", note="the embedder alone"),
-    Variant("hybrid", "hybrid", note="default settings"),
+    Variant("bm25", "lexical", PLAIN, note="FTS5 BM25 alone, raw question"),
+    Variant("minilm", "vector", PLAIN, note="MiniLM alone, raw question"),
+    Variant("lexical", "lexical", grid=(axis("content_match", False, True), SPREAD), note="LOCO"),
+    Variant("vector", "vector", grid=(SPREAD,), note="LOCO"),
     Variant(
-        "hybrid-before",
         "hybrid",
-        {"reply_share": 0, "concept_max_share": 1, "rrf_k": 60},
-        note="issue 5's first hybrid: no reply share, every concept scored",
+        "hybrid",
+        grid=(axis("content_match", False, True), SPREAD),
+        note="LOCO",
     ),
+    Variant("hybrid-no-date", "hybrid", {"date_weight": 0}, note="the defaults, no date signal"),
     Variant("hybrid-no-cutoff", "hybrid", {"min_score": 0}, note="every match, however weak"),
-    Variant("hybrid-no-reply", "hybrid", {"reply_share": 0}),
-    Variant("hybrid-no-priors", "hybrid", {"importance_prior": 0, "recency_prior": 0}),
-    Variant("hybrid-ns0.1", "hybrid", {"neighbour_share": 0.1}),
-    Variant("hybrid-rrf60", "hybrid", {"rrf_k": 60}, note="the usual constant"),
+    Variant(
+        "hybrid-spread",
+        "hybrid",
+        grid=(
+            (
+                {"session_decay": 1.0},
+                {"session_decay": 0.7, "session_free": 3},
+                {"session_decay": 0.5, "session_free": 3},
+                {"session_decay": 0.7, "session_free": 2},
+                {"session_decay": 0.5, "session_free": 5},
+            ),
+        ),
+        note="LOCO: session spread past a session's first hits",
+    ),
+    Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
 ]
-DEFAULT_VARIANTS = [v.name for v in VARIANTS]
+DEFAULT_VARIANTS = ["bm25", "minilm", "lexical", "vector", "hybrid", "hybrid-defaults"]
 
 
 # -- data -------------------------------------------------------------------------------------
@@ -149,16 +185,18 @@ class ProtoEngine(SearchEngine):
         super().__init__(*args)
         self.protos = protos
 
-    def _lexical(self, request: SearchRequest, pool: int, allowed: Any) -> list[tuple[str, float]]:
+    def _lexical(
+        self, request: SearchRequest, pool: int, allowed: Any, content: Any = None
+    ) -> list[tuple[str, float]]:
         if "stop" in self.protos:
             kept = [t for t in tokenize(request.query) if t not in STOPWORDS]
             if kept:
                 request = SearchRequest(" ".join(kept), request.where, request.limit)
-        return super()._lexical(request, pool, allowed)
+        return super()._lexical(request, pool, allowed, content)
 
 
-def searcher(nb: Notebook, variant: Variant) -> Callable[[str], list[str]]:
-    settings = SearchSettings(**variant.settings)
+def searcher(nb: Notebook, variant: Variant, point: Point) -> Callable[[str], list[str]]:
+    settings = SearchSettings(**point)
     if not variant.proto:
         nb.config = NotebookConfig(search=settings)
         return lambda q: [
@@ -167,17 +205,43 @@ def searcher(nb: Notebook, variant: Variant) -> Callable[[str], list[str]]:
     engine = ProtoEngine(nb.backend, settings, nb.semantic, protos=set(variant.proto.split("+")))
     return lambda q: [
         h.moment.source_id or ""
-        for h in engine.search(SearchRequest(q, MomentFilter(), 50, mode=variant.mode))
+        for h in engine.search(
+            SearchRequest(q, MomentFilter(), 50, mode=variant.mode, min_score=settings.min_score)
+        )
     ]
 
 
 # -- the run ----------------------------------------------------------------------------------
 
+#: One question's outcome: (conversation index, category, k -> recall).
+Outcome = tuple[int, int, dict[int, float]]
+
 
 @dataclass
 class Result:
-    recalls: list[tuple[int, dict[int, float]]] = field(default_factory=list)  # (cat, k->r)
+    by_point: list[list[Outcome]]  # per grid point, per question
     latencies: list[float] = field(default_factory=list)
+    chosen: list[Point] = field(default_factory=list)  # per held-out conversation
+
+    def loco(self, n_conv: int) -> list[Outcome]:
+        """Each conversation's outcomes at the point best on the other conversations."""
+        if len(self.by_point) == 1:
+            return self.by_point[0]
+        held_out: list[Outcome] = []
+        self.chosen_index: list[int] = []
+        for conv in range(n_conv):
+
+            def score(point: int, conv: int = conv) -> float:
+                rows = [r for c, _, r in self.by_point[point] if c != conv]
+                return sum(r[5] + r[10] for r in rows) / max(1, len(rows))
+
+            best = max(range(len(self.by_point)), key=score)
+            self.chosen_index.append(best)
+            held_out += [o for o in self.by_point[best] if o[0] == conv]
+        return held_out
+
+    def in_sample(self) -> list[Outcome]:
+        return max(self.by_point, key=lambda rows: sum(r[5] + r[10] for _, _, r in rows))
 
 
 def recall_at(evidence: list[str], found: list[str]) -> dict[int, float]:
@@ -186,154 +250,125 @@ def recall_at(evidence: list[str], found: list[str]) -> dict[int, float]:
     return {k: len(set(evidence) & set(found[:k])) / len(evidence) for k in KS}
 
 
-def rows_for(variants: list[Variant], embedders: list[str]) -> list[tuple[str, Variant, str]]:
-    """(row label, variant, embedder name) for each row of the report: a lexical variant
-    once (it reads no vector), every other once per embedder, labelled with its name."""
-    rows = [
-        (v.name, v, embedders[0] if embedders else "none") for v in variants if v.mode == "lexical"
-    ]
-    for name in embedders:
-        rows += [(f"{v.name}[{name}]", v, name) for v in variants if v.mode != "lexical"]
-    return rows
-
-
 def run(args: argparse.Namespace, data: list[dict[str, Any]], variants: list[Variant]) -> None:
-    names = [n for n in args.embedders.split(",") if n != "none"]
-    made: dict[str, Embedder] = {}
-    for name in names:
-        embedder = make(name)
-        if isinstance(embedder, str):
-            print(embedder, file=sys.stderr)
-        else:
-            made[name] = embedder
-    rows = rows_for(variants, list(made) or ["none"])
-    results = {label: Result() for label, _, _ in rows}
-    index_s: dict[str, float] = defaultdict(float)
-    record_s = 0.0
+    results = {v.name: Result([[] for _ in v.points()]) for v in variants}
+    index_s = record_s = 0.0
     failures: list[tuple[str, list[str], list[str], dict[str, str]]] = []
+    embedder: Any = None
+    if args.embedder != "none" and (inner := default_embedder(args.embedder)) is not None:
+        embedder = CachedEmbedder(inner)
     conversations = data[: args.limit_conversations]
-    for name in list(made) or ["none"]:
-        embedder: Any = made.get(name)
-        todo = [r for r in rows if r[2] == name]
-        for conversation in conversations:
-            with tempfile.TemporaryDirectory() as tmp:
-                nb = Notebook(open_backend(str(Path(tmp) / "notebook.db")), embedder=embedder)
-                t0 = time.perf_counter()
-                load_conversation(nb, conversation)
-                record_s += time.perf_counter() - t0
-                if nb.semantic is not None:  # let the worker finish, then catch up the rest
-                    nb.semantic.wait_idle()  # (a reindex beside the worker embeds twice)
-                    nb.reindex()
-                index_s[name] += time.perf_counter() - t0
-                texts = {m.source_id or "": m.content.text for m in nb.moments(limit=None)}
-                qa = conversation["qa"]
-                print(
-                    f"{name} {conversation['sample_id']}: {len(texts)} turns, {len(qa)} "
-                    f"questions, indexed in {time.perf_counter() - t0:.1f} s",
-                    file=sys.stderr,
-                )
-                for label, variant, _ in todo:
-                    search = searcher(nb, variant)
-                    result = results[label]
+    for conv_index, conversation in enumerate(conversations):
+        with tempfile.TemporaryDirectory() as tmp:
+            nb = Notebook(open_backend(str(Path(tmp) / "notebook.db")), embedder=embedder)
+            t0 = time.perf_counter()
+            load_conversation(nb, conversation)
+            record_s += time.perf_counter() - t0
+            if nb.semantic is not None:  # let the worker finish, then catch up what is left
+                nb.semantic.wait_idle()  # (a reindex beside the worker embeds twice)
+                nb.reindex()
+            index_s += time.perf_counter() - t0
+            texts = {m.source_id or "": m.content.text for m in nb.moments(limit=None)}
+            qa = conversation["qa"]
+            print(
+                f"{conversation['sample_id']}: {len(texts)} turns, {len(qa)} questions, "
+                f"indexed in {time.perf_counter() - t0:.1f} s",
+                file=sys.stderr,
+            )
+            for variant in variants:
+                if variant.mode == "vector" and nb.semantic is None:
+                    continue
+                result = results[variant.name]
+                for p, point in enumerate(variant.points()):
+                    search = searcher(nb, variant, point)
                     for q in qa:
                         evidence = normalise_evidence(q.get("evidence", []))
                         t1 = time.perf_counter()
                         found = search(q["question"])
                         result.latencies.append(time.perf_counter() - t1)
                         recall = recall_at(evidence, found)
-                        result.recalls.append((q["category"], recall))
-                        if label == args.failure_variant and recall[10] == 0:
+                        result.by_point[p].append((conv_index, q["category"], recall))
+                        if variant.name == args.failure_variant and p == 0 and recall[10] == 0:
                             failures.append(
                                 (f"[{q['category']}] {q['question']}", evidence, found, texts)
                             )
-                nb.close()
-    report(results, rows, index_s, record_s, len(conversations), list(made))
-    if made and args.speed_repeats:
-        report_speed(made, conversations, args.speed_repeats)
+            nb.close()
+        if embedder is not None:
+            embedder.save()
+    report(results, variants, index_s, record_s, len(conversations), args.embedder)
     show_failures(failures, args.failures, args.failure_variant)
-
-
-def report_speed(
-    made: dict[str, Embedder], conversations: list[dict[str, Any]], repeats: int
-) -> None:
-    """Each embedder's query latency and indexing rate on the same texts (the first
-    conversation's turns, 100 of its questions), the median of ``repeats`` runs: the
-    machine is shared and noisy."""
-    first = conversations[0]
-    body = first["conversation"]
-    texts = [turn_text(t) for k, v in body.items() if SESSION_KEY.fullmatch(k) for t in v]
-    queries = [q["question"] for q in first["qa"]][:100]
-    print(
-        f"\nembedder speed on {len(texts)} turns and {len(queries)} questions of "
-        f"{first['sample_id']}, median of {repeats} runs (targets: query p95 <= 30 ms, "
-        f"indexing >= 100 moments/s on 2 cores when nothing else runs)"
-    )
-    print(f"load average (1 min) before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(
-        f"  {'embedder':<14} {'threads':>7} {'install MB':>10} {'query p50':>10} "
-        f"{'query p95':>10} {'moments/s':>10} {'per CPU-s':>10}"
-    )
-    for name, embedder in made.items():
-        runs = [speed(embedder, texts, queries) for _ in range(repeats)]
-        med = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
-        size = install_mb(name)
-        size_cell = f"{size:10.1f}" if size is not None else f"{'-':>10}"
-        threads = getattr(embedder, "threads", "-")
-        print(
-            f"  {name:<14} {threads:>7} {size_cell} {med['query_p50_ms']:8.1f}ms "
-            f"{med['query_p95_ms']:8.1f}ms {med['moments_per_s']:10.1f} "
-            f"{med['moments_per_cpu_s']:10.1f}"
-        )
-    print(f"load average (1 min) after: {os.getloadavg()[0]:.1f}")
 
 
 def mean_pct(values: list[float]) -> str:
     return f"{100 * sum(values) / len(values):5.1f}" if values else "    -"
 
 
+def cells_of(rows: list[dict[int, float]]) -> list[str]:
+    return [mean_pct([r[k] for r in rows]) for k in KS]
+
+
 def report(
     results: dict[str, Result],
-    rows: list[tuple[str, Variant, str]],
-    index_s: dict[str, float],
+    variants: list[Variant],
+    index_s: float,
     record_s: float,
     n_conv: int,
-    embedders: list[str],
+    embedder: str,
 ) -> None:
     print(
         f"\nLoCoMo dev, {n_conv} conversations, published protocol (turns of the same "
-        f"conversation, raw questions); embedders: {', '.join(embedders) or 'none'}"
+        f"conversation, raw questions); embedder: {embedder}; LOCO = tuned on the other "
+        "conversations, scored on the held-out one"
     )
-    print("no setting is tuned here: the leave-one-conversation-out figure is the one below")
-    spent = ", ".join(f"{name} {s:.1f} s" for name, s in index_s.items())
-    print(f"index time (all conversations): record {record_s:.1f} s; record + embed: {spent}")
+    print(
+        f"index time (all conversations): record {record_s:.1f} s, record + embed {index_s:.1f} s"
+    )
     print(f"targets: R@5 >= {TARGETS[5]:.0f}, R@10 >= {TARGETS[10]:.0f}\n")
-    head = f"{'variant':<30} {'n':>4}  {'R@5':>5} {'R@10':>5} {'R@25':>5} {'R@50':>5}  "
-    print(head + f"{'p50 ms':>7}  {'R@5/R@10 vs target':<19} note")
-    for label, variant, _ in rows:
-        result = results[label]
-        if not result.recalls:
-            print(f"{label:<30} skipped (no embedder)")
+    head = f"{'variant':<18} {'n':>4}  {'R@5':>5} {'R@10':>5} {'R@25':>5} {'R@50':>5}  "
+    print(head + f"{'p50 ms':>7}  {'in-sample R@5/10':<17} note")
+    held: dict[str, list[Outcome]] = {}
+    for variant in variants:
+        result = results[variant.name]
+        if not result.by_point[0]:
+            print(f"{variant.name:<18} skipped (no embedder)")
             continue
-        cells = [mean_pct([r[k] for _, r in result.recalls]) for k in KS]
+        held[variant.name] = outcomes = result.loco(n_conv)
+        cells = cells_of([r for _, _, r in outcomes])
         p50 = percentile(result.latencies, 0.5) * 1000
-        gap = " ".join(f"{float(cells[i]) - TARGETS[k]:+5.1f}" for i, k in enumerate(TARGETS))
+        best = cells_of([r for _, _, r in result.in_sample()])
+        inside = f"{best[0]} {best[1]}" if len(result.by_point) > 1 else ""
         print(
-            f"{label:<30} {len(result.recalls):>4}  {' '.join(cells)}  {p50:7.1f}  "
-            f"{gap:<19} {variant.note or variant.settings}"
+            f"{variant.name:<18} {len(outcomes):>4}  {' '.join(cells)}  {p50:7.1f}  "
+            f"{inside:<17} {variant.note or variant.settings or ''}"
         )
     print("\nreference (issue / paper):")
     for name, *refs in REFERENCES:
         cells = [f"{r:5.1f}" if r is not None else "    -" for r in refs]
         print(f"  {name:<56} {' '.join(cells)}")
     for cat, cat_name in CATEGORIES.items():
-        first = next((r for r in results.values() if r.recalls), None)
-        n = sum(1 for c, _ in first.recalls if c == cat) if first else 0
-        print(f"\ncategory {cat} ({cat_name}), {n} questions")
-        for label, _, _ in rows:
-            cat_rows = [r for c, r in results[label].recalls if c == cat]
-            if cat_rows:
-                cells = [mean_pct([r[k] for r in cat_rows]) for k in KS]
-                print(f"  {label:<30} {' '.join(cells)}")
+        first = next(iter(held.values()), [])
+        n = sum(1 for _, c, _ in first if c == cat)
+        print(f"\ncategory {cat} ({cat_name}), {n} questions, R@5/10/25/50")
+        for name, outcomes in held.items():
+            rows = [r for _, c, r in outcomes if c == cat]
+            if rows:
+                print(f"  {name:<18} {' '.join(cells_of(rows))}")
+    print("\nin-sample R@5/R@10 of each grid point (all five conversations; not the figure):")
+    for variant in variants:
+        result = results[variant.name]
+        if len(result.by_point) > 1 and result.by_point[0]:
+            for point, rows in zip(variant.points(), result.by_point, strict=True):
+                cells = cells_of([r for _, _, r in rows])
+                print(f"  {variant.name:<10} {cells[0]} {cells[1]}  {point}")
+    print("\nsettings chosen per held-out conversation (LOCO):")
+    for variant in variants:
+        result = results[variant.name]
+        if len(result.by_point) > 1 and variant.name in held:
+            points = variant.points()
+            tuned = {k for axis_ in variant.grid for part in axis_ for k in part}
+            for conv, index in enumerate(result.chosen_index):
+                shown = {k: v for k, v in points[index].items() if k in tuned}
+                print(f"  {variant.name:<10} conversation {conv + 1}: {shown}")
 
 
 def step(dia_id: str, by: int) -> str:
@@ -381,13 +416,10 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS))
     parser.add_argument("--limit-conversations", type=int, default=None)
     parser.add_argument(
-        "--embedders",
-        default="minilm",
-        help=f"comma-separated, of {', '.join(CANDIDATES)} or none (lexical variants only)",
+        "--embedder", choices=["default", "minilm", "e5-small", "none"], default="default"
     )
-    parser.add_argument("--speed-repeats", type=int, default=3, help="0: no speed table")
     parser.add_argument("--failures", type=int, default=0, help="show N failing questions")
-    parser.add_argument("--failure-variant", default="hybrid[minilm]")
+    parser.add_argument("--failure-variant", default="hybrid")
     args = parser.parse_args()
     if not args.data.exists():
         print(f"skipped: {args.data} is absent (see ../shared/data/locomo/README.md)")
@@ -396,9 +428,6 @@ def main() -> None:
     unknown = [n for n in args.variants.split(",") if n not in by_name]
     if unknown:
         parser.error(f"unknown variants {unknown}; known: {', '.join(by_name)}")
-    bad = [n for n in args.embedders.split(",") if n not in CANDIDATES and n != "none"]
-    if bad:
-        parser.error(f"unknown embedders {bad}; known: {', '.join(CANDIDATES)}, none")
     variants = [by_name[n] for n in args.variants.split(",")]
     data = json.loads(args.data.read_text(encoding="utf-8"))
     run(args, data, variants)

@@ -136,6 +136,26 @@ class SearchSettings(BaseModel):
     #: for a match on a word that is not a stopword, a concept or an example, else the
     #: cosine similarity of the moment's vector to the query's (0.3: barely related).
     min_score: float = Field(0.3, ge=0, le=1)
+    #: A lexical match needs a word of the query that is not a stopword: "to" alone
+    #: matches half the notebook (the ranking still counts the stopwords).
+    content_match: bool = True
+    #: A query of several lines (a dialogue so far) is ranked once more by its last
+    #: ``latest_turns`` lines, with this weight, in the lexical and the vector signal: what
+    #: it ends on is what it asks about (0 turns it off).
+    latest_turn_weight: float = Field(1.0, ge=0)
+    latest_turns: int = Field(1, ge=1, le=100)
+    #: A query with more distinct words (not stopwords) than this, a dialogue so far, has
+    #: its whole-query lexical weight scaled by ``long_query_terms / words``: matching a
+    #: few of its many ordinary words says little (0: never scaled).
+    long_query_terms: int = Field(20, ge=0)
+    #: Weight of the date signal: moments said on a day (or in a month) the query names
+    #: rank as if first in one more signal.
+    date_weight: float = Field(1.0, ge=0)
+    #: Past a session's first ``session_free`` hits, each further better hit from the
+    #: same session scales a hit's score by this, so the top of the results spans
+    #: sessions (1 turns it off).
+    session_decay: float = Field(1.0, gt=0, le=1)
+    session_free: int = Field(3, ge=1)
 
 
 class CompactionSettings(BaseModel):

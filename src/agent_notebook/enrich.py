@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Final
 
+from .dates import relative_dates
 from .model import normalize_concept
 
 __all__ = [
@@ -119,6 +120,7 @@ _ORDINAL_OR_TIME: Final = re.compile(r"\d+(?:st|nd|rd|th|s|am|pm)", re.IGNORECAS
 _CAMEL: Final = re.compile(r"[a-z\d][A-Z]|[A-Z]{2}[a-z]")
 _ABBREVIATION: Final = re.compile(r"\.?\w(?:\.\w)+")
 _DIGITS: Final = re.compile(r"\d+")
+_ISO_DAY_OR_MONTH: Final = re.compile(r"\d{4}-\d{2}(?:-\d{2})?")
 _NUMBER_CHARS: Final = "0123456789.,-"
 _MONTH_WORD: Final = re.compile(r"[^\W\d_]{3,}")
 _OPENERS: Final = frozenset("\"'([{\u201c\u00ab\u2018-\u2013\u2014*\u2022>#")
@@ -144,17 +146,26 @@ class Enrichment:
     concepts: list[str]
     retrieval_keys: list[str]
     importance: float
+    #: The days and months the text speaks of, as ISO keys (``2023-05-06``, ``2023-05``):
+    #: those it writes out, and, given the date it was said, those it says relative to it
+    #: ("last Saturday"). A moment is indexed under them so it is found by its date.
+    dates: list[str] = field(default_factory=list)
 
 
-def enrich(text: str, *, role: str = "user", has_actions: bool = False) -> Enrichment:
-    """Derive concepts, retrieval keys and importance from ``text`` (see the module doc)."""
+def enrich(
+    text: str, *, role: str = "user", has_actions: bool = False, when: date | None = None
+) -> Enrichment:
+    """Derive concepts, retrieval keys and importance from ``text`` (see the module doc);
+    ``when``, the day it was said, resolves its relative dates ("yesterday")."""
     text = text.replace("\u2019", "'")
     keys, masked = _exact_keys(text)
     strong, weak, phrases, n_words, chitchat = _scan(masked)
     ordered = strong[:4] + phrases[:4] + strong[4:] + weak + phrases[4:]
     concepts = _first(ordered, MAX_CONCEPTS)
     named = strong + weak
-    retrieval = _first(keys + named, MAX_RETRIEVAL_KEYS)
+    resolved = relative_dates(text, when) if when is not None else []
+    retrieval = _first(keys + resolved + named, MAX_RETRIEVAL_KEYS)
+    dates = _first([k for k in keys if _ISO_DAY_OR_MONTH.fullmatch(k)] + resolved, limit=0)
 
     score = BASE_IMPORTANCE
     lowered = text.casefold()
@@ -172,7 +183,7 @@ def enrich(text: str, *, role: str = "user", has_actions: bool = False) -> Enric
         score -= 0.1
     if role.casefold() in _QUIET_ROLES:
         score = BASE_IMPORTANCE + (score - BASE_IMPORTANCE) / 2
-    return Enrichment(concepts, retrieval, round(min(1.0, max(0.0, score)), 2))
+    return Enrichment(concepts, retrieval, round(min(1.0, max(0.0, score)), 2), dates)
 
 
 def identifiers(text: str) -> list[str]:

@@ -636,16 +636,21 @@ class Notebook:
         return done
 
     def _prepare(self, draft: MomentDraft, session_id: str, now: datetime) -> Moment:
-        derived = enrich(draft.text, role=draft.role, has_actions=bool(draft.actions))
+        said = draft.timestamp or now
+        derived = enrich(
+            draft.text, role=draft.role, has_actions=bool(draft.actions), when=said.date()
+        )
+        # The dates it speaks of are concepts too, so search finds it by them.
+        concepts = list(dict.fromkeys([*derived.concepts, *derived.dates]))
         return Moment(
             id="m_1",  # placeholder, numbered inside the transaction
             session=session_id,
-            timestamp=draft.timestamp or now,
+            timestamp=said,
             role=draft.role,
             speaker=draft.speaker,
             content=MomentContent(text=draft.text),
             metadata=MomentMetadata(
-                concepts=derived.concepts if draft.concepts is None else draft.concepts,
+                concepts=concepts if draft.concepts is None else draft.concepts,
                 retrieval_keys=(
                     derived.retrieval_keys if draft.retrieval_keys is None else draft.retrieval_keys
                 ),

@@ -3,9 +3,10 @@ fused (see :mod:`.hybrid`), filtered, with priors; every hit says what found it.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
@@ -15,7 +16,9 @@ from ..model import Moment, SearchHit, moment_number, normalize_concept, now_utc
 from ..storage import MomentBrief, MomentFilter, StorageBackend
 from .hybrid import (
     CONCEPT,
+    DATE,
     LEXICAL,
+    LEXICAL_LATEST,
     MEDIA,
     MEDIA_WEIGHT,
     VECTOR,
@@ -26,6 +29,7 @@ from .hybrid import (
     relevance,
 )
 from .lexical import stem, terms, tokenize
+from .query import dialogue_words, latest_turns, query_dates
 from .semantic import SemanticIndex
 
 __all__ = [
@@ -101,28 +105,50 @@ class SearchEngine:
         # With an example and no words, the media ranking alone (and no priors: a near
         # copy must not fall behind a far one that is more recent or important).
         words = request.example is None or bool(request.query.strip())
-        if words and request.mode in ("hybrid", "lexical"):
-            ranked[LEXICAL] = self._lexical(request, pool, allowed)
+        settings = self.settings
+        latest = latest_turns(request.query, settings.latest_turns) if words else None
+        lexical = words and request.mode in ("hybrid", "lexical")
+        wanted_content = (lexical and settings.content_match) or request.min_score > 0
+        spoken = replace(request, query=dialogue_words(request.query))
+        wordiness = self._wordiness(spoken.query)
+        if wordiness < 1:  # a dialogue: its stopwords say nothing; one search, not two
+            spoken = replace(spoken, query=" ".join(content_words(spoken.query)))
+        content = self._content_hits(spoken, pool, allowed) if words and wanted_content else None
+        if lexical:
+            # A query of stopwords only ("what is it") has nothing else to match by.
+            having = content if content_words(spoken.query) else None
+            ranked[LEXICAL] = self._lexical(spoken, pool, allowed, having)
+            if latest is not None and settings.latest_turn_weight > 0:
+                later = replace(request, query=latest)
+                having = self._content_hits(later, pool, allowed) if content_words(latest) else None
+                ranked[LEXICAL_LATEST] = self._lexical(later, pool, allowed, having)
         if words and request.mode in ("hybrid", "vector") and self.semantic is not None:
-            ranked[VECTOR] = self._vector(request, pool, allowed)
+            ranked[VECTOR] = self._vector(request, pool, allowed, latest)
         if words and request.mode == "hybrid":
             ranked[CONCEPT] = self._concepts(request.query, pool, allowed)
+        if words and request.mode != "vector" and settings.date_weight > 0:
+            ranked[DATE] = self._dated(request, pool, allowed)
         if request.example is not None:
             ranked[MEDIA] = self._media(request, request.example, pool, allowed)
+        lexical_weight = settings.lexical_weight if request.mode != "lexical" else 1.0
         weights = {
-            LEXICAL: self.settings.lexical_weight if request.mode != "lexical" else 1.0,
-            VECTOR: self.settings.vector_weight if request.mode != "vector" else 1.0,
-            CONCEPT: self.settings.concept_weight,
+            LEXICAL: lexical_weight * wordiness,
+            LEXICAL_LATEST: lexical_weight * settings.latest_turn_weight,
+            VECTOR: settings.vector_weight if request.mode != "vector" else 1.0,
+            CONCEPT: settings.concept_weight,
+            DATE: settings.date_weight,
             MEDIA: MEDIA_WEIGHT,
         }
-        fused = fuse(ranked, weights, self.settings.rrf_k)
+        fused = fuse(ranked, weights, settings.rrf_k, flat={DATE})
         # Ranked on briefs; only the moments returned are loaded whole.
         briefs = self._briefs(list(fused))
         givers = self._spread(fused, briefs) if request.mode == "hybrid" else {}
         relevant: dict[str, float] = {}
         if words and request.min_score > 0:
-            matched = self._word_matches(request, ranked.get(LEXICAL), pool, allowed)
-            relevant = relevance(fused, matched, givers)
+            if content is None:  # every word of the query counts: its lexical ranking
+                found = ranked.get(LEXICAL) or self._lexical(spoken, 2 * pool, allowed)
+                content = [mid for mid, _ in found]
+            relevant = relevance(fused, set(content), givers)
         now = request.now or now_utc()
         ranked_hits: list[tuple[float, int, Fused, dict[str, float]]] = []
         for moment_id, entry in fused.items():
@@ -139,6 +165,10 @@ class SearchEngine:
             score = entry.score * math.prod(factors.values())
             ranked_hits.append((score, brief.number, entry, factors))
         ranked_hits.sort(key=lambda h: (-h[0], h[1]))
+        if settings.session_decay < 1:
+            ranked_hits = _spread_sessions(
+                ranked_hits, briefs, settings.session_decay, settings.session_free, request.limit
+            )
         head = ranked_hits[: request.limit]
         moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in head])}
         return [
@@ -150,40 +180,90 @@ class SearchEngine:
     # -- the signals -------------------------------------------------------------------------
 
     def _lexical(
-        self, request: SearchRequest, pool: int, allowed: set[int] | None
+        self,
+        request: SearchRequest,
+        pool: int,
+        allowed: set[int] | None,
+        content: list[str] | None = None,
     ) -> list[tuple[str, float]]:
+        """BM25 over the query's words; with ``content`` (the moments that have a word of
+        the query other than a stopword, or None when every word of the query is one), a
+        match on stopwords alone is left out."""
         found = self.backend.search_text(request.query, request.where, pool)
         if allowed is not None:
             found = [(mid, s) for mid, s in found if moment_number(mid) in allowed]
+        if content is not None and self.settings.content_match:
+            having = set(content)
+            found = [(mid, s) for mid, s in found if mid in having]
         return found
 
-    def _word_matches(
-        self,
-        request: SearchRequest,
-        lexical: list[tuple[str, float]] | None,
-        pool: int,
-        allowed: set[int] | None,
-    ) -> set[str]:
-        """The moments that have a word of the query other than a stopword, whichever
-        signal found them ("the door code" matches many moments by "the"). The lexical
-        ranking keeps the stopwords (BM25 ranks better with them): when the query has
-        some, or in vector mode, the other words are looked up once more for this."""
-        content = content_words(request.query)
-        if not content:
-            return set()
-        if lexical is not None and content == tokenize(request.query):
-            return {mid for mid, _ in lexical}
-        words = SearchRequest(" ".join(content), request.where, request.limit)
-        return {mid for mid, _ in self._lexical(words, 2 * pool, allowed)}
+    def _wordiness(self, query: str) -> float:
+        """The whole query's lexical weight, 1 for a question: a dialogue-long query matches
+        a moment by a few of its many ordinary words, which says little of what it is
+        about (its latest turns are ranked on their own for their words)."""
+        longest = self.settings.long_query_terms
+        distinct = len({stem(word) for word in content_words(query)})
+        return 1.0 if not longest or distinct <= longest else longest / distinct
+
+    def _content_hits(
+        self, request: SearchRequest, pool: int, allowed: set[int] | None
+    ) -> list[str] | None:
+        """The moments that have a word of the query other than a stopword ("the door code"
+        matches many moments by "the"), best first, or None when every word of the query
+        is one (the lexical ranking itself is that list then). The lexical ranking keeps
+        the stopwords (BM25 ranks better with them), so the other words are looked up once
+        more for this."""
+        words = content_words(request.query)
+        if not words:
+            return []
+        if words == tokenize(request.query):
+            return None
+        plain = SearchRequest(" ".join(words), request.where, request.limit)
+        return [mid for mid, _ in self._lexical(plain, 2 * pool, allowed)]
 
     def _vector(
-        self, request: SearchRequest, pool: int, allowed: set[int] | None
+        self,
+        request: SearchRequest,
+        pool: int,
+        allowed: set[int] | None,
+        latest: str | None = None,
     ) -> list[tuple[str, float]]:
         assert self.semantic is not None
         restrict = self._restrict(request, allowed)
         if restrict is not None and not restrict:
             return []
-        return self.semantic.search(request.query, pool, allowed=restrict)
+        return self.semantic.search(
+            request.query,
+            pool,
+            allowed=restrict,
+            latest=latest,
+            latest_weight=self.settings.latest_turn_weight,
+        )
+
+    def _dated(
+        self, request: SearchRequest, pool: int, allowed: set[int] | None
+    ) -> list[tuple[str, float]]:
+        """The moments said on a day or in a month the query names, or that speak of it
+        (a date, "last Saturday", is a concept of the moment: see ``enrich``), within the
+        filters; a span with more moments than ``pool`` is too wide to say anything."""
+        found: dict[int, None] = {}
+        where = request.where
+        restrict = None
+        for span in query_dates(request.query):
+            speaking = self.backend.concept_members(span.key, pool) or []
+            if speaking and where != MomentFilter():
+                if restrict is None:
+                    restrict = self._restrict(request, allowed) or set()
+                speaking = [n for n in speaking if n in restrict]
+            found.update((n, None) for n in speaking if allowed is None or n in allowed)
+            since = span.since if where.since is None else max(span.since, where.since)
+            until = span.until if where.until is None else min(span.until, where.until)
+            if since >= until:
+                continue
+            numbers = self.backend.moment_numbers(replace(where, since=since, until=until))
+            if len(numbers) <= pool:
+                found.update((n, None) for n in numbers if allowed is None or n in allowed)
+        return [(f"m_{n}", 1.0) for n in found]
 
     def _media(
         self, request: SearchRequest, example: str, pool: int, allowed: set[int] | None
@@ -294,3 +374,33 @@ class SearchEngine:
             **{f"{name}_gain": g for name, g in entry.gains.items()},
         }
         return SearchHit(moment=moment, score=score, explain=explain)
+
+
+def _spread_sessions(
+    hits: list[tuple[float, int, Fused, dict[str, float]]],
+    briefs: dict[str, MomentBrief],
+    decay: float,
+    free: int,
+    limit: int,
+) -> list[tuple[float, int, Fused, dict[str, float]]]:
+    """``hits`` (best first) reordered so that, past the first ``free`` hits of a session,
+    each hit's score counts ``decay`` less for every further better hit of its session
+    already taken: the head of the results spans sessions, as the evidence of a question
+    often does, without breaking up a session's few best turns. Lazy greedy: a hit is
+    re-scored when popped."""
+    taken: dict[str, int] = {}
+    heap = [(-score, number, 0, i) for i, (score, number, _, _) in enumerate(hits)]
+    heapq.heapify(heap)
+    order: list[int] = []
+    while heap and len(order) < limit:
+        _, number, seen, i = heapq.heappop(heap)
+        session = briefs[f"m_{number}"].session
+        now_seen = taken.get(session, 0)
+        if now_seen != seen:  # its session gained hits since it was scored
+            factor = decay ** max(0, now_seen - free + 1)
+            heapq.heappush(heap, (-hits[i][0] * factor, number, now_seen, i))
+            continue
+        order.append(i)
+        taken[session] = now_seen + 1
+    chosen = set(order)
+    return [hits[i] for i in order] + [h for i, h in enumerate(hits) if i not in chosen]

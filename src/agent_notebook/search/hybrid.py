@@ -22,6 +22,8 @@ from ..config import SearchSettings
 from ..storage.base import MomentBrief
 
 __all__ = [
+    "DATE",
+    "LEXICAL_LATEST",
     "MEDIA",
     "MEDIA_WEIGHT",
     "Fused",
@@ -33,10 +35,16 @@ __all__ = [
 ]
 
 LEXICAL, VECTOR, CONCEPT = "lexical", "vector", "concept"
+#: The lexical ranking of a dialogue-long query's last turns alone.
+LEXICAL_LATEST = "lexical_latest"
+#: Moments said on a day or in a month the query names: each counts as ranked first.
+DATE = "date"
 #: Search by example (an image or audio clip): stored signatures ranked by distance.
 MEDIA = "media"
 #: Its weight when fused with a text query: as much as the words themselves.
 MEDIA_WEIGHT = 1.0
+#: Signals whose every hit is a match (relevance 1), whatever its rank.
+_MATCHING = frozenset([CONCEPT, MEDIA, DATE, LEXICAL_LATEST])
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,16 +80,20 @@ def weights_of(settings: SearchSettings) -> dict[str, float]:
 
 
 def fuse(
-    ranked: Mapping[str, Sequence[tuple[str, float]]], weights: Mapping[str, float], k: int
+    ranked: Mapping[str, Sequence[tuple[str, float]]],
+    weights: Mapping[str, float],
+    k: int,
+    flat: Collection[str] = (),
 ) -> dict[str, Fused]:
-    """Weighted reciprocal rank fusion of each signal's ``(moment id, raw score)`` list."""
+    """Weighted reciprocal rank fusion of each signal's ``(moment id, raw score)`` list;
+    in a ``flat`` signal (a yes or no, like a date) every hit counts as ranked first."""
     fused: dict[str, Fused] = {}
     for signal, hits in ranked.items():
         weight = weights.get(signal, 0.0)
         if weight <= 0:
             continue
         for rank, (moment_id, raw) in enumerate(hits, start=1):
-            part = weight / (k + rank)
+            part = weight / (k + (1 if signal in flat else rank))
             entry = fused.setdefault(moment_id, Fused(moment_id))
             entry.score += part
             entry.signals[signal] = SignalScore(rank, raw, part)
@@ -136,7 +148,7 @@ def relevance(
     own: dict[str, float] = {}
     for moment_id, entry in fused.items():
         found = entry.signals
-        if moment_id in word_matches or CONCEPT in found or MEDIA in found:
+        if moment_id in word_matches or not found.keys().isdisjoint(_MATCHING):
             own[moment_id] = 1.0
         else:
             vector = found.get(VECTOR)

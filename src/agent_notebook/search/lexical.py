@@ -114,3 +114,23 @@ class Bm25Index:
                 results.append((key, s))
         results.sort(key=lambda kv: (-kv[1], kv[0]))
         return results
+
+
+def query_term_weights(
+    query_terms: list[str], docs: dict[str, int], total: int
+) -> dict[str, float]:
+    """How much each distinct term of a query says, for choosing which to search by: its
+    rarity (BM25's idf over ``total`` documents, ``docs`` holding each term's count) times
+    its recency in the query, from 0.5 for the first word to 1 for the last (a long query
+    is a dialogue so far, and its latest words are what it is about). Terms in no document
+    are left out."""
+    last: dict[str, int] = {}
+    for position, term in enumerate(query_terms):
+        last[term] = position
+    span = max(1, len(query_terms) - 1)
+    total = max(total, 1)
+    return {
+        term: math.log(1 + (total - df + 0.5) / (df + 0.5)) * (0.5 + 0.5 * last[term] / span)
+        for term in last
+        if (df := docs.get(term, 0)) > 0
+    }

@@ -153,16 +153,28 @@ class SemanticIndex:
             self._through = keys[-1]
 
     def search(
-        self, query: str, k: int, *, allowed: Collection[int] | None = None
+        self,
+        query: str,
+        k: int,
+        *,
+        allowed: Collection[int] | None = None,
+        latest: str | None = None,
+        latest_weight: float = 0.0,
     ) -> list[tuple[str, float]]:
-        """Moment ids nearest to ``query`` by cosine similarity, best first."""
+        """Moment ids nearest to ``query`` by cosine similarity, best first.
+
+        ``latest`` (the last turns of a dialogue-long query) is embedded on its own and
+        added with ``latest_weight``: the query's vector leans to what it ends on."""
         with self._live_done:
             self._live += 1
         try:
             index = self.index()
             if not len(index) or k <= 0:
                 return []
-            found = index.search(self._query_vector(query), k, allowed=allowed)
+            vector = self._query_vector(query)
+            if latest and latest_weight > 0:
+                vector = vector + latest_weight * self._query_vector(latest)
+            found = index.search(vector, k, allowed=allowed)
             return [(f"m_{num}", score) for num, score in found]
         finally:
             with self._live_done:

@@ -12,22 +12,26 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from ..model import ConceptEntry, Moment
-from ..search.lexical import BM25_B, BM25_K1, stem, tokenize
+from ..search.lexical import BM25_B, BM25_K1, query_term_weights, stem, tokenize
 from .base import MomentFilter
 from .rows import to_us
 
 #: How many postings (moment, term pairs) one search may score; see :func:`choose_terms`.
 POSTINGS_BUDGET: Final = 1500
+#: Terms one search matches by, chosen by weight (rarity, recency in the query).
 MAX_QUERY_TERMS: Final = 64
+#: Words of a query read at most (its newest).
+MAX_QUERY_TOKENS: Final = 2000
 
 __all__ = [
     "BM25_B",
     "BM25_K1",
     "MAX_QUERY_TERMS",
+    "MAX_QUERY_TOKENS",
     "POSTINGS_BUDGET",
     "bm25_idf",
     "choose_terms",
@@ -38,37 +42,45 @@ __all__ = [
 ]
 
 
-def query_words(query: str, token: Callable[[str], str] | None = None) -> dict[str, str]:
-    """The index terms of ``query`` (at most :data:`MAX_QUERY_TERMS`), each with the word it
-    came from, in query order. ``token`` maps a stem to its keyed token (encrypted
-    notebooks index tokens, which then stand for themselves)."""
+def query_words(
+    query: str, token: Callable[[str], str] | None = None
+) -> tuple[dict[str, str], list[str]]:
+    """The index terms of ``query``, each with the word it came from, and the terms in query
+    order (its newest :data:`MAX_QUERY_TOKENS` words: a pasted book is not a query).
+    ``token`` maps a stem to its keyed token (encrypted notebooks index tokens, which then
+    stand for themselves)."""
     words: dict[str, str] = {}
+    order: list[str] = []
     for word in tokenize(query):
         if token is not None:
             keyed = token(stem(word))
             words.setdefault(keyed, keyed)
         else:
-            words.setdefault(stem(word), word)
-        if len(words) >= MAX_QUERY_TERMS:
-            break
-    return words
+            keyed = stem(word)
+            words.setdefault(keyed, word)
+        order.append(keyed)
+    return words, order[-MAX_QUERY_TOKENS:]
 
 
 def choose_terms(
-    frequency: Sequence[tuple[str, int]], budget: int = POSTINGS_BUDGET
+    order: list[str], docs: Mapping[str, int], total: int, budget: int = POSTINGS_BUDGET
 ) -> tuple[list[str], int]:
-    """The terms a search scores, from ``(term, documents)`` rarest first: taken while their
-    postings fit ``budget`` (always the rarest one), so a search costs the same in a
-    notebook of a thousand moments and of millions (a word in most moments adds little to
-    BM25 anyway). Returns them and their postings; over ``budget`` (the rarest alone is),
-    only the newest moments count."""
+    """The terms a search scores: those that say most first (rare, late in the query; see
+    :func:`query_term_weights`), never by position, at most :data:`MAX_QUERY_TERMS`, while
+    their postings fit ``budget`` (always the first one), so a search costs the same in a
+    notebook of a thousand moments and of millions. ``docs`` holds each term's document
+    count, ``total`` the documents. Returns them and their postings; over ``budget`` (the
+    first alone is), only the newest moments count."""
+    weights = query_term_weights(order, dict(docs), total)
     chosen: list[str] = []
     postings = 0
-    for term, docs in frequency:
-        if chosen and postings + docs > budget:
+    for term in sorted(weights, key=lambda t: (-weights[t], docs[t], t)):
+        if len(chosen) == MAX_QUERY_TERMS:
             break
+        if chosen and postings + docs[term] > budget:
+            break  # the terms after it say less: the budget bounds the work
         chosen.append(term)
-        postings += docs
+        postings += docs[term]
     return chosen, postings
 
 

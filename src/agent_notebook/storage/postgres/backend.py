@@ -554,21 +554,23 @@ class PostgresBackend(StorageBackend):
     def search_text(self, query: str, where: MomentFilter, limit: int) -> list[tuple[str, float]]:
         """BM25 as FTS5 ranks it, with SQLite's bounded cost (``sql.choose_terms``): the
         same terms are chosen, weighed from the same statistics, in the same order."""
-        words = sql.query_words(query, None if self.cipher is None else self.cipher.token)
+        words, order = sql.query_words(query, None if self.cipher is None else self.cipher.token)
         if not words:
             return []
         with self._mapped("search"), self._connection(snapshot=True) as conn:
-            frequency = conn.execute(
-                "SELECT term, docs FROM term_docs WHERE term = ANY(%s::text[]) AND docs > 0 "
-                'ORDER BY docs, term COLLATE "C"',
-                (list(words),),
-            ).fetchall()
-            chosen, postings = sql.choose_terms(frequency, POSTINGS_BUDGET)
+            docs: dict[str, int] = dict(
+                conn.execute(
+                    "SELECT term, docs FROM term_docs WHERE term = ANY(%s::text[]) AND docs > 0",
+                    (list(words),),
+                ).fetchall()
+            )
+            newest = conn.execute("SELECT coalesce(max(num), 0) FROM moments").fetchone()
+            total = int(newest[0]) if newest is not None else 0
+            chosen, postings = sql.choose_terms(order, docs, total, POSTINGS_BUDGET)
             totals = conn.execute("SELECT docs, terms FROM text_totals").fetchone()
             if not chosen or totals is None or totals[0] <= 0:
                 return []
             documents, total_terms = int(totals[0]), int(totals[1])
-            docs = dict(frequency)
             idf = [sql.bm25_idf(documents, docs[t]) for t in chosen]
             statement = [schema.score_sql(len(chosen))]
             params = schema.score_params(chosen, idf, total_terms / documents)

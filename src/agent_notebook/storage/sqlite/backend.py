@@ -605,23 +605,28 @@ class SqliteBackend(StorageBackend):
     # -- search -----------------------------------------------------------------------------
 
     def search_text(self, query: str, where: MomentFilter, limit: int) -> list[tuple[str, float]]:
-        """BM25 over FTS5 with bounded cost: the query's terms are taken rarest first while
-        their postings fit ``POSTINGS_BUDGET``, so a search costs the same in a notebook of a
-        thousand moments and of millions (a word in most moments adds little to BM25
-        anyway). When even the rarest term is over budget, only the newest moments count."""
+        """BM25 over FTS5 with bounded cost: the query's terms are taken by weight (rarity,
+        recency in the query) while their postings fit ``POSTINGS_BUDGET``
+        (``sql.choose_terms``). When even the first is over budget, only the newest moments
+        count."""
         self.settle()
         # FTS5 stems the words of a MATCH itself; term_docs is keyed by their stems.
-        words = sql.query_words(query, None if self.cipher is None else self.cipher.token)
+        words, order = sql.query_words(query, None if self.cipher is None else self.cipher.token)
         if not words:
             return []
         stems = list(words)
-        marks = ",".join("?" * len(stems))
-        frequency = self._query(
-            f"SELECT term, docs FROM term_docs WHERE term IN ({marks}) AND docs > 0 "
-            "ORDER BY docs, term",
-            stems,
-        )
-        chosen, postings = sql.choose_terms(frequency, POSTINGS_BUDGET)
+        docs: dict[str, int] = {}
+        for start in range(0, len(stems), 500):  # SQLite caps a statement's parameters
+            part = stems[start : start + 500]
+            marks = ",".join("?" * len(part))
+            docs.update(
+                self._query(
+                    f"SELECT term, docs FROM term_docs WHERE term IN ({marks}) AND docs > 0",
+                    part,
+                )
+            )
+        total = int(self._query("SELECT coalesce(max(num), 0) FROM moments")[0][0])
+        chosen, postings = sql.choose_terms(order, docs, total, POSTINGS_BUDGET)
         if not chosen:
             return []
         statement = [

@@ -1,0 +1,78 @@
+"""What a query says about itself, read without a model (pure): the turns of a dialogue
+pasted as the query and its latest ones, and the dates it names.
+
+A query that is a dialogue so far ("Ana: ...\\nBo: ...") asks mostly about its last turns:
+search ranks them once more on their own, so their words are not drowned by the earlier
+ones'.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+
+from ..enrich import identifiers
+
+__all__ = ["DateSpan", "dialogue_words", "latest_turns", "query_dates", "turns"]
+
+
+#: "Ana: ..." or "[User] ...": who speaks, at the start of a turn.
+_SPEAKER_TAG = re.compile(r"^(?:[^\W\d][\w .'-]{0,30}:|\[[^\]\n]{1,30}\])\s+")
+
+
+def turns(query: str) -> list[str]:
+    """The query's non-empty lines: one per turn when it is a dialogue. When most of them
+    start with who speaks ("Ana: "), those tags are cut: a speaker's name on every line
+    is not what the dialogue is about, and would match every moment that names them."""
+    lines = [line.strip() for line in query.splitlines() if line.strip()]
+    if len(lines) >= 2 and 2 * sum(bool(_SPEAKER_TAG.match(ln)) for ln in lines) >= len(lines):
+        lines = [_SPEAKER_TAG.sub("", ln, count=1) for ln in lines]
+    return lines
+
+
+def dialogue_words(query: str) -> str:
+    """The query as the lexical signal reads it: a dialogue without its speaker tags."""
+    return "\n".join(turns(query)) if "\n" in query.strip() else query
+
+
+def latest_turns(query: str, n: int) -> str | None:
+    """The last ``n`` turns of a query of more turns than that, else None."""
+    lines = turns(query)
+    if n <= 0 or len(lines) <= n:
+        return None
+    return "\n".join(lines[-n:])
+
+
+@dataclass(frozen=True, slots=True)
+class DateSpan:
+    """A day or a month the query names, as UTC bounds (``until`` exclusive) and its key."""
+
+    key: str
+    since: datetime
+    until: datetime
+
+
+def query_dates(query: str) -> list[DateSpan]:
+    """The full days (``7 May 2023``, ``2023-05-07``) and months (``May 2023``) in the
+    query; a day without a year (``May 7``) is too vague to match anything by."""
+    spans: list[DateSpan] = []
+    for key in identifiers(query):
+        parts = key.split("-")
+        if not (parts[0].isdigit() and len(parts[0]) == 4 and 2 <= len(parts) <= 3):
+            continue
+        try:
+            numbers = [int(p) for p in parts]
+            first = date(numbers[0], numbers[1], numbers[2] if len(parts) == 3 else 1)
+        except ValueError:
+            continue
+        if len(parts) == 3:
+            last = first + timedelta(days=1)
+        else:
+            last = date(first.year + first.month // 12, first.month % 12 + 1, 1)
+        spans.append(DateSpan(key, _utc(first), _utc(last)))
+    return spans
+
+
+def _utc(day: date) -> datetime:
+    return datetime.combine(day, time(), tzinfo=UTC)
