@@ -76,11 +76,11 @@ def _run_batch(script: Path, home: Path, sid: str, kill_at: int, run: int) -> li
     ready = proc.stdout.readline()
     if kill_at == -1 and ready == "ready\n":
         time.sleep(random.Random(run).uniform(0.0, 0.6))  # where the kill lands, not a bound
-        proc.send_signal(signal.SIGKILL)
+        proc.send_signal(signal.SIGKILL)  # on a quick machine the batch may be done by then
     out, err = proc.communicate(timeout=300)
     lines = [ready.strip(), *out.splitlines()]
     assert lines[0] == "ready", err
-    if kill_at != 0:
+    if kill_at > 0 or (kill_at == -1 and proc.returncode != 0):
         assert proc.returncode == -signal.SIGKILL, (lines, err)
     else:
         assert proc.returncode == 0, err
@@ -136,7 +136,8 @@ def test_sigkill_inside_record_many_leaves_all_or_none(tmp_path: Path) -> None:
     for run, kill_at in enumerate(kill_points, start=1):
         home = fresh(run)
         lines = _run_batch(script, home, sid, kill_at, run)
-        assert lines == [], lines  # killed before record_many returned
+        # killed before record_many returned (a kill from outside may come after it)
+        assert lines == [] or kill_at == -1, lines
         outcomes.append(_check_all_or_none(home, sid))
     # both happen: a kill before the commit rolls back, one after it finishes the commit
     assert 0 in outcomes and 1 in outcomes, outcomes
