@@ -29,14 +29,6 @@ from .compaction.runner import Progress as CompactProgress
 from .drafts import check_drafts
 from .enrich import enrich
 from .errors import Conflict, InvalidInput, NotebookError, NotFound
-from .exchange import Archives, ChatState, CopyReport, copy_notebook
-from .ingest import (
-    SOURCE_RELATION,
-    IngestPlan,
-    IngestReport,
-    IngestSession,
-    held_sources,
-)
 from .model import (
     MOMENT_ID_RE,
     SESSION_ID_RE,
@@ -92,6 +84,8 @@ if TYPE_CHECKING:
 
     from .embed import Embedder
     from .embed.multimodal import MultimodalEmbedder
+    from .exchange import CopyReport
+    from .ingest import IngestPlan, IngestReport, IngestSession
     from .media.store import Attachment, MediaStore
     from .privacy.redaction import ForgetReport
     from .search.semantic import SemanticIndex
@@ -998,6 +992,8 @@ class Notebook:
         run again, adds what is missing. Every draft is checked before the first is
         recorded, so a bad one records nothing. ``progress`` gets the moments done, recorded
         or skipped. The new moments wait for a vector like recorded ones."""
+        from .ingest import IngestReport, held_sources
+
         for part in plan.sessions:
             self.check_drafts(part.drafts, f"{part.task}: moment")
         held = held_sources(self.backend, {p.source_id for p in plan.sessions if p.source_id})
@@ -1035,6 +1031,8 @@ class Notebook:
         )
 
     def _start_ingested(self, part: IngestSession) -> Session:
+        from .ingest import SOURCE_RELATION
+
         session = self.start_session(part.task, started=part.started)
         if part.source_id is None:
             return session
@@ -1056,6 +1054,7 @@ class Notebook:
         notebooks, the thread map; checkpoints) into ``target``'s own store and checkpoint
         files. With ``media_to``, the media files go to ``media_to/media/`` (each checked
         against its SHA-256 first) and the cold archive's files to ``media_to/archive/``."""
+        from .exchange import Archives, ChatState, copy_notebook
         from .stores import open_checkpointer, open_store, store_items
 
         self.settle()  # the exported sessions count every moment
@@ -1099,6 +1098,7 @@ class Notebook:
         session. Imported moments without a vector are embedded like recorded ones. With
         ``media_from``, the media files they refer to are copied from ``media_from/media/``
         (checked against their SHA-256) and the archive files from ``media_from/archive/``."""
+        from .exchange import Archives, ChatState, copy_notebook
         from .stores import open_existing
 
         copied: list[str] = []
@@ -1227,6 +1227,8 @@ class Notebook:
         (see :mod:`agent_notebook.compaction.runner`). ``dry_run`` does the same on a copy
         and changes nothing. ``summarizer`` defaults to ``compaction.summarizer``: the
         extractive one, or with ``llm`` one over ``model`` that falls back to it."""
+        from .exchange import copy_notebook
+
         when = now_utc() if now is None else _aware(now, "now")
         chosen = summarizer or self._compaction_summarizer(model)
         archive = self._cold_archive(archive_dir)

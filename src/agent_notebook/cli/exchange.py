@@ -6,11 +6,10 @@ from collections.abc import Callable
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..exchange import CopyReport, export_target, media_home
 from ..storage import open_backend
 from .common import (
     HomeOption,
@@ -22,6 +21,9 @@ from .common import (
     reporting_errors,
     stderr,
 )
+
+if TYPE_CHECKING:  # the exchange loads when a command moves a notebook
+    from ..exchange import CopyReport
 
 
 class ExportKind(StrEnum):
@@ -42,6 +44,8 @@ def export(
 
     Example: agent-notebook export --to yaml ./notebook-yaml
     """
+    from ..exchange import export_target, media_home
+
     with (
         open_notebook(home) as nb,
         reporting_errors(),
@@ -66,6 +70,8 @@ def import_(
 
     Example: agent-notebook import ./notebook-yaml
     """
+    from ..exchange import media_home
+
     with open_notebook(home, create=True) as nb, reporting_errors():
         backend = open_backend(source)
         try:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from .. import config as cfg
 from ..errors import InvalidInput
-from ..ingest import IngestReport, parse_file
 from ..model import MomentDraft, validate_record
 from ..notebook import Notebook
 from ..storage import is_postgres_url
@@ -30,6 +29,9 @@ from .common import (
     stderr,
 )
 from .read import MOMENT_COLUMNS, SESSION_COLUMNS
+
+if TYPE_CHECKING:  # the parsers load when a command ingests
+    from ..ingest import IngestReport
 
 
 def init(
@@ -154,6 +156,8 @@ def ingest(
 
     Example: agent-notebook ingest chat.jsonl
     """
+    from ..ingest import parse_file
+
     with reporting_errors():
         plan = parse_file(file, format=source_format)
     with open_notebook(home, create=True) as nb, progress_bar() as bar:
