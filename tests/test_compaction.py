@@ -5,13 +5,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Sequence
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -21,9 +18,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.graph.message import add_messages
-from pydantic import Field
 
 from agent_notebook.errors import InvalidInput
 from agent_notebook.graph.compaction import (
@@ -43,6 +38,7 @@ from agent_notebook.summarize import (
     strip_think,
 )
 from agent_notebook.tokens import DEFAULT_COUNTER
+from chat_models import RecordingModel
 
 # --- conversations -------------------------------------------------------------------------
 
@@ -355,30 +351,6 @@ def test_extractive_keeps_previous_first_and_trims_its_oldest_end() -> None:
     )
     with pytest.raises(InvalidInput):
         ExtractiveSummarizer().summarize(SOURCES, max_tokens=0)
-
-
-class RecordingModel(BaseChatModel):
-    """Answers ``answer`` (or raises ``error``) and records every prompt it gets."""
-
-    answer: str = "summary"
-    error: str = ""
-    seen: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording"
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        self.seen.append(list(messages))
-        if self.error:
-            raise RuntimeError(self.error)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(self.answer))])
 
 
 def test_llm_summarizer_strips_think_blocks() -> None:

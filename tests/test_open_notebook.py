@@ -14,11 +14,9 @@ from typing import Annotated, Any, Optional, TypedDict
 
 import jinja2
 import pytest
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatResult
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
@@ -30,6 +28,7 @@ from agent_notebook.checkpoints import NOTHING_NEW, import_checkpoints
 from agent_notebook.config import ChatSettings
 from agent_notebook.graph import build_chat_graph
 from agent_notebook.graph.compaction import message_tokens
+from chat_models import RecordingModel
 
 TRIP = "on-trip"
 BUDGET = 400  # live tokens: far less than the imported thread holds
@@ -126,26 +125,6 @@ class Recording(FakeListChatModel):
     def _call(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> str:
         self.seen.append(list(messages))
         return super()._call(messages, *args, **kwargs)
-
-
-class Failing(BaseChatModel):
-    """A provider that is down."""
-
-    @property
-    def _llm_type(self) -> str:
-        return "failing"
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        raise RuntimeError("the provider is down")
-
-    async def _agenerate(self, *args: Any, **kwargs: Any) -> ChatResult:
-        raise RuntimeError("the provider is down")
 
 
 def settings(**extra: Any) -> ChatSettings:
@@ -255,7 +234,7 @@ def test_a_failed_turn_changes_no_checkpoint(
     (broken / "chat" / "system.jinja").write_text("Hello {{ no_such_variable }}")
     chat = settings(checkpoints=on_file, keep_checkpoints=keep)
     failing = [
-        build_chat_graph(nb, model=Failing(), settings=chat),
+        build_chat_graph(nb, model=RecordingModel(error="the provider is down"), settings=chat),
         build_chat_graph(nb, model=Recording(responses=["x"]), settings=chat, prompts_dir=broken),
     ]
     before = checkpoint_rows(on_file, TRIP)
@@ -276,7 +255,9 @@ def test_a_failed_turn_changes_no_checkpoint(
 
 
 def test_a_failed_turn_on_a_new_thread_leaves_no_checkpoint(nb: Notebook) -> None:
-    graph = build_chat_graph(nb, model=Failing(), settings=settings())
+    graph = build_chat_graph(
+        nb, model=RecordingModel(error="the provider is down"), settings=settings()
+    )
     with pytest.raises(RuntimeError, match="provider is down"):
         graph.invoke({"messages": [HumanMessage("hello")]}, config("fresh"))
     assert graph.get_state(config("fresh")).values == {}

@@ -10,39 +10,25 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from agent_notebook import Notebook
-from agent_notebook.model import Moment, Session
+from agent_notebook.model import Session
 from agent_notebook.notebook import SESSION_ROW_LAG
 from agent_notebook.privacy.crypto import Cipher, generate_key
 from agent_notebook.search.lexical import terms
 from agent_notebook.storage.base import MomentFilter
 from agent_notebook.storage.sqlite import SqliteBackend
+from test_sqlite_backend import SESSION, WHEN, moment  # one way to make a moment
 
-WHEN = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-SESSION = "s_2026-03-01_001"
 TEXTS = [
     "Booked the 09:04 TGV to Lyon Part-Dieu, seat 42, coach 7.",
     "The migration failed with database is locked, retrying.",
     "Remember that Priya is vegetarian for the dinner at Brasserie Georges.",
     "ok thanks!",
 ]
-
-
-def moment(number: int, text: str, concepts: list[str]) -> Moment:
-    return Moment.model_validate(
-        {
-            "id": f"m_{number}",
-            "session": SESSION,
-            "timestamp": WHEN,
-            "content": {"text": text},
-            "metadata": {"concepts": concepts},
-        }
-    )
 
 
 def derived_rows(conn: sqlite3.Connection) -> tuple[int, int, int]:
