@@ -45,14 +45,14 @@ def _revision_tag(revision: int) -> str:
     return f'"rev-{revision}"'
 
 
-def _thread(thread_id: str) -> str:
+def checked_thread(thread_id: str) -> str:
     """Control characters (a NUL) are refused here: the store cannot hold them in a key."""
     if any(ord(c) < 32 or ord(c) == 127 for c in thread_id):
         raise InvalidInput(f"invalid thread id {thread_id!r}: it holds a control character")
     return thread_id
 
 
-def _section(name: str) -> str:
+def checked_section(name: str) -> str:
     try:
         return sections.check_section(name)
     except InvalidInput as err:  # in a path, an unknown section is not found
@@ -62,7 +62,7 @@ def _section(name: str) -> str:
 @router.get("/{thread_id}/notebook")
 def read_notebook(thread_id: str, nb: Nb, response: Response) -> SessionNotebookView:
     """The thread's session notebook (the template when it has none yet)."""
-    revision, content = nb.session_notebook(_thread(thread_id)).sync.revision()
+    revision, content = nb.session_notebook(checked_thread(thread_id)).sync.revision()
     set_etag(response, _revision_tag(revision))
     return SessionNotebookView(
         thread_id=thread_id, revision=revision, content=content, sections=sections.parse(content)
@@ -72,8 +72,8 @@ def read_notebook(thread_id: str, nb: Nb, response: Response) -> SessionNotebook
 @router.get("/{thread_id}/notebook/sections/{section}")
 def read_section(thread_id: str, section: str, nb: Nb, response: Response) -> SectionView:
     """One section's text; its ETag goes in ``If-Match`` of your next PUT."""
-    name = _section(section)
-    text = nb.session_notebook(_thread(thread_id)).sync.get_section(name)
+    name = checked_section(section)
+    text = nb.session_notebook(checked_thread(thread_id)).sync.get_section(name)
     set_etag(response, etag_of(text))
     return SectionView(thread_id=thread_id, section=name, content=text)
 
@@ -89,8 +89,8 @@ def update_section(
 ) -> SectionView:
     """Replace one section; then sections over budget are condensed (cut text is kept as
     moments of the thread's session, and ``condensed`` says where)."""
-    name = _section(section)
-    notes = nb.session_notebook(_thread(thread_id)).sync
+    name = checked_section(section)
+    notes = nb.session_notebook(checked_thread(thread_id)).sync
 
     def check(current: str) -> None:
         check_if_match(if_match, etag_of(current), f"section {name!r} of {thread_id}")

@@ -16,7 +16,7 @@ from ...errors import Conflict, InvalidInput
 from ...session import SessionNotebookSync, sections
 from ...stores import thread_ids
 from ..deps import check_if_match, etag_of
-from ..sections_api import _section, _thread
+from ..sections_api import checked_section, checked_thread
 from .common import PAGE, Checked, Nb, Offset, Pager, back_to
 from .render import page
 
@@ -73,7 +73,7 @@ def _thread_page(
     status: int = 200,
     problem: dict[str, str] | None = None,
 ) -> HTMLResponse:
-    notes = nb.session_notebook(_thread(thread_id)).sync
+    notes = nb.session_notebook(checked_thread(thread_id)).sync
     views = _views(notes)
     return page(
         request,
@@ -105,8 +105,8 @@ def edit_section(
     """Replace one section as ``PUT /api/threads/…/sections/…`` does (the same check under
     the same lock), then condense what is over budget. A conflict or a refused text shows
     the page again, the text typed kept, nothing changed."""
-    name = _section(section)
-    notes = nb.session_notebook(_thread(thread_id)).sync
+    name = checked_section(section)
+    notes = nb.session_notebook(checked_thread(thread_id)).sync
 
     def check(current: str) -> None:
         check_if_match(etag, etag_of(current), f"section {name!r} of {thread_id}")
@@ -124,5 +124,5 @@ def edit_section(
 @router.get("/notebooks/{thread_id}/cut", response_class=HTMLResponse)
 def cut(request: Request, thread_id: str, ref: str, nb: Nb) -> HTMLResponse:
     """The text a condensed section's marker names."""
-    text = nb.session_notebook(_thread(thread_id)).sync.fetch_cut(ref)
+    text = nb.session_notebook(checked_thread(thread_id)).sync.fetch_cut(ref)
     return page(request, "cut.html", thread_id=thread_id, ref=ref, text=text)
