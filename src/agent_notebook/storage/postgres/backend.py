@@ -30,7 +30,8 @@ from ...errors import InvalidInput, StorageError
 from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
 from ...search.lexical import terms
 from .. import rows, sql
-from ..base import Capabilities, MomentBrief, MomentFilter, StorageBackend
+from ..base import Capabilities, MomentFilter
+from ..sqlbase import SqlReads
 from ..sqlite import sealed
 from . import schema
 
@@ -71,7 +72,9 @@ def redacted_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-class PostgresBackend(StorageBackend):
+class PostgresBackend(SqlReads):
+    _mark = "%s"
+    _nocase = _NOCASE
     capabilities = Capabilities(
         name="postgres",
         crash_atomic=True,
@@ -267,10 +270,6 @@ class PostgresBackend(StorageBackend):
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def get_session(self, session_id: str) -> Session | None:
-        found = self._query("SELECT body FROM sessions WHERE id = %s", (session_id,))
-        return sealed.session_from_row(self.cipher, found[0][0]) if found else None
-
     def put_session(self, session: Session) -> None:
         row = rows.session_row(session)
         if self.cipher is not None:
@@ -289,9 +288,6 @@ class PostgresBackend(StorageBackend):
             (limit, offset),
         )
         return [sealed.session_from_row(self.cipher, body) for (body,) in found]
-
-    def count_sessions(self) -> int:
-        return int(self._query("SELECT count(*) FROM sessions")[0][0])
 
     def delete_session(self, session_id: str) -> None:
         with self.atomic():
@@ -327,6 +323,9 @@ class PostgresBackend(StorageBackend):
             changed = [num for num, old in replaced.items() if old.content.text != texts[num]]
             # a vector describes the text it was made from
             self._write("DELETE FROM moment_vectors WHERE num = ANY(%s::bigint[])", (changed,))
+
+    def _brief_rows(self, nums: Sequence[int]) -> list[Any]:
+        return self._query(schema.SELECT_BRIEFS, (list(nums),))
 
     def _moments_by_num(self, nums: Sequence[int]) -> dict[int, Moment]:
         """The stored moments among ``nums``, by number."""
@@ -392,35 +391,6 @@ class PostgresBackend(StorageBackend):
             ([name for name, _ in pairs], [num for _, num in pairs]),
         )
 
-    def get_moment(self, moment_id: str) -> Moment | None:
-        num = moment_number(moment_id)
-        found = self._query("SELECT text, body FROM moments WHERE num = %s", (num,))
-        return self._moments_from(found)[0] if found else None
-
-    def get_moments(self, moment_ids: Sequence[str]) -> list[Moment]:
-        nums = [moment_number(mid) for mid in moment_ids]
-        found = self._moments_by_num(nums)
-        return [found[n] for n in nums if n in found]
-
-    def moment_briefs(self, moment_ids: Sequence[str]) -> list[MomentBrief]:
-        # Read from the columns and the JSON body in SQL: no moment is parsed or validated.
-        nums = [moment_number(mid) for mid in moment_ids]
-        found = {
-            row[0]: MomentBrief(
-                number=row[0],
-                session=row[1],
-                timestamp=rows.from_us(row[2]),
-                role=row[3],
-                speaker=row[4],
-                importance=row[5],
-                decay_rate=row[6],
-                redacted=bool(row[7]),
-                asks=bool(row[8]),
-            )
-            for row in self._query(schema.SELECT_BRIEFS, (nums,))
-        }
-        return [found[n] for n in nums if n in found]
-
     def list_moments(
         self, session_id: str | None = None, offset: int = 0, limit: int | None = None
     ) -> list[Moment]:
@@ -430,19 +400,6 @@ class PostgresBackend(StorageBackend):
             (*params, limit, offset),
         )
         return self._moments_from(found)
-
-    def count_moments(self, session_id: str | None = None) -> int:
-        if session_id is None:
-            return int(self._query("SELECT count(*) FROM moments")[0][0])
-        found = self._query("SELECT count(*) FROM moments WHERE session_id = %s", (session_id,))
-        return int(found[0][0])
-
-    def moment_numbers(self, where: MomentFilter) -> list[int]:
-        conditions, params = sql.filter_sql(where, "%s", _NOCASE)
-        select = "SELECT m.num FROM moments m" + (
-            " WHERE " + " AND ".join(conditions) if conditions else ""
-        )
-        return [num for (num,) in self._query(select + " ORDER BY m.num", params)]
 
     def media_signatures(self, kind: Literal["image", "audio"]) -> list[tuple[int, str]]:
         if self.cipher is not None:  # sealed bodies: read through the moments, opened
@@ -505,15 +462,6 @@ class PostgresBackend(StorageBackend):
 
     # -- concepts ---------------------------------------------------------------------------
 
-    def get_concept(self, concept: str) -> ConceptEntry | None:
-        found = self._query(
-            "SELECT cm.num, m.session_id FROM concepts c "
-            "JOIN concept_moments cm ON cm.concept_id = c.id JOIN moments m ON m.num = cm.num "
-            "WHERE c.name = %s ORDER BY cm.num",
-            (self._name(concept),),
-        )
-        return sql.concept_entry(concept, found) if found else None
-
     def concept_members(self, concept: str, at_most: int) -> list[int] | None:
         found = self._query(
             "SELECT cm.num FROM concepts c JOIN concept_moments cm ON cm.concept_id = c.id "
@@ -545,9 +493,6 @@ class PostgresBackend(StorageBackend):
             for cid, group in itertools.groupby(members, key=lambda r: r[0])
         }
         return [sql.concept_entry(name, by_concept.get(cid, [])) for name, cid in page]
-
-    def count_concepts(self) -> int:
-        return int(self._query("SELECT count(DISTINCT concept_id) FROM concept_moments")[0][0])
 
     # -- search -----------------------------------------------------------------------------
 
@@ -619,17 +564,6 @@ class PostgresBackend(StorageBackend):
             "SELECT body FROM archived ORDER BY num LIMIT %s OFFSET %s", (limit, offset)
         )
         return [sealed.archive_from_row(self.cipher, body) for (body,) in found]
-
-    def count_archived(self) -> int:
-        return int(self._query("SELECT count(*) FROM archived")[0][0])
-
-    def archived_with_concept(self, concept: str) -> list[str]:
-        found = self._query(
-            "SELECT ac.num FROM concepts c JOIN archived_concepts ac ON ac.concept_id = c.id "
-            "WHERE c.name = %s ORDER BY ac.num",
-            (self._name(concept),),
-        )
-        return [f"m_{num}" for (num,) in found]
 
     # -- lifecycle --------------------------------------------------------------------------
 

@@ -26,9 +26,10 @@ from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session,
 from ...privacy.crypto import sealed_key_id
 from ...search.lexical import terms
 from .. import sql
-from ..base import Activity, Capabilities, MomentBrief, MomentFilter, StorageBackend
+from ..base import Activity, Capabilities, MomentFilter
 from ..files import ensure_private_dir, ensure_private_file
 from ..sql import concept_entry as _concept_entry
+from ..sqlbase import SqlReads
 from . import schema, sealed
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 POSTINGS_BUDGET = sql.POSTINGS_BUDGET
 
 
-class SqliteBackend(StorageBackend):
+class SqliteBackend(SqlReads):
     capabilities = Capabilities(
         name="sqlite",
         crash_atomic=True,
@@ -222,10 +223,6 @@ class SqliteBackend(StorageBackend):
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def get_session(self, session_id: str) -> Session | None:
-        rows = self._query("SELECT body FROM sessions WHERE id = ?", (session_id,))
-        return sealed.session_from_row(self.cipher, rows[0][0]) if rows else None
-
     def put_session(self, session: Session) -> None:
         with self.atomic():
             self._conn.execute(
@@ -247,9 +244,6 @@ class SqliteBackend(StorageBackend):
             (_limit(limit), offset),
         )
         return [sealed.session_from_row(self.cipher, body) for (body,) in rows]
-
-    def count_sessions(self) -> int:
-        return int(self._query("SELECT count(*) FROM sessions")[0][0])
 
     def delete_session(self, session_id: str) -> None:
         with self.atomic():
@@ -382,6 +376,9 @@ class SqliteBackend(StorageBackend):
         """The stored versions of the moments about to be overwritten, by number."""
         return self._moments_by_num([m.number for m in moments])
 
+    def _brief_rows(self, nums: Sequence[int]) -> list[Any]:
+        return self._rows_by_num(schema.SELECT_BRIEFS, nums)
+
     def _moments_by_num(self, nums: Sequence[int]) -> dict[int, Moment]:
         """The stored moments among ``nums``, by number."""
         rows = self._rows_by_num("SELECT num, text, body FROM moments WHERE num IN", nums)
@@ -421,35 +418,6 @@ class SqliteBackend(StorageBackend):
             [(num, name) for name, num in pairs],
         )
 
-    def get_moment(self, moment_id: str) -> Moment | None:
-        num = moment_number(moment_id)
-        rows = self._query("SELECT text, body FROM moments WHERE num = ?", (num,))
-        return self._moments_from(rows)[0] if rows else None
-
-    def get_moments(self, moment_ids: Sequence[str]) -> list[Moment]:
-        nums = [moment_number(mid) for mid in moment_ids]
-        found = self._moments_by_num(nums)
-        return [found[n] for n in nums if n in found]
-
-    def moment_briefs(self, moment_ids: Sequence[str]) -> list[MomentBrief]:
-        # Read from the columns and the JSON body in SQL: no moment is parsed or validated.
-        nums = [moment_number(mid) for mid in moment_ids]
-        found = {
-            row[0]: MomentBrief(
-                number=row[0],
-                session=row[1],
-                timestamp=schema.from_us(row[2]),
-                role=row[3],
-                speaker=row[4],
-                importance=row[5],
-                decay_rate=row[6],
-                redacted=bool(row[7]),
-                asks=bool(row[8]),
-            )
-            for row in self._rows_by_num(schema.SELECT_BRIEFS, nums)
-        }
-        return [found[n] for n in nums if n in found]
-
     def list_moments(
         self, session_id: str | None = None, offset: int = 0, limit: int | None = None
     ) -> list[Moment]:
@@ -472,19 +440,6 @@ class SqliteBackend(StorageBackend):
             (session_id, after),
         )
         return [Activity(num, schema.from_us(us), text) for num, us, text in rows]
-
-    def count_moments(self, session_id: str | None = None) -> int:
-        if session_id is None:
-            return int(self._query("SELECT count(*) FROM moments")[0][0])
-        rows = self._query("SELECT count(*) FROM moments WHERE session_id = ?", (session_id,))
-        return int(rows[0][0])
-
-    def moment_numbers(self, where: MomentFilter) -> list[int]:
-        conditions, params = sql.filter_sql(where)
-        select = "SELECT m.num FROM moments m" + (
-            " WHERE " + " AND ".join(conditions) if conditions else ""
-        )
-        return [num for (num,) in self._query(select + " ORDER BY m.num", params)]
 
     def media_signatures(self, kind: Literal["image", "audio"]) -> list[tuple[int, str]]:
         if self.cipher is not None:  # sealed bodies: read through the moments, opened
@@ -541,16 +496,6 @@ class SqliteBackend(StorageBackend):
 
     # -- concepts ---------------------------------------------------------------------------
 
-    def get_concept(self, concept: str) -> ConceptEntry | None:
-        self.settle()
-        rows = self._query(
-            "SELECT cm.num, m.session_id FROM concepts c "
-            "JOIN concept_moments cm ON cm.concept_id = c.id JOIN moments m ON m.num = cm.num "
-            "WHERE c.name = ? ORDER BY cm.num",
-            (self._name(concept),),
-        )
-        return _concept_entry(concept, rows) if rows else None
-
     def concept_members(self, concept: str, at_most: int) -> list[int] | None:
         self.settle()
         rows = self._query(
@@ -597,10 +542,6 @@ class SqliteBackend(StorageBackend):
             )
             entries.append(_concept_entry(name, rows))
         return entries
-
-    def count_concepts(self) -> int:
-        self.settle()
-        return int(self._query("SELECT count(DISTINCT concept_id) FROM concept_moments")[0][0])
 
     # -- search -----------------------------------------------------------------------------
 
@@ -685,17 +626,6 @@ class SqliteBackend(StorageBackend):
             "SELECT body FROM archived ORDER BY num LIMIT ? OFFSET ?", (_limit(limit), offset)
         )
         return [sealed.archive_from_row(self.cipher, body) for (body,) in rows]
-
-    def count_archived(self) -> int:
-        return int(self._query("SELECT count(*) FROM archived")[0][0])
-
-    def archived_with_concept(self, concept: str) -> list[str]:
-        rows = self._query(
-            "SELECT ac.num FROM concepts c JOIN archived_concepts ac ON ac.concept_id = c.id "
-            "WHERE c.name = ? ORDER BY ac.num",
-            (self._name(concept),),
-        )
-        return [f"m_{num}" for (num,) in rows]
 
     # -- key rotation ---------------------------------------------------------------------------
 
