@@ -52,14 +52,16 @@ def serve(
     Every request needs 'Authorization: Bearer <token>': the owner's token is in
     <home>/secrets/owner-token (created now if missing; 'agent-notebook token rotate-owner'
     replaces it, taken up without a restart); guests get theirs from 'agent-notebook token
-    create --guest NAME'. A port that is in use fails at once, with exit code 1.
+    create --guest NAME'. A PostgreSQL notebook keeps the tokens' hashes in its database, so
+    any number of servers on any machines can serve it, each stateless. A port that is in
+    use fails at once, with exit code 1.
 
     Example: agent-notebook serve --port 8765 --model openai:gpt-4o-mini
     """
     import uvicorn
 
     from .. import config as cfg
-    from ..privacy.tokens import ensure_owner_token, owner_token_path
+    from ..privacy.tokens import open_tokens
     from ..server import ServerSettings, create_app
     from ..server.listen import listen
     from ..storage.files import ensure_private_dir
@@ -75,13 +77,14 @@ def serve(
         sock = listen(host, port)  # first: a taken port fails now, not after the opening
         for root in settings.all_homes():
             ensure_private_dir(root)
-            _, created = ensure_owner_token(root)
-            made = "created now; " if created else ""
-            stderr.print(
-                f"{root}: clients send 'Authorization: Bearer <token>' with the owner token in "
-                f"{owner_token_path(root)} ({made}guest tokens: agent-notebook token create)",
-                highlight=False,
-            )
+            with open_tokens(root, backend) as tokens:
+                _, created = tokens.ensure_owner()
+                made = "created now; " if created else ""
+                stderr.print(
+                    f"{root}: clients send 'Authorization: Bearer <token>'; "
+                    f"{tokens.owner_hint()} ({made}guest tokens: agent-notebook token create)",
+                    highlight=False,
+                )
     config = uvicorn.Config(create_app(settings), host=host, port=port, log_level=log_level)
     with sock:
         uvicorn.Server(config).run(sockets=[sock])

@@ -2,7 +2,9 @@
 
 The owner's token is made by ``init`` (or the first ``serve``), kept in
 ``<home>/secrets/owner-token`` and replaced by ``rotate-owner``; guest tokens are made here,
-shown once, and kept only as a hash."""
+shown once, and kept only as a hash. A PostgreSQL notebook keeps every token's hash in its
+database, so these commands on any machine reach every server (see
+:mod:`agent_notebook.privacy.tokens`)."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ import typer
 
 from .. import config as cfg
 from ..errors import NotFound
-from ..privacy.tokens import TokenStore, owner_token_path, rotate_owner_token
+from ..privacy.tokens import open_tokens, owner_token_path
 from .common import FormatOption, HomeOption, OutputFormat, emit, reporting_errors, stderr, when
+from .serve import BackendOption
 
 app = typer.Typer(
     name="token",
@@ -44,6 +47,7 @@ def create(
         str, typer.Option("--guest", help="The guest's name (letters, digits, '.', '_', '-').")
     ],
     home: HomeOption = None,
+    backend: BackendOption = None,
 ) -> None:
     """Create a guest token: it may read slices (GET /api/slice), write back (POST
     /api/sessions/{id}/write-back) and use the guest MCP tools at /mcp-guest/. The token is
@@ -51,8 +55,7 @@ def create(
 
     Example: agent-notebook token create --guest planner
     """
-    with reporting_errors():
-        store = TokenStore(_home(home))
+    with reporting_errors(), open_tokens(_home(home), backend) as store:
         token = store.create_guest(guest)
     stderr.print(
         f"guest token {guest!r} created; it is shown only now: give it to the guest agent "
@@ -63,13 +66,15 @@ def create(
 
 
 @app.command("list")
-def list_(home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE) -> None:
+def list_(
+    home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE, backend: BackendOption = None
+) -> None:
     """List the tokens of the notebook: the owner's and each guest's (names, never secrets).
 
     Example: agent-notebook token list
     """
-    with reporting_errors():
-        rows = TokenStore(_home(home)).listing()
+    with reporting_errors(), open_tokens(_home(home), backend) as store:
+        rows = store.listing()
     emit(rows, fmt, TOKEN_COLUMNS)
 
 
@@ -77,28 +82,31 @@ def list_(home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE) -> No
 def revoke(
     name: Annotated[str, typer.Argument(help="The guest token's name.")],
     home: HomeOption = None,
+    backend: BackendOption = None,
 ) -> None:
     """Revoke a guest token; a running server refuses it (401) from its next request.
 
     Example: agent-notebook token revoke planner
     """
-    with reporting_errors():
-        TokenStore(_home(home)).revoke(name)
+    with reporting_errors(), open_tokens(_home(home), backend) as store:
+        store.revoke(name)
     stderr.print(f"guest token {name!r} revoked", highlight=False)
     print(name)
 
 
 @app.command("rotate-owner")
-def rotate_owner(home: HomeOption = None) -> None:
+def rotate_owner(home: HomeOption = None, backend: BackendOption = None) -> None:
     """Replace the owner token (after a leak, say): the new one is written to
     <home>/secrets/owner-token (0600) and printed on stdout; the old one stops working at
-    once, on a running server too (no restart). Guest tokens are not touched.
+    once, on a running server too (no restart), and for a PostgreSQL notebook on every
+    server of its database (which keeps only the hash). Guest tokens are not touched.
 
     Example: agent-notebook token rotate-owner
     """
     with reporting_errors():
         root = _home(home)
-        token = rotate_owner_token(root)
+        with open_tokens(root, backend) as store:
+            token = store.rotate_owner()
     stderr.print(
         f"owner token rotated: the new one is in {owner_token_path(root)}; the old one is "
         "no longer valid, so update the clients that sent it",

@@ -107,8 +107,14 @@ class Compactor:
         self._steps = 0
 
     def run(self, now: datetime, *, progress: Progress | None = None) -> CompactionReport:
+        """One run at a time per notebook, even with many servers on one database (the
+        backend's :meth:`~agent_notebook.storage.StorageBackend.maintenance_lock`)."""
         if now.tzinfo is None or now.utcoffset() is None:
             raise InvalidInput(f"compact: now ({now}) has no timezone; give a UTC time")
+        with self.backend.maintenance_lock("compaction"):
+            return self._run(now, progress)
+
+    def _run(self, now: datetime, progress: Progress | None) -> CompactionReport:
         report = CompactionReport(now=now, dry_run=False)
         active = self._active()
         report.active_before = len(active)

@@ -18,7 +18,7 @@ from pathlib import Path
 from .. import config as cfg
 from ..compaction import ARCHIVE_DIR
 from ..errors import InvalidInput, StorageError
-from ..storage import SqliteBackend, YamlDirBackend, open_backend
+from ..storage import SqliteBackend, StorageBackend, YamlDirBackend, open_backend
 from ..storage.files import write_atomic
 from ..stores import CHECKPOINT_FILE, store_path
 from .crypto import CHECKPOINT_CIPHER, Cipher, load_key, sealed_key_id
@@ -49,15 +49,22 @@ def rotate_key(home: Path, new_key: bytes) -> RotationReport:
     cipher = Cipher(new_key, also=[old_key], source=f"{source} (or the new key)")
     backend = open_backend(cfg.backend_location(home, conf), cipher=cipher)
     try:
-        if isinstance(backend, SqliteBackend | YamlDirBackend):
-            records = backend.reseal()
-        else:
-            raise InvalidInput(f"the {backend.capabilities.name} backend stores nothing to seal")
-        checkpoints = _reseal_checkpoints(_checkpoint_file(home, conf, backend), cipher)
-        if (store := store_path(backend)) is not None:
-            records += _reseal_store(store, cipher)
+        with backend.maintenance_lock("key-rotation"):  # one rotation, whatever the servers
+            return _rotate(home, conf, backend, cipher, old_key)
     finally:
         backend.close()
+
+
+def _rotate(
+    home: Path, conf: cfg.NotebookConfig, backend: StorageBackend, cipher: Cipher, old_key: bytes
+) -> RotationReport:
+    if isinstance(backend, SqliteBackend | YamlDirBackend):
+        records = backend.reseal()
+    else:
+        raise InvalidInput(f"the {backend.capabilities.name} backend stores nothing to seal")
+    checkpoints = _reseal_checkpoints(_checkpoint_file(home, conf, backend), cipher)
+    if (store := store_path(backend)) is not None:
+        records += _reseal_store(store, cipher)
     return RotationReport(
         old_key_id=Cipher(old_key).key_id.hex(),
         new_key_id=cipher.key_id.hex(),

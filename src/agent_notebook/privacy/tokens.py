@@ -1,6 +1,8 @@
-"""API tokens for ``agent-notebook serve``: one owner token and named guest tokens per home.
+"""API tokens for ``agent-notebook serve``: one owner token and named guest tokens per
+notebook, behind one interface (:class:`Tokens`) with two homes for them.
 
-Everything lives in ``<home>/secrets/`` (0700), each file 0600:
+A file notebook (SQLite, YAML) keeps them in ``<home>/secrets/`` (0700), each file 0600
+(:class:`FileTokens`):
 
 * ``owner-token`` holds the owner's token in clear. The owner's own tools (curl, scripts, the
   tests) must send it, and the file sits beside the notebook it protects in the same
@@ -9,6 +11,13 @@ Everything lives in ``<home>/secrets/`` (0700), each file 0600:
 * ``guest-tokens.json`` holds, per guest, only the SHA-256 of its token with its name, role
   and creation time. A guest token is shown once, when it is created; a leaked file does not
   leak it, and revoking the name ends it.
+
+A PostgreSQL notebook, served by many stateless servers on many machines, keeps them in the
+database (:class:`DatabaseTokens`, table ``api_tokens``): only hashes, the owner's too, so
+every server honours a token made, revoked or rotated anywhere at its next request. The
+owner's clear token is printed once, by whichever command made it (the first ``serve``,
+``token rotate-owner``), and kept for the owner's own CLI and scripts in that machine's
+``<home>/secrets/owner-token``; other machines never see it in clear (copy it, or rotate).
 
 Tokens are ``secrets.token_urlsafe(32)`` (256 bits) and are compared in constant time.
 """
@@ -21,10 +30,12 @@ import json
 import os
 import re
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -150,8 +161,20 @@ def check_guest_name(name: str) -> str:
     return name
 
 
-class TokenStore:
-    """The tokens of one home. Writes hold a lock and replace the file atomically; reads of
+class Tokens(Protocol):
+    """Where a notebook's tokens are kept: the server asks it at every request."""
+
+    def identify(self, token: str) -> Grant | None: ...
+    def listing(self) -> list[TokenInfo]: ...
+    def create_guest(self, name: str) -> str: ...
+    def revoke(self, name: str) -> TokenRecord: ...
+    def ensure_owner(self) -> tuple[str | None, bool]: ...
+    def rotate_owner(self) -> str: ...
+    def owner_hint(self) -> str: ...
+
+
+class FileTokens:
+    """The tokens of one home, in its ``secrets`` directory. Writes hold a lock and replace the file atomically; reads of
     the token files are cached by their inode, times and size (one ``stat`` a request), so
     a long-running server sees tokens created, revoked or rotated by the CLI at its next
     request."""
@@ -243,7 +266,145 @@ class TokenStore:
             self._save([r for r in records if r.name != name])
         return gone[0]
 
+    def ensure_owner(self) -> tuple[str | None, bool]:
+        return ensure_owner_token(self.home)
+
+    def rotate_owner(self) -> str:
+        return rotate_owner_token(self.home)
+
+    def owner_hint(self) -> str:
+        return f"the owner token is in {owner_token_path(self.home)}"
+
     def _save(self, records: list[TokenRecord]) -> None:
         data = _GuestFile(tokens=records).model_dump_json(indent=2).encode()
         _write_private(self.guest_path, data)
         self._cache = None
+
+
+#: The name the files give the owner.
+TokenStore = FileTokens
+
+
+class TokenTable(Protocol):
+    """What :class:`DatabaseTokens` needs of a database: rows of (role, name, sha256,
+    created), written each in its own transaction."""
+
+    @property
+    def location(self) -> str: ...
+    def api_tokens(self) -> list[tuple[str, str, str, datetime]]: ...
+    def add_api_token(self, role: Role, name: str, sha256: str, created: datetime) -> bool: ...
+    def set_api_token(self, role: Role, name: str, sha256: str, created: datetime) -> None: ...
+    def delete_api_token(self, role: Role, name: str) -> bool: ...
+
+
+class DatabaseTokens:
+    """The tokens of a notebook shared by many servers: hashes in its database (read at
+    every request, so nothing is cached that another server could change), the owner's
+    clear token in this machine's ``<home>/secrets/owner-token`` when it was made here."""
+
+    def __init__(self, table: TokenTable, home: Path) -> None:
+        self.table, self.home = table, home
+
+    def _records(self) -> list[TokenRecord]:
+        return [
+            TokenRecord(name=name, role=role, sha256=digest, created=created)  # type: ignore[arg-type]
+            for role, name, digest, created in self.table.api_tokens()
+        ]
+
+    def identify(self, token: str) -> Grant | None:
+        digest = _hash(token)
+        found = None
+        for record in self._records():  # every record is compared: no early exit to time
+            if hmac.compare_digest(record.sha256, digest):
+                found = Grant(record.role, record.name)
+        return found
+
+    def listing(self) -> list[TokenInfo]:
+        where = f"the database {self.table.location}"
+        records = sorted(self._records(), key=lambda r: (r.role != "owner", r.name))
+        return [
+            TokenInfo(name=r.name, role=r.role, created=r.created, where=where) for r in records
+        ]
+
+    def create_guest(self, name: str) -> str:
+        check_guest_name(name)
+        token = secrets.token_urlsafe(32)
+        if not self.table.add_api_token("guest", name, _hash(token), now_utc()):
+            raise Conflict(
+                f"a guest token named {name!r} exists already: revoke it first "
+                f"('agent-notebook token revoke {name}') or choose another name"
+            )
+        return token
+
+    def revoke(self, name: str) -> TokenRecord:
+        gone = [r for r in self._records() if r.role == "guest" and r.name == name]
+        if not gone or not self.table.delete_api_token("guest", name):
+            known = ", ".join(r.name for r in self._records() if r.role == "guest") or "none"
+            raise NotFound(f"no guest token named {name!r} (guest tokens: {known})")
+        return gone[0]
+
+    def ensure_owner(self) -> tuple[str | None, bool]:
+        """The owner's token, made now if the database has none (then also written to this
+        home); None when it was made elsewhere and this home holds no copy of it."""
+        token = secrets.token_urlsafe(32)
+        if self.table.add_api_token("owner", "owner", _hash(token), now_utc()):
+            self._keep_locally(token)  # after the insert: a lost race writes nothing
+            return token, True
+        local = self._local_owner()
+        return local, False
+
+    def rotate_owner(self) -> str:
+        token = secrets.token_urlsafe(32)
+        self.table.set_api_token("owner", "owner", _hash(token), now_utc())
+        self._keep_locally(token)
+        return token
+
+    def owner_hint(self) -> str:
+        if self._local_owner() is not None:
+            return f"the owner token is in {owner_token_path(self.home)}"
+        return (
+            "the database keeps only the owner token's hash and this machine has no copy: use "
+            "the token printed where it was made, or 'agent-notebook token rotate-owner'"
+        )
+
+    def _local_owner(self) -> str | None:
+        """This home's copy of the owner token, if it is the current one."""
+        try:
+            local = read_owner_token(self.home)
+        except NotFound:
+            return None
+        grant = self.identify(local)
+        return local if grant is not None and grant.role == "owner" else None
+
+    def _keep_locally(self, token: str) -> None:
+        ensure_private_dir(secrets_dir(self.home))
+        with exclusive_lock(secrets_dir(self.home) / LOCK_FILE):
+            _write_private(owner_token_path(self.home), (token + "\n").encode())
+
+
+def tokens_of(home: Path, backend: object) -> Tokens:
+    """Where the notebook in ``home``, stored by ``backend``, keeps its tokens: the database
+    when it can hold them (a PostgreSQL notebook), else ``home``'s files."""
+    if all(hasattr(backend, m) for m in ("api_tokens", "add_api_token", "set_api_token")):
+        return DatabaseTokens(backend, home)  # type: ignore[arg-type]
+    return FileTokens(home)
+
+
+@contextmanager
+def open_tokens(home: Path, backend: str | None = None) -> Iterator[Tokens]:
+    """The tokens of the notebook in ``home`` (``backend`` overrides its configured one),
+    for the CLI: a PostgreSQL notebook's database is opened for the time of the block."""
+    from .. import config as cfg
+    from ..storage import is_postgres_url, open_backend
+    from .crypto import load_cipher
+
+    conf = cfg.load_config(home)
+    location = cfg.backend_location(home, conf, backend)
+    if not is_postgres_url(location):
+        yield FileTokens(home)
+        return
+    opened = open_backend(location, cipher=load_cipher(conf.privacy.encryption, home))
+    try:
+        yield tokens_of(home, opened)
+    finally:
+        opened.close()

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from .. import __version__
 from ..errors import InvalidInput
 from ..notebook import Notebook
-from ..privacy.tokens import TokenStore, ensure_owner_token, owner_token_path, read_owner_token
+from ..privacy.tokens import tokens_of
 from . import chat, errors, export, notebook_api, sections_api, web
 from .auth import ACCESS_KEY, Access, BearerAuth, McpByToken, Tenant, Tenants
 from .chat_service import ChatService
@@ -90,12 +90,13 @@ async def _open_tenant(home: Path, settings: ServerSettings, stack: AsyncExitSta
 
     nb = Notebook.open(home, backend=settings.backend, background_embedding=True)
     stack.callback(nb.close)  # after the MCP servers below have stopped
-    _, created = ensure_owner_token(home)
+    tokens = tokens_of(home, nb.backend)  # the database's for a Postgres notebook
+    _, created = tokens.ensure_owner()
     if created:
-        log.warning("created the owner token of %s in %s", home, owner_token_path(home))
+        log.warning("created the owner token of %s: %s", home, tokens.owner_hint())
     tenant = Tenant(
         home=home,
-        tokens=TokenStore(home),
+        tokens=tokens,
         notebook=nb,
         chat=ChatService(
             nb,
@@ -117,10 +118,12 @@ def _check_distinct(tenants: Tenants) -> None:
     """Two homes with one owner token (a copied home) would make the token ambiguous."""
     seen: dict[str, str] = {}
     for tenant in tenants.items:
-        token = read_owner_token(tenant.home)
+        token, _ = tenant.tokens.ensure_owner()  # made already: this only reads it
+        if token is None:  # a database's, made elsewhere: its hash is this notebook's own
+            continue
         if token in seen:
             raise InvalidInput(
                 f"{tenant.home} and {seen[token]} have the same owner token: delete "
-                f"{owner_token_path(tenant.home)} and start again to make a new one"
+                f"its owner token ({tenant.tokens.owner_hint()}) and start again to make a new one"
             )
         seen[token] = str(tenant.home)

@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import NotebookError
 from ..notebook import Notebook
-from ..privacy.tokens import Grant, TokenStore
+from ..privacy.tokens import Grant, Tokens
 from .chat_service import ChatService
 from .errors import HIDDEN_PLACES_KEY, Forbidden, error_response, is_api_path, status_of
 from .guest_rights import GUEST_MAY, guest_may_request, hide_places, notebook_places
@@ -62,7 +62,7 @@ class Tenant:
     """One owner's notebook on the server, with what the server keeps for it."""
 
     home: Path
-    tokens: TokenStore
+    tokens: Tokens
     notebook: Notebook
     chat: ChatService
     owner_mcp: ASGIApp | None = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
@@ -337,6 +337,15 @@ class StorageBackend(ABC):
         either way, so this only moves that work off a later read (to a worker or an idle
         moment). Nothing to do for a backend that keeps its indexes in step."""
         return None
+
+    def maintenance_lock(self, name: str) -> AbstractContextManager[None]:
+        """Admit one maintenance run called ``name`` (``compaction``, ``key-rotation``) at
+        a time on this notebook, across every process that serves it; a second one waits a
+        little, then fails with :class:`~agent_notebook.errors.Conflict`. A file notebook
+        lives in one home, whose file lock (``files.exclusive_lock``, taken by the caller)
+        admits one already: this default adds nothing. A database shared by servers on
+        many machines overrides it."""
+        return nullcontext()
 
     @abstractmethod
     def purge(self) -> None:

@@ -18,15 +18,17 @@ from __future__ import annotations
 import itertools
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
-from ...errors import InvalidInput, StorageError
+from ...errors import Conflict, InvalidInput, StorageError
 from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
 from ...search.lexical import terms
 from .. import rows, sql
@@ -45,6 +47,10 @@ if TYPE_CHECKING:
 POSTINGS_BUDGET = sql.POSTINGS_BUDGET
 #: The advisory lock class of a notebook's writer lock (the schema's hash is the other key).
 WRITER_LOCK: Final = 0x4E42  # "NB"
+#: The advisory lock class of maintenance runs (compaction, key rotation), and how long a
+#: second run waits for the first before it gives up.
+MAINTENANCE_LOCK: Final = 0x4E4D  # "NM"
+MAINTENANCE_WAIT_S: Final = 5.0
 INSTALL_HINT: Final = "pip install 'agent-notebook[postgres]'"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _NOCASE: Final = "lower({}) = lower({})"
@@ -564,6 +570,65 @@ class PostgresBackend(SqlReads):
             "SELECT body FROM archived ORDER BY num LIMIT %s OFFSET %s", (limit, offset)
         )
         return [sealed.archive_from_row(self.cipher, body) for (body,) in found]
+
+    @contextmanager
+    def maintenance_lock(self, name: str, wait_s: float = MAINTENANCE_WAIT_S) -> Iterator[None]:
+        """A session-level advisory lock, on a connection kept for the block: one holder
+        per notebook (schema) and ``name`` across every server; a holder that dies frees it
+        with its connection. Tried until ``wait_s`` has passed, then a clear Conflict."""
+        key = "hashtext(coalesce(%s, current_schema()) || ':' || %s)"
+        params = (MAINTENANCE_LOCK, self._schema_name, name)
+        with self._mapped("maintenance lock"):
+            conn = self._pool.getconn()
+        try:
+            with self._mapped("maintenance lock"):
+                deadline = time.monotonic() + wait_s
+                while not _one(conn, f"SELECT pg_try_advisory_lock(%s, {key})", params):
+                    if time.monotonic() > deadline:
+                        raise Conflict(
+                            f"{self.location}: another process is running {name} on this "
+                            "notebook (it holds the database's lock); retry when it is done"
+                        )
+                    time.sleep(0.05)
+            try:
+                yield
+            finally:
+                with self._mapped("maintenance unlock"):
+                    conn.execute(f"SELECT pg_advisory_unlock(%s, {key})", params)
+        finally:
+            self._pool.putconn(conn)
+
+    # -- API tokens (hashes only: see privacy.tokens.DatabaseTokens) -------------------------
+
+    def api_tokens(self) -> list[tuple[str, str, str, datetime]]:
+        found = self._query("SELECT role, name, sha256, created FROM api_tokens ORDER BY 1, 2")
+        return [(str(r), str(n), str(h), c) for r, n, h, c in found]
+
+    def add_api_token(self, role: str, name: str, sha256: str, created: datetime) -> bool:
+        """Insert a token's row; False (nothing changed) when ``role``/``name`` has one."""
+        with self.atomic():
+            done = self._local.tx.execute(
+                "INSERT INTO api_tokens (role, name, sha256, created) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                (role, name, sha256, created),
+            )
+            return bool(done.rowcount)
+
+    def set_api_token(self, role: str, name: str, sha256: str, created: datetime) -> None:
+        with self.atomic():
+            self._write(
+                "INSERT INTO api_tokens (role, name, sha256, created) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (role, name) DO UPDATE SET sha256 = excluded.sha256, "
+                "created = excluded.created",
+                (role, name, sha256, created),
+            )
+
+    def delete_api_token(self, role: str, name: str) -> bool:
+        with self.atomic():
+            done = self._local.tx.execute(
+                "DELETE FROM api_tokens WHERE role = %s AND name = %s", (role, name)
+            )
+            return bool(done.rowcount)
 
     # -- lifecycle --------------------------------------------------------------------------
 

@@ -78,6 +78,15 @@ MIGRATIONS: Final[list[list[str]]] = [
             PRIMARY KEY (concept_id, num)
         )""",
     ],
+    [  # 2: the API tokens of 'serve', as hashes, shared by every server (privacy.tokens)
+        """CREATE TABLE api_tokens (
+            role text NOT NULL CHECK (role IN ('owner', 'guest')),
+            name text NOT NULL,
+            sha256 text NOT NULL,             -- of the token; the token is never stored
+            created timestamptz NOT NULL,
+            PRIMARY KEY (role, name)
+        )""",
+    ],
 ]
 
 #: The longest lexeme a ``tsvector`` holds (bytes).
