@@ -21,6 +21,16 @@ from typing import Final
 
 from ...model import DEFAULT_DECAY_RATE, DEFAULT_IMPORTANCE
 
+#: The columns that hold a moment's words (or what they are made from), in any form.
+WORDS_COLUMNS: Final = [
+    ("sessions", "body"),
+    *(("moments", c) for c in ("speaker", "text", "body", "terms", "frequent")),
+    ("term_docs", "term"),
+    ("concepts", "name"),
+    ("moment_vectors", "vector"),
+    ("archived", "body"),
+]
+
 MIGRATIONS: Final[list[list[str]]] = [
     [
         "CREATE TABLE notebook_schema (version integer NOT NULL)",
@@ -86,6 +96,13 @@ MIGRATIONS: Final[list[list[str]]] = [
             created timestamptz NOT NULL,
             PRIMARY KEY (role, name)
         )""",
+        # No column that holds a moment's words is sampled by ANALYZE: pg_statistic would
+        # keep copies of them (its most common values, histograms) that a redaction's
+        # VACUUM never reaches (a dead statistics row stays in pg_statistic's files).
+        *(
+            f"ALTER TABLE {table} ALTER COLUMN {column} SET STATISTICS 0"
+            for table, column in WORDS_COLUMNS
+        ),
     ],
 ]
 
