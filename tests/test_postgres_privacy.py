@@ -12,6 +12,7 @@ import os
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,7 +88,7 @@ def test_redact_and_forget_leave_no_byte_in_the_database_files(tmp_path: Path) -
     with Notebook.open(home, backend=url, background_embedding=False) as nb:
         session = nb.start_session(f"Trip {kept}", started=T0)
         filler = " ".join(f"w{uuid.uuid4().hex}" for _ in range(120))  # past TOAST's 2 kB
-        drafts = [
+        drafts: list[dict[str, Any]] = [
             {"text": f"The door code is {secret}, tell nobody", "speaker": "Ana"},
             {"text": f"A long note: {filler} and {secret} again", "speaker": "Ana"},
             {"text": f"Ana loves {concept} on toast", "concepts": [concept]},
@@ -97,7 +98,9 @@ def test_redact_and_forget_leave_no_byte_in_the_database_files(tmp_path: Path) -
             session.id,
             [{**d, "timestamp": T0 + timedelta(minutes=i)} for i, d in enumerate(drafts)],
         )
-        nb.backend.put_vectors("test-model", [(moments[0].number, drafts[0]["text"], b"\1" * 16)])
+        nb.backend.put_vectors(
+            "test-model", [(moments[0].number, moments[0].content.text, b"\1" * 16)]
+        )
         every, tables = database_files(url)
         assert holding(tables, secret) and holding(tables, concept)  # the scan sees them
 

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 import pg
+from agent_notebook import Notebook
 from agent_notebook.errors import Conflict
 from agent_notebook.storage.postgres import PostgresBackend
 from test_server import ENV, PORT_TRIES, free_port
@@ -170,12 +171,19 @@ def test_if_match_conflicts_are_seen_across_servers(servers: list[PgServer]) -> 
         ]
 
 
-def test_one_maintenance_run_at_a_time_across_processes(notebook_url: str) -> None:
+def test_one_maintenance_run_at_a_time_across_processes(
+    notebook_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     schema = notebook_url.rsplit("%3D", 1)[1]
     one = PostgresBackend(pg.database_url(), schema_name=schema)
     two = PostgresBackend(pg.database_url(), schema_name=schema)
+    monkeypatch.setenv("AGENT_NOTEBOOK_EMBEDDER", "none")
     try:
         with one.maintenance_lock("compaction"):
+            # another machine's compaction (its own home, so not its lock file) is refused
+            refused = pytest.raises(Conflict, match="another process is running compaction")
+            with Notebook.open(tmp_path / "machine-x", backend=notebook_url) as nb, refused:
+                nb.compact()
             refused = pytest.raises(Conflict, match="another process is running compaction")
             with refused, two.maintenance_lock("compaction", wait_s=0.2):
                 pass

@@ -307,7 +307,7 @@ class DatabaseTokens:
 
     def _records(self) -> list[TokenRecord]:
         return [
-            TokenRecord(name=name, role=role, sha256=digest, created=created)  # type: ignore[arg-type]
+            TokenRecord(name=name, role=role, sha256=digest, created=created)
             for role, name, digest, created in self.table.api_tokens()
         ]
 
