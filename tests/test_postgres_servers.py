@@ -301,3 +301,22 @@ def test_four_servers_eight_clients_one_killed_lose_nothing(servers: list[PgServ
     for mid, text in run.acked.items():
         assert ids[mid] == 1 and texts[text] == 1, (mid, text)
         assert dict(stored)[mid] == text
+
+
+def test_init_on_another_machine_makes_no_second_owner_token(
+    servers: list[PgServer], notebook_url: str, tmp_path: Path
+) -> None:
+    home = tmp_path / "machine-new"
+    command = [sys.executable, "-m", "agent_notebook", "init", "--home", str(home)]
+    made = subprocess.run(
+        [*command, "--backend", notebook_url],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+    )
+    assert made.returncode == 0, made.stderr
+    assert "only the owner token's hash" in " ".join(made.stderr.split())
+    assert not (home / "secrets" / "owner-token").exists()
+    with servers[0].client() as api:  # the owner's token is still the one it was
+        assert api.get("/api/sessions").status_code == 200

@@ -61,15 +61,17 @@ def init(
         ensure_private_dir(root)
         if not (root / cfg.CONFIG_FILE).exists():
             cfg.write_config(root, cfg.NotebookConfig(backend=backend))
+        from ..privacy.tokens import owner_token_path, tokens_of
+
         with Notebook.open(root) as nb:
             where = nb.backend.location
-        from ..privacy.tokens import ensure_owner_token, owner_token_path
-
-        _, created = ensure_owner_token(root)  # 'serve' asks every client for a token
+            tokens = tokens_of(root, nb.backend)  # a PostgreSQL notebook's: in its database
+            _, created = tokens.ensure_owner()  # 'serve' asks every client for a token
+            hint = tokens.owner_hint()
     stderr.print(f"notebook ready at {root} ({where})", highlight=False)
     stderr.print(
-        f"owner token for 'agent-notebook serve' {'created ' if created else ''}in "
-        f"{owner_token_path(root)} (send it as 'Authorization: Bearer <token>')",
+        f"owner token for 'agent-notebook serve' {'created now; ' if created else ''}{hint} "
+        "(send it as 'Authorization: Bearer <token>')",
         highlight=False,
     )
     if fmt is None:
