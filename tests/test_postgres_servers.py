@@ -27,7 +27,7 @@ from waiting import HANG_GUARD_S, wait_until
 
 SERVERS = 4
 CLIENTS = 8
-WRITES_PER_CLIENT = 12
+WRITES_PER_CLIENT = 25
 #: Read-your-writes: a moment acknowledged by one server is found through another within
 #: this many polls of 50 ms (one second).
 FRESH_POLLS = 20
@@ -205,6 +205,7 @@ class Run:
         self.lock = threading.Lock()
         self.acked: dict[str, str] = {}  # moment id -> its text
         self.failures: list[str] = []
+        self.acked_at_kill = 0
 
     def pick(self, n: int, avoid: int | None = None) -> int:
         with self.lock:
@@ -268,6 +269,7 @@ class Run:
         wait_until(lambda: len(self.acked) >= after, "writes before the kill")
         with self.lock:
             self.alive.remove(victim)
+            self.acked_at_kill = len(self.acked)
         self.servers[victim].process.send_signal(signal.SIGKILL)
 
 
@@ -283,6 +285,7 @@ def test_four_servers_eight_clients_one_killed_lose_nothing(servers: list[PgServ
     assert servers[victim].process.wait(HANG_GUARD_S) == -signal.SIGKILL
     assert run.failures == []
     assert len(run.acked) > CLIENTS * WRITES_PER_CLIENT // 2
+    assert 0 < run.acked_at_kill < len(run.acked)  # killed mid-run; the others went on
 
     with servers[0].client() as api:  # every acknowledged write, exactly once
         stored: list[tuple[str, str]] = []
