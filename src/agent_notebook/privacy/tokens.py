@@ -174,10 +174,10 @@ class Tokens(Protocol):
 
 
 class FileTokens:
-    """The tokens of one home, in its ``secrets`` directory. Writes hold a lock and replace the file atomically; reads of
-    the token files are cached by their inode, times and size (one ``stat`` a request), so
-    a long-running server sees tokens created, revoked or rotated by the CLI at its next
-    request."""
+    """The tokens of one home, in its ``secrets`` directory. Writes hold a lock and replace
+    the file atomically; reads of the token files are cached by their inode, times and size
+    (one ``stat`` a request), so a long-running server sees tokens created, revoked or
+    rotated by the CLI at its next request."""
 
     def __init__(self, home: Path) -> None:
         self.home = home
@@ -279,10 +279,6 @@ class FileTokens:
         data = _GuestFile(tokens=records).model_dump_json(indent=2).encode()
         _write_private(self.guest_path, data)
         self._cache = None
-
-
-#: The name the files give the owner.
-TokenStore = FileTokens
 
 
 class TokenTable(Protocol):

@@ -21,6 +21,7 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request, cookie_parser
 from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -152,7 +153,10 @@ class BearerAuth:
         token = bearer(scope)
         via_cookie = token is None and web and (token := cookie_token(scope)) is not None
         try:
-            access = self.tenants.identify(token) if token is not None else None
+            # in a worker thread: a PostgreSQL notebook's tokens are a query away
+            access = (
+                None if token is None else await run_in_threadpool(self.tenants.identify, token)
+            )
         except NotebookError as err:  # an unreadable token file: the log says which
             log.error("%s %s: %s", method, path, err)
             detail = hide_places(str(err), self.tenants.places())  # the caller is unknown
