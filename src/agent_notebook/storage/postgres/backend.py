@@ -16,6 +16,7 @@ candidates.
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 import threading
 import time
@@ -51,7 +52,10 @@ WRITER_LOCK: Final = 0x4E42  # "NB"
 #: second run waits for the first before it gives up.
 MAINTENANCE_LOCK: Final = 0x4E4D  # "NM"
 MAINTENANCE_WAIT_S: Final = 5.0
+#: How long a purge waits for the transactions that may still see the removed rows.
+PURGE_WAIT_S: Final = 30.0
 INSTALL_HINT: Final = "pip install 'agent-notebook[postgres]'"
+log = logging.getLogger(__name__)
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _NOCASE: Final = "lower({}) = lower({})"
 
@@ -646,8 +650,38 @@ class PostgresBackend(SqlReads):
         tables = ["moments", "term_docs", "concepts", "concept_moments", "moment_vectors"]
         tables += ["archived", "archived_concepts", "sessions"]
         with self._mapped("purge"), self._pool.connection() as conn:
+            self._wait_for_older_transactions(conn)
             for table in tables:
                 conn.execute(f"VACUUM (FULL, ANALYZE) {table}")
+
+    def _wait_for_older_transactions(
+        self, conn: psycopg.Connection[Any], wait_s: float = PURGE_WAIT_S
+    ) -> None:
+        """``VACUUM FULL`` copies a deleted row that a running transaction may still see:
+        wait (up to ``wait_s``) until every transaction that began before now has ended:
+        any that holds a snapshot in this database (another server's read, an autovacuum
+        ``ANALYZE``), and any with a transaction id in the cluster (PostgreSQL keeps rows
+        deleted after the oldest running one). Only sessions this role may see are counted
+        in the first; a replication slot's or a standby's hold is not waited for."""
+        older = (
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND xact_start < %s "
+            "AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)"
+        )
+        started = _one(conn, "SELECT clock_timestamp()")
+        newest = str(_one(conn, "SELECT pg_current_xact_id()::text"))  # after every delete
+        before = "SELECT pg_snapshot_xmin(pg_current_snapshot()) <= %s::xid8"
+        deadline = time.monotonic() + wait_s
+        while int(_one(conn, older, (started,))) > 0 or _one(conn, before, (newest,)):
+            if time.monotonic() > deadline:
+                log.warning(
+                    "%s: transactions older than the redaction still run after %.0f s; rows "
+                    "they may see stay in the files until 'VACUUM FULL' runs again",
+                    self.location,
+                    wait_s,
+                )
+                return
+            time.sleep(0.05)
 
     def close(self) -> None:
         self._pool.close()
