@@ -22,6 +22,7 @@ import pg
 from agent_notebook import Notebook
 from agent_notebook.embed import LangChainEmbedder
 from agent_notebook.search import semantic
+from agent_notebook.storage import StorageBackend
 from agent_notebook.storage.postgres import PostgresBackend
 from clirun import cli
 
@@ -139,8 +140,9 @@ def test_two_servers_embedding_at_once_embed_each_moment_once(tmp_path: Path) ->
             nb.close()
 
 
-def claim(backend: PostgresBackend, num: int, owner: str, seconds: float) -> None:
+def claim(backend: StorageBackend, num: int, owner: str, seconds: float) -> None:
     """A claim row as a server writes it, its lease ending ``seconds`` from now."""
+    assert isinstance(backend, PostgresBackend)
     with backend.atomic():
         backend._write(
             "INSERT INTO vector_claims (num, model, owner, until) "
@@ -154,7 +156,7 @@ def test_a_lapsed_claim_is_taken_over_and_a_live_one_is_left(
 ) -> None:
     a, b = two_servers
     sid = a.start_session("claims").id
-    first, second, third = (a.record(sid, text) for text in TEXTS)
+    first, second, _ = (a.record(sid, text) for text in TEXTS)
     claim(a.backend, first.number, "killed-server", -1.0)  # its lease has passed
     claim(a.backend, second.number, "live-server", 3600.0)
     assert b.reindex() == 2  # the lapsed claim's moment and the unclaimed one
@@ -175,9 +177,9 @@ class Stuck(DeterministicFakeEmbedding):
         time.sleep(3600)  # killed here, holding its claims
 
 backend = PostgresBackend(sys.argv[1], schema_name=sys.argv[2])
-embedder = LangChainEmbedder(Stuck(size=%d), "fake-32", dim=%d)
+embedder = LangChainEmbedder(Stuck(size=DIM), "fake-32", dim=DIM)
 Notebook(backend, embedder=embedder, background_embedding=False).reindex()
-""" % (DIM, DIM)
+""".replace("DIM", str(DIM))
 
 
 def test_the_claims_of_a_server_killed_mid_batch_are_taken_over(
@@ -198,6 +200,7 @@ def test_the_claims_of_a_server_killed_mid_batch_are_taken_over(
             server.send_signal(signal.SIGKILL)
             server.wait(WAIT)
     assert b.reindex() == 0  # every moment is claimed by the killed server
+    assert isinstance(a.backend, PostgresBackend)
     with a.backend.atomic():  # its lease runs out (30 s; here, now)
         a.backend._write("UPDATE vector_claims SET until = clock_timestamp()")
     monkeypatch.setattr(semantic, "TAKEOVER_S", 0.0)

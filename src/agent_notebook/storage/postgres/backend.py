@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import itertools
 import os
-import socket
-import uuid
 import re
+import socket
 import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
