@@ -92,6 +92,24 @@ def test_what_one_server_embeds_another_finds_and_a_redaction_leaves_both(
     assert b.semantic is not None and b.semantic.position == a.backend.last_vector_change()
 
 
+def test_the_background_worker_of_one_server_embeds_for_the_others(tmp_path: Path) -> None:
+    name = pg.schema_for(tmp_path)
+    writer, reader = (
+        Notebook(PostgresBackend(pg.database_url(), schema_name=name), embedder=fake_embedder())
+        for _ in range(2)
+    )
+    try:
+        assert vector_hits(reader, TEXTS[1]) == []
+        sid = writer.start_session("worker").id
+        recorded = [writer.record(sid, text) for text in TEXTS]
+        assert writer.semantic is not None and writer.semantic.wait_idle(WAIT)
+        assert vector_hits(reader, TEXTS[1])[0] == recorded[1].id
+        assert reader.unembedded() == 0
+    finally:
+        writer.close()
+        reader.close()
+
+
 def test_a_session_deleted_on_one_server_leaves_the_others_index(
     two_servers: tuple[Notebook, Notebook],
 ) -> None:

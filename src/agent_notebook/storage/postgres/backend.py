@@ -317,6 +317,7 @@ class PostgresBackend(SqlReads):
         self._index_terms(emptied, gone, removed=len(gone))
         numbers = list(gone)
         self._drop_vectors(numbers)
+        self._write("DELETE FROM vector_claims WHERE num = ANY(%s::bigint[])", (numbers,))
         self._write("DELETE FROM concept_moments WHERE num = ANY(%s::bigint[])", (numbers,))
         self._write("DELETE FROM moments WHERE num = ANY(%s::bigint[])", (numbers,))
 
