@@ -4,8 +4,10 @@ The storage backend holds each moment's vector (the source of truth); the moment
 one are the embedding queue, so a crash leaves moments unembedded, never lost. A worker
 thread embeds that queue in batches after each write; :meth:`SemanticIndex.catch_up` does the
 same in the foreground (``agent-notebook reindex``). The in-process :class:`VectorIndex` is
-built from the stored vectors on first use and reads the newer ones before each search,
-whoever wrote them (this process's worker or another process). The YAML layout's
+built from the stored vectors on first use and reads the newer changes before each search,
+whoever made them (this process's worker or another process): on PostgreSQL a numbered
+change log, removals included, and a claim per moment so that servers sharing the database
+embed each moment once. The YAML layout's
 ``embeddings.faiss`` is that index saved at close, for faiss tools; a notebook rebuilds its
 index from the stored vectors, which are the truth.
 """
@@ -90,7 +92,7 @@ class SemanticIndex:
         self.index_file = index_file  # where the index is saved (the YAML layout's file)
         self._index: VectorIndex | None = None
         self.loaded_from_file = False  # the index came from index_file, not the vectors
-        self._through = 0  # stored vectors with numbers up to here are in the index
+        self._through = 0  # the index holds the stored changes up to here (vector_changes)
         self._queued_after = 0  # every moment up to here had a vector at the last look
         self._full_pass_at = float("-inf")  # when the last pass from the first moment began
         self._lock = threading.RLock()
@@ -307,8 +309,9 @@ class SemanticIndex:
                     done += self._embed(batch, progress)
             if not batch:
                 # Moments are numbered in commit order, so none can appear below ``after``
-                # (on one database server, nearly: a moment numbered before another but
-                # committed after it by another server waits for the takeover pass).
+                # (on a database server too: the number is taken under the writer lock of
+                # the transaction that writes the moment). Where servers share the work,
+                # what another server claimed and then left waits for the takeover pass.
                 self._queued_after = max(self._queued_after, after)
                 return done
             after = batch[-1]
