@@ -250,3 +250,30 @@ def test_doctor_reports_the_server_its_pool_and_the_vector_lag(tmp_path: Path) -
     checks = json.loads(cli(home, "doctor", "--format", "json").stdout)
     assert checks["unembedded"] == 0
     assert checks["vector index"].startswith("database at change 2;")
+
+
+def test_a_notebook_of_the_first_schema_gets_its_vectors_numbered(tmp_path: Path) -> None:
+    """Migration 2 on a database made before it: the vectors stored then are in the
+    change log, so a server's index loads them."""
+    import psycopg
+
+    from agent_notebook.storage.postgres import schema
+
+    name = pg.schema_for(tmp_path)
+    with psycopg.connect(pg.database_url(), autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {name}")
+        conn.execute(f"SET search_path = {name}")
+        for statement in schema.MIGRATIONS[0]:
+            conn.execute(statement)
+        conn.execute("UPDATE notebook_schema SET version = 1")
+        conn.execute(
+            "INSERT INTO moments (num, session_id, ts_us, speaker, role, text, body, terms, "
+            "length) VALUES (1, 's', 0, 'ana', 'user', 'one', '{}', '', 1)"
+        )
+        conn.execute("INSERT INTO moment_vectors (num, model, vector) VALUES (1, 'm', 'v1')")
+    backend = PostgresBackend(pg.database_url(), schema_name=name)
+    try:
+        changes, through = backend.vector_changes("m")
+        assert changes == [(1, b"v1")] and through == backend.last_vector_change() > 0
+    finally:
+        backend.close()
