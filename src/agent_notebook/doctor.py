@@ -1,6 +1,7 @@
 """What ``agent-notebook doctor`` checks, for every front end (the CLI, the web page):
 where the data is, which backend, whether search finds by meaning (the embedder), the
-backlog of moments waiting for a vector, media support, and whether every file and
+backlog of moments waiting for a vector, media support, for a database server its
+version, this process's pool and how far this process's vector index lags the database, and whether every file and
 directory of the home is owner-only."""
 
 from __future__ import annotations
@@ -48,12 +49,29 @@ def doctor(nb: Notebook, *, fix: bool = False) -> DoctorReport:
         "embedder": embedder,
         "search": "hybrid (lexical, vector, concept)" if semantic else "lexical only",
         "unembedded": nb.unembedded(),
+        **nb.backend.server_status(),
+        **_vector_lag(nb),
         "multimodal embedder": _multimodal(nb),
         "media decoders": _decoders(),
         "media files": _media_files(nb),
         "permissions": _permissions_summary(loosened, fixed, fix),
     }
     return DoctorReport(checks, loosened, fixed)
+
+
+def _vector_lag(nb: Notebook) -> dict[str, str]:
+    """Where servers share the vectors: this process's index against the database's
+    change log (each server's index catches up before its next search)."""
+    semantic = nb.semantic
+    if semantic is None or not nb.backend.capabilities.shared_embedding:
+        return {}
+    newest = nb.backend.last_vector_change()
+    local = semantic.position
+    if local is None:
+        held = "not loaded in this process (it loads at the first search)"
+    else:
+        held = f"at change {local}, {max(newest - local, 0)} behind"
+    return {"vector index": f"database at change {newest}; this process's index {held}"}
 
 
 def _multimodal(nb: Notebook) -> str:

@@ -4,8 +4,10 @@ The storage backend holds each moment's vector (the source of truth); the moment
 one are the embedding queue, so a crash leaves moments unembedded, never lost. A worker
 thread embeds that queue in batches after each write; :meth:`SemanticIndex.catch_up` does the
 same in the foreground (``agent-notebook reindex``). The in-process :class:`VectorIndex` is
-built from the stored vectors on first use and reads the newer ones before each search,
-whoever wrote them (this process's worker or another process). The YAML layout's
+built from the stored vectors on first use and reads the newer changes before each search,
+whoever made them (this process's worker or another process): on PostgreSQL a numbered
+change log, removals included, and a claim per moment so that servers sharing the database
+embed each moment once. The YAML layout's
 ``embeddings.faiss`` is that index saved at close, for faiss tools; a notebook rebuilds its
 index from the stored vectors, which are the truth.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Collection
@@ -47,6 +50,9 @@ YIELD_S = 0.5
 #: Query vectors kept for reuse: a chat turn searches with the message it records next, so
 #: the worker can take that moment's vector from here instead of embedding the text again.
 RECENT_QUERIES = 16
+#: Where servers share the embedding work, how often (seconds) the worker looks again from
+#: the first moment: a claim of a server killed mid-batch lapses after its lease (30 s).
+TAKEOVER_S = 30.0
 log = logging.getLogger(__name__)
 
 
@@ -86,8 +92,9 @@ class SemanticIndex:
         self.index_file = index_file  # where the index is saved (the YAML layout's file)
         self._index: VectorIndex | None = None
         self.loaded_from_file = False  # the index came from index_file, not the vectors
-        self._through = 0  # stored vectors with numbers up to here are in the index
+        self._through = 0  # the index holds the stored changes up to here (vector_changes)
         self._queued_after = 0  # every moment up to here had a vector at the last look
+        self._full_pass_at = float("-inf")  # when the last pass from the first moment began
         self._lock = threading.RLock()
         self._embedding = threading.Lock()
         self._wake = threading.Event()
@@ -143,14 +150,39 @@ class SemanticIndex:
         self.loaded_from_file = True
         return saved
 
+    @property
+    def position(self) -> int | None:
+        """The last stored change the in-process index holds (None: not loaded yet)."""
+        return None if self._index is None else self._through
+
     def _load_newer(self) -> None:
+        """Apply the stored vector changes since the last look, in their order: the
+        vectors other processes (other servers) wrote, and on a database server the
+        ones they removed (a redaction there)."""
         import numpy as np
 
         assert self._index is not None
-        while rows := self.backend.get_vectors(self.model_id, after=self._through, limit=4096):
-            keys = [num for num, _ in rows]
-            self._index.add(keys, np.stack([decode_vector(blob) for _, blob in rows]))
-            self._through = keys[-1]
+        while True:
+            changes, through = self.backend.vector_changes(
+                self.model_id, after=self._through, limit=4096
+            )
+            if not changes:
+                return
+            # Runs of additions go in together; a removal is applied where it falls.
+            start = 0
+            for end in range(len(changes) + 1):
+                if end < len(changes) and changes[end][1] is not None:
+                    continue
+                if end > start:
+                    run = changes[start:end]
+                    self._index.add(
+                        [num for num, _ in run],
+                        np.stack([decode_vector(blob) for _, blob in run if blob is not None]),
+                    )
+                if end < len(changes):
+                    self._index.remove([changes[end][0]])
+                start = end + 1
+            self._through = through
 
     def search(
         self,
@@ -263,21 +295,35 @@ class SemanticIndex:
         cost more as the notebook grows. A moment whose vector was dropped below that mark
         (its text rewritten) waits for the next full pass: a new process, or ``reindex``."""
         done = 0
+        if newer_only and self._takeover_due():
+            newer_only = False  # moments another server claimed, then left, are below
         after = self._queued_after if newer_only else 0
+        if not newer_only:
+            self._full_pass_at = time.monotonic()
         while True:
             # One batch at a time across threads, so the worker and a reindex never
             # embed the same moments twice.
             with self._embedding:
-                batch = self.backend.unembedded(self.model_id, limit=BATCH, after=after)
+                batch = self.backend.claim_unembedded(self.model_id, limit=BATCH, after=after)
                 if batch:
                     done += self._embed(batch, progress)
             if not batch:
-                # Moments are numbered in commit order, so none can appear below ``after``.
+                # Moments are numbered in commit order, so none can appear below ``after``
+                # (on a database server too: the number is taken under the writer lock of
+                # the transaction that writes the moment). Where servers share the work,
+                # what another server claimed and then left waits for the takeover pass.
                 self._queued_after = max(self._queued_after, after)
                 return done
             after = batch[-1]
             if self._stopping:
                 return done
+
+    def _takeover_due(self) -> bool:
+        """Whether the worker's next pass starts from the first moment: where servers share
+        the embedding work, once a claim's lease has passed since the last full pass."""
+        if not self.backend.capabilities.shared_embedding:
+            return False
+        return time.monotonic() - self._full_pass_at > TAKEOVER_S
 
     def _embed(self, numbers: list[int], progress: Callable[[int], None] | None = None) -> int:
         """Embed and store these moments, shortest text first, a chunk at a time; stops

@@ -35,6 +35,9 @@ class Capabilities:
     persistent: bool
     #: Lexical search runs inside the engine (FTS5, Postgres full text) rather than in Python.
     native_full_text: bool
+    #: Servers share the embedding work through claims (``claim_unembedded``), and a
+    #: moment skipped because another holds it may need a later pass to take it over.
+    shared_embedding: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +265,31 @@ class StorageBackend(ABC):
     def unembedded(self, model: str, limit: int | None = None, after: int = 0) -> list[int]:
         """Numbers above ``after`` of the moments with no vector of ``model``, oldest
         first."""
+
+    def vector_changes(
+        self, model: str, after: int = 0, limit: int | None = None
+    ) -> tuple[list[tuple[int, bytes | None]], int]:
+        """The vector changes after position ``after``, oldest first, as ``(moment number,
+        vector)`` (None: the moment's vector of ``model`` is gone), and the position to ask
+        from next. A backend other processes write through (PostgreSQL) numbers its
+        changes; by default the position is the moment number, and removals are not
+        reported: this process makes them, and tells its index itself."""
+        found: list[tuple[int, bytes | None]] = list(self.get_vectors(model, after, limit))
+        return found, found[-1][0] if found else after
+
+    def last_vector_change(self) -> int:
+        """The newest position :meth:`vector_changes` can report, where changes are
+        numbered (for ``doctor``)."""
+        return 0  # changes are not numbered: this process reads them by moment number
+
+    def claim_unembedded(self, model: str, limit: int, after: int = 0) -> list[int]:
+        """Moments above ``after`` for this process to embed now, oldest first. By
+        default every unembedded one: one process embeds its notebook."""
+        return self.unembedded(model, limit=limit, after=after)
+
+    def server_status(self) -> dict[str, object]:
+        """What ``doctor`` shows about a database server (nothing for a local file)."""
+        return {}
 
     def session_activity_after(self, session_id: str, after: int) -> list[Activity]:
         """:class:`Activity` of the recorded moments of ``session_id`` numbered above

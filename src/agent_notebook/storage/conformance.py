@@ -401,6 +401,39 @@ class TestVectors:
         assert backend.get_vectors("model-a") == [(3, b"v3")]
         assert backend.get_vectors("model-b") == [(1, b"w1")]
 
+    def test_the_change_feed_brings_an_index_up_to_date(self, backend: StorageBackend) -> None:
+        """Following ``vector_changes`` from any position and applying what it reports
+        gives the stored vectors (every backend; a database server reports removals too)."""
+        backend.put_session(make_session())
+        backend.put_moments([make_moment(n, f"text {n}") for n in (1, 2, 3)])
+        backend.put_vectors("m", [(1, "text 1", b"v1"), (2, "text 2", b"v2")])
+        index: dict[int, bytes] = {}
+
+        def follow(after: int) -> int:
+            while True:
+                changes, after = backend.vector_changes("m", after, limit=1)
+                if not changes:
+                    return after
+                for num, blob in changes:
+                    if blob is None:
+                        index.pop(num, None)
+                    else:
+                        index[num] = blob
+
+        seen = follow(0)
+        assert index == {1: b"v1", 2: b"v2"}
+        assert backend.vector_changes("m", seen) == ([], seen)
+        backend.put_vectors("m", [(3, "text 3", b"v3"), (1, "text 1", b"w1")])
+        seen = follow(seen)
+        assert index[3] == b"v3"
+        assert backend.claim_unembedded("m", limit=5) == []
+        backend.put_moments([make_moment(2, "rewritten")])  # its vector goes
+        assert backend.claim_unembedded("m", limit=5) == [2]
+        follow(seen)
+        if backend.capabilities.shared_embedding:  # every change is numbered, claims hold
+            assert index == {1: b"w1", 3: b"v3"}
+            assert backend.claim_unembedded("m", limit=5) == []
+
     def test_a_vector_of_old_or_missing_text_is_dropped(self, backend: StorageBackend) -> None:
         backend.put_session(make_session())
         backend.put_moments([make_moment(1, "first words"), make_moment(2, "second")])

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import re
+import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -54,6 +57,8 @@ MAINTENANCE_LOCK: Final = 0x4E4D  # "NM"
 MAINTENANCE_WAIT_S: Final = 5.0
 #: How long a purge waits for the transactions that may still see the removed rows.
 PURGE_WAIT_S: Final = 30.0
+#: How long a server's claim on a moment to embed holds (seconds); then anyone takes it.
+CLAIM_LEASE_S: Final = 30.0
 INSTALL_HINT: Final = "pip install 'agent-notebook[postgres]'"
 log = logging.getLogger(__name__)
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -91,6 +96,7 @@ class PostgresBackend(SqlReads):
         multi_process=True,
         persistent=True,
         native_full_text=True,
+        shared_embedding=True,
     )
 
     def __init__(
@@ -112,6 +118,8 @@ class PostgresBackend(SqlReads):
         #: to the notebook's home): LangGraph's store and checkpoints, for now.
         self.local_dir: Path | None = None
         self._local = threading.local()
+        #: Who this instance is in ``vector_claims``.
+        self.claimant = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._savepoints = itertools.count()
         self._error: type[Exception] = psycopg.Error
         self._pool_timeout: type[Exception] = pool_module.PoolTimeout
@@ -318,6 +326,8 @@ class PostgresBackend(SqlReads):
         emptied = [m.model_copy(update={"content": MomentContent()}) for m in gone.values()]
         self._index_terms(emptied, gone, removed=len(gone))
         numbers = list(gone)
+        self._drop_vectors(numbers)
+        self._write("DELETE FROM vector_claims WHERE num = ANY(%s::bigint[])", (numbers,))
         self._write("DELETE FROM concept_moments WHERE num = ANY(%s::bigint[])", (numbers,))
         self._write("DELETE FROM moments WHERE num = ANY(%s::bigint[])", (numbers,))
 
@@ -331,8 +341,18 @@ class PostgresBackend(SqlReads):
             self._index_concepts(moments, replaced)
             texts = {m.number: m.content.text for m in moments}
             changed = [num for num, old in replaced.items() if old.content.text != texts[num]]
-            # a vector describes the text it was made from
-            self._write("DELETE FROM moment_vectors WHERE num = ANY(%s::bigint[])", (changed,))
+            self._drop_vectors(changed)  # a vector describes the text it was made from
+
+    def _drop_vectors(self, nums: Sequence[int]) -> None:
+        """Delete these moments' vectors, leaving a tombstone in the change log for every
+        server's index (see ``vector_changes``)."""
+        if nums:
+            self._write(
+                "WITH gone AS (DELETE FROM moment_vectors WHERE num = ANY(%s::bigint[]) "
+                "RETURNING num, model) INSERT INTO vector_drops (num, model) "
+                "SELECT num, model FROM gone ORDER BY num",
+                (list(nums),),
+            )
 
     def _brief_rows(self, nums: Sequence[int]) -> list[Any]:
         return self._query(schema.SELECT_BRIEFS, (list(nums),))
@@ -435,9 +455,72 @@ class PostgresBackend(SqlReads):
             self._write_many(
                 "INSERT INTO moment_vectors (num, model, vector) "
                 "SELECT num, %s, %s FROM moments WHERE num = %s AND text = %s "
-                "ON CONFLICT (num) DO UPDATE SET model = excluded.model, vector = excluded.vector",
+                "ON CONFLICT (num) DO UPDATE SET model = excluded.model, "
+                "vector = excluded.vector, seq = nextval('vector_seq')",
                 [(model, blob, num, text) for num, text, blob in vectors],
             )
+            self._write(
+                "DELETE FROM vector_claims WHERE model = %s AND num = ANY(%s::bigint[])",
+                (model, [num for num, _, _ in vectors]),
+            )
+
+    def vector_changes(
+        self, model: str, after: int = 0, limit: int | None = None
+    ) -> tuple[list[tuple[int, bytes | None]], int]:
+        """The vector writes and removals after change ``after``, in change order: a
+        vector of another model replacing one of ``model`` reads as a removal. Safe to
+        follow by seq alone: see the migration that added it (``schema.MIGRATIONS``)."""
+        found = self._query(
+            "SELECT seq, num, CASE WHEN model = %s THEN vector END FROM moment_vectors "
+            "WHERE seq > %s UNION ALL SELECT seq, num, NULL FROM vector_drops "
+            "WHERE seq > %s AND model = %s ORDER BY 1 LIMIT %s",
+            (model, after, after, model, limit),
+        )
+        changes = [
+            (int(num), None if blob is None else bytes(self._open_vector(num, blob)))
+            for _, num, blob in found
+        ]
+        return changes, int(found[-1][0]) if found else after
+
+    def last_vector_change(self) -> int:
+        return int(
+            self._query(
+                "SELECT greatest((SELECT max(seq) FROM moment_vectors), "
+                "(SELECT max(seq) FROM vector_drops), 0)"
+            )[0][0]
+        )
+
+    def claim_unembedded(self, model: str, limit: int, after: int = 0) -> list[int]:
+        """Claim up to ``limit`` moments above ``after`` that have no vector of ``model``
+        and no live claim, for ``CLAIM_LEASE_S``: each is embedded by one server. ``SKIP
+        LOCKED`` lets servers claiming at once take different moments without waiting;
+        the upsert's condition settles a race with a claim committed meanwhile. A killed
+        server's claims lapse with their lease and are taken over."""
+        found = self._query(
+            "WITH free AS (SELECT m.num FROM moments m WHERE m.num > %s "
+            "AND NOT EXISTS (SELECT 1 FROM moment_vectors v WHERE v.num = m.num AND v.model = %s) "
+            "AND NOT EXISTS (SELECT 1 FROM vector_claims c WHERE c.num = m.num "
+            "AND c.model = %s AND c.until > clock_timestamp()) "
+            "ORDER BY m.num LIMIT %s FOR UPDATE OF m SKIP LOCKED) "
+            "INSERT INTO vector_claims (num, model, owner, until) "
+            "SELECT num, %s, %s, clock_timestamp() + make_interval(secs => %s) FROM free "
+            "ON CONFLICT (num, model) DO UPDATE SET owner = excluded.owner, "
+            "until = excluded.until WHERE vector_claims.until <= clock_timestamp() "
+            "RETURNING num",
+            (after, model, model, limit, model, self.claimant, CLAIM_LEASE_S),
+        )
+        return sorted(int(num) for (num,) in found)
+
+    def server_status(self) -> dict[str, object]:
+        """The database server, its version and this process's pool, for ``doctor``."""
+        stats = self._pool.get_stats()
+        version = self._query("SHOW server_version")[0][0]
+        return {
+            "server": self.location,
+            "server version": f"PostgreSQL {version}",
+            "pool": f"{stats.get('pool_size', 0)} open, {stats.get('pool_available', 0)} "
+            f"idle, at most {stats.get('pool_max', 0)}",
+        }
 
     def get_vectors(
         self, model: str, after: int = 0, limit: int | None = None

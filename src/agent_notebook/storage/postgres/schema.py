@@ -104,6 +104,31 @@ MIGRATIONS: Final[list[list[str]]] = [
             for table, column in WORDS_COLUMNS
         ),
     ],
+    # 3: vectors as a change log every server's in-process index follows (``seq``), with
+    # tombstones for the vectors removed (``vector_drops``), and the embedding claims.
+    # ``seq`` is taken by every write of a vector or a tombstone, inside a transaction that
+    # holds the notebook's writer lock (``backend._writer_lock``) to its commit: so seqs
+    # become visible in the order they were taken, and a reader that has seen seq N can
+    # never later find a committed change below N (the usual hazard of a sequence, a
+    # transaction committing after a later one). Nothing may write these tables without
+    # that lock.
+    [
+        "CREATE SEQUENCE vector_seq",
+        "ALTER TABLE moment_vectors ADD COLUMN seq bigint NOT NULL DEFAULT nextval('vector_seq')",
+        "CREATE INDEX moment_vectors_by_seq ON moment_vectors (seq)",
+        """CREATE TABLE vector_drops (
+            seq bigint PRIMARY KEY DEFAULT nextval('vector_seq'),
+            num bigint NOT NULL,
+            model text NOT NULL
+        )""",
+        """CREATE TABLE vector_claims (
+            num bigint NOT NULL,
+            model text NOT NULL,
+            owner text NOT NULL,              -- the claiming backend instance
+            until timestamptz NOT NULL,       -- the lease: after it, anyone may take it
+            PRIMARY KEY (num, model)
+        )""",
+    ],
 ]
 
 #: The longest lexeme a ``tsvector`` holds (bytes).
