@@ -26,6 +26,7 @@ SQLite notebook in a temporary directory, on the same machine:
 
     python bench/postgres_scale.py [--parts servers,search,locomo] [--moments 100000]
         [--seconds 20] [--rounds 3] [--clients 8] [--load 2000] [--queries 200]
+        [--conversations N]
         [--pg postgresql://postgres@127.0.0.1:5432/postgres]
 """
 
@@ -288,7 +289,7 @@ def part_locomo(args: argparse.Namespace) -> None:
     if not args.data.exists():
         print(f"\n== locomo: skipped, {args.data} is absent")
         return
-    data = json.loads(args.data.read_text(encoding="utf-8"))
+    data = json.loads(args.data.read_text(encoding="utf-8"))[: args.conversations]
     inner = default_embedder()
     if inner is None:
         raise SystemExit("no embedder: see 'agent-notebook doctor'")
@@ -343,6 +344,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--load", type=int, default=2000)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--conversations", type=int, default=None, help="LoCoMo: the first N")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     started = time.perf_counter()
