@@ -588,7 +588,8 @@ def refuse_unless_empty(target: StorageBackend, chat: ChatState) -> None:
     if found:
         raise Conflict(
             f"{target.location} is not empty ({found}): migrate only into a new notebook "
-            "(a new database or schema); to merge into this one, export the notebook "
+            "(a new database or schema); to merge into this one, or to finish a migration "
+            "that stopped half-way (identical records are skipped), export this notebook "
             "(agent-notebook export --to sqlite FILE) and import it there "
             "(agent-notebook --home URL import FILE)"
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,6 +17,9 @@ from .common import (
     progress_bar,
     reporting_errors,
 )
+
+if TYPE_CHECKING:
+    from ..compaction.archive import ColdArchive
 
 URL_HELP = "Where to: a postgresql://user@host:port/database URL (or a .db file)."
 
@@ -53,7 +56,7 @@ def migrate(
             try:
                 archives = None
                 if source.backend.count_archived():
-                    archives = Archives(source._cold_archive(), target._cold_archive())
+                    archives = Archives(cold_archive(source), cold_archive(target))
                 chat = (
                     ChatState(source.store, source.checkpointer),
                     ChatState(target.store, target.checkpointer),
@@ -86,3 +89,12 @@ def migrate(
     if not report.ok:
         wrong = ", ".join(c.what for c in report.counts if not c.ok)
         fail(f"the counts differ ({wrong}): the source is untouched; see above")
+
+
+def cold_archive(nb: Notebook) -> ColdArchive:
+    """``nb``'s cold archive, sealed as its records are."""
+    from ..compaction.archive import ColdArchive
+    from ..privacy.crypto import cipher_of
+
+    assert nb.archive_dir is not None  # Notebook.open gives every notebook a home
+    return ColdArchive(nb.archive_dir, cipher=cipher_of(nb.backend))
