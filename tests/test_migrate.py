@@ -41,6 +41,11 @@ def chat_counts(nb: Notebook) -> dict[str, int]:
     return notebook_counts(nb.backend, ChatState(nb.store, nb.checkpointer), nb.media_store())
 
 
+def prefs(nb: Notebook) -> dict[str, Any] | None:
+    item = nb.store.get(("app", "prefs"), "ana")
+    return None if item is None else item.value
+
+
 def file_digest(home: Path) -> dict[str, str]:
     return {
         p.relative_to(home).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -85,6 +90,7 @@ def test_migrate_of_locomo_gives_identical_search_results(tmp_path: Path) -> Non
 
 def _chat_state(nb: Notebook) -> None:
     """Store items, a session notebook, a checkpoint with pending writes, a vector."""
+    from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import empty_checkpoint
 
     session = nb.thread_session("trip-chat")
@@ -93,7 +99,7 @@ def _chat_state(nb: Notebook) -> None:
     nb.store.put(("app", "prefs"), "ana", {"seat": "window"})
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"] = {"notebook": {"session_id": session, "task": "t"}}
-    config = {"configurable": {"thread_id": "trip-chat", "checkpoint_ns": ""}}
+    config: RunnableConfig = {"configurable": {"thread_id": "trip-chat", "checkpoint_ns": ""}}
     saved = nb.checkpointer.put(config, checkpoint, {"source": "input", "step": 1}, {})
     nb.checkpointer.put_writes(saved, [("messages", "hello")], "task-1")
     nb.backend.put_vectors("model-x", [(1, nb.get_moment("m_1").content.text, b"vec1")])
@@ -130,7 +136,7 @@ def test_migrate_carries_everything_and_refuses_a_full_target(tmp_path: Path) ->
         assert contents(nb.backend) == before
         assert chat_counts(nb) == counts
         assert nb.archived_moment("m_5").content.text
-        assert nb.store.get(("app", "prefs"), "ana").value == {"seat": "window"}
+        assert prefs(nb) == {"seat": "window"}
         assert "Booking the hotel" in nb.session_notebook("trip-chat").sync.load()
         latest = nb.checkpointer.get_tuple({"configurable": {"thread_id": "trip-chat"}})
         assert latest is not None and latest.pending_writes == [("task-1", "messages", "hello")]
@@ -176,8 +182,8 @@ def test_export_and_import_work_both_ways(direction: str, tmp_path: Path) -> Non
         nb.settle()
         before, counts = contents(nb.backend), chat_counts(nb)
         exported = tmp_path / "exported.db"
-        with export_target(exported, "sqlite") as target:
-            report = nb.export_to(target, media_to=media_home(exported))
+        with export_target(exported, "sqlite") as destination:
+            report = nb.export_to(destination, media_to=media_home(exported))
         assert (report.moments, report.checkpoints) == (before["count_moments"], 1)
     target = (
         Notebook.open(pg_home, backend=url, background_embedding=False)
@@ -189,7 +195,7 @@ def test_export_and_import_work_both_ways(direction: str, tmp_path: Path) -> Non
         assert report.renumbered == {}
         assert contents(nb.backend) == before
         assert chat_counts(nb) == counts
-        assert nb.store.get(("app", "prefs"), "ana").value == {"seat": "window"}
+        assert prefs(nb) == {"seat": "window"}
         assert nb.search("Lyon train", mode="lexical", limit=50)
 
 
