@@ -17,6 +17,7 @@ from . import (
     exchange,
     keys,
     maintain,
+    migrate,
     privacy,
     read,
     serve,
@@ -88,6 +89,7 @@ app.command()(read.search)
 app.command("slice")(read.slice_)
 app.command()(exchange.export)
 app.command("import")(exchange.import_)
+app.command()(migrate.migrate)
 app.command()(read.stats)
 app.command()(chat.chat)
 app.command("import-checkpoints")(chat.import_checkpoints)

@@ -1,0 +1,210 @@
+"""``agent-notebook migrate`` (issue 18, item 5) and export/import both ways between SQLite
+and PostgreSQL, on the real server (tests/pg.py).
+
+The LoCoMo check uses the first two conversations of the dev set (788 turns): the
+whole set takes some 40 s just to embed on this machine, and the check is the same."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pg
+from agent_notebook import Notebook
+from agent_notebook.exchange import ChatState, export_target, media_home, notebook_counts
+from agent_notebook.ingest import parse_file
+from agent_notebook.media.store import media_paths_of
+from agent_notebook.storage import open_backend
+from clirun import cli
+from test_exchange import contents, fill
+
+LOCOMO = [
+    root / "shared" / "data" / "locomo" / "locomo-dev.json"
+    for root in (Path(__file__).resolve().parents[2], Path("/work"))
+]
+CONVERSATIONS = 2
+QUESTIONS_PER_CONVERSATION = 25
+
+
+def locomo_file() -> Path:
+    for path in LOCOMO:
+        if path.is_file():
+            return path
+    pytest.skip("the LoCoMo dev set is absent (see ../shared/data/locomo/README.md)")
+
+
+def chat_counts(nb: Notebook) -> dict[str, int]:
+    return notebook_counts(nb.backend, ChatState(nb.store, nb.checkpointer), nb.media_store())
+
+
+def prefs(nb: Notebook) -> dict[str, Any] | None:
+    item = nb.store.get(("app", "prefs"), "ana")
+    return None if item is None else item.value
+
+
+def file_digest(home: Path) -> dict[str, str]:
+    return {
+        p.relative_to(home).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(home.rglob("*"))
+        if p.is_file() and not p.name.endswith(("-wal", "-shm", ".lock"))
+    }
+
+
+def test_migrate_of_locomo_gives_identical_search_results(tmp_path: Path) -> None:
+    data = json.loads(locomo_file().read_text(encoding="utf-8"))[:CONVERSATIONS]
+    subset = tmp_path / "locomo-subset.json"  # a temporary file, never in the repository
+    subset.write_text(json.dumps(data), encoding="utf-8")
+    questions = [qa["question"] for conv in data for qa in conv["qa"][:QUESTIONS_PER_CONVERSATION]]
+    home = tmp_path / "sqlite"
+    with Notebook.open(home, background_embedding=False) as nb:
+        nb.ingest(parse_file(subset))
+        nb.reindex()  # every moment gets its vector: the hybrid ranking uses them
+        assert nb.unembedded() == 0
+
+    url = pg.url_with_schema(tmp_path)
+    result = cli(home, "migrate", "--to", url, "--to-home", str(tmp_path / "pg"), "-f", "json")
+    assert result.returncode == 0, result.stderr.decode()
+    report = json.loads(result.stdout)
+    assert report["ok"] is True
+    counted = {row["what"]: (row["source"], row["target"]) for row in report["counts"]}
+    assert counted["moments"][0] > 700 and counted["moments"][0] == counted["moments"][1]
+    assert all(s == t for s, t in counted.values())
+
+    with (
+        Notebook.open(home, background_embedding=False) as sqlite,
+        Notebook.open(tmp_path / "pg", backend=url, background_embedding=False) as postgres,
+    ):
+        assert postgres.backend.capabilities.name == "postgres"
+        assert contents(postgres.backend) == contents(sqlite.backend)
+        assert postgres.unembedded() == 0  # the vectors came along: nothing to embed
+        for mode in ("lexical", "hybrid"):
+            for question in questions:
+                want = [h.moment.id for h in sqlite.search(question, limit=10, mode=mode)]
+                got = [h.moment.id for h in postgres.search(question, limit=10, mode=mode)]
+                assert got == want, (mode, question)
+
+
+def _chat_state(nb: Notebook) -> None:
+    """Store items, a session notebook, a checkpoint with pending writes, a vector."""
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    session = nb.thread_session("trip-chat")
+    nb.record(session, "Chatting about the trip")
+    nb.session_notebook("trip-chat").sync.update_section("Current State", "Booking the hotel")
+    nb.store.put(("app", "prefs"), "ana", {"seat": "window"})
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"notebook": {"session_id": session, "task": "t"}}
+    config: RunnableConfig = {"configurable": {"thread_id": "trip-chat", "checkpoint_ns": ""}}
+    saved = nb.checkpointer.put(config, checkpoint, {"source": "input", "step": 1}, {})
+    nb.checkpointer.put_writes(saved, [("messages", "hello")], "task-1")
+    nb.backend.put_vectors("model-x", [(1, nb.get_moment("m_1").content.text, b"vec1")])
+
+
+def _archive_one(nb: Notebook) -> None:
+    from agent_notebook.compaction import ColdArchive
+
+    assert nb.archive_dir is not None
+    entries = ColdArchive(nb.archive_dir).write(nb.get_moment("m_6"), [nb.get_moment("m_5")])
+    with nb.backend.atomic():
+        nb.backend.archive_moments(entries)
+
+
+def test_migrate_carries_everything_and_refuses_a_full_target(tmp_path: Path) -> None:
+    home = tmp_path / "source"
+    with Notebook.open(home, background_embedding=False) as nb:
+        fill(nb)  # media, actions, decisions, pending items, escalations, links
+        _chat_state(nb)
+        _archive_one(nb)
+        nb.settle()
+        before = contents(nb.backend)
+        counts = chat_counts(nb)
+    assert counts["media files"] == 2 and counts["archived moments"] == 1
+    assert counts["checkpoints"] == 1 and counts["store items"] >= 3
+    files_before = file_digest(home)
+
+    url = pg.url_with_schema(tmp_path)
+    result = cli(home, "migrate", "--to", url, "--to-home", str(tmp_path / "pg"))
+    assert result.returncode == 0, result.stderr.decode()
+    table = result.stdout.decode()
+    assert "vectors model-x" in table and "False" not in table
+    with Notebook.open(tmp_path / "pg", backend=url, background_embedding=False) as nb:
+        assert contents(nb.backend) == before
+        assert chat_counts(nb) == counts
+        assert nb.archived_moment("m_5").content.text
+        assert prefs(nb) == {"seat": "window"}
+        assert "Booking the hotel" in nb.session_notebook("trip-chat").sync.load()
+        latest = nb.checkpointer.get_tuple({"configurable": {"thread_id": "trip-chat"}})
+        assert latest is not None and latest.pending_writes == [("task-1", "messages", "hello")]
+        assert nb.backend.get_vectors("model-x") == [(1, b"vec1")]
+        for name in media_paths_of(nb.backend.iter_moments()):
+            assert nb.media_store().verify(name).is_file()  # copied, checked against its hash
+
+    # a second run refuses, says how to proceed, and changes nothing on either side
+    again = cli(home, "migrate", "--to", url, "--to-home", str(tmp_path / "pg"))
+    assert again.returncode == 1
+    message = again.stderr.decode()
+    assert "not empty" in message and "import" in message
+    assert file_digest(home) == files_before
+    with Notebook.open(tmp_path / "pg", backend=url, background_embedding=False) as nb:
+        assert contents(nb.backend) == before
+
+
+def test_a_failed_migration_leaves_the_source_untouched(tmp_path: Path) -> None:
+    home = tmp_path / "source"
+    with Notebook.open(home, background_embedding=False) as nb:
+        fill(nb)
+        before = contents(nb.backend)
+    files_before = file_digest(home)
+    result = cli(home, "migrate", "--to", "postgresql://nobody@127.0.0.1:9/none")
+    assert result.returncode == 1 and "error" in result.stderr.decode()
+    assert file_digest(home) == files_before
+    with Notebook.open(home, background_embedding=False) as nb:
+        assert contents(nb.backend) == before
+
+
+@pytest.mark.parametrize("direction", ["sqlite-to-postgres", "postgres-to-sqlite"])
+def test_export_and_import_work_both_ways(direction: str, tmp_path: Path) -> None:
+    url = pg.url_with_schema(tmp_path)
+    sqlite_home, pg_home = tmp_path / "sqlite", tmp_path / "pg"
+    source = (
+        Notebook.open(sqlite_home, background_embedding=False)
+        if direction == "sqlite-to-postgres"
+        else Notebook.open(pg_home, backend=url, background_embedding=False)
+    )
+    with source as nb:
+        fill(nb)
+        _chat_state(nb)
+        nb.settle()
+        before, counts = contents(nb.backend), chat_counts(nb)
+        exported = tmp_path / "exported.db"
+        with export_target(exported, "sqlite") as destination:
+            report = nb.export_to(destination, media_to=media_home(exported))
+        assert (report.moments, report.checkpoints) == (before["count_moments"], 1)
+    target = (
+        Notebook.open(pg_home, backend=url, background_embedding=False)
+        if direction == "sqlite-to-postgres"
+        else Notebook.open(sqlite_home, background_embedding=False)
+    )
+    with target as nb, _backend(exported) as backend:
+        report = nb.import_from(backend, media_from=media_home(exported))
+        assert report.renumbered == {}
+        assert contents(nb.backend) == before
+        assert chat_counts(nb) == counts
+        assert prefs(nb) == {"seat": "window"}
+        assert nb.search("Lyon train", mode="lexical", limit=50)
+
+
+class _backend:
+    def __init__(self, path: Path) -> None:
+        self.backend: Any = open_backend(path)
+
+    def __enter__(self) -> Any:
+        return self.backend
+
+    def __exit__(self, *exc: object) -> None:
+        self.backend.close()
