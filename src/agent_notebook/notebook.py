@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import tempfile
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -89,8 +88,8 @@ if TYPE_CHECKING:
     from .media.store import Attachment, MediaStore
     from .privacy.redaction import ForgetReport
     from .search.semantic import SemanticIndex
-    from .stores import Closeable
     from .session import SessionNotebook
+    from .stores import Closeable
     from .summarize import Summarizer
 
 #: How many of the latest moment ids a session keeps in ``context.recent_moments``.

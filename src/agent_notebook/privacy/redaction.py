@@ -67,7 +67,6 @@ from ..storage.sqlite.backend import database_file, vacuum
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
-    from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.store.base import BaseStore
 
     from ..compaction import ColdArchive
