@@ -53,6 +53,7 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
     def __init__(self, pool: ConnectionPool[Any], *, keep: int | None = None) -> None:
         """``pool``: autocommit connections with ``dict_row`` rows (see :mod:`.stores`)."""
         super().__init__(pool)
+        self.pool = pool
         self._init_semantics(keep)
 
     # -- the statements of a turn and of pruning ----------------------------------------------

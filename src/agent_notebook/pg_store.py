@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Final
 
 from langgraph.store.base import Op, Result, SearchOp
@@ -117,6 +117,18 @@ def open_postgres_saver(backend: Any, keep: int | None) -> NotebookPostgresSaver
     return saver
 
 
-def store_lock(store: NotebookPostgresStore) -> Any:
+#: LangGraph's tables that hold text: what a purge after a redaction rewrites.
+TEXT_TABLES: Final = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "store")
+
+
+def vacuum_full(pool: ConnectionPool[Any], tables: Iterable[str] = TEXT_TABLES) -> None:
+    """Rewrite ``tables`` (``VACUUM FULL``) so that scrubbed rows' old versions leave the
+    data files; the WAL and backups keep them until recycled (see the README)."""
+    with pool.connection() as conn:
+        for table in tables:
+            conn.execute(f"VACUUM FULL {table}")
+
+
+def store_lock(store: NotebookPostgresStore) -> AbstractContextManager[None]:
     """Serialise a read-modify-write cycle on ``store`` across every server."""
     return advisory_lock(store.pool, STORE_LOCK)

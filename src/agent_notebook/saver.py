@@ -115,7 +115,7 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
                 "WHERE thread_id = ? AND checkpoint_ns = ?",
                 (thread, namespace),
             ).fetchone()
-        return oldest
+        return None if oldest is None else str(oldest)
 
     # -- sync: the extended capabilities ------------------------------------------------------
 

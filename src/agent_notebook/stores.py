@@ -118,8 +118,8 @@ def open_checkpointer(
     if path is None and is_postgres(backend):
         from .pg_store import open_postgres_saver
 
-        saver = open_postgres_saver(backend, keep)
-        return saver, saver.conn  # type: ignore[return-value]
+        pg_saver = open_postgres_saver(backend, keep)
+        return pg_saver, pg_saver.pool
     if path is None:
         path = checkpoint_path(backend)
     if path is None:
@@ -197,7 +197,8 @@ def write_lock(store: BaseStore) -> AbstractContextManager[None]:
     if type(store).__module__.endswith(".pg_store"):  # not imported for other stores
         from .pg_store import store_lock
 
-        return store_lock(store)  # type: ignore[arg-type]
+        lock: AbstractContextManager[None] = store_lock(store)  # type: ignore[arg-type]
+        return lock
     return nullcontext()
 
 

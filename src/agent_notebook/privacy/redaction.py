@@ -599,6 +599,10 @@ class Redaction:
         for conn in self._side_connections():
             if database_file(conn) != main:
                 vacuum(conn)
+        if (saver := self._saver()) is not None and hasattr(saver, "pool"):  # PostgreSQL's
+            from ..pg_store import vacuum_full
+
+            vacuum_full(saver.pool)
         self._purge_vectors()
 
     def _purge_vectors(self) -> None:
