@@ -210,5 +210,6 @@ def test_a_semantic_index_is_refused_with_the_reason(tmp_path: Path) -> None:
     with Notebook.open(tmp_path / "home", backend=url) as nb:
         nb.store.put(("app",), "x", {"text": "hello"})
         assert nb.store.get(("app",), "x").value == {"text": "hello"}
+        assert asyncio.run(nb.store.aget(("app",), "x")).value == {"text": "hello"}  # type: ignore[union-attr]
         with pytest.raises(InvalidInput, match="no semantic index"):
             nb.store.search(("app",), query="greeting")
