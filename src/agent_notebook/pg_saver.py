@@ -214,13 +214,20 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
     ) -> RunnableConfig:
         """``PostgresSaver.put`` with every channel value a (sealed) blob: its own put keeps
         strings and numbers in the clear in the checkpoint's JSON. A value whose version did
-        not change is a blob already (an older checkpoint put it)."""
+        not change is a blob already (an older checkpoint put it), unless it was inline."""
         where = config["configurable"]
         thread_id, checkpoint_ns = where["thread_id"], where["checkpoint_ns"]
         values = dict(checkpoint["channel_values"])
         inline = {**checkpoint, "channel_values": {}}
         with self._cursor(pipeline=True) as cur:
-            if blob_versions := {k: v for k, v in new_versions.items() if k in values}:
+            # Primitive values go again whatever their version: one an older checkpoint
+            # kept inline (before encryption was turned on) has no blob to be read from.
+            versions = checkpoint["channel_versions"]
+            if blob_versions := {
+                k: new_versions[k] if k in new_versions else versions[k]
+                for k, v in values.items()
+                if k in new_versions or (_primitive(v) and k in versions)
+            }:
                 cur.executemany(
                     self.UPSERT_CHECKPOINT_BLOBS_SQL,
                     self._dump_blobs(thread_id, checkpoint_ns, values, blob_versions),
@@ -295,3 +302,8 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
                         f"UPDATE {table} SET type = %s, blob = %s WHERE {match}",
                         (kind, blob, *(r[k] for k in keys)),
                     )
+
+
+def _primitive(value: Any) -> bool:
+    """Whether ``PostgresSaver.put`` keeps ``value`` inline in the checkpoint's JSON."""
+    return value is None or isinstance(value, str | int | float | bool)
