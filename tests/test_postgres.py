@@ -216,8 +216,8 @@ def test_open_backend_and_notebook_open_take_the_url(tmp_path: Path) -> None:
     with Notebook.open(home, backend=url) as nb:
         found = nb.search("train", mode="lexical")
         assert [h.moment.content.text for h in found] == ["Booked the train to Lyon"]
-        nb.store.put(("notes",), "k", {"v": 1})  # LangGraph's store: in the home, for now
-        assert (home / "store.db").exists()
+        nb.store.put(("notes",), "k", {"v": 1})  # LangGraph's store: in the database
+        assert not (home / "store.db").exists()
 
 
 def test_init_writes_the_url_into_config(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import tempfile
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -90,6 +89,7 @@ if TYPE_CHECKING:
     from .privacy.redaction import ForgetReport
     from .search.semantic import SemanticIndex
     from .session import SessionNotebook
+    from .stores import Closeable
     from .summarize import Summarizer
 
 #: How many of the latest moment ids a session keeps in ``context.recent_moments``.
@@ -150,7 +150,7 @@ class Notebook:
         self.config = config or cfg.NotebookConfig()
         self._store: BaseStore | None = None
         self._checkpointers: dict[tuple[Path | None, int | None], BaseCheckpointSaver[Any]] = {}
-        self._connections: list[sqlite3.Connection] = []  # closed with the notebook
+        self._connections: list[Closeable] = []  # connections and pools, closed with it
         self._after_turn: ThreadPoolExecutor | None = None
         self._embedder_choice = embedder
         self._store_index_choice = store_index
@@ -1066,7 +1066,7 @@ class Notebook:
             if self.archive_dir is not None and self.backend.count_archived():
                 archives = Archives(self._cold_archive(), ColdArchive(media_to / ARCHIVE_DIR))
         mine = ChatState(self.store, self.checkpointer)
-        conns: list[sqlite3.Connection] = []
+        conns: list[Closeable] = []
         try:
             theirs = ChatState()
             if next(store_items(self.store), None) is not None:

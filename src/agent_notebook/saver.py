@@ -19,27 +19,13 @@ and the async API, with the conformance suite's extended capabilities.
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
-import threading
-from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-    DeltaChannelHistory,
-    get_checkpoint_id,
-)
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from .errors import InvalidInput, NotFound
+from .errors import InvalidInput
+from .saver_base import CheckpointPruned, SaverSemantics, TurnMark
 
 __all__ = ["CheckpointPruned", "NotebookSaver", "TurnMark"]
 
@@ -53,70 +39,16 @@ _NEWEST_WRITES = (
 )
 
 
-class CheckpointPruned(NotFound):
-    """A checkpoint id older than the ones a pruning checkpointer keeps."""
-
-
-@dataclass(frozen=True, slots=True)
-class TurnMark:
-    """A thread's checkpoints before a turn: the newest checkpoint id (of any namespace) and
-    the writes then pending on the newest checkpoint of each namespace (a resumed run adds
-    its writes there)."""
-
-    thread_id: str
-    newest: str | None
-    writes: frozenset[tuple[str, str, str, int]]  # (namespace, checkpoint id, task id, idx)
-
-
-class NotebookSaver(SqliteSaver):
-    """``SqliteSaver`` with async methods, optional pruning and the extended capabilities."""
+class NotebookSaver(SaverSemantics, SqliteSaver):
+    """``SqliteSaver`` with async methods, optional pruning and the extended capabilities
+    (what is not SQL here is :class:`~agent_notebook.saver_base.SaverSemantics`)."""
 
     def __init__(self, conn: sqlite3.Connection, *, keep: int | None = None) -> None:
         """``keep``: checkpoints kept per thread and namespace (None: all of them)."""
         super().__init__(conn)
-        if keep is not None and keep < 1:
-            raise InvalidInput(f"keep must be at least 1 checkpoint, not {keep}")
-        self.keep = keep
-        self._in_turn: Counter[str] = Counter()  # thread id -> turns running on it
-        self._turns_lock = threading.Lock()
+        self._init_semantics(keep)
 
-    # -- a turn all or nothing ----------------------------------------------------------------
-
-    @contextmanager
-    def turn(self, thread_id: str) -> Iterator[TurnMark]:
-        """Run one turn on ``thread_id`` inside: when the block raises, the checkpoints and
-        writes added since it began are deleted (then the exception goes on); pruning waits
-        until the block ends without error. One turn at a time per thread: a concurrent
-        run on the same thread that began later would be rolled back with this one."""
-        mark = self.begin_turn(thread_id)
-        try:
-            yield mark
-        except GeneratorExit:  # a consumer stopped streaming: LangGraph's own semantics
-            self.end_turn(mark, failed=False)
-            raise
-        except BaseException:
-            self.end_turn(mark, failed=True)
-            raise
-        self.end_turn(mark, failed=False)
-
-    def begin_turn(self, thread_id: str) -> TurnMark:
-        """The mark :meth:`end_turn` rolls back to; pruning of the thread waits till then."""
-        mark = self.mark(str(thread_id))
-        with self._turns_lock:
-            self._in_turn[mark.thread_id] += 1
-        return mark
-
-    def end_turn(self, mark: TurnMark, *, failed: bool) -> None:
-        """A failed turn's checkpoints are rolled back; a good one's thread is pruned (when
-        this saver prunes)."""
-        with self._turns_lock:
-            self._in_turn[mark.thread_id] -= 1
-            if not self._in_turn[mark.thread_id]:
-                del self._in_turn[mark.thread_id]
-        if failed:
-            self.rollback(mark)
-        elif self.keep is not None:
-            self._prune_thread(mark.thread_id)
+    # -- the statements of a turn and of pruning ----------------------------------------------
 
     def mark(self, thread_id: str) -> TurnMark:
         """Where ``thread_id``'s checkpoints stand now (see :meth:`rollback`)."""
@@ -150,21 +82,6 @@ class NotebookSaver(SqliteSaver):
                 [(mark.thread_id, *row) for row in added],
             )
 
-    # -- sync: pruning and the clear error for a pruned id ------------------------------------
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        saved = super().put(config, checkpoint, metadata, new_versions)
-        thread = str(saved["configurable"]["thread_id"])
-        if self.keep is not None and thread not in self._in_turn:
-            self._prune_thread(thread, saved["configurable"]["checkpoint_ns"])
-        return saved
-
     def _prune_thread(self, thread: str, namespace: str | None = None) -> None:
         """Keep only the latest ``keep`` checkpoints of ``thread`` in ``namespace`` (every
         namespace when None)."""
@@ -191,30 +108,14 @@ class NotebookSaver(SqliteSaver):
                         (thread, ns) * 2 + (self.keep,),
                     )
 
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        found = super().get_tuple(config)
-        if found is None and self.keep is not None and (wanted := get_checkpoint_id(config)):
-            self._check_not_pruned(config, wanted)
-        return found
-
-    def _check_not_pruned(self, config: RunnableConfig, wanted: str) -> None:
-        """Raise :class:`CheckpointPruned` when ``wanted`` is older than every checkpoint
-        its thread keeps (LangGraph's checkpoint ids grow with time)."""
-        thread = str(config["configurable"]["thread_id"])
-        namespace = config["configurable"].get("checkpoint_ns", "")
+    def _oldest_checkpoint(self, thread: str, namespace: str) -> str | None:
         with self.cursor(transaction=False) as cur:
             (oldest,) = cur.execute(
                 "SELECT MIN(checkpoint_id) FROM checkpoints "
                 "WHERE thread_id = ? AND checkpoint_ns = ?",
                 (thread, namespace),
             ).fetchone()
-        if oldest is not None and wanted < oldest:
-            raise CheckpointPruned(
-                f"checkpoint {wanted} of thread {thread!r} was pruned: this checkpointer keeps "
-                f"the latest {self.keep} checkpoints of a thread (chat.keep_checkpoints); "
-                "set chat.keep_checkpoints to null in config.yaml to keep every checkpoint, "
-                "or list the ones kept with get_state_history"
-            )
+        return None if oldest is None else str(oldest)
 
     # -- sync: the extended capabilities ------------------------------------------------------
 
@@ -277,62 +178,3 @@ class NotebookSaver(SqliteSaver):
                     "AND checkpoint_id = ?",
                     doomed,
                 )
-
-    # -- async: the sync methods on a worker thread --------------------------------------------
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await asyncio.to_thread(self.get_tuple, config)
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        # Read whole on the worker thread: SqliteSaver.list holds the saver's lock until it
-        # is exhausted, which a consumer awaiting other saver calls between items would
-        # otherwise wait on forever.
-        found = await asyncio.to_thread(
-            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
-        )
-        for item in found:
-            yield item
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        await asyncio.to_thread(self.delete_thread, thread_id)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await asyncio.to_thread(self.delete_for_runs, run_ids)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await asyncio.to_thread(lambda: self.prune(thread_ids, strategy=strategy))
-
-    async def aget_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        return await asyncio.to_thread(
-            lambda: self.get_delta_channel_history(config=config, channels=channels)
-        )

@@ -2,7 +2,9 @@
 threads' checkpoints and the session notebooks share one file: LangGraph's ``SqliteStore``
 and ``SqliteSaver`` (as :class:`NotebookStore` and :class:`NotebookSaver`, sync and async)
 on ``notebook.db`` for the SQLite backend, on ``store.db`` beside a YAML notebook, and
-in-memory ones for in-memory notebooks.
+in-memory ones for in-memory notebooks. A PostgreSQL notebook has LangGraph's
+``PostgresStore`` and ``PostgresSaver`` in its own database and schema (:mod:`.pg_store`),
+shared by every server on it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -41,17 +43,24 @@ LOCK_TIMEOUT_S = 60.0
 PAGE = 500
 
 
+class Closeable(Protocol):
+    """What the notebook closes with a store or checkpointer: a connection or a pool."""
+
+    def close(self) -> None: ...
+
+
+def is_postgres(backend: StorageBackend) -> bool:
+    """Whether ``backend``'s store and threads live in its PostgreSQL database."""
+    return backend.capabilities.name == "postgres"
+
+
 def store_path(backend: StorageBackend) -> Path | None:
-    """The SQLite file a store for ``backend`` lives in; None when it is in memory. A
-    PostgreSQL notebook keeps it in its home (``local_dir``) for now: not yet shared by
-    the servers on the database."""
-    if not backend.capabilities.persistent:
+    """The SQLite file a store for ``backend`` lives in; None when it is in memory or in a
+    PostgreSQL database (see :func:`is_postgres`)."""
+    if not backend.capabilities.persistent or is_postgres(backend):
         return None
     if backend.capabilities.name == "sqlite":
         return Path(backend.location)
-    if backend.capabilities.name == "postgres":
-        local: Path | None = getattr(backend, "local_dir", None)
-        return None if local is None else local / STORE_FILE
     return Path(backend.location) / STORE_FILE
 
 
@@ -61,15 +70,23 @@ def open_store(
     *,
     index: StoreIndex | None = None,
     index_factory: IndexFactory | None = None,
-) -> tuple[BaseStore, sqlite3.Connection | None]:
+) -> tuple[BaseStore, Closeable | None]:
     """A store for ``backend`` and the connection to close with it (None in memory); with
     ``cipher`` (encryption at rest) its values are sealed and it has no semantic index.
-    ``index`` is LangGraph's index config; ``index_factory`` makes one when first needed."""
+    ``index`` is LangGraph's index config; ``index_factory`` makes one when first needed
+    (a PostgreSQL notebook's store has none: see :mod:`.pg_store`)."""
     if cipher is not None and index is not None:
         raise InvalidInput(
             "the store of an encrypted notebook cannot have a semantic index: vectors of its "
             "values would give their meaning away; open it without store_index"
         )
+    if is_postgres(backend):
+        from .pg_store import NO_INDEX, open_postgres_store
+
+        if index is not None:
+            raise InvalidInput(f"{NO_INDEX}; open it with store_index=None")
+        pg_store = open_postgres_store(backend, cipher)
+        return pg_store, pg_store.pool
     path = store_path(backend)
     if path is None:
         if index is None and index_factory is not None:
@@ -94,9 +111,15 @@ def open_store(
 
 def open_checkpointer(
     backend: StorageBackend, path: Path | None = None, keep: int | None = None
-) -> tuple[BaseCheckpointSaver[Any], sqlite3.Connection | None]:
+) -> tuple[BaseCheckpointSaver[Any], Closeable | None]:
     """A checkpointer for ``backend``'s threads (on ``path`` when given) and its connection:
-    a :class:`NotebookSaver` keeping every checkpoint, or the latest ``keep`` of a thread."""
+    a :class:`NotebookSaver` keeping every checkpoint, or the latest ``keep`` of a thread;
+    a PostgreSQL notebook's is in its database (without ``path``)."""
+    if path is None and is_postgres(backend):
+        from .pg_store import open_postgres_saver
+
+        pg_saver = open_postgres_saver(backend, keep)
+        return pg_saver, pg_saver.pool
     if path is None:
         path = checkpoint_path(backend)
     if path is None:
@@ -128,11 +151,15 @@ def checkpoint_path(backend: StorageBackend) -> Path | None:
 
 def open_existing(
     backend: StorageBackend, cipher: Cipher | None = None
-) -> tuple[BaseStore | None, BaseCheckpointSaver[Any] | None, list[sqlite3.Connection]]:
+) -> tuple[BaseStore | None, BaseCheckpointSaver[Any] | None, list[Closeable]]:
     """The store and the checkpointer of ``backend`` when its files hold them (nothing is
     created for a notebook that has none), and the connections to close after."""
     store = saver = None
-    conns: list[sqlite3.Connection] = []
+    conns: list[Closeable] = []
+    if is_postgres(backend):  # LangGraph's setup() is idempotent: nothing of it is lost
+        store, conn = open_store(backend, cipher)
+        saver, pool = open_checkpointer(backend)
+        return store, saver, [c for c in (conn, pool) if c is not None]
     path = store_path(backend)
     if path is not None and _has_table(path, "store"):
         store, conn = open_store(backend, cipher)
@@ -167,6 +194,11 @@ def write_lock(store: BaseStore) -> AbstractContextManager[None]:
     atomicity holds."""
     if isinstance(store, SqliteStore) and (main := database_file(store.conn)) is not None:
         return exclusive_lock(main.with_name(main.name + LOCK_SUFFIX), LOCK_TIMEOUT_S)
+    if type(store).__module__.endswith(".pg_store"):  # not imported for other stores
+        from .pg_store import store_lock
+
+        lock: AbstractContextManager[None] = store_lock(store)  # type: ignore[arg-type]
+        return lock
     return nullcontext()
 
 

@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langgraph.graph.state import CompiledStateGraph
 
-from ..saver import NotebookSaver
+from ..saver_base import SaverSemantics
 
 __all__ = ["ChatGraph"]
 
@@ -33,9 +33,9 @@ class ChatGraph(CompiledStateGraph[Any, Any, Any, Any]):
         # As Pregel.copy makes a copy: the same attributes, another class.
         return cls(**{k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"})
 
-    def _turn_of(self, config: RunnableConfig | None) -> tuple[NotebookSaver, str] | None:
-        """The saver and thread of a top-level run on a :class:`NotebookSaver`, else None."""
-        if not isinstance(self.checkpointer, NotebookSaver):
+    def _turn_of(self, config: RunnableConfig | None) -> tuple[SaverSemantics, str] | None:
+        """The saver and thread of a top-level run on a notebook checkpointer (:class:`SaverSemantics`), else None."""
+        if not isinstance(self.checkpointer, SaverSemantics):
             return None
         configurable = merge_configs(self.config, config).get("configurable") or {}
         thread = configurable.get("thread_id")
@@ -51,7 +51,7 @@ class ChatGraph(CompiledStateGraph[Any, Any, Any, Any]):
 
     def _stream_turn(
         self,
-        turn: tuple[NotebookSaver, str],
+        turn: tuple[SaverSemantics, str],
         input: Any,
         config: RunnableConfig | None,
         kwargs: dict[str, Any],

@@ -67,7 +67,6 @@ from ..storage.sqlite.backend import database_file, vacuum
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
-    from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.store.base import BaseStore
 
     from ..compaction import ColdArchive
@@ -556,6 +555,11 @@ class Redaction:
         saver = self._saver()
         if saver is None:
             return
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        if not isinstance(saver, SqliteSaver):  # a PostgreSQL notebook's: its own statements
+            saver.scrub(self.scrubber.value)  # type: ignore[attr-defined]
+            return
         serde = saver.serde
         with saver.cursor() as cur:
             rows = cur.execute(
@@ -595,6 +599,10 @@ class Redaction:
         for conn in self._side_connections():
             if database_file(conn) != main:
                 vacuum(conn)
+        if (saver := self._saver()) is not None and hasattr(saver, "pool"):  # PostgreSQL's
+            from ..pg_store import vacuum_full
+
+            vacuum_full(saver.pool)
         self._purge_vectors()
 
     def _purge_vectors(self) -> None:
@@ -670,18 +678,25 @@ class Redaction:
         return self.nb._cold_archive()
 
     def _store(self) -> BaseStore | None:
-        from ..stores import store_path
+        from ..stores import is_postgres, store_path
 
+        if is_postgres(self.backend):  # in the database: there is one
+            return self.nb.store
         path = store_path(self.backend)
         return self.nb.store if path is not None and path.exists() else None
 
-    def _saver(self) -> SqliteSaver | None:
+    def _saver(self) -> BaseCheckpointSaver[Any] | None:
+        """The checkpointer to scrub: a ``SqliteSaver`` on an existing file, or a PostgreSQL
+        notebook's ``NotebookPostgresSaver`` (which has ``scrub``)."""
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        from ..stores import CHECKPOINT_FILE, store_path
+        from ..stores import CHECKPOINT_FILE, is_postgres, store_path
 
         chat = self.nb.config.chat
         path = chat.checkpoints
+        if path is None and is_postgres(self.backend):
+            saver = self.nb.checkpointer_for(chat)
+            return saver if hasattr(saver, "scrub") else None
         if path is None and (beside := store_path(self.backend)) is not None:
             path = (
                 beside
@@ -699,8 +714,10 @@ class Redaction:
             conn := getattr(store, "conn", None), sqlite3.Connection
         ):
             conns.append(conn)
-        if (saver := self._saver()) is not None:
-            conns.append(saver.conn)
+        if (saver := self._saver()) is not None and isinstance(
+            conn := getattr(saver, "conn", None), sqlite3.Connection
+        ):
+            conns.append(conn)
         unique: dict[Path | None, sqlite3.Connection] = {}
         for conn in conns:
             unique.setdefault(database_file(conn), conn)

@@ -10,6 +10,7 @@ would give their meaning away.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from collections.abc import Iterable
@@ -21,7 +22,7 @@ from ..errors import InvalidInput
 from ..storage.langgraph_store import NotebookStore
 from .crypto import Cipher
 
-__all__ = ["SEALED", "SealedSqliteStore", "store_aad"]
+__all__ = ["SEALED", "SealedSqliteStore", "Sealing", "store_aad"]
 
 SEALED = "sealed"
 
@@ -30,13 +31,17 @@ def store_aad(namespace: tuple[str, ...], key: str) -> bytes:
     return json.dumps([list(namespace), key]).encode()
 
 
-class SealedSqliteStore(NotebookStore):
-    def __init__(self, conn: sqlite3.Connection, *, cipher: Cipher) -> None:
-        super().__init__(conn)
-        self.cipher = cipher
+class Sealing:
+    """Seals the values of the store it is mixed into (before the store's class): every
+    ``batch`` goes through it; ``abatch`` runs ``batch`` on a worker thread."""
+
+    cipher: Cipher
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        return [self._open(result) for result in super().batch(map(self._seal, ops))]
+        return [self._open(result) for result in super().batch(map(self._seal, ops))]  # type: ignore[misc]
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await asyncio.to_thread(self.batch, list(ops))
 
     def _seal(self, op: Op) -> Op:
         if isinstance(op, SearchOp) and (op.filter or op.query):
@@ -70,3 +75,9 @@ class SealedSqliteStore(NotebookStore):
         if not isinstance(value, dict):
             raise InvalidInput(f"{where}: a sealed value is not a mapping")
         return value
+
+
+class SealedSqliteStore(Sealing, NotebookStore):
+    def __init__(self, conn: sqlite3.Connection, *, cipher: Cipher) -> None:
+        super().__init__(conn)
+        self.cipher = cipher

@@ -131,6 +131,10 @@ class PostgresBackend(SqlReads):
                     "digits and _ (at most 63, not starting with a digit)"
                 )
             kwargs["options"] = f"-c search_path={schema_name}"
+        #: How this backend connects (the URL's own options aside) and its pool's bounds,
+        #: for the pools of LangGraph's store and checkpointer in the same schema.
+        self.connect_kwargs: dict[str, Any] = dict(kwargs)
+        self.pool_size, self.timeout_s = pool_size, timeout_s
         with self._mapped("connect"):
             self._migrate(psycopg.connect(url, connect_timeout=int(timeout_s), **kwargs))
             self._pool: psycopg_pool.ConnectionPool[Any] = pool_module.ConnectionPool(

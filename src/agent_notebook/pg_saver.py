@@ -1,0 +1,309 @@
+"""The checkpointer of a PostgreSQL notebook: LangGraph's ``PostgresSaver`` on a pool of
+the notebook's database, in the notebook's schema, with the semantics of the SQLite one
+(:class:`~agent_notebook.saver_base.SaverSemantics`): every checkpoint kept unless ``keep``
+says otherwise, :class:`~agent_notebook.saver_base.CheckpointPruned` for a pruned id, turns
+all or nothing, the async API on a worker thread (so one object serves ``invoke`` and
+``ainvoke``, as ``NotebookSaver`` does), ``copy_thread`` and ``delete_for_runs``.
+
+Channel values live in ``checkpoint_blobs`` keyed by version, not by checkpoint: whatever
+deletes checkpoints here then deletes the blobs no checkpoint of the thread names any more.
+With an encrypting ``serde`` no value is kept inline in the ``checkpoint`` JSON (where
+``PostgresSaver`` keeps strings and numbers unserialised): every one goes through the serde.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from .saver_base import CheckpointPruned, SaverSemantics, TurnMark
+
+__all__ = ["CheckpointPruned", "NotebookPostgresSaver", "TurnMark"]
+
+#: The writes pending on the newest checkpoint of each namespace of a thread.
+_NEWEST_WRITES = (
+    "SELECT w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx FROM checkpoint_writes AS w "
+    "WHERE w.thread_id = %s AND w.checkpoint_id = (SELECT MAX(c.checkpoint_id) "
+    "FROM checkpoints AS c WHERE c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns)"
+)
+#: Blobs of a thread that no checkpoint of it names (left by deleted checkpoints).
+_UNUSED_BLOBS = (
+    "DELETE FROM checkpoint_blobs AS b WHERE b.thread_id = %s AND NOT EXISTS ("
+    "SELECT 1 FROM checkpoints AS c WHERE c.thread_id = b.thread_id "
+    "AND c.checkpoint_ns = b.checkpoint_ns "
+    "AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)"
+)
+
+
+class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
+    """``PostgresSaver`` on a connection pool, with the notebook's checkpoint semantics."""
+
+    def __init__(self, pool: ConnectionPool[Any], *, keep: int | None = None) -> None:
+        """``pool``: autocommit connections with ``dict_row`` rows (see :mod:`.stores`)."""
+        super().__init__(pool)
+        self.pool = pool
+        self._init_semantics(keep)
+
+    # -- the statements of a turn and of pruning ----------------------------------------------
+
+    def mark(self, thread_id: str) -> TurnMark:
+        with self._cursor() as cur:
+            cur.execute(
+                "SELECT MAX(checkpoint_id) AS newest FROM checkpoints WHERE thread_id = %s",
+                (thread_id,),
+            )
+            newest = cur.fetchone()["newest"]  # type: ignore[index]
+            cur.execute(_NEWEST_WRITES, (thread_id,))
+            writes = [
+                (r["checkpoint_ns"], r["checkpoint_id"], r["task_id"], r["idx"])
+                for r in cur.fetchall()
+            ]
+        return TurnMark(thread_id, newest, frozenset(writes))
+
+    def rollback(self, mark: TurnMark) -> None:
+        with self._cursor() as cur, cur.connection.transaction():
+            for table in ("checkpoints", "checkpoint_writes"):
+                cur.execute(
+                    f"DELETE FROM {table} WHERE thread_id = %s AND checkpoint_id > %s",
+                    (mark.thread_id, mark.newest or ""),
+                )
+            cur.execute(_UNUSED_BLOBS, (mark.thread_id,))
+            if mark.newest is None:
+                return
+            cur.execute(_NEWEST_WRITES, (mark.thread_id,))
+            added = [
+                key
+                for r in cur.fetchall()
+                if (key := (r["checkpoint_ns"], r["checkpoint_id"], r["task_id"], r["idx"]))
+                not in mark.writes
+            ]
+            cur.executemany(
+                "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s "
+                "AND checkpoint_id = %s AND task_id = %s AND idx = %s",
+                [(mark.thread_id, *key) for key in added],
+            )
+
+    def _prune_thread(self, thread: str, namespace: str | None = None) -> None:
+        assert self.keep is not None
+        with self._cursor() as cur, cur.connection.transaction():
+            if namespace is None:
+                cur.execute(
+                    "SELECT DISTINCT checkpoint_ns FROM checkpoints WHERE thread_id = %s",
+                    (thread,),
+                )
+                namespaces = [r["checkpoint_ns"] for r in cur.fetchall()]
+            else:
+                namespaces = [namespace]
+            for ns in namespaces:
+                cur.execute(
+                    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s "
+                    "AND checkpoint_ns = %s ORDER BY checkpoint_id DESC OFFSET %s",
+                    (thread, ns, self.keep),
+                )
+                doomed = [r["checkpoint_id"] for r in cur.fetchall()]
+                if doomed:
+                    self._delete_checkpoints(cur, thread, ns, doomed)
+            cur.execute(_UNUSED_BLOBS, (thread,))
+
+    @staticmethod
+    def _delete_checkpoints(cur: Any, thread: str, namespace: str, ids: list[str]) -> None:
+        for table in ("checkpoints", "checkpoint_writes"):
+            cur.execute(
+                f"DELETE FROM {table} WHERE thread_id = %s AND checkpoint_ns = %s "
+                "AND checkpoint_id = ANY(%s)",
+                (thread, namespace, ids),
+            )
+
+    def _oldest_checkpoint(self, thread: str, namespace: str) -> str | None:
+        with self._cursor() as cur:
+            cur.execute(
+                "SELECT MIN(checkpoint_id) AS oldest FROM checkpoints "
+                "WHERE thread_id = %s AND checkpoint_ns = %s",
+                (thread, namespace),
+            )
+            oldest: str | None = cur.fetchone()["oldest"]  # type: ignore[index]
+        return oldest
+
+    # -- the extended capabilities PostgresSaver lacks ----------------------------------------
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint, blob and write of one thread to another (replacing the
+        target's rows with the same keys)."""
+        source, target = str(source_thread_id), str(target_thread_id)
+        with self._cursor() as cur, cur.connection.transaction():
+            cur.execute(
+                "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
+                "parent_checkpoint_id, type, checkpoint, metadata) "
+                "SELECT %s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+                "checkpoint, metadata FROM checkpoints WHERE thread_id = %s "
+                "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
+                "parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, type = EXCLUDED.type, "
+                "checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata",
+                (target, source),
+            )
+            cur.execute(
+                "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, "
+                "type, blob) SELECT %s, checkpoint_ns, channel, version, type, blob "
+                "FROM checkpoint_blobs WHERE thread_id = %s "
+                "ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO UPDATE SET "
+                "type = EXCLUDED.type, blob = EXCLUDED.blob",
+                (target, source),
+            )
+            cur.execute(
+                "INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, "
+                "task_id, task_path, idx, channel, type, blob) "
+                "SELECT %s, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, "
+                "type, blob FROM checkpoint_writes WHERE thread_id = %s "
+                "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE "
+                "SET task_path = EXCLUDED.task_path, channel = EXCLUDED.channel, "
+                "type = EXCLUDED.type, blob = EXCLUDED.blob",
+                (target, source),
+            )
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) whose metadata names one of ``run_ids``."""
+        if not run_ids:
+            return
+        with self._cursor() as cur, cur.connection.transaction():
+            cur.execute(
+                "SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints "
+                "WHERE metadata ->> 'run_id' = ANY(%s)",
+                ([str(run_id) for run_id in run_ids],),
+            )
+            doomed: dict[tuple[str, str], list[str]] = {}
+            for r in cur.fetchall():
+                doomed.setdefault((r["thread_id"], r["checkpoint_ns"]), []).append(
+                    r["checkpoint_id"]
+                )
+            for (thread, ns), ids in doomed.items():
+                self._delete_checkpoints(cur, thread, ns, ids)
+            for thread in {thread for thread, _ in doomed}:
+                cur.execute(_UNUSED_BLOBS, (thread,))
+
+    # -- encryption: nothing inline ------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        if not isinstance(self.serde, EncryptedSerializer):
+            return super().put(config, checkpoint, metadata, new_versions)
+        return self._put_sealed(config, checkpoint, metadata, new_versions)
+
+    def _put_sealed(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """``PostgresSaver.put`` with every channel value a (sealed) blob: its own put keeps
+        strings and numbers in the clear in the checkpoint's JSON. A value whose version did
+        not change is a blob already (an older checkpoint put it), unless it was inline."""
+        where = config["configurable"]
+        thread_id, checkpoint_ns = where["thread_id"], where["checkpoint_ns"]
+        values = dict(checkpoint["channel_values"])
+        inline = {**checkpoint, "channel_values": {}}
+        with self._cursor(pipeline=True) as cur:
+            # Primitive values go again whatever their version: one an older checkpoint
+            # kept inline (before encryption was turned on) has no blob to be read from.
+            versions = checkpoint["channel_versions"]
+            if blob_versions := {
+                k: new_versions[k] if k in new_versions else versions[k]
+                for k, v in values.items()
+                if k in new_versions or (_primitive(v) and k in versions)
+            }:
+                cur.executemany(
+                    self.UPSERT_CHECKPOINT_BLOBS_SQL,
+                    self._dump_blobs(thread_id, checkpoint_ns, values, blob_versions),
+                )
+            cur.execute(
+                self.UPSERT_CHECKPOINTS_SQL,
+                (
+                    thread_id,
+                    checkpoint_ns,
+                    checkpoint["id"],
+                    where.get("checkpoint_id"),
+                    Jsonb(inline),
+                    Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
+                ),
+            )
+        saved: RunnableConfig = {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+        if self.keep is not None and str(thread_id) not in self._in_turn:
+            self._prune_thread(str(thread_id), checkpoint_ns)
+        return saved
+
+    # -- redaction -----------------------------------------------------------------------------
+
+    def scrub(self, scrub: Callable[[Any], Any]) -> None:
+        """Rewrite every value ``scrub`` changes (it returns its argument unchanged when it
+        has nothing to change): channel values and pending writes through the serde, the
+        checkpoints' inline values and metadata as JSON."""
+        serde = self.serde
+        with self._cursor() as cur, cur.connection.transaction():
+            cur.execute(
+                "SELECT thread_id, checkpoint_ns, checkpoint_id, checkpoint, metadata "
+                "FROM checkpoints FOR UPDATE"
+            )
+            for r in cur.fetchall():
+                checkpoint, metadata = scrub(r["checkpoint"]), scrub(r["metadata"])
+                if checkpoint is r["checkpoint"] and metadata is r["metadata"]:
+                    continue
+                cur.execute(
+                    "UPDATE checkpoints SET checkpoint = %s, metadata = %s WHERE thread_id = %s "
+                    "AND checkpoint_ns = %s AND checkpoint_id = %s",
+                    (
+                        Jsonb(checkpoint),
+                        Jsonb(metadata),
+                        r["thread_id"],
+                        r["checkpoint_ns"],
+                        r["checkpoint_id"],
+                    ),
+                )
+            for table, keys in (
+                ("checkpoint_blobs", ("thread_id", "checkpoint_ns", "channel", "version")),
+                (
+                    "checkpoint_writes",
+                    ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"),
+                ),
+            ):
+                cur.execute(f"SELECT {', '.join(keys)}, type, blob FROM {table} FOR UPDATE")
+                for r in cur.fetchall():
+                    if r["blob"] is None:
+                        continue
+                    value = serde.loads_typed((r["type"], bytes(r["blob"])))
+                    scrubbed = scrub(value)
+                    if scrubbed is value:
+                        continue
+                    kind, blob = serde.dumps_typed(scrubbed)
+                    match = " AND ".join(f"{k} = %s" for k in keys)
+                    cur.execute(
+                        f"UPDATE {table} SET type = %s, blob = %s WHERE {match}",
+                        (kind, blob, *(r[k] for k in keys)),
+                    )
+
+
+def _primitive(value: Any) -> bool:
+    """Whether ``PostgresSaver.put`` keeps ``value`` inline in the checkpoint's JSON."""
+    return value is None or isinstance(value, str | int | float | bool)

@@ -1,0 +1,214 @@
+"""What the notebook's checkpointers share whatever holds their rows (SQLite in
+:mod:`.saver`, PostgreSQL in :mod:`.pg_saver`): the clear error for a pruned checkpoint id,
+pruning to the latest ``keep`` checkpoints of a thread, a turn all or nothing, and the async
+API running the sync one on a worker thread.
+
+A saver mixes :class:`SaverSemantics` in before LangGraph's saver class and supplies the
+few statements that touch its tables: :meth:`mark`, :meth:`rollback`,
+:meth:`_prune_thread` and :meth:`_oldest_checkpoint`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+    get_checkpoint_id,
+)
+
+from .errors import InvalidInput, NotFound
+
+__all__ = ["CheckpointPruned", "SaverSemantics", "TurnMark"]
+
+
+class CheckpointPruned(NotFound):
+    """A checkpoint id older than the ones a pruning checkpointer keeps."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnMark:
+    """A thread's checkpoints before a turn: the newest checkpoint id (of any namespace) and
+    the writes then pending on the newest checkpoint of each namespace (a resumed run adds
+    its writes there)."""
+
+    thread_id: str
+    newest: str | None
+    writes: frozenset[tuple[str, str, str, int]]  # (namespace, checkpoint id, task id, idx)
+
+
+class SaverSemantics:
+    """Pruning, the pruned-id error, turns and the async API over a LangGraph saver."""
+
+    keep: int | None
+
+    def _init_semantics(self, keep: int | None) -> None:
+        """``keep``: checkpoints kept per thread and namespace (None: all of them)."""
+        if keep is not None and keep < 1:
+            raise InvalidInput(f"keep must be at least 1 checkpoint, not {keep}")
+        self.keep = keep
+        self._in_turn: Counter[str] = Counter()  # thread id -> turns running on it
+        self._turns_lock = threading.Lock()
+
+    # -- what each saver says in its own SQL --------------------------------------------------
+
+    def mark(self, thread_id: str) -> TurnMark:
+        """Where ``thread_id``'s checkpoints stand now (see :meth:`rollback`)."""
+        raise NotImplementedError
+
+    def rollback(self, mark: TurnMark) -> None:
+        """Delete what was added to the thread since ``mark``: newer checkpoints (LangGraph's
+        ids grow with time) with their writes, and new writes on the checkpoints then newest."""
+        raise NotImplementedError
+
+    def _prune_thread(self, thread: str, namespace: str | None = None) -> None:
+        """Keep only the latest ``keep`` checkpoints of ``thread`` in ``namespace`` (every
+        namespace when None)."""
+        raise NotImplementedError
+
+    def _oldest_checkpoint(self, thread: str, namespace: str) -> str | None:
+        raise NotImplementedError
+
+    # -- a turn all or nothing ----------------------------------------------------------------
+
+    @contextmanager
+    def turn(self, thread_id: str) -> Iterator[TurnMark]:
+        """Run one turn on ``thread_id`` inside: when the block raises, the checkpoints and
+        writes added since it began are deleted (then the exception goes on); pruning waits
+        until the block ends without error. One turn at a time per thread: a concurrent
+        run on the same thread that began later would be rolled back with this one."""
+        mark = self.begin_turn(thread_id)
+        try:
+            yield mark
+        except GeneratorExit:  # a consumer stopped streaming: LangGraph's own semantics
+            self.end_turn(mark, failed=False)
+            raise
+        except BaseException:
+            self.end_turn(mark, failed=True)
+            raise
+        self.end_turn(mark, failed=False)
+
+    def begin_turn(self, thread_id: str) -> TurnMark:
+        """The mark :meth:`end_turn` rolls back to; pruning of the thread waits till then."""
+        mark = self.mark(str(thread_id))
+        with self._turns_lock:
+            self._in_turn[mark.thread_id] += 1
+        return mark
+
+    def end_turn(self, mark: TurnMark, *, failed: bool) -> None:
+        """A failed turn's checkpoints are rolled back; a good one's thread is pruned (when
+        this saver prunes)."""
+        with self._turns_lock:
+            self._in_turn[mark.thread_id] -= 1
+            if not self._in_turn[mark.thread_id]:
+                del self._in_turn[mark.thread_id]
+        if failed:
+            self.rollback(mark)
+        elif self.keep is not None:
+            self._prune_thread(mark.thread_id)
+
+    # -- sync: pruning and the clear error for a pruned id ------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        saved: RunnableConfig = super().put(config, checkpoint, metadata, new_versions)  # type: ignore[misc]
+        thread = str(saved["configurable"]["thread_id"])
+        if self.keep is not None and thread not in self._in_turn:
+            self._prune_thread(thread, saved["configurable"]["checkpoint_ns"])
+        return saved
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        found: CheckpointTuple | None = super().get_tuple(config)  # type: ignore[misc]
+        if found is None and self.keep is not None and (wanted := get_checkpoint_id(config)):
+            self._check_not_pruned(config, wanted)
+        return found
+
+    def _check_not_pruned(self, config: RunnableConfig, wanted: str) -> None:
+        """Raise :class:`CheckpointPruned` when ``wanted`` is older than every checkpoint
+        its thread keeps (LangGraph's checkpoint ids grow with time)."""
+        thread = str(config["configurable"]["thread_id"])
+        oldest = self._oldest_checkpoint(thread, config["configurable"].get("checkpoint_ns", ""))
+        if oldest is not None and wanted < oldest:
+            raise CheckpointPruned(
+                f"checkpoint {wanted} of thread {thread!r} was pruned: this checkpointer keeps "
+                f"the latest {self.keep} checkpoints of a thread (chat.keep_checkpoints); "
+                "set chat.keep_checkpoints to null in config.yaml to keep every checkpoint, "
+                "or list the ones kept with get_state_history"
+            )
+
+    # -- async: the sync methods on a worker thread --------------------------------------------
+    # One connection (or pool) and one lock serve invoke and ainvoke alike, and the event
+    # loop never waits on the database.
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        # Read whole on the worker thread: a saver's list holds its lock until it is
+        # exhausted, which a consumer awaiting other saver calls between items would
+        # otherwise wait on forever.
+        found = await asyncio.to_thread(
+            lambda: list(self.list(config, filter=filter, before=before, limit=limit))  # type: ignore[attr-defined]
+        )
+        for item in found:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)  # type: ignore[attr-defined]
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)  # type: ignore[attr-defined]
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)  # type: ignore[attr-defined]
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)  # type: ignore[attr-defined]
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(lambda: self.prune(thread_ids, strategy=strategy))  # type: ignore[attr-defined]
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return await asyncio.to_thread(
+            lambda: self.get_delta_channel_history(config=config, channels=channels)  # type: ignore[attr-defined]
+        )
