@@ -162,3 +162,25 @@ def test_a_redaction_leaves_no_kept_query_text_or_vector(
         log.documents.clear()
         nb.reindex()
         assert secret not in log.documents
+
+
+def test_a_copy_of_the_graph_starts_the_embedding_with_the_run_too(
+    minilm: MiniLmEmbedder, tmp_path: Path
+) -> None:
+    """``with_config`` copies the graph: the copy still embeds the new message once, on
+    the query thread, ahead of the node."""
+    log = QueryLog(minilm)
+    config = NotebookConfig.model_validate({"chat": {"context_search": "hybrid"}})
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    with Notebook(backend, config=config, embedder=log, background_embedding=False) as nb:
+        sid = nb.start_session("earlier").id
+        nb.record(sid, "The train to Lyon leaves at 7:40 from platform 4.")
+        nb.reindex()
+        graph = build_chat_graph(nb, model=FakeListChatModel(responses=["Noted."]))
+        copy = graph.with_config(recursion_limit=5)
+        semantic = nb.semantic
+        assert semantic is not None
+        copy._announce({"messages": [HumanMessage("Which platform for Lyon?")]})
+        assert "Which platform for Lyon?" in semantic._prepared  # before any checkpoint read
+        copy.invoke({"messages": [HumanMessage("Which platform for Lyon?")]}, THREAD)
+        assert log.queries == [("Which platform for Lyon?", "agent-notebook-query_0")]
