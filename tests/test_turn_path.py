@@ -106,3 +106,81 @@ def test_turns_start_no_threads_and_other_graphs_keep_their_own_pool(tmp_path: P
             threading.Thread.start = started  # type: ignore[method-assign]
         state = graph.get_state(THREAD)
         assert [m.content for m in state.values["messages"]][-2:] == ["fifth", "Noted."]
+
+
+class DocumentLog(QueryLog):
+    """:class:`QueryLog` noting the documents embedded too."""
+
+    def __init__(self, inner: MiniLmEmbedder) -> None:
+        super().__init__(inner)
+        self.documents: list[str] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.documents += texts
+        return self.inner.embed_documents(texts)
+
+
+def test_the_message_embedded_for_the_query_is_not_embedded_again_as_its_moment(
+    minilm: MiniLmEmbedder, tmp_path: Path
+) -> None:
+    log = DocumentLog(minilm)
+    config = NotebookConfig.model_validate({"chat": {"context_search": "hybrid"}})
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    with Notebook(backend, config=config, embedder=log, background_embedding=False) as nb:
+        sid = nb.start_session("earlier").id
+        nb.record(sid, "The train to Lyon leaves at 7:40 from platform 4.")
+        nb.reindex()
+        graph = build_chat_graph(nb, model=FakeListChatModel(responses=["Noted."]))
+        message = "When does the Lyon train leave?"
+        graph.invoke({"messages": [HumanMessage(message)]}, THREAD)
+        log.documents.clear()
+        nb.reindex()  # the turn's two moments get their vectors
+        assert log.documents == ["Noted."]  # the message took its query's vector
+        assert nb.semantic is not None and nb.semantic.pending() == 0
+        hits = nb.search(message, mode="vector", limit=3)
+        assert message in [h.moment.content.text for h in hits]
+
+
+def test_a_redaction_leaves_no_kept_query_text_or_vector(
+    minilm: MiniLmEmbedder, tmp_path: Path
+) -> None:
+    log = DocumentLog(minilm)
+    config = NotebookConfig.model_validate({"chat": {"context_search": "hybrid"}})
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    with Notebook(backend, config=config, embedder=log, background_embedding=False) as nb:
+        sid = nb.start_session("earlier").id
+        nb.record(sid, "Nothing to see here.")
+        nb.reindex()
+        graph = build_chat_graph(nb, model=FakeListChatModel(responses=["Noted."]))
+        secret = "My locker code is 4471, keep it."
+        graph.invoke({"messages": [HumanMessage(secret)]}, THREAD)
+        semantic = nb.semantic
+        assert semantic is not None and semantic._recent(secret) is not None
+        [moment] = [m for m in nb.moments() if m.content.text == secret]
+        nb.redact(moment.id, "a code")
+        assert semantic._recent(secret) is None and not semantic._prepared
+        log.documents.clear()
+        nb.reindex()
+        assert secret not in log.documents
+
+
+def test_a_copy_of_the_graph_starts_the_embedding_with_the_run_too(
+    minilm: MiniLmEmbedder, tmp_path: Path
+) -> None:
+    """``with_config`` copies the graph: the copy still embeds the new message once, on
+    the query thread, ahead of the node."""
+    log = QueryLog(minilm)
+    config = NotebookConfig.model_validate({"chat": {"context_search": "hybrid"}})
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    with Notebook(backend, config=config, embedder=log, background_embedding=False) as nb:
+        sid = nb.start_session("earlier").id
+        nb.record(sid, "The train to Lyon leaves at 7:40 from platform 4.")
+        nb.reindex()
+        graph = build_chat_graph(nb, model=FakeListChatModel(responses=["Noted."]))
+        copy = graph.with_config(recursion_limit=5)
+        semantic = nb.semantic
+        assert semantic is not None
+        copy._announce({"messages": [HumanMessage("Which platform for Lyon?")]})
+        assert "Which platform for Lyon?" in semantic._prepared  # before any checkpoint read
+        copy.invoke({"messages": [HumanMessage("Which platform for Lyon?")]}, THREAD)
+        assert log.queries == [("Which platform for Lyon?", "agent-notebook-query_0")]

@@ -863,8 +863,12 @@ class Notebook:
                 sessions[session_id] = self.get_session(session_id)
             return sessions[session_id]
 
+        # Every hit's neighbours in one read (a chat turn slices on every turn).
+        wanted = sorted({i for hit in hits for i in neighbour_ids(hit.moment.number)})
+        around = {m.id: m for m in self.backend.get_moments(wanted)} if wanted else {}
+
         def neighbours_of(moment: Moment) -> list[Moment]:
-            near = self.backend.get_moments(neighbour_ids(moment.number))
+            near = [around[i] for i in neighbour_ids(moment.number) if i in around]
             return [m for m in near if m.session == moment.session and m.redacted is None]
 
         return build_slice(

@@ -213,7 +213,9 @@ def build_chat_graph(
     graph.add_edge(START, "agent")
     graph.add_edge("agent", END)
     compiled = graph.compile(checkpointer=checkpointer or notebook.checkpointer_for(chat))
-    return ChatGraph.of(keep_pool(compiled))  # a turn starts no threads
+    chat_graph = ChatGraph.of(keep_pool(compiled))  # a turn starts no threads
+    chat_graph.on_new_message(context_builder.prepare)  # embedding starts with the run
+    return chat_graph
 
 
 def _latest_human_text(messages: Sequence[BaseMessage]) -> str:

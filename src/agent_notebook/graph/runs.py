@@ -13,9 +13,11 @@ runs them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langgraph.graph.state import CompiledStateGraph
@@ -23,6 +25,19 @@ from langgraph.graph.state import CompiledStateGraph
 from ..saver_base import SaverSemantics
 
 __all__ = ["ChatGraph"]
+
+#: What a graph does with a run's new message before the run starts (the chat graph starts
+#: embedding it, so that the embedding overlaps the checkpoint reads and the input write).
+#: Keyed by the graph's builder, which its copies (``with_config``) share.
+_early: weakref.WeakKeyDictionary[Any, Callable[[str], None]] = weakref.WeakKeyDictionary()
+
+
+def _new_message(input: Any) -> str | None:
+    """The text of the human message that ``input`` ends with, if it does."""
+    messages = input.get("messages") if isinstance(input, dict) else None
+    if isinstance(messages, list) and messages and isinstance(messages[-1], HumanMessage):
+        return messages[-1].text
+    return None
 
 
 class ChatGraph(CompiledStateGraph[Any, Any, Any, Any]):
@@ -32,6 +47,15 @@ class ChatGraph(CompiledStateGraph[Any, Any, Any, Any]):
     def of(cls, compiled: CompiledStateGraph[Any, Any, Any, Any]) -> ChatGraph:
         # As Pregel.copy makes a copy: the same attributes, another class.
         return cls(**{k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"})
+
+    def on_new_message(self, early: Callable[[str], None]) -> None:
+        """Call ``early`` with the text of a run's new human message before the run."""
+        _early[self.builder] = early
+
+    def _announce(self, input: Any) -> None:
+        early = _early.get(self.builder)
+        if early is not None and (text := _new_message(input)) is not None:
+            early(text)
 
     def _turn_of(self, config: RunnableConfig | None) -> tuple[SaverSemantics, str] | None:
         """The saver and thread of a top-level run on a notebook checkpointer (:class:`SaverSemantics`), else None."""
@@ -46,6 +70,7 @@ class ChatGraph(CompiledStateGraph[Any, Any, Any, Any]):
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         turn = self._turn_of(config)
         if turn is None:
+            self._announce(input)
             return super().stream(input, config, **kwargs)
         return self._stream_turn(turn, input, config, kwargs)
 
@@ -57,6 +82,7 @@ class ChatGraph(CompiledStateGraph[Any, Any, Any, Any]):
         kwargs: dict[str, Any],
     ) -> Iterator[Any]:
         saver, thread = turn
+        self._announce(input)
         with saver.turn(thread):
             yield from super().stream(input, config, **kwargs)
 
@@ -65,10 +91,12 @@ class ChatGraph(CompiledStateGraph[Any, Any, Any, Any]):
     ) -> AsyncIterator[Any]:
         turn = self._turn_of(config)
         if turn is None:
+            self._announce(input)
             async for chunk in super().astream(input, config, **kwargs):
                 yield chunk
             return
         saver, thread = turn
+        self._announce(input)
         mark = await asyncio.to_thread(saver.begin_turn, thread)
         try:
             async for chunk in super().astream(input, config, **kwargs):

@@ -230,9 +230,18 @@ class SemanticIndex:
                 return
             if self._preparer is None:  # one thread, kept: a turn starts none
                 self._preparer = ThreadPoolExecutor(1, thread_name_prefix="agent-notebook-query")
-            self._prepared[query] = self._preparer.submit(self.embedder.embed_query, query)
+            future = self._preparer.submit(self.embedder.embed_query, query)
+            with self._live_done:  # the worker leaves the cores to it (a turn waits on it)
+                self._live += 1
+            future.add_done_callback(self._prepared_done)
+            self._prepared[query] = future
             while len(self._prepared) > RECENT_QUERIES:
                 self._prepared.popitem(last=False)
+
+    def _prepared_done(self, _: Future[NDArray[np.float32]]) -> None:
+        with self._live_done:
+            self._live -= 1
+            self._live_done.notify_all()
 
     def _prepared_vector(self, query: str) -> NDArray[np.float32] | None:
         with self._recent_lock:
@@ -247,12 +256,19 @@ class SemanticIndex:
             vector = self._prepared_vector(query)
         if vector is None:
             vector = self.embedder.embed_query(query)
-            if self._reuse_queries:
-                with self._recent_lock:
-                    self._recent_queries[query] = vector
-                    while len(self._recent_queries) > RECENT_QUERIES:
-                        self._recent_queries.popitem(last=False)
+        self._keep_query(query, vector)
         return vector
+
+    def _keep_query(self, query: str, vector: NDArray[np.float32]) -> None:
+        """Keep a query's vector for the worker: the moment of the same text (the message a
+        chat turn records next) takes it instead of being embedded again, prepared or not."""
+        if not self._reuse_queries:
+            return
+        with self._recent_lock:
+            self._recent_queries[query] = vector
+            self._recent_queries.move_to_end(query)
+            while len(self._recent_queries) > RECENT_QUERIES:
+                self._recent_queries.popitem(last=False)
 
     def _recent(self, text: str) -> NDArray[np.float32] | None:
         with self._recent_lock:
@@ -264,6 +280,9 @@ class SemanticIndex:
         with self._lock:
             if self._index is not None:
                 self._index.remove(numbers)
+        with self._recent_lock:  # no text of theirs stays, nor a vector made of it
+            self._recent_queries.clear()
+            self._prepared.clear()
 
     def purge(self) -> None:
         """Rewrite the saved index file now, without the vectors forgotten since it was
