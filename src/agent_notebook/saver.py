@@ -12,6 +12,12 @@ and the async API, with the conformance suite's extended capabilities.
   loop's own thread, and the CLI's graph runs sync.)
 * ``delete_thread``, ``copy_thread``, ``prune`` and ``delete_for_runs`` are a few SQL
   statements each.
+* The chat graph's ``messages`` channel is a LangGraph ``DeltaChannel``: most checkpoints
+  store only the messages a step wrote, every ``snapshot_frequency``-th one the whole list,
+  and a read replays the writes since the nearest snapshot (``SqliteSaver``'s
+  ``get_delta_channel_history``). Whatever deletes older checkpoints (pruning,
+  ``delete_for_runs``) first writes the full value into each kept checkpoint whose parent
+  goes (:meth:`NotebookSaver.materialise`), so a kept checkpoint never loses its history.
 * :meth:`NotebookSaver.turn` makes one run on a thread all or nothing: when it raises, the
   checkpoints and writes it added are deleted again, so a failed chat turn leaves the
   thread's checkpoints exactly as they were (and pruning waits for the turn to succeed).
@@ -26,7 +32,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -37,6 +43,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
     get_checkpoint_id,
 )
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from .errors import InvalidInput, NotFound
@@ -51,6 +58,13 @@ _NEWEST_WRITES = (
     "WHERE w.thread_id = ? AND w.checkpoint_id = (SELECT MAX(c.checkpoint_id) "
     "FROM checkpoints AS c WHERE c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns)"
 )
+
+
+def _newest_of_each_namespace(rows: list[tuple[str, str, str | None]]) -> set[tuple[str, str]]:
+    newest: dict[str, str] = {}
+    for ns, cid, _ in rows:
+        newest[ns] = max(cid, newest.get(ns, cid))
+    return set(newest.items())
 
 
 class CheckpointPruned(NotFound):
@@ -68,15 +82,37 @@ class TurnMark:
     writes: frozenset[tuple[str, str, str, int]]  # (namespace, checkpoint id, task id, idx)
 
 
+#: A delta channel's batch reducer, ``(value, [write, ...]) -> value`` (see ``DeltaChannel``).
+DeltaReducer = Callable[[Any, Sequence[Any]], Any]
+
+
+def _default_delta_reducers() -> dict[str, DeltaReducer]:
+    from langgraph.graph.message import _messages_delta_reducer
+
+    return {"messages": _messages_delta_reducer}
+
+
 class NotebookSaver(SqliteSaver):
     """``SqliteSaver`` with async methods, optional pruning and the extended capabilities."""
 
-    def __init__(self, conn: sqlite3.Connection, *, keep: int | None = None) -> None:
-        """``keep``: checkpoints kept per thread and namespace (None: all of them)."""
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        keep: int | None = None,
+        delta_reducers: Mapping[str, DeltaReducer] | None = None,
+    ) -> None:
+        """``keep``: checkpoints kept per thread and namespace (None: all of them).
+        ``delta_reducers``: the reducer of each ``DeltaChannel`` the graphs use, by channel
+        name (default: the chat graph's ``messages``), to rebuild a value before deleting
+        the checkpoints it is stored across."""
         super().__init__(conn)
         if keep is not None and keep < 1:
             raise InvalidInput(f"keep must be at least 1 checkpoint, not {keep}")
         self.keep = keep
+        self.delta_reducers = dict(
+            _default_delta_reducers() if delta_reducers is None else delta_reducers
+        )
         self._in_turn: Counter[str] = Counter()  # thread id -> turns running on it
         self._turns_lock = threading.Lock()
 
@@ -150,6 +186,77 @@ class NotebookSaver(SqliteSaver):
                 [(mark.thread_id, *row) for row in added],
             )
 
+    # -- delta channels: a full value before older checkpoints go ------------------------------
+
+    def _keep_readable(
+        self, thread: str, kept: Callable[[list[tuple[str, str, str | None]]], set[tuple[str, str]]]
+    ) -> None:
+        """Before deleting ``thread``'s checkpoints not in ``kept(rows)`` (rows: namespace,
+        id, parent id), materialise the delta channels of each kept one whose parent goes."""
+        with self.cursor(transaction=False) as cur:
+            rows = [
+                (ns, cid, parent)
+                for ns, cid, parent in cur.execute(
+                    "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id FROM checkpoints "
+                    "WHERE thread_id = ?",
+                    (thread,),
+                )
+            ]
+        stay = kept(rows)
+        present = {(ns, cid) for ns, cid, _ in rows}
+        for ns, cid, parent in rows:
+            if (ns, cid) in stay and parent and (ns, parent) in present - stay:
+                self.materialise(thread, ns, cid)
+
+    def materialise(self, thread: str, namespace: str, checkpoint_id: str) -> bool:
+        """Store in checkpoint ``checkpoint_id`` the full value of every delta channel it
+        reads through its ancestors (as the ``_DeltaSnapshot`` LangGraph itself writes), so
+        it reads the same without them. True when the checkpoint changed."""
+        config: RunnableConfig = {
+            "configurable": {
+                "thread_id": thread,
+                "checkpoint_ns": namespace,
+                "checkpoint_id": checkpoint_id,
+            }
+        }
+        found = super().get_tuple(config)
+        if found is None:
+            return False
+        checkpoint = found.checkpoint
+        counters = found.metadata.get("counters_since_delta_snapshot") or {}
+        walked = [
+            name
+            for name in counters
+            if name in checkpoint["channel_versions"] and name not in checkpoint["channel_values"]
+        ]
+        if not walked:
+            return False
+        unknown = [name for name in walked if name not in self.delta_reducers]
+        if unknown:
+            raise InvalidInput(
+                f"checkpoint {checkpoint_id} of thread {thread!r} keeps delta channel(s) "
+                f"{', '.join(unknown)} with no reducer known to this checkpointer; pass "
+                "delta_reducers={name: reducer} to NotebookSaver so older checkpoints can go"
+            )
+        from langgraph._internal._typing import MISSING
+        from langgraph.channels.delta import DeltaChannel
+
+        histories = self.get_delta_channel_history(config=config, channels=walked)
+        for name in walked:
+            channel = DeltaChannel(self.delta_reducers[name]).from_checkpoint(
+                histories[name].get("seed", MISSING)
+            )
+            channel.replay_writes(histories[name]["writes"])
+            checkpoint["channel_values"][name] = _DeltaSnapshot(channel.get())
+        type_, blob = self.serde.dumps_typed(checkpoint)
+        with self.cursor() as cur:
+            cur.execute(
+                "UPDATE checkpoints SET type = ?, checkpoint = ? "
+                "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                (type_, blob, thread, namespace, checkpoint_id),
+            )
+        return True
+
     # -- sync: pruning and the clear error for a pruned id ------------------------------------
 
     def put(
@@ -169,6 +276,17 @@ class NotebookSaver(SqliteSaver):
         """Keep only the latest ``keep`` checkpoints of ``thread`` in ``namespace`` (every
         namespace when None)."""
         assert self.keep is not None
+        keep = self.keep
+
+        def latest(rows: list[tuple[str, str, str | None]]) -> set[tuple[str, str]]:
+            by_ns: dict[str, list[str]] = {}
+            for ns, cid, _ in rows:
+                if namespace is None or ns == namespace:
+                    by_ns.setdefault(ns, []).append(cid)
+            other = {(ns, cid) for ns, cid, _ in rows if ns not in by_ns}
+            return other | {(ns, cid) for ns, ids in by_ns.items() for cid in sorted(ids)[-keep:]}
+
+        self._keep_readable(thread, latest)
         with self.cursor() as cur:
             namespaces = (
                 [namespace]
@@ -250,6 +368,8 @@ class NotebookSaver(SqliteSaver):
             for thread_id in thread_ids:
                 self.delete_thread(thread_id)
             return
+        for thread_id in map(str, thread_ids):
+            self._keep_readable(thread_id, _newest_of_each_namespace)
         with self.cursor() as cur:
             for thread_id in map(str, thread_ids):
                 for table in _TABLES:
@@ -265,6 +385,17 @@ class NotebookSaver(SqliteSaver):
         if not run_ids:
             return
         marks = ", ".join("?" * len(run_ids))
+        with self.cursor(transaction=False) as cur:
+            doomed = cur.execute(
+                "SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints "
+                f"WHERE json_extract(CAST(metadata AS TEXT), '$.run_id') IN ({marks})",
+                [str(run_id) for run_id in run_ids],
+            ).fetchall()
+        for thread in {row[0] for row in doomed}:
+            going = {(ns, cid) for t, ns, cid in doomed if t == thread}
+            self._keep_readable(
+                thread, lambda rows, going=going: {(ns, c) for ns, c, _ in rows} - going
+            )
         with self.cursor() as cur:
             doomed = cur.execute(
                 "SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints "
