@@ -29,10 +29,10 @@ import asyncio
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -48,7 +48,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from .errors import InvalidInput, NotFound
 
-__all__ = ["CheckpointPruned", "NotebookSaver", "TurnMark"]
+__all__ = ["CheckpointPruned", "NotebookSaver", "TurnMark", "last_write"]
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 _TABLES = ("checkpoints", "writes")
@@ -86,10 +86,16 @@ class TurnMark:
 DeltaReducer = Callable[[Any, Sequence[Any]], Any]
 
 
+def last_write(value: Any, writes: Sequence[Any]) -> Any:
+    """A ``DeltaChannel`` reducer that keeps the last value written (like ``LastValue``),
+    so a rarely changed value is stored once per change instead of in every checkpoint."""
+    return writes[-1] if writes else value
+
+
 def _default_delta_reducers() -> dict[str, DeltaReducer]:
     from langgraph.graph.message import _messages_delta_reducer
 
-    return {"messages": _messages_delta_reducer}
+    return {"messages": _messages_delta_reducer, "condensed_history": last_write}
 
 
 class NotebookSaver(SqliteSaver):

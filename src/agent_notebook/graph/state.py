@@ -9,13 +9,14 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import _messages_delta_reducer
 
 from ..checkpoints import ImportedThread
+from ..saver import last_write
+
+#: A checkpoint stores the whole ``messages`` list once in this many updates of it (two a
+#: turn); the ones between store only the messages written (LangGraph's ``DeltaChannel``),
+#: so a read replays the writes of at most this many checkpoints (issue 17: bytes on disk).
+MESSAGES_SNAPSHOT_EVERY = 100
 
 __all__ = ["MESSAGES_SNAPSHOT_EVERY", "ThreadState"]
-
-#: A checkpoint stores the whole ``messages`` list once in this many turns' updates; the
-#: ones between store only the messages written (LangGraph's ``DeltaChannel``), so a read
-#: replays at most this many checkpoints' writes (issue 17: bytes on disk).
-MESSAGES_SNAPSHOT_EVERY = 50
 
 
 class ThreadState(ImportedThread, total=False):
@@ -40,4 +41,5 @@ class ThreadState(ImportedThread, total=False):
     ]
     context_config: Optional[dict[str, str]]  # noqa: UP045 - the seed's spelling
     model_override: Optional[str]  # noqa: UP045
-    condensed_history: str
+    # Written when compaction folds messages out; snapshotted at each write.
+    condensed_history: Annotated[str, DeltaChannel(last_write, snapshot_frequency=1)]
