@@ -306,13 +306,20 @@ class NotebookSaver(SqliteSaver):
                 ]
             )
             for ns in namespaces:
-                for table in _TABLES:
+                # Writes first, and only those of checkpoints that go: a run's writes may be
+                # saved before their checkpoint is (LangGraph's async durability), and with
+                # delta channels those writes are the data.
+                doomed = (
+                    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? "
+                    "AND checkpoint_ns = ? AND checkpoint_id NOT IN (SELECT checkpoint_id "
+                    "FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+                    "ORDER BY checkpoint_id DESC LIMIT ?)"
+                )
+                for table in ("writes", "checkpoints"):
                     cur.execute(
                         f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ? "
-                        "AND checkpoint_id NOT IN (SELECT checkpoint_id FROM checkpoints "
-                        "WHERE thread_id = ? AND checkpoint_ns = ? "
-                        "ORDER BY checkpoint_id DESC LIMIT ?)",
-                        (thread, ns) * 2 + (self.keep,),
+                        f"AND checkpoint_id IN ({doomed})",
+                        (thread, ns) * 3 + (self.keep,),
                     )
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
