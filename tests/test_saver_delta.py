@@ -10,6 +10,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
+from uuid import uuid4
 
 import pytest
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -23,13 +24,21 @@ from agent_notebook.graph.state import ThreadState
 from agent_notebook.saver import NotebookSaver
 
 
+class OldState(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
 def answer(state: ThreadState) -> dict[str, Any]:
+    return {"messages": [AIMessage(f"answer to {state['messages'][-1].content}")]}
+
+
+def old_answer(state: OldState) -> dict[str, Any]:
     return {"messages": [AIMessage(f"answer to {state['messages'][-1].content}")]}
 
 
 def chat_graph(saver: Any, state: type = ThreadState) -> Any:
     graph = StateGraph(state)
-    graph.add_node("answer", answer)
+    graph.add_node("answer", answer if state is ThreadState else old_answer)
     graph.add_edge(START, "answer")
     graph.add_edge("answer", END)
     return graph.compile(checkpointer=saver)
@@ -138,26 +147,26 @@ def test_delete_for_runs_and_copy_thread_keep_later_checkpoints_whole(
 ) -> None:
     saver = NotebookSaver(conn)
     graph = chat_graph(saver)
-    run(graph, range(3))
-    early = graph.get_state(thread()).config
-    runs = [
-        row[0]
-        for row in conn.execute(
-            "SELECT DISTINCT json_extract(CAST(metadata AS TEXT), '$.run_id') FROM checkpoints"
-        )
-    ]
+    runs = [str(uuid4()) for _ in range(3)]
+    for i, run_id in enumerate(runs):
+        config: RunnableConfig = {**thread(), "metadata": {"run_id": run_id}}
+        graph.invoke({"messages": [HumanMessage(question(i))]}, config)
     run(graph, range(3, 30))
+    (count,) = conn.execute("SELECT COUNT(*) FROM checkpoints").fetchone()
     saver.delete_for_runs(runs)
-    assert graph.get_state(early).values == {}
+    marks = ", ".join("?" * len(runs))
+    left = conn.execute(
+        "SELECT COUNT(*) FROM checkpoints "
+        f"WHERE json_extract(CAST(metadata AS TEXT), '$.run_id') IN ({marks})",
+        runs,
+    ).fetchone()
+    assert left == (0,)
+    assert count > conn.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
     assert shape(graph.get_state(thread()).values["messages"]) == expected(30)
     saver.copy_thread("t", "copy")
     assert shape(graph.get_state(thread("copy")).values["messages"]) == expected(30)
     saver.delete_thread("t")
     assert shape(graph.get_state(thread("copy")).values["messages"]) == expected(30)
-
-
-class OldState(TypedDict):
-    messages: Annotated[list[AnyMessage], add_messages]
 
 
 def test_an_old_full_blob_database_still_reads_and_goes_on(conn: sqlite3.Connection) -> None:
