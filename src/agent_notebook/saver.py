@@ -214,6 +214,44 @@ class NotebookSaver(SqliteSaver):
             if (ns, cid) in stay and parent and (ns, parent) in present - stay:
                 self.materialise(thread, ns, cid)
 
+    def _walked_channels(self, found: CheckpointTuple) -> list[str]:
+        """The delta channels ``found`` keeps no value of (its ancestors' writes hold it)."""
+        checkpoint = found.checkpoint
+        counters = found.metadata.get("counters_since_delta_snapshot") or {}
+        return [
+            name
+            for name in counters
+            if name in checkpoint["channel_versions"] and name not in checkpoint["channel_values"]
+        ]
+
+    def _delta_values(self, found: CheckpointTuple, names: list[str]) -> dict[str, Any]:
+        """The values of the delta channels ``names`` at ``found``, rebuilt from its ancestors."""
+        from langgraph._internal._typing import MISSING
+        from langgraph.channels.delta import DeltaChannel
+
+        histories = self.get_delta_channel_history(config=found.config, channels=names)
+        values = {}
+        for name in names:
+            channel = DeltaChannel(self.delta_reducers[name]).from_checkpoint(
+                histories[name].get("seed", MISSING)
+            )
+            channel.replay_writes(histories[name]["writes"])
+            values[name] = channel.get()
+        return values
+
+    def _fill_delta_channels(self, found: CheckpointTuple) -> None:
+        """Put into ``found``'s ``channel_values`` the full value of each delta channel this
+        saver knows, so a caller reading ``channel_values`` directly (an import appending to
+        a thread) sees the whole list, as with full checkpoints; LangGraph takes a value
+        there as is and skips its own replay."""
+        values = found.checkpoint["channel_values"]
+        for name, value in list(values.items()):
+            if isinstance(value, _DeltaSnapshot):  # a snapshot reads as its plain value
+                values[name] = value.value
+        names = [n for n in self._walked_channels(found) if n in self.delta_reducers]
+        if names:
+            values.update(self._delta_values(found, names))
+
     def materialise(self, thread: str, namespace: str, checkpoint_id: str) -> bool:
         """Store in checkpoint ``checkpoint_id`` the full value of every delta channel it
         reads through its ancestors (as the ``_DeltaSnapshot`` LangGraph itself writes), so
@@ -229,12 +267,7 @@ class NotebookSaver(SqliteSaver):
         if found is None:
             return False
         checkpoint = found.checkpoint
-        counters = found.metadata.get("counters_since_delta_snapshot") or {}
-        walked = [
-            name
-            for name in counters
-            if name in checkpoint["channel_versions"] and name not in checkpoint["channel_values"]
-        ]
+        walked = self._walked_channels(found)
         if not walked:
             return False
         unknown = [name for name in walked if name not in self.delta_reducers]
@@ -244,16 +277,8 @@ class NotebookSaver(SqliteSaver):
                 f"{', '.join(unknown)} with no reducer known to this checkpointer; pass "
                 "delta_reducers={name: reducer} to NotebookSaver so older checkpoints can go"
             )
-        from langgraph._internal._typing import MISSING
-        from langgraph.channels.delta import DeltaChannel
-
-        histories = self.get_delta_channel_history(config=config, channels=walked)
-        for name in walked:
-            channel = DeltaChannel(self.delta_reducers[name]).from_checkpoint(
-                histories[name].get("seed", MISSING)
-            )
-            channel.replay_writes(histories[name]["writes"])
-            checkpoint["channel_values"][name] = _DeltaSnapshot(channel.get())
+        for name, value in self._delta_values(found, walked).items():
+            checkpoint["channel_values"][name] = _DeltaSnapshot(value)
         type_, blob = self.serde.dumps_typed(checkpoint)
         with self.cursor() as cur:
             cur.execute(
@@ -324,6 +349,8 @@ class NotebookSaver(SqliteSaver):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         found = super().get_tuple(config)
+        if found is not None:
+            self._fill_delta_channels(found)
         if found is None and self.keep is not None and (wanted := get_checkpoint_id(config)):
             self._check_not_pruned(config, wanted)
         return found
