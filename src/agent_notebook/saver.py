@@ -95,7 +95,8 @@ def last_write(value: Any, writes: Sequence[Any]) -> Any:
 def _default_delta_reducers() -> dict[str, DeltaReducer]:
     from langgraph.graph.message import _messages_delta_reducer
 
-    return {"messages": _messages_delta_reducer, "condensed_history": last_write}
+    messages: DeltaReducer = _messages_delta_reducer  # type: ignore[assignment]
+    return {"messages": messages, "condensed_history": last_write}
 
 
 class NotebookSaver(SqliteSaver):
@@ -232,7 +233,7 @@ class NotebookSaver(SqliteSaver):
         histories = self.get_delta_channel_history(config=found.config, channels=names)
         values = {}
         for name in names:
-            channel = DeltaChannel(self.delta_reducers[name]).from_checkpoint(
+            channel: DeltaChannel[Any] = DeltaChannel(self.delta_reducers[name]).from_checkpoint(
                 histories[name].get("seed", MISSING)
             )
             channel.replay_writes(histories[name]["writes"])
@@ -433,9 +434,13 @@ class NotebookSaver(SqliteSaver):
             ).fetchall()
         for thread in {row[0] for row in doomed}:
             going = {(ns, cid) for t, ns, cid in doomed if t == thread}
-            self._keep_readable(
-                thread, lambda rows, going=going: {(ns, c) for ns, c, _ in rows} - going
-            )
+
+            def staying(
+                rows: list[tuple[str, str, str | None]], going: set[Any] = going
+            ) -> set[tuple[str, str]]:
+                return {(ns, c) for ns, c, _ in rows} - going
+
+            self._keep_readable(thread, staying)
         with self.cursor() as cur:
             doomed = cur.execute(
                 "SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints "

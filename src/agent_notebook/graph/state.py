@@ -35,7 +35,7 @@ class ThreadState(ImportedThread, total=False):
 
     # The same messages as ImportedThread's, stored as deltas (a checkpoint written whole,
     # as an import writes it, reads as the snapshot the deltas start from).
-    messages: Annotated[  # type: ignore[misc]
+    messages: Annotated[
         list[AnyMessage],
         DeltaChannel(_messages_delta_reducer, snapshot_frequency=MESSAGES_SNAPSHOT_EVERY),
     ]
