@@ -2,24 +2,44 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated, Optional
+
+from langchain_core.messages import AnyMessage
+from langgraph.channels.delta import DeltaChannel
+from langgraph.graph.message import _messages_delta_reducer
 
 from ..checkpoints import ImportedThread
+from ..saver import last_write
+
+#: A checkpoint stores the whole ``messages`` list once in this many updates of it (two a
+#: turn); the ones between store only the messages written (LangGraph's ``DeltaChannel``),
+#: so a read replays the writes of at most this many checkpoints (issue 17: bytes on disk).
+MESSAGES_SNAPSHOT_EVERY = 100
+
+__all__ = ["MESSAGES_SNAPSHOT_EVERY", "ThreadState"]
 
 
 class ThreadState(ImportedThread, total=False):
     """The state that travels with every turn and is checkpointed.
 
-    The seed's five fields keep their names: ``messages`` (the live window, merged by
-    ``add_messages``), ``notebook`` (any shape: Open Notebook's notebook object, or ours,
+    The seed's five fields keep their names: ``messages`` (the live window, merged like
+    ``add_messages`` by LangGraph's delta reducer, so checkpoints keep only new messages),
+    ``notebook`` (any shape: Open Notebook's notebook object, or ours,
     ``{"session_id", "task"}``), ``context`` (extra text for the system prompt),
     ``context_config`` (item id or kind → "not in context" | "summary" | "full") and
     ``model_override`` ("provider:model" for this request). Ours: ``condensed_history``
     (what compaction folded out of ``messages``) and ``recorded_through`` (the id of the
-    last message recorded as a moment). ``messages``, ``recorded_through``, ``notebook``
-    and ``context`` are declared in :class:`ImportedThread`: an import writes them.
+    last message recorded as a moment). ``recorded_through``, ``notebook`` and ``context``
+    are declared in :class:`ImportedThread`: an import writes them.
     """
 
+    # The same messages as ImportedThread's, stored as deltas (a checkpoint written whole,
+    # as an import writes it, reads as the snapshot the deltas start from).
+    messages: Annotated[
+        list[AnyMessage],
+        DeltaChannel(_messages_delta_reducer, snapshot_frequency=MESSAGES_SNAPSHOT_EVERY),
+    ]
     context_config: Optional[dict[str, str]]  # noqa: UP045 - the seed's spelling
     model_override: Optional[str]  # noqa: UP045
-    condensed_history: str
+    # Written when compaction folds messages out; snapshotted at each write.
+    condensed_history: Annotated[str, DeltaChannel(last_write, snapshot_frequency=1)]
