@@ -158,6 +158,9 @@ def test_a_failed_turn_changes_no_checkpoint(tmp_path: Path, keep: int | None) -
             asyncio.run(failing.ainvoke(line, THREAD))
         assert rows(url, table) == before
         good.invoke(line, THREAD)
+        # the whole conversation still reads, pruned or not (messages are a delta channel)
+        texts = [m.text for m in good.get_state(THREAD).values["messages"]]
+        assert texts == ["one", "Done.", "two", "Done.", "Book the taxi", "Done."]
         history = list(good.get_state_history(THREAD))
         if keep is None:
             assert len(history) == 9

@@ -13,7 +13,7 @@ With an encrypting ``serde`` no value is kept inline in the ``checkpoint`` JSON 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -21,14 +21,16 @@ from langgraph.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointTuple,
     get_serializable_checkpoint_metadata,
 )
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from .saver_base import CheckpointPruned, SaverSemantics, TurnMark
+from .saver_base import CheckpointPruned, DeltaReducer, SaverSemantics, TurnMark
 
 __all__ = ["CheckpointPruned", "NotebookPostgresSaver", "TurnMark"]
 
@@ -50,11 +52,17 @@ _UNUSED_BLOBS = (
 class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
     """``PostgresSaver`` on a connection pool, with the notebook's checkpoint semantics."""
 
-    def __init__(self, pool: ConnectionPool[Any], *, keep: int | None = None) -> None:
+    def __init__(
+        self,
+        pool: ConnectionPool[Any],
+        *,
+        keep: int | None = None,
+        delta_reducers: Mapping[str, DeltaReducer] | None = None,
+    ) -> None:
         """``pool``: autocommit connections with ``dict_row`` rows (see :mod:`.stores`)."""
         super().__init__(pool)
         self.pool = pool
-        self._init_semantics(keep)
+        self._init_semantics(keep, delta_reducers)
 
     # -- the statements of a turn and of pruning ----------------------------------------------
 
@@ -97,6 +105,19 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
 
     def _prune_thread(self, thread: str, namespace: str | None = None) -> None:
         assert self.keep is not None
+        keep = self.keep
+
+        def latest(rows: list[tuple[str, str, str | None]]) -> set[tuple[str, str]]:
+            kept: set[tuple[str, str]] = set()
+            for ns in {r[0] for r in rows}:
+                if namespace is None or ns == namespace:
+                    ids = sorted((r[1] for r in rows if r[0] == ns), reverse=True)[:keep]
+                    kept.update((ns, cid) for cid in ids)
+                else:
+                    kept.update((ns, r[1]) for r in rows if r[0] == ns)
+            return kept
+
+        self._keep_readable(thread, latest)
         with self._cursor() as cur, cur.connection.transaction():
             if namespace is None:
                 cur.execute(
@@ -176,21 +197,64 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
         """Delete the checkpoints (and their writes) whose metadata names one of ``run_ids``."""
         if not run_ids:
             return
-        with self._cursor() as cur, cur.connection.transaction():
+        with self._cursor() as cur:
             cur.execute(
                 "SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints "
                 "WHERE metadata ->> 'run_id' = ANY(%s)",
                 ([str(run_id) for run_id in run_ids],),
             )
-            doomed: dict[tuple[str, str], list[str]] = {}
-            for r in cur.fetchall():
-                doomed.setdefault((r["thread_id"], r["checkpoint_ns"]), []).append(
-                    r["checkpoint_id"]
-                )
+            found = [
+                (r["thread_id"], r["checkpoint_ns"], r["checkpoint_id"]) for r in cur.fetchall()
+            ]
+        doomed: dict[tuple[str, str], list[str]] = {}
+        for thread, ns, cid in found:
+            doomed.setdefault((thread, ns), []).append(cid)
+        going = {(thread, ns, cid) for thread, ns, cid in found}
+        for thread in {thread for thread, _, _ in found}:
+
+            def staying(
+                rows: list[tuple[str, str, str | None]], t: str = thread
+            ) -> set[tuple[str, str]]:
+                return {(ns, cid) for ns, cid, _ in rows if (t, ns, cid) not in going}
+
+            self._keep_readable(thread, staying)
+        with self._cursor() as cur, cur.connection.transaction():
             for (thread, ns), ids in doomed.items():
                 self._delete_checkpoints(cur, thread, ns, ids)
             for thread in {thread for thread, _ in doomed}:
                 cur.execute(_UNUSED_BLOBS, (thread,))
+
+    # -- delta channels: the rows behind SaverSemantics._keep_readable and materialise ------
+
+    def _checkpoint_rows(self, thread: str) -> list[tuple[str, str, str | None]]:
+        with self._cursor() as cur:
+            cur.execute(
+                "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id FROM checkpoints "
+                "WHERE thread_id = %s",
+                (thread,),
+            )
+            return [
+                (r["checkpoint_ns"], r["checkpoint_id"], r["parent_checkpoint_id"])
+                for r in cur.fetchall()
+            ]
+
+    def _rewrite_checkpoint(self, found: CheckpointTuple, checkpoint: Checkpoint) -> None:
+        # PostgresSaver's put upserts the checkpoint row and stores each _DeltaSnapshot as
+        # a blob of its channel's version; called on the class, it does not prune again.
+        config: RunnableConfig = {"configurable": {**found.config["configurable"]}}
+        config["configurable"].pop("checkpoint_id", None)  # put takes it as the parent's
+        if found.parent_config is not None:
+            parent = found.parent_config["configurable"]["checkpoint_id"]
+            config["configurable"]["checkpoint_id"] = parent
+        versions = {
+            name: checkpoint["channel_versions"][name]
+            for name, value in checkpoint["channel_values"].items()
+            if isinstance(value, _DeltaSnapshot)
+        }
+        if isinstance(self.serde, EncryptedSerializer):
+            self._put_sealed(config, checkpoint, found.metadata, versions)
+        else:
+            PostgresSaver.put(self, config, checkpoint, found.metadata, versions)
 
     # -- encryption: nothing inline ------------------------------------------------------------
 

@@ -26,16 +26,21 @@ and the async API, with the conformance suite's extended capabilities.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointTuple
-from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from .errors import InvalidInput
-from .saver_base import CheckpointPruned, SaverSemantics, TurnMark
+from .saver_base import (
+    CheckpointPruned,
+    DeltaReducer,
+    SaverSemantics,
+    TurnMark,
+    last_write,
+    newest_of_each_namespace,
+)
 
 __all__ = ["CheckpointPruned", "NotebookSaver", "TurnMark", "last_write"]
 
@@ -47,30 +52,6 @@ _NEWEST_WRITES = (
     "WHERE w.thread_id = ? AND w.checkpoint_id = (SELECT MAX(c.checkpoint_id) "
     "FROM checkpoints AS c WHERE c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns)"
 )
-
-
-def _newest_of_each_namespace(rows: list[tuple[str, str, str | None]]) -> set[tuple[str, str]]:
-    newest: dict[str, str] = {}
-    for ns, cid, _ in rows:
-        newest[ns] = max(cid, newest.get(ns, cid))
-    return set(newest.items())
-
-
-#: A delta channel's batch reducer, ``(value, [write, ...]) -> value`` (see ``DeltaChannel``).
-DeltaReducer = Callable[[Any, Sequence[Any]], Any]
-
-
-def last_write(value: Any, writes: Sequence[Any]) -> Any:
-    """A ``DeltaChannel`` reducer that keeps the last value written (like ``LastValue``),
-    so a rarely changed value is stored once per change instead of in every checkpoint."""
-    return writes[-1] if writes else value
-
-
-def _default_delta_reducers() -> dict[str, DeltaReducer]:
-    from langgraph.graph.message import _messages_delta_reducer
-
-    messages: DeltaReducer = _messages_delta_reducer  # type: ignore[assignment]
-    return {"messages": messages, "condensed_history": last_write}
 
 
 class NotebookSaver(SaverSemantics, SqliteSaver):
@@ -89,10 +70,7 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
         name (default: the chat graph's ``messages``), to rebuild a value before deleting
         the checkpoints it is stored across."""
         super().__init__(conn)
-        self._init_semantics(keep)
-        self.delta_reducers = dict(
-            _default_delta_reducers() if delta_reducers is None else delta_reducers
-        )
+        self._init_semantics(keep, delta_reducers)
 
     # -- the statements of a turn and of pruning ----------------------------------------------
 
@@ -128,15 +106,11 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
                 [(mark.thread_id, *row) for row in added],
             )
 
-    # -- delta channels: a full value before older checkpoints go ------------------------------
+    # -- delta channels: the rows behind SaverSemantics._keep_readable and materialise ------
 
-    def _keep_readable(
-        self, thread: str, kept: Callable[[list[tuple[str, str, str | None]]], set[tuple[str, str]]]
-    ) -> None:
-        """Before deleting ``thread``'s checkpoints not in ``kept(rows)`` (rows: namespace,
-        id, parent id), materialise the delta channels of each kept one whose parent goes."""
+    def _checkpoint_rows(self, thread: str) -> list[tuple[str, str, str | None]]:
         with self.cursor(transaction=False) as cur:
-            rows = [
+            return [
                 (ns, cid, parent)
                 for ns, cid, parent in cur.execute(
                     "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id FROM checkpoints "
@@ -144,85 +118,16 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
                     (thread,),
                 )
             ]
-        stay = kept(rows)
-        present = {(ns, cid) for ns, cid, _ in rows}
-        for ns, cid, parent in rows:
-            if (ns, cid) in stay and parent and (ns, parent) in present - stay:
-                self.materialise(thread, ns, cid)
 
-    def _walked_channels(self, found: CheckpointTuple) -> list[str]:
-        """The delta channels ``found`` keeps no value of (its ancestors' writes hold it)."""
-        checkpoint = found.checkpoint
-        counters = found.metadata.get("counters_since_delta_snapshot") or {}
-        return [
-            name
-            for name in counters
-            if name in checkpoint["channel_versions"] and name not in checkpoint["channel_values"]
-        ]
-
-    def _delta_values(self, found: CheckpointTuple, names: list[str]) -> dict[str, Any]:
-        """The values of the delta channels ``names`` at ``found``, rebuilt from its ancestors."""
-        from langgraph._internal._typing import MISSING
-        from langgraph.channels.delta import DeltaChannel
-
-        histories = self.get_delta_channel_history(config=found.config, channels=names)
-        values = {}
-        for name in names:
-            channel: DeltaChannel[Any] = DeltaChannel(self.delta_reducers[name]).from_checkpoint(
-                histories[name].get("seed", MISSING)
-            )
-            channel.replay_writes(histories[name]["writes"])
-            values[name] = channel.get()
-        return values
-
-    def _fill_delta_channels(self, found: CheckpointTuple) -> None:
-        """Put into ``found``'s ``channel_values`` the full value of each delta channel this
-        saver knows, so a caller reading ``channel_values`` directly (an import appending to
-        a thread) sees the whole list, as with full checkpoints; LangGraph takes a value
-        there as is and skips its own replay."""
-        values = found.checkpoint["channel_values"]
-        for name, value in list(values.items()):
-            if isinstance(value, _DeltaSnapshot):  # a snapshot reads as its plain value
-                values[name] = value.value
-        names = [n for n in self._walked_channels(found) if n in self.delta_reducers]
-        if names:
-            values.update(self._delta_values(found, names))
-
-    def materialise(self, thread: str, namespace: str, checkpoint_id: str) -> bool:
-        """Store in checkpoint ``checkpoint_id`` the full value of every delta channel it
-        reads through its ancestors (as the ``_DeltaSnapshot`` LangGraph itself writes), so
-        it reads the same without them. True when the checkpoint changed."""
-        config: RunnableConfig = {
-            "configurable": {
-                "thread_id": thread,
-                "checkpoint_ns": namespace,
-                "checkpoint_id": checkpoint_id,
-            }
-        }
-        found = super().get_tuple(config)
-        if found is None:
-            return False
-        checkpoint = found.checkpoint
-        walked = self._walked_channels(found)
-        if not walked:
-            return False
-        unknown = [name for name in walked if name not in self.delta_reducers]
-        if unknown:
-            raise InvalidInput(
-                f"checkpoint {checkpoint_id} of thread {thread!r} keeps delta channel(s) "
-                f"{', '.join(unknown)} with no reducer known to this checkpointer; pass "
-                "delta_reducers={name: reducer} to NotebookSaver so older checkpoints can go"
-            )
-        for name, value in self._delta_values(found, walked).items():
-            checkpoint["channel_values"][name] = _DeltaSnapshot(value)
+    def _rewrite_checkpoint(self, found: CheckpointTuple, checkpoint: Checkpoint) -> None:
+        where = found.config["configurable"]
         type_, blob = self.serde.dumps_typed(checkpoint)
         with self.cursor() as cur:
             cur.execute(
                 "UPDATE checkpoints SET type = ?, checkpoint = ? "
                 "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-                (type_, blob, thread, namespace, checkpoint_id),
+                (type_, blob, where["thread_id"], where["checkpoint_ns"], where["checkpoint_id"]),
             )
-        return True
 
     def _prune_thread(self, thread: str, namespace: str | None = None) -> None:
         """Keep only the latest ``keep`` checkpoints of ``thread`` in ``namespace`` (every
@@ -268,12 +173,6 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
                         (thread, ns) * 3 + (self.keep,),
                     )
 
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        found = super().get_tuple(config)
-        if found is not None:
-            self._fill_delta_channels(found)
-        return found
-
     def _oldest_checkpoint(self, thread: str, namespace: str) -> str | None:
         with self.cursor(transaction=False) as cur:
             (oldest,) = cur.execute(
@@ -318,7 +217,7 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
                 self.delete_thread(thread_id)
             return
         for thread_id in map(str, thread_ids):
-            self._keep_readable(thread_id, _newest_of_each_namespace)
+            self._keep_readable(thread_id, newest_of_each_namespace)
         with self.cursor() as cur:
             for thread_id in map(str, thread_ids):
                 for table in _TABLES:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -27,10 +27,43 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
     get_checkpoint_id,
 )
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from .errors import InvalidInput, NotFound
 
-__all__ = ["CheckpointPruned", "SaverSemantics", "TurnMark"]
+__all__ = [
+    "CheckpointPruned",
+    "DeltaReducer",
+    "SaverSemantics",
+    "TurnMark",
+    "last_write",
+    "newest_of_each_namespace",
+]
+
+
+def newest_of_each_namespace(rows: list[tuple[str, str, str | None]]) -> set[tuple[str, str]]:
+    """The (namespace, id) of the newest checkpoint of each namespace among ``rows``."""
+    newest: dict[str, str] = {}
+    for ns, cid, _ in rows:
+        newest[ns] = max(cid, newest.get(ns, cid))
+    return set(newest.items())
+
+
+#: A delta channel's batch reducer, ``(value, [write, ...]) -> value`` (see ``DeltaChannel``).
+DeltaReducer = Callable[[Any, Sequence[Any]], Any]
+
+
+def last_write(value: Any, writes: Sequence[Any]) -> Any:
+    """A ``DeltaChannel`` reducer that keeps the last value written (like ``LastValue``),
+    so a rarely changed value is stored once per change instead of in every checkpoint."""
+    return writes[-1] if writes else value
+
+
+def _default_delta_reducers() -> dict[str, DeltaReducer]:
+    from langgraph.graph.message import _messages_delta_reducer
+
+    messages: DeltaReducer = _messages_delta_reducer  # type: ignore[assignment]
+    return {"messages": messages, "condensed_history": last_write}
 
 
 class CheckpointPruned(NotFound):
@@ -53,11 +86,19 @@ class SaverSemantics:
 
     keep: int | None
 
-    def _init_semantics(self, keep: int | None) -> None:
-        """``keep``: checkpoints kept per thread and namespace (None: all of them)."""
+    def _init_semantics(
+        self, keep: int | None, delta_reducers: Mapping[str, DeltaReducer] | None = None
+    ) -> None:
+        """``keep``: checkpoints kept per thread and namespace (None: all of them).
+        ``delta_reducers``: the reducer of each ``DeltaChannel`` the graphs use, by channel
+        name (default: the chat graph's), to rebuild a value before deleting the
+        checkpoints it is stored across."""
         if keep is not None and keep < 1:
             raise InvalidInput(f"keep must be at least 1 checkpoint, not {keep}")
         self.keep = keep
+        self.delta_reducers = dict(
+            _default_delta_reducers() if delta_reducers is None else delta_reducers
+        )
         self._in_turn: Counter[str] = Counter()  # thread id -> turns running on it
         self._turns_lock = threading.Lock()
 
@@ -135,6 +176,8 @@ class SaverSemantics:
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         found: CheckpointTuple | None = super().get_tuple(config)  # type: ignore[misc]
+        if found is not None:
+            self._fill_delta_channels(found)
         if found is None and self.keep is not None and (wanted := get_checkpoint_id(config)):
             self._check_not_pruned(config, wanted)
         return found
@@ -151,6 +194,99 @@ class SaverSemantics:
                 "set chat.keep_checkpoints to null in config.yaml to keep every checkpoint, "
                 "or list the ones kept with get_state_history"
             )
+
+    # -- delta channels: a full value before older checkpoints go ------------------------------
+
+    def _keep_readable(
+        self, thread: str, kept: Callable[[list[tuple[str, str, str | None]]], set[tuple[str, str]]]
+    ) -> None:
+        """Before deleting ``thread``'s checkpoints not in ``kept(rows)`` (rows: namespace,
+        id, parent id), materialise the delta channels of each kept one whose parent goes."""
+        rows = self._checkpoint_rows(thread)
+        stay = kept(rows)
+        present = {(ns, cid) for ns, cid, _ in rows}
+        for ns, cid, parent in rows:
+            if (ns, cid) in stay and parent and (ns, parent) in present - stay:
+                self.materialise(thread, ns, cid)
+
+    def _walked_channels(self, found: CheckpointTuple) -> list[str]:
+        """The delta channels ``found`` keeps no value of (its ancestors' writes hold it)."""
+        checkpoint = found.checkpoint
+        counters = found.metadata.get("counters_since_delta_snapshot") or {}
+        return [
+            name
+            for name in counters
+            if name in checkpoint["channel_versions"] and name not in checkpoint["channel_values"]
+        ]
+
+    def _delta_values(self, found: CheckpointTuple, names: list[str]) -> dict[str, Any]:
+        """The values of the delta channels ``names`` at ``found``, rebuilt from its ancestors."""
+        from langgraph._internal._typing import MISSING
+        from langgraph.channels.delta import DeltaChannel
+
+        histories = self.get_delta_channel_history(  # type: ignore[attr-defined]
+            config=found.config, channels=names
+        )
+        values = {}
+        for name in names:
+            channel: DeltaChannel[Any] = DeltaChannel(self.delta_reducers[name]).from_checkpoint(
+                histories[name].get("seed", MISSING)
+            )
+            channel.replay_writes(histories[name]["writes"])
+            values[name] = channel.get()
+        return values
+
+    def _fill_delta_channels(self, found: CheckpointTuple) -> None:
+        """Put into ``found``'s ``channel_values`` the full value of each delta channel this
+        saver knows, so a caller reading ``channel_values`` directly (an import appending to
+        a thread) sees the whole list, as with full checkpoints; LangGraph takes a value
+        there as is and skips its own replay."""
+        values = found.checkpoint["channel_values"]
+        for name, value in list(values.items()):
+            if isinstance(value, _DeltaSnapshot):  # a snapshot reads as its plain value
+                values[name] = value.value
+        names = [n for n in self._walked_channels(found) if n in self.delta_reducers]
+        if names:
+            values.update(self._delta_values(found, names))
+
+    def materialise(self, thread: str, namespace: str, checkpoint_id: str) -> bool:
+        """Store in checkpoint ``checkpoint_id`` the full value of every delta channel it
+        reads through its ancestors (as the ``_DeltaSnapshot`` LangGraph itself writes), so
+        it reads the same without them. True when the checkpoint changed."""
+        config: RunnableConfig = {
+            "configurable": {
+                "thread_id": thread,
+                "checkpoint_ns": namespace,
+                "checkpoint_id": checkpoint_id,
+            }
+        }
+        found: CheckpointTuple | None = super().get_tuple(config)  # type: ignore[misc]
+        if found is None:
+            return False
+        checkpoint = found.checkpoint
+        walked = self._walked_channels(found)
+        if not walked:
+            return False
+        unknown = [name for name in walked if name not in self.delta_reducers]
+        if unknown:
+            raise InvalidInput(
+                f"checkpoint {checkpoint_id} of thread {thread!r} keeps delta channel(s) "
+                f"{', '.join(unknown)} with no reducer known to this checkpointer; pass "
+                "delta_reducers={name: reducer} to NotebookSaver so older checkpoints can go"
+            )
+        for name, value in self._delta_values(found, walked).items():
+            checkpoint["channel_values"][name] = _DeltaSnapshot(value)
+        self._rewrite_checkpoint(found, checkpoint)
+        return True
+
+    def _checkpoint_rows(self, thread: str) -> list[tuple[str, str, str | None]]:
+        """(namespace, id, parent id) of every checkpoint of ``thread``."""
+        raise NotImplementedError
+
+    def _rewrite_checkpoint(self, found: CheckpointTuple, checkpoint: Checkpoint) -> None:
+        """Store ``checkpoint`` (with its delta channels' full values) in place of ``found``,
+        sealed as every checkpoint is, without pruning."""
+        raise NotImplementedError
 
     # -- async: the sync methods on a worker thread --------------------------------------------
     # One connection (or pool) and one lock serve invoke and ainvoke alike, and the event
