@@ -126,6 +126,30 @@ VARIANTS = [
         ),
         note="LOCO: session spread past a session's first hits",
     ),
+    Variant(
+        "hybrid-session",
+        "hybrid",
+        grid=(axis("session_share", 0.0, 0.05, 0.1, 0.2, 0.4), axis("session_best", 1, 3)),
+        note="LOCO: session-level evidence (a share of its session's best scores)",
+    ),
+    Variant(
+        "hybrid-prf",
+        "hybrid",
+        grid=(axis("feedback_weight", 0.0, 0.25, 0.5, 1.0), axis("feedback_hits", 3, 10)),
+        note="LOCO: pseudo-relevance feedback in the vector signal (Rocchio)",
+    ),
+    Variant(
+        "vector-prf",
+        "vector",
+        grid=(axis("feedback_weight", 0.0, 0.25, 0.5, 1.0), axis("feedback_hits", 3, 10)),
+        note="LOCO: pseudo-relevance feedback, vector alone",
+    ),
+    Variant(
+        "hybrid-links",
+        "hybrid",
+        grid=(axis("link_weight", 0.0, 0.25, 0.5, 1.0), axis("link_hits", 3, 10)),
+        note="LOCO: concept links from the best hits",
+    ),
     Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
 ]

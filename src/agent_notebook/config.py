@@ -156,6 +156,20 @@ class SearchSettings(BaseModel):
     #: sessions (1 turns it off).
     session_decay: float = Field(1.0, gt=0, le=1)
     session_free: int = Field(3, ge=1)
+    #: Session-level evidence: each candidate gains this share of the sum of its session's
+    #: ``session_best`` best fused scores, so a turn of a session that matches well as a
+    #: whole outranks a lone match elsewhere (0 turns it off).
+    session_share: float = Field(0.0, ge=0, le=1)
+    session_best: int = Field(3, ge=1, le=50)
+    #: Pseudo-relevance feedback in the vector signal: the mean vector of its first
+    #: ``feedback_hits`` hits is added to the query's with this weight, and the vector
+    #: search runs again (Rocchio; 0 turns it off).
+    feedback_weight: float = Field(0.0, ge=0)
+    feedback_hits: int = Field(5, ge=1, le=100)
+    #: Concept links: the moments sharing rare concepts with the first ``link_hits``
+    #: fused hits rank in one more signal, of this weight (0 turns it off).
+    link_weight: float = Field(0.0, ge=0)
+    link_hits: int = Field(5, ge=1, le=100)
 
 
 class CompactionSettings(BaseModel):

@@ -19,6 +19,7 @@ from .hybrid import (
     DATE,
     LEXICAL,
     LEXICAL_LATEST,
+    LINKED,
     MEDIA,
     MEDIA_WEIGHT,
     VECTOR,
@@ -27,6 +28,7 @@ from .hybrid import (
     neighbour_spread,
     prior_factors,
     relevance,
+    session_evidence,
 )
 from .lexical import stem, terms, tokenize
 from .query import dialogue_words, latest_turns, query_dates
@@ -140,9 +142,17 @@ class SearchEngine:
             MEDIA: MEDIA_WEIGHT,
         }
         fused = fuse(ranked, weights, settings.rrf_k, flat={DATE})
+        if words and request.mode == "hybrid" and settings.link_weight > 0:
+            linked = {LINKED: self._linked(fused, pool, allowed)}
+            for mid, entry in fuse(linked, {LINKED: settings.link_weight}, settings.rrf_k).items():
+                into = fused.setdefault(mid, Fused(mid))
+                into.score += entry.score
+                into.signals.update(entry.signals)
         # Ranked on briefs; only the moments returned are loaded whole.
         briefs = self._briefs(list(fused))
         givers = self._spread(fused, briefs) if request.mode == "hybrid" else {}
+        session_of = {mid: b.session for mid, b in briefs.items() if mid in fused}
+        session_evidence(fused, session_of, settings.session_share, settings.session_best)
         relevant: dict[str, float] = {}
         if words and request.min_score > 0:
             if content is None:  # every word of the query counts: its lexical ranking
@@ -238,6 +248,8 @@ class SearchEngine:
             allowed=restrict,
             latest=latest,
             latest_weight=self.settings.latest_turn_weight,
+            feedback=self.settings.feedback_hits,
+            feedback_weight=self.settings.feedback_weight,
         )
 
     def _dated(
@@ -292,6 +304,16 @@ class SearchEngine:
         names = dict.fromkeys(
             [*enrich(query).concepts, *map(normalize_concept, identifiers(query))]
         )
+        return self._concept_scores(names, pool, allowed)
+
+    def _concept_scores(
+        self,
+        names: Collection[str],
+        pool: int,
+        allowed: set[int] | None,
+        skip: Collection[int] = (),
+    ) -> list[tuple[str, float]]:
+        """Moments having any of the concepts ``names``, by the sum of their rarity."""
         total = max(1, self.backend.count_moments())
         most = min(
             MAX_CONCEPT_MOMENTS,
@@ -304,10 +326,22 @@ class SearchEngine:
                 continue
             weight = math.log(1 + total / len(members))
             for num in members:
-                if allowed is None or num in allowed:
+                if (allowed is None or num in allowed) and num not in skip:
                     scores[num] = scores.get(num, 0.0) + weight
         best = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))[:pool]
         return [(f"m_{num}", score) for num, score in best]
+
+    def _linked(
+        self, fused: dict[str, Fused], pool: int, allowed: set[int] | None
+    ) -> list[tuple[str, float]]:
+        """Moments sharing rare concepts with the best fused hits (not those hits): a
+        question's other evidence, told in another session, often names the same things."""
+        top = heapq.nlargest(self.settings.link_hits, fused.values(), key=lambda e: e.score)
+        seeds = {e.moment_id for e in top}
+        names = dict.fromkeys(
+            c for m in self.backend.get_moments(sorted(seeds)) for c in m.concepts
+        )
+        return self._concept_scores(names, pool, allowed, skip={moment_number(s) for s in seeds})
 
     def _concept_members(self, concept: str | None) -> set[int] | None:
         if concept is None:

@@ -24,6 +24,7 @@ from ..storage.base import MomentBrief
 __all__ = [
     "DATE",
     "LEXICAL_LATEST",
+    "LINKED",
     "MEDIA",
     "MEDIA_WEIGHT",
     "Fused",
@@ -32,11 +33,14 @@ __all__ = [
     "neighbour_spread",
     "prior_factors",
     "relevance",
+    "session_evidence",
 ]
 
 LEXICAL, VECTOR, CONCEPT = "lexical", "vector", "concept"
 #: The lexical ranking of a dialogue-long query's last turns alone.
 LEXICAL_LATEST = "lexical_latest"
+#: Moments sharing rare concepts with the best hits (concept links between sessions).
+LINKED = "linked"
 #: Moments said on a day or in a month the query names: each counts as ranked first.
 DATE = "date"
 #: Search by example (an image or audio clip): stored signatures ranked by distance.
@@ -44,7 +48,7 @@ MEDIA = "media"
 #: Its weight when fused with a text query: as much as the words themselves.
 MEDIA_WEIGHT = 1.0
 #: Signals whose every hit is a match (relevance 1), whatever its rank.
-_MATCHING = frozenset([CONCEPT, MEDIA, DATE, LEXICAL_LATEST])
+_MATCHING = frozenset([CONCEPT, MEDIA, DATE, LEXICAL_LATEST, LINKED])
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +124,28 @@ def neighbour_spread(
         entry.score += gain
         if gain:
             entry.gains[source] = entry.gains.get(source, 0.0) + gain
+
+
+def session_evidence(
+    fused: dict[str, Fused], session_of: Mapping[str, str], share: float, best: int
+) -> None:
+    """Give each candidate ``share`` of the sum of its session's ``best`` best scores (in
+    place, recorded in its ``gains`` as ``session``): evidence is told in a session, and a
+    session that matches well as a whole is where the answer most likely is."""
+    if share <= 0:
+        return
+    by_session: dict[str, list[float]] = {}
+    for moment_id, entry in fused.items():
+        session = session_of.get(moment_id)
+        if session is not None:
+            by_session.setdefault(session, []).append(entry.score)
+    strength = {s: sum(sorted(v, reverse=True)[:best]) for s, v in by_session.items()}
+    for moment_id, entry in fused.items():
+        session = session_of.get(moment_id)
+        if session is not None:
+            gain = share * strength[session]
+            entry.score += gain
+            entry.gains["session"] = entry.gains.get("session", 0.0) + gain
 
 
 def prior_factors(moment: MomentBrief, now: datetime, settings: SearchSettings) -> dict[str, float]:
