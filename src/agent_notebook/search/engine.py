@@ -339,7 +339,7 @@ class SearchEngine:
         top = heapq.nlargest(self.settings.link_hits, fused.values(), key=lambda e: e.score)
         seeds = {e.moment_id for e in top}
         names = dict.fromkeys(
-            c for m in self.backend.get_moments(sorted(seeds)) for c in m.concepts
+            c for m in self.backend.get_moments(sorted(seeds)) for c in m.metadata.concepts
         )
         return self._concept_scores(names, pool, allowed, skip={moment_number(s) for s in seeds})
 
