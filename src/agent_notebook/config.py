@@ -159,7 +159,7 @@ class SearchSettings(BaseModel):
     #: Session-level evidence: each candidate gains this share of the sum of its session's
     #: ``session_best`` best fused scores, so a turn of a session that matches well as a
     #: whole outranks a lone match elsewhere (0 turns it off).
-    session_share: float = Field(0.0, ge=0, le=1)
+    session_share: float = Field(0.2, ge=0, le=1)
     session_best: int = Field(3, ge=1, le=50)
     #: Pseudo-relevance feedback in the vector signal: the mean vector of its first
     #: ``feedback_hits`` hits is added to the query's with this weight, and the vector
