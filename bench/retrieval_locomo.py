@@ -165,6 +165,12 @@ VARIANTS = [
         grid=(axis("link_weight", 0.0, 0.25, 0.5, 1.0), axis("link_hits", 3, 10)),
         note="LOCO: concept links from the best hits",
     ),
+    Variant(
+        "hybrid-coverage",
+        "hybrid",
+        grid=(axis("coverage_penalty", 0.0, 0.3, 0.6, 0.8), axis("coverage_depth", 10, 20)),
+        note="LOCO: query coverage (a hit repeating better hits' query words counts less)",
+    ),
     Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
 ]

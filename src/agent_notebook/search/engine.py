@@ -24,6 +24,7 @@ from .hybrid import (
     MEDIA_WEIGHT,
     VECTOR,
     Fused,
+    cover_query,
     fuse,
     neighbour_spread,
     prior_factors,
@@ -179,8 +180,18 @@ class SearchEngine:
             ranked_hits = _spread_sessions(
                 ranked_hits, briefs, settings.session_decay, settings.session_free, request.limit
             )
-        head = ranked_hits[: request.limit]
-        moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in head])}
+        depth = max(request.limit, settings.coverage_depth)
+        if words and settings.coverage_penalty > 0 and len(ranked_hits) > 1:
+            loaded = self.backend.get_moments([f"m_{h[1]}" for h in ranked_hits[:depth]])
+            moments = {m.number: m for m in loaded}
+            wanted = {stem(w) for w in content_words(spoken.query)}
+            top = [h for h in ranked_hits[:depth] if h[1] in moments]
+            matched = [wanted.intersection(terms(moments[h[1]].content.text)) for h in top]
+            order = cover_query([h[0] for h in top], matched, settings.coverage_penalty)
+            head = [top[i] for i in order][: request.limit]
+        else:
+            head = ranked_hits[: request.limit]
+            moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in head])}
         return [
             self._hit(moments[number], score, entry, factors, relevant.get(f"m_{number}"))
             for score, number, entry, factors in head

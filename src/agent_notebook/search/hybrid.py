@@ -29,6 +29,7 @@ __all__ = [
     "MEDIA_WEIGHT",
     "Fused",
     "SignalScore",
+    "cover_query",
     "fuse",
     "neighbour_spread",
     "prior_factors",
@@ -146,6 +147,37 @@ def session_evidence(
             gain = share * strength[session]
             entry.score += gain
             entry.gains["session"] = entry.gains.get("session", 0.0) + gain
+
+
+def cover_query(
+    scores: Sequence[float], words: Sequence[Collection[str]], penalty: float
+) -> list[int]:
+    """The order (indices, best first) of hits of these ``scores`` matching these query
+    ``words``, greedily: each pick's score is scaled by ``1 - penalty * covered`` where
+    ``covered`` is the share of its words that better picks already matched, each word
+    weighted by its rarity among these hits. A hit that repeats what is found counts less
+    than one that brings another part of the question."""
+    df: dict[str, int] = {}
+    for mine in words:
+        for w in mine:
+            df[w] = df.get(w, 0) + 1
+    weight = {w: math.log(1 + len(words) / n) for w, n in df.items()}
+    left = list(range(len(scores)))
+    covered: set[str] = set()
+    order: list[int] = []
+    while left:
+
+        def value(i: int) -> float:
+            mine = words[i]
+            total = sum(weight[w] for w in mine)
+            done = sum(weight[w] for w in mine if w in covered) / total if total else 0.0
+            return scores[i] * (1 - penalty * done)
+
+        best = max(left, key=lambda i: (value(i), -i))
+        left.remove(best)
+        order.append(best)
+        covered.update(words[best])
+    return order
 
 
 def prior_factors(moment: MomentBrief, now: datetime, settings: SearchSettings) -> dict[str, float]:
