@@ -147,30 +147,6 @@ VARIANTS = [
         grid=(axis("session_share", 0.0, 0.05, 0.1, 0.2, 0.4), axis("session_best", 1, 3)),
         note="LOCO: session-level evidence (a share of its session's best scores)",
     ),
-    Variant(
-        "hybrid-prf",
-        "hybrid",
-        grid=(axis("feedback_weight", 0.0, 0.25, 0.5, 1.0), axis("feedback_hits", 3, 10)),
-        note="LOCO: pseudo-relevance feedback in the vector signal (Rocchio)",
-    ),
-    Variant(
-        "vector-prf",
-        "vector",
-        grid=(axis("feedback_weight", 0.0, 0.25, 0.5, 1.0), axis("feedback_hits", 3, 10)),
-        note="LOCO: pseudo-relevance feedback, vector alone",
-    ),
-    Variant(
-        "hybrid-links",
-        "hybrid",
-        grid=(axis("link_weight", 0.0, 0.25, 0.5, 1.0), axis("link_hits", 3, 10)),
-        note="LOCO: concept links from the best hits",
-    ),
-    Variant(
-        "hybrid-coverage",
-        "hybrid",
-        grid=(axis("coverage_penalty", 0.0, 0.3, 0.6, 0.8), axis("coverage_depth", 10, 20)),
-        note="LOCO: query coverage (a hit repeating better hits' query words counts less)",
-    ),
     Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
 ]

@@ -161,20 +161,6 @@ class SearchSettings(BaseModel):
     #: whole outranks a lone match elsewhere (0 turns it off).
     session_share: float = Field(0.2, ge=0, le=1)
     session_best: int = Field(3, ge=1, le=50)
-    #: Query coverage: among the first ``coverage_depth`` results, a hit whose words of the
-    #: query are all in better hits already has its score scaled by ``1 - coverage_penalty``
-    #: (in part when some are), so a question of two parts gets both in its head (0: off).
-    coverage_penalty: float = Field(0.0, ge=0, le=1)
-    coverage_depth: int = Field(20, ge=1, le=200)
-    #: Pseudo-relevance feedback in the vector signal: the mean vector of its first
-    #: ``feedback_hits`` hits is added to the query's with this weight, and the vector
-    #: search runs again (Rocchio; 0 turns it off).
-    feedback_weight: float = Field(0.0, ge=0)
-    feedback_hits: int = Field(5, ge=1, le=100)
-    #: Concept links: the moments sharing rare concepts with the first ``link_hits``
-    #: fused hits rank in one more signal, of this weight (0 turns it off).
-    link_weight: float = Field(0.0, ge=0)
-    link_hits: int = Field(5, ge=1, le=100)
 
 
 class CompactionSettings(BaseModel):

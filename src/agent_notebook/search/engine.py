@@ -19,12 +19,10 @@ from .hybrid import (
     DATE,
     LEXICAL,
     LEXICAL_LATEST,
-    LINKED,
     MEDIA,
     MEDIA_WEIGHT,
     VECTOR,
     Fused,
-    cover_query,
     fuse,
     neighbour_spread,
     prior_factors,
@@ -143,12 +141,6 @@ class SearchEngine:
             MEDIA: MEDIA_WEIGHT,
         }
         fused = fuse(ranked, weights, settings.rrf_k, flat={DATE})
-        if words and request.mode == "hybrid" and settings.link_weight > 0:
-            linked = {LINKED: self._linked(fused, pool, allowed)}
-            for mid, entry in fuse(linked, {LINKED: settings.link_weight}, settings.rrf_k).items():
-                into = fused.setdefault(mid, Fused(mid))
-                into.score += entry.score
-                into.signals.update(entry.signals)
         # Ranked on briefs; only the moments returned are loaded whole.
         briefs = self._briefs(list(fused))
         givers = self._spread(fused, briefs) if request.mode == "hybrid" else {}
@@ -180,18 +172,8 @@ class SearchEngine:
             ranked_hits = _spread_sessions(
                 ranked_hits, briefs, settings.session_decay, settings.session_free, request.limit
             )
-        depth = max(request.limit, settings.coverage_depth)
-        if words and settings.coverage_penalty > 0 and len(ranked_hits) > 1:
-            loaded = self.backend.get_moments([f"m_{h[1]}" for h in ranked_hits[:depth]])
-            moments = {m.number: m for m in loaded}
-            wanted = {stem(w) for w in content_words(spoken.query)}
-            top = [h for h in ranked_hits[:depth] if h[1] in moments]
-            matched = [wanted.intersection(terms(moments[h[1]].content.text)) for h in top]
-            order = cover_query([h[0] for h in top], matched, settings.coverage_penalty)
-            head = [top[i] for i in order][: request.limit]
-        else:
-            head = ranked_hits[: request.limit]
-            moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in head])}
+        head = ranked_hits[: request.limit]
+        moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in head])}
         return [
             self._hit(moments[number], score, entry, factors, relevant.get(f"m_{number}"))
             for score, number, entry, factors in head
@@ -259,8 +241,6 @@ class SearchEngine:
             allowed=restrict,
             latest=latest,
             latest_weight=self.settings.latest_turn_weight,
-            feedback=self.settings.feedback_hits,
-            feedback_weight=self.settings.feedback_weight,
         )
 
     def _dated(
@@ -341,18 +321,6 @@ class SearchEngine:
                     scores[num] = scores.get(num, 0.0) + weight
         best = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))[:pool]
         return [(f"m_{num}", score) for num, score in best]
-
-    def _linked(
-        self, fused: dict[str, Fused], pool: int, allowed: set[int] | None
-    ) -> list[tuple[str, float]]:
-        """Moments sharing rare concepts with the best fused hits (not those hits): a
-        question's other evidence, told in another session, often names the same things."""
-        top = heapq.nlargest(self.settings.link_hits, fused.values(), key=lambda e: e.score)
-        seeds = {e.moment_id for e in top}
-        names = dict.fromkeys(
-            c for m in self.backend.get_moments(sorted(seeds)) for c in m.metadata.concepts
-        )
-        return self._concept_scores(names, pool, allowed, skip={moment_number(s) for s in seeds})
 
     def _concept_members(self, concept: str | None) -> set[int] | None:
         if concept is None:

@@ -24,12 +24,10 @@ from ..storage.base import MomentBrief
 __all__ = [
     "DATE",
     "LEXICAL_LATEST",
-    "LINKED",
     "MEDIA",
     "MEDIA_WEIGHT",
     "Fused",
     "SignalScore",
-    "cover_query",
     "fuse",
     "neighbour_spread",
     "prior_factors",
@@ -40,8 +38,6 @@ __all__ = [
 LEXICAL, VECTOR, CONCEPT = "lexical", "vector", "concept"
 #: The lexical ranking of a dialogue-long query's last turns alone.
 LEXICAL_LATEST = "lexical_latest"
-#: Moments sharing rare concepts with the best hits (concept links between sessions).
-LINKED = "linked"
 #: Moments said on a day or in a month the query names: each counts as ranked first.
 DATE = "date"
 #: Search by example (an image or audio clip): stored signatures ranked by distance.
@@ -49,7 +45,7 @@ MEDIA = "media"
 #: Its weight when fused with a text query: as much as the words themselves.
 MEDIA_WEIGHT = 1.0
 #: Signals whose every hit is a match (relevance 1), whatever its rank.
-_MATCHING = frozenset([CONCEPT, MEDIA, DATE, LEXICAL_LATEST, LINKED])
+_MATCHING = frozenset([CONCEPT, MEDIA, DATE, LEXICAL_LATEST])
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,37 +143,6 @@ def session_evidence(
             gain = share * strength[session]
             entry.score += gain
             entry.gains["session"] = entry.gains.get("session", 0.0) + gain
-
-
-def cover_query(
-    scores: Sequence[float], words: Sequence[Collection[str]], penalty: float
-) -> list[int]:
-    """The order (indices, best first) of hits of these ``scores`` matching these query
-    ``words``, greedily: each pick's score is scaled by ``1 - penalty * covered`` where
-    ``covered`` is the share of its words that better picks already matched, each word
-    weighted by its rarity among these hits. A hit that repeats what is found counts less
-    than one that brings another part of the question."""
-    df: dict[str, int] = {}
-    for mine in words:
-        for w in mine:
-            df[w] = df.get(w, 0) + 1
-    weight = {w: math.log(1 + len(words) / n) for w, n in df.items()}
-    left = list(range(len(scores)))
-    covered: set[str] = set()
-    order: list[int] = []
-    while left:
-
-        def value(i: int) -> float:
-            mine = words[i]
-            total = sum(weight[w] for w in mine)
-            done = sum(weight[w] for w in mine if w in covered) / total if total else 0.0
-            return scores[i] * (1 - penalty * done)
-
-        best = max(left, key=lambda i: (value(i), -i))
-        left.remove(best)
-        order.append(best)
-        covered.update(words[best])
-    return order
 
 
 def prior_factors(moment: MomentBrief, now: datetime, settings: SearchSettings) -> dict[str, float]:

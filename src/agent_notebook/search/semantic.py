@@ -160,15 +160,11 @@ class SemanticIndex:
         allowed: Collection[int] | None = None,
         latest: str | None = None,
         latest_weight: float = 0.0,
-        feedback: int = 0,
-        feedback_weight: float = 0.0,
     ) -> list[tuple[str, float]]:
         """Moment ids nearest to ``query`` by cosine similarity, best first.
 
         ``latest`` (the last turns of a dialogue-long query) is embedded on its own and
-        added with ``latest_weight``: the query's vector leans to what it ends on. With
-        ``feedback`` and ``feedback_weight``, the mean vector of the first ``feedback`` hits
-        is added to the query's with that weight and the search runs again (Rocchio)."""
+        added with ``latest_weight``: the query's vector leans to what it ends on."""
         with self._live_done:
             self._live += 1
         try:
@@ -179,13 +175,6 @@ class SemanticIndex:
             if latest and latest_weight > 0:
                 vector = vector + latest_weight * self._query_vector(latest)
             found = index.search(vector, k, allowed=allowed)
-            if feedback > 0 and feedback_weight > 0 and found:
-                import numpy as np
-
-                top = index.vectors_of([num for num, _ in found[:feedback]])
-                unit = vector / max(float(np.linalg.norm(vector)), 1e-12)
-                vector = unit + feedback_weight * top.mean(axis=0)
-                found = index.search(vector, k, allowed=allowed)
             return [(f"m_{num}", score) for num, score in found]
         finally:
             with self._live_done:

@@ -229,12 +229,6 @@ class VectorIndex:
                 return self._search_exact(q, k, rows)
             return self._search_graph(self._graph, q, k, rows)
 
-    def vectors_of(self, keys: Sequence[int]) -> _FloatMatrix:
-        """The stored (unit) vectors of those ``keys`` that are in the index, in order."""
-        with self._lock:
-            rows = [row for key in keys if (row := self._rows.get(key)) is not None]
-            return self._matrix[np.asarray(rows, dtype=np.int64)].copy()
-
     def _check_query(self, query: NDArray[np.float32]) -> NDArray[np.float32]:
         q = np.asarray(query)
         if q.ndim == 2 and q.shape[0] == 1:
