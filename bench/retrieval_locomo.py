@@ -73,6 +73,7 @@ PLAIN = {
     "reply_share": 0.0,
     "importance_prior": 0.0,
     "recency_prior": 0.0,
+    "session_share": 0.0,
 }
 Point = dict[str, Any]
 
