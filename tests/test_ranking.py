@@ -169,11 +169,11 @@ def test_session_evidence_lifts_the_turns_of_a_session_that_matches_as_a_whole()
     session_of = {"m_1": "s1", "m_2": "s1", "m_3": "s2"}
     session_evidence(fused, session_of, share=0.2, best=3)
     assert fused["m_1"].score > fused["m_3"].score  # tied before: s1 has two good turns
-    assert fused["m_1"].gains["session"] == pytest.approx(0.2 * 0.15)
-    assert fused["m_3"].gains["session"] == pytest.approx(0.2 * 0.10)
+    assert fused["m_1"].score == pytest.approx(0.10 + 0.2 * 0.15)
+    assert fused["m_3"].score == pytest.approx(0.10 + 0.2 * 0.10)
     unchanged = {"m_1": Fused("m_1", 0.1)}
     session_evidence(unchanged, session_of, share=0.0, best=3)
-    assert unchanged["m_1"].score == 0.1 and not unchanged["m_1"].gains
+    assert unchanged["m_1"].score == 0.1
 
 
 # -- dates ------------------------------------------------------------------------------------

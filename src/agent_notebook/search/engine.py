@@ -145,7 +145,8 @@ class SearchEngine:
         briefs = self._briefs(list(fused))
         givers = self._spread(fused, briefs) if request.mode == "hybrid" else {}
         session_of = {mid: b.session for mid, b in briefs.items() if mid in fused}
-        session_evidence(fused, session_of, settings.session_share, settings.session_best)
+        if words:  # by example alone, the nearest copy comes first, whatever its session
+            session_evidence(fused, session_of, settings.session_share, settings.session_best)
         relevant: dict[str, float] = {}
         if words and request.min_score > 0:
             if content is None:  # every word of the query counts: its lexical ranking

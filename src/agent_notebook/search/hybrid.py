@@ -127,7 +127,7 @@ def session_evidence(
     fused: dict[str, Fused], session_of: Mapping[str, str], share: float, best: int
 ) -> None:
     """Give each candidate ``share`` of the sum of its session's ``best`` best scores (in
-    place, recorded in its ``gains`` as ``session``): evidence is told in a session, and a
+    place; not shown apart in ``gains``, which the CLI's table shows as columns): evidence is told in a session, and a
     session that matches well as a whole is where the answer most likely is."""
     if share <= 0:
         return
@@ -140,9 +140,7 @@ def session_evidence(
     for moment_id, entry in fused.items():
         session = session_of.get(moment_id)
         if session is not None:
-            gain = share * strength[session]
-            entry.score += gain
-            entry.gains["session"] = entry.gains.get("session", 0.0) + gain
+            entry.score += share * strength[session]
 
 
 def prior_factors(moment: MomentBrief, now: datetime, settings: SearchSettings) -> dict[str, float]:
