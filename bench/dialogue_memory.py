@@ -53,6 +53,8 @@ VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
     ("hybrid-long-off", "hybrid", {"long_query_terms": 0}),
     ("hybrid-long10", "hybrid", {"long_query_terms": 10}),
     ("hybrid-long10-vlatest0", "hybrid", {"long_query_terms": 10, "latest_turn_weight": 0}),
+    ("hybrid-no-session", "hybrid", {"session_share": 0}),
+    ("hybrid-spread0.8", "hybrid", {"session_decay": 0.8, "session_free": 3}),
 ]
 
 

@@ -73,6 +73,7 @@ PLAIN = {
     "reply_share": 0.0,
     "importance_prior": 0.0,
     "recency_prior": 0.0,
+    "session_share": 0.0,
 }
 Point = dict[str, Any]
 
@@ -125,6 +126,27 @@ VARIANTS = [
             ),
         ),
         note="LOCO: session spread past a session's first hits",
+    ),
+    Variant(
+        "hybrid-spread-mild",
+        "hybrid",
+        grid=(
+            (
+                {"session_decay": 1.0},
+                {"session_decay": 0.9, "session_free": 2},
+                {"session_decay": 0.9, "session_free": 3},
+                {"session_decay": 0.8, "session_free": 3},
+                {"session_decay": 0.7, "session_free": 4},
+                {"session_decay": 0.5, "session_free": 4},
+            ),
+        ),
+        note="LOCO: milder session spread (each but the first passes the two-session test)",
+    ),
+    Variant(
+        "hybrid-session",
+        "hybrid",
+        grid=(axis("session_share", 0.0, 0.05, 0.1, 0.2, 0.4), axis("session_best", 1, 3)),
+        note="LOCO: session-level evidence (a share of its session's best scores)",
     ),
     Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),

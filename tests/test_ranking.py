@@ -14,6 +14,7 @@ from agent_notebook import Notebook
 from agent_notebook.config import NotebookConfig, SearchSettings
 from agent_notebook.dates import relative_dates
 from agent_notebook.enrich import enrich
+from agent_notebook.search.hybrid import Fused, session_evidence
 from agent_notebook.search.lexical import terms
 from agent_notebook.search.query import dialogue_words, latest_turns, query_dates
 from agent_notebook.storage import MomentFilter, SqliteBackend
@@ -153,12 +154,26 @@ def test_a_two_session_question_gets_both_sessions_in_its_top_5(lexical_nb: Note
     nb = lexical_nb
     walks, shelter = _two_sessions(nb)
     question = "Where does Ana walk her dog, and what did Bo adopt?"
-    # Without the spread (the default: it costs R@10 on LoCoMo, see the README), one
+    # With the defaults (no spread: it costs R@10 on LoCoMo, see the README), one
     # session's turns fill the top 5 ...
     assert {h.moment.session for h in nb.search(question, limit=5)} == {walks}
-    # ... with it, past a session's first three hits, the other session's evidence comes in.
-    nb.config = NotebookConfig(search=SearchSettings(session_decay=0.7, session_free=3))
+    # ... with the spread, past a session's first three hits, the other session's evidence
+    # comes in (without session-level evidence, which lifts the session that matches most).
+    spread = SearchSettings(session_decay=0.7, session_free=3, session_share=0)
+    nb.config = NotebookConfig(search=spread)
     assert {h.moment.session for h in nb.search(question, limit=5)} == {walks, shelter}
+
+
+def test_session_evidence_lifts_the_turns_of_a_session_that_matches_as_a_whole() -> None:
+    fused = {"m_1": Fused("m_1", 0.10), "m_2": Fused("m_2", 0.05), "m_3": Fused("m_3", 0.10)}
+    session_of = {"m_1": "s1", "m_2": "s1", "m_3": "s2"}
+    session_evidence(fused, session_of, share=0.2, best=3)
+    assert fused["m_1"].score > fused["m_3"].score  # tied before: s1 has two good turns
+    assert fused["m_1"].score == pytest.approx(0.10 + 0.2 * 0.15)
+    assert fused["m_3"].score == pytest.approx(0.10 + 0.2 * 0.10)
+    unchanged = {"m_1": Fused("m_1", 0.1)}
+    session_evidence(unchanged, session_of, share=0.0, best=3)
+    assert unchanged["m_1"].score == 0.1
 
 
 # -- dates ------------------------------------------------------------------------------------

@@ -156,6 +156,11 @@ class SearchSettings(BaseModel):
     #: sessions (1 turns it off).
     session_decay: float = Field(1.0, gt=0, le=1)
     session_free: int = Field(3, ge=1)
+    #: Session-level evidence: each candidate gains this share of the sum of its session's
+    #: ``session_best`` best fused scores, so a turn of a session that matches well as a
+    #: whole outranks a lone match elsewhere (0 turns it off).
+    session_share: float = Field(0.2, ge=0, le=1)
+    session_best: int = Field(3, ge=1, le=50)
 
 
 class CompactionSettings(BaseModel):

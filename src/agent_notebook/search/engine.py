@@ -27,6 +27,7 @@ from .hybrid import (
     neighbour_spread,
     prior_factors,
     relevance,
+    session_evidence,
 )
 from .lexical import stem, terms, tokenize
 from .query import dialogue_words, latest_turns, query_dates
@@ -143,6 +144,9 @@ class SearchEngine:
         # Ranked on briefs; only the moments returned are loaded whole.
         briefs = self._briefs(list(fused))
         givers = self._spread(fused, briefs) if request.mode == "hybrid" else {}
+        session_of = {mid: b.session for mid, b in briefs.items() if mid in fused}
+        if words:  # by example alone, the nearest copy comes first, whatever its session
+            session_evidence(fused, session_of, settings.session_share, settings.session_best)
         relevant: dict[str, float] = {}
         if words and request.min_score > 0:
             if content is None:  # every word of the query counts: its lexical ranking
@@ -292,6 +296,16 @@ class SearchEngine:
         names = dict.fromkeys(
             [*enrich(query).concepts, *map(normalize_concept, identifiers(query))]
         )
+        return self._concept_scores(names, pool, allowed)
+
+    def _concept_scores(
+        self,
+        names: Collection[str],
+        pool: int,
+        allowed: set[int] | None,
+        skip: Collection[int] = (),
+    ) -> list[tuple[str, float]]:
+        """Moments having any of the concepts ``names``, by the sum of their rarity."""
         total = max(1, self.backend.count_moments())
         most = min(
             MAX_CONCEPT_MOMENTS,
@@ -304,7 +318,7 @@ class SearchEngine:
                 continue
             weight = math.log(1 + total / len(members))
             for num in members:
-                if allowed is None or num in allowed:
+                if (allowed is None or num in allowed) and num not in skip:
                     scores[num] = scores.get(num, 0.0) + weight
         best = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))[:pool]
         return [(f"m_{num}", score) for num, score in best]

@@ -32,6 +32,7 @@ __all__ = [
     "neighbour_spread",
     "prior_factors",
     "relevance",
+    "session_evidence",
 ]
 
 LEXICAL, VECTOR, CONCEPT = "lexical", "vector", "concept"
@@ -120,6 +121,26 @@ def neighbour_spread(
         entry.score += gain
         if gain:
             entry.gains[source] = entry.gains.get(source, 0.0) + gain
+
+
+def session_evidence(
+    fused: dict[str, Fused], session_of: Mapping[str, str], share: float, best: int
+) -> None:
+    """Give each candidate ``share`` of the sum of its session's ``best`` best scores (in
+    place; not shown apart in ``gains``, which the CLI's table shows as columns): evidence is told in a session, and a
+    session that matches well as a whole is where the answer most likely is."""
+    if share <= 0:
+        return
+    by_session: dict[str, list[float]] = {}
+    for moment_id, entry in fused.items():
+        session = session_of.get(moment_id)
+        if session is not None:
+            by_session.setdefault(session, []).append(entry.score)
+    strength = {s: sum(sorted(v, reverse=True)[:best]) for s, v in by_session.items()}
+    for moment_id, entry in fused.items():
+        session = session_of.get(moment_id)
+        if session is not None:
+            entry.score += share * strength[session]
 
 
 def prior_factors(moment: MomentBrief, now: datetime, settings: SearchSettings) -> dict[str, float]:
