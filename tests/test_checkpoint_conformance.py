@@ -127,12 +127,26 @@ def notebooks(
 def test_the_default_checkpointer_passes_langgraph_conformance_in_full(
     notebooks: Iterator[Notebook], api: str, request: pytest.FixtureRequest
 ) -> None:
+    report = passes_conformance(notebooks, api, request, NotebookSaver, "Notebook.checkpointer")
+    assert sum(r.tests_passed for r in report.results.values()) == 81  # all of 0.0.2
+
+
+def passes_conformance(
+    notebooks: Iterator[Notebook],
+    api: str,
+    request: pytest.FixtureRequest,
+    saver_type: type[BaseCheckpointSaver[Any]],
+    name: str,
+) -> Any:
+    """Run LangGraph's conformance suite on fresh notebooks' checkpointers (``saver_type``,
+    sealed when the test's parameter says "encrypted"; ``api`` async or through
+    :class:`SyncBridge`), check every capability passes in full, and return its report."""
     encrypted = "encrypted" in request.node.callspec.id
 
-    @checkpointer_test(name=f"Notebook.checkpointer ({api})")
+    @checkpointer_test(name=f"{name} ({api})")
     async def factory() -> AsyncIterator[BaseCheckpointSaver[str]]:
         saver = next(notebooks).checkpointer
-        assert isinstance(saver, NotebookSaver)
+        assert isinstance(saver, saver_type)
         assert isinstance(saver.serde, EncryptedSerializer) is encrypted
         yield saver if api == "async" else SyncBridge(saver)
 
@@ -141,4 +155,4 @@ def test_the_default_checkpointer_passes_langgraph_conformance_in_full(
     assert failures == {}
     assert set(report.results) == {c.value for c in ALL_CAPABILITIES}
     assert all(r.detected and r.tests_failed == 0 for r in report.results.values())
-    assert sum(r.tests_passed for r in report.results.values()) == 81  # all of 0.0.2
+    return report

@@ -6,17 +6,13 @@ checkpoint; redaction reaches the checkpoint and store rows."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.conformance import checkpointer_test, validate
-from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
-from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 import pg
 from agent_notebook import Notebook
@@ -27,7 +23,7 @@ from agent_notebook.pg_store import NotebookPostgresStore, SealedPostgresStore
 from agent_notebook.privacy.crypto import generate_key, write_key_file
 from agent_notebook.saver_base import CheckpointPruned
 from chat_models import RecordingModel
-from test_checkpoint_conformance import KEY_ENV, SyncBridge
+from test_checkpoint_conformance import KEY_ENV, passes_conformance
 
 THREAD = {"configurable": {"thread_id": "t-pg"}}
 
@@ -94,20 +90,9 @@ def notebooks(
 def test_the_postgres_checkpointer_passes_langgraph_conformance_in_full(
     notebooks: Iterator[Notebook], api: str, request: pytest.FixtureRequest
 ) -> None:
-    encrypted = "encrypted" in request.node.callspec.id
-
-    @checkpointer_test(name=f"Postgres Notebook.checkpointer ({api})")
-    async def factory() -> AsyncIterator[BaseCheckpointSaver[str]]:
-        saver = next(notebooks).checkpointer
-        assert isinstance(saver, NotebookPostgresSaver)
-        assert isinstance(saver.serde, EncryptedSerializer) is encrypted
-        yield saver if api == "async" else SyncBridge(saver)
-
-    report = asyncio.run(validate(factory))
-    failures = {name: r.failures for name, r in report.results.items() if not r.passed}
-    assert failures == {}
-    assert set(report.results) == {c.value for c in ALL_CAPABILITIES}
-    assert all(r.detected and r.tests_failed == 0 for r in report.results.values())
+    passes_conformance(
+        notebooks, api, request, NotebookPostgresSaver, "Postgres Notebook.checkpointer"
+    )
 
 
 def test_a_thread_goes_on_through_another_server(tmp_path: Path) -> None:

@@ -303,7 +303,6 @@ class SearchEngine:
         names: Collection[str],
         pool: int,
         allowed: set[int] | None,
-        skip: Collection[int] = (),
     ) -> list[tuple[str, float]]:
         """Moments having any of the concepts ``names``, by the sum of their rarity."""
         total = max(1, self.backend.count_moments())
@@ -318,7 +317,7 @@ class SearchEngine:
                 continue
             weight = math.log(1 + total / len(members))
             for num in members:
-                if (allowed is None or num in allowed) and num not in skip:
+                if allowed is None or num in allowed:
                     scores[num] = scores.get(num, 0.0) + weight
         best = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))[:pool]
         return [(f"m_{num}", score) for num, score in best]

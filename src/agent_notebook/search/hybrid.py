@@ -127,8 +127,9 @@ def session_evidence(
     fused: dict[str, Fused], session_of: Mapping[str, str], share: float, best: int
 ) -> None:
     """Give each candidate ``share`` of the sum of its session's ``best`` best scores (in
-    place; not shown apart in ``gains``, which the CLI's table shows as columns): evidence is told in a session, and a
-    session that matches well as a whole is where the answer most likely is."""
+    place; not shown apart in ``gains``, which the CLI's table shows as columns): evidence
+    is told in a session, and a session that matches well as a whole is where the answer
+    most likely is."""
     if share <= 0:
         return
     by_session: dict[str, list[float]] = {}

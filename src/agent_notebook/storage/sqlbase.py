@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..model import ConceptEntry, Moment, Session, moment_number
+from ..search.lexical import terms
 from . import rows, sql
 from .base import MomentBrief, MomentFilter, StorageBackend
 from .sqlite import sealed
@@ -30,6 +31,16 @@ class SqlReads(StorageBackend):
     _nocase: ClassVar[str] = "{} = {} COLLATE NOCASE"
     cipher: Cipher | None
 
+    def _terms(self, text: str) -> list[str]:
+        """The index terms of ``text`` as stored: keyed tokens when encrypted."""
+        return terms(text) if self.cipher is None else sealed.index_terms(self.cipher, text)
+
+    def _name(self, concept: str) -> str:
+        return concept if self.cipher is None else self.cipher.seal_name(concept)
+
+    def _unname(self, stored: str) -> str:
+        return stored if self.cipher is None else self.cipher.open_name(stored)
+
     @abstractmethod
     def _query(self, statement: str, params: Sequence[Any] = ()) -> list[Any]: ...
 
@@ -42,9 +53,6 @@ class SqlReads(StorageBackend):
     @abstractmethod
     def _brief_rows(self, nums: Sequence[int]) -> list[Any]:
         """The rows of the schema's ``SELECT_BRIEFS`` for ``nums``."""
-
-    @abstractmethod
-    def _name(self, concept: str) -> str: ...
 
     # -- sessions ---------------------------------------------------------------------------
 

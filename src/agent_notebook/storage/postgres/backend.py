@@ -34,7 +34,6 @@ from pydantic import ValidationError
 
 from ...errors import Conflict, InvalidInput, StorageError
 from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
-from ...search.lexical import terms
 from .. import rows, sql
 from ..base import Capabilities, MomentFilter
 from ..sqlbase import SqlReads
@@ -243,16 +242,6 @@ class PostgresBackend(SqlReads):
             found = self._query(f"SELECT body FROM {table} ORDER BY {order} DESC LIMIT 1")
             if found:
                 sealed.check_key(self.cipher, found[0][0], self.location)
-
-    def _terms(self, text: str) -> list[str]:
-        """The index terms of ``text`` as stored: keyed tokens when encrypted."""
-        return terms(text) if self.cipher is None else sealed.index_terms(self.cipher, text)
-
-    def _name(self, concept: str) -> str:
-        return concept if self.cipher is None else self.cipher.seal_name(concept)
-
-    def _unname(self, stored: str) -> str:
-        return stored if self.cipher is None else self.cipher.open_name(stored)
 
     def _moment_row(self, moment: Moment) -> tuple[Any, ...]:
         if self.cipher is None:

@@ -24,7 +24,6 @@ from pydantic import ValidationError
 from ...errors import InvalidInput, StorageError
 from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
 from ...privacy.crypto import sealed_key_id
-from ...search.lexical import terms
 from .. import sql
 from ..base import Activity, Capabilities, MomentFilter
 from ..files import ensure_private_dir, ensure_private_file
@@ -176,16 +175,6 @@ class SqliteBackend(SqlReads):
             rows = self._query(f"SELECT body FROM {table} ORDER BY rowid DESC LIMIT 1")
             if rows:
                 sealed.check_key(self.cipher, rows[0][0], self.path)
-
-    def _terms(self, text: str) -> list[str]:
-        """The index terms of ``text`` as stored: keyed tokens when encrypted."""
-        return terms(text) if self.cipher is None else sealed.index_terms(self.cipher, text)
-
-    def _name(self, concept: str) -> str:
-        return concept if self.cipher is None else self.cipher.seal_name(concept)
-
-    def _unname(self, stored: str) -> str:
-        return stored if self.cipher is None else self.cipher.open_name(stored)
 
     def _moment_row(self, moment: Moment) -> tuple[int, str, int, str, str, str, str]:
         if self.cipher is None:
