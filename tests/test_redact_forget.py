@@ -20,6 +20,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
 
+import pg
 from agent_notebook import Notebook
 from agent_notebook import config as cfg
 from agent_notebook.errors import InvalidId, InvalidInput, NotFound
@@ -241,3 +242,47 @@ def test_the_commands(tmp_path: Path) -> None:
     for word in (CHAT_SECRET, CONCEPT):
         assert holders(home, word) == [], word
     assert holders(home, "sunflowerkite")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "yaml", "postgresql"])
+def test_forgetting_a_phrase_that_matches_structure_keeps_the_structure(
+    tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forgotten phrase that also appears in ids, times, statuses or LangGraph's own
+    bookkeeping ("00" in every timestamp, "active" as a status, "loop" as a checkpoint's
+    source, "1" in its versions) rewrites only free text: every session, session notebook
+    and thread still loads and goes on."""
+    monkeypatch.setenv("AGENT_NOTEBOOK_EMBEDDER", "none")
+    home = tmp_path / "home"
+    home.mkdir()
+    url = pg.url_with_schema(tmp_path) if backend == "postgresql" else backend
+    cfg.write_config(
+        home,
+        cfg.NotebookConfig(backend=url, session_notebook=cfg.SessionBudgets(message_threshold=2)),
+    )
+    with Notebook.open(home) as nb:
+        session = nb.start_session("plan the 00 drill", started=T0)
+        nb.record(session.id, "The drill starts at 00 sharp, the loop road is closed.")
+        graph = build_chat_graph(nb, model=FakeListChatModel(responses=["Noted."] * 20))
+        for text in ("The active loop alarm rings at 00 hours.", "Bring 1 torch.", "Thanks."):
+            graph.invoke({"messages": [HumanMessage(text)]}, THREAD)
+        nb.drain()
+        before = {s.id: s for s in nb.backend.list_sessions()}
+        history = len(list(graph.get_state_history(THREAD)))
+        for phrase in ("00", "active", "loop", "1", "input", "t-1"):
+            nb.forget(phrase, "structure test")
+
+        after = {s.id: s for s in nb.backend.list_sessions()}
+        assert after.keys() == before.keys()
+        for sid, old in before.items():
+            new = after[sid]
+            assert (new.started, new.task_status, new.context.recent_moments) == (
+                old.started,
+                old.task_status,
+                old.context.recent_moments,
+            )
+        assert "00" not in after[session.id].task  # free text is scrubbed
+        assert len(list(graph.get_state_history(THREAD))) == history
+        state = graph.invoke({"messages": [HumanMessage("Still there?")]}, THREAD)
+        assert state["messages"][-1].content == "Noted."
+        assert nb.session_notebook("t-1").sync.load() is not None

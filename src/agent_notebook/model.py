@@ -148,6 +148,18 @@ def _json_value(value: Any) -> Any:
 
 
 Text = Annotated[str, AfterValidator(_utf8_text)]
+
+
+def is_free_text(annotation: Any, metadata: Sequence[Any] = ()) -> bool:
+    """Whether a field so annotated holds free text (``Text``, ``Text | None``,
+    ``list[Text]``), as opposed to an id, a time or an enum: redaction rewrites only
+    free text, never the structure around it."""
+    args = get_args(annotation)
+    if any(getattr(m, "func", None) is _utf8_text for m in (*metadata, *args)):
+        return True
+    return any(is_free_text(arg) for arg in args)
+
+
 UtcTime = Annotated[datetime, AfterValidator(_utc)]
 SessionId = Annotated[str, AfterValidator(check_session_id)]
 MomentId = Annotated[str, AfterValidator(check_moment_id)]

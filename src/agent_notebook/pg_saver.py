@@ -30,7 +30,14 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from .saver_base import CheckpointPruned, DeltaReducer, SaverSemantics, TurnMark
+from .saver_base import (
+    CheckpointPruned,
+    DeltaReducer,
+    SaverSemantics,
+    TurnMark,
+    scrub_checkpoint,
+    scrub_metadata,
+)
 
 __all__ = ["CheckpointPruned", "NotebookPostgresSaver", "TurnMark"]
 
@@ -331,7 +338,8 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
                 "FROM checkpoints FOR UPDATE"
             )
             for r in cur.fetchall():
-                checkpoint, metadata = scrub(r["checkpoint"]), scrub(r["metadata"])
+                checkpoint = scrub_checkpoint(scrub, r["checkpoint"])
+                metadata = scrub_metadata(scrub, r["metadata"])
                 if checkpoint is r["checkpoint"] and metadata is r["metadata"]:
                     continue
                 cur.execute(

@@ -59,6 +59,32 @@ def last_write(value: Any, writes: Sequence[Any]) -> Any:
     return writes[-1] if writes else value
 
 
+#: Metadata LangGraph writes for its own bookkeeping: redaction leaves it as it is.
+STRUCTURAL_METADATA = frozenset(
+    {"source", "step", "parents", "thread_id", "checkpoint_ns", "checkpoint_id", "run_id"}
+)
+
+
+def scrub_checkpoint(scrub: Callable[[Any], Any], checkpoint: Any) -> Any:
+    """``checkpoint`` with ``scrub`` applied to its channel values only: its id, channel
+    versions and seen versions are structure that a forgotten phrase (say "00") may match
+    but must never rewrite. The same object when nothing changed."""
+    if not isinstance(checkpoint, dict) or checkpoint.get("channel_values") is None:
+        return checkpoint
+    values = checkpoint["channel_values"]
+    scrubbed = scrub(values)
+    return checkpoint if scrubbed is values else {**checkpoint, "channel_values": scrubbed}
+
+
+def scrub_metadata(scrub: Callable[[Any], Any], metadata: Any) -> Any:
+    """``metadata`` with ``scrub`` applied to what a caller put there, not to LangGraph's
+    own keys. The same object when nothing changed."""
+    if not isinstance(metadata, dict):
+        return metadata
+    items = {k: v if k in STRUCTURAL_METADATA else scrub(v) for k, v in metadata.items()}
+    return metadata if all(items[k] is v for k, v in metadata.items()) else items
+
+
 def _default_delta_reducers() -> dict[str, DeltaReducer]:
     from langgraph.graph.message import _messages_delta_reducer
 

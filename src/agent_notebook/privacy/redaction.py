@@ -40,6 +40,7 @@ import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -58,10 +59,12 @@ from ..model import (
     Session,
     Tombstone,
     check_moment_id,
+    is_free_text,
     normalize_concept,
     now_utc,
     validate_record,
 )
+from ..saver_base import scrub_checkpoint, scrub_metadata
 from ..storage.langgraph_store import NotebookStore
 from ..storage.sqlite.backend import database_file, vacuum
 
@@ -217,11 +220,13 @@ class Scrubber:
                 if piece in value:
                     value = value.replace(piece, secret.marker)
         lines = value.split("\n")
+        leaked = False
         for i, line in enumerate(lines):
             if (marker := self._leak(line)) is not None:
                 indent = line[: len(line) - len(line.lstrip(" \t-*>0123456789."))]
                 lines[i] = indent + marker
-        return "\n".join(lines)
+                leaked = True
+        return "\n".join(lines) if leaked else value
 
     def value(self, data: Any) -> Any:
         """``data`` (str, dict, list, tuple, LangChain message, nested) with redacted text
@@ -239,6 +244,28 @@ class Scrubber:
                 return data
             return type(data)(changed) if isinstance(data, tuple) else changed
         return data
+
+    def record(self, record: BaseModel) -> BaseModel:
+        """``record`` with redacted text removed from its free-text fields only: an id, a
+        time or a status that happens to contain a forgotten phrase is structure, and
+        rewriting it would break the record. The same object when nothing changed."""
+        update: dict[str, Any] = {}
+        for name, info in type(record).model_fields.items():
+            value = getattr(record, name)
+            new = self._field(value, is_free_text(info.annotation, info.metadata))
+            if new is not value:
+                update[name] = new
+        return record.model_copy(update=update) if update else record
+
+    def _field(self, value: Any, free_text: bool) -> Any:
+        if isinstance(value, BaseModel):
+            return self.record(value)
+        if isinstance(value, list):
+            changed = [self._field(v, free_text) for v in value]
+            return value if all(a is b for a, b in zip(changed, value, strict=True)) else changed
+        if free_text and isinstance(value, str) and not isinstance(value, Enum):
+            return self.text(value)
+        return value
 
     def _message(self, message: BaseMessage) -> BaseMessage:
         marker = next(
@@ -520,12 +547,11 @@ class Redaction:
             )
         with self.backend.atomic():
             for session in self.backend.list_sessions():
-                data = session.model_dump(mode="json")
-                scrubbed = self.scrubber.value(data)
+                scrubbed = self.scrubber.record(session)
                 added = audit.get(session.id, [])
-                if scrubbed is data and not added:
+                if scrubbed is session and not added:
                     continue
-                new = Session.model_validate(scrubbed)
+                new = Session.model_validate(scrubbed.model_dump())
                 new.decisions = [*new.decisions, *added]
                 self.backend.put_session(new)
 
@@ -538,18 +564,42 @@ class Redaction:
         with write_lock(store):
             changes = []
             for item in _store_items(store):
-                value = self.scrubber.value(item.value)
+                if item.namespace[:1] == ("session",) and isinstance(
+                    item.value.get("content"), str
+                ):
+                    value = self._scrubbed_session_notebook(item.value)
+                else:
+                    value = self.scrubber.value(item.value)
                 if value is not item.value:
-                    if item.namespace[:1] == ("session",) and isinstance(
-                        value.get("revision"), int
-                    ):
-                        value = {**value, "revision": value["revision"] + 1}
                     changes.append((item.namespace, item.key, value))
             for namespace, key, value in changes:
                 # an indexed item is embedded again from its scrubbed value (its old vectors
                 # go with the old value); others stay unindexed
                 indexed = isinstance(store, NotebookStore) and store.is_indexed(namespace, key)
                 store.put(namespace, key, value, index=None if indexed else False)
+
+    def _scrubbed_session_notebook(self, value: dict[str, Any]) -> dict[str, Any]:
+        """A session notebook's stored value with its text (and the errors of failed
+        updates) scrubbed and its revision bumped; its thread, times and marks are
+        structure and stay. The same object when nothing changed."""
+        content = self.scrubber.text(value["content"])
+        failures = [
+            {**f, "error": self.scrubber.text(f["error"])}
+            if isinstance(f, dict) and isinstance(f.get("error"), str)
+            else f
+            for f in value.get("failures") or []
+        ]
+        failures_changed = any(
+            a.get("error") is not b.get("error")
+            for a, b in zip(failures, value.get("failures") or [], strict=True)
+            if isinstance(a, dict)
+        )
+        if content is value["content"] and not failures_changed:
+            return value
+        revision = value.get("revision")
+        bumped = revision + 1 if isinstance(revision, int) else revision
+        update = {"content": content, "revision": bumped}
+        return {**value, **update, **({"failures": failures} if failures_changed else {})}
 
     def _scrub_checkpoints(self) -> None:
         saver = self._saver()
@@ -567,9 +617,9 @@ class Redaction:
             ).fetchall()
             for rowid, kind, blob, metadata in rows:
                 value = serde.loads_typed((kind, blob))
-                scrubbed = self.scrubber.value(value)
+                scrubbed = scrub_checkpoint(self.scrubber.value, value)
                 meta = json.loads(metadata) if metadata is not None else None
-                new_meta = self.scrubber.value(meta)
+                new_meta = scrub_metadata(self.scrubber.value, meta)
                 if scrubbed is value and new_meta is meta:
                     continue
                 new_kind, new_blob = serde.dumps_typed(scrubbed)
