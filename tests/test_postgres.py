@@ -195,6 +195,34 @@ def test_migrations_are_numbered_and_applied_once(
     again.close()
 
 
+def test_a_version_3_database_gets_its_terms_from_fts5_stems(
+    tmp_path: Path, postgres: PostgresBackend
+) -> None:
+    from agent_notebook.storage.postgres.schema import MIGRATIONS
+
+    postgres.put_session(session("s_2026-03-01_001"))
+    postgres.put_moments([moment(1, "We trekked through the hills", "s_2026-03-01_001")])
+    postgres.put_moments([moment(2, "A trek and another trek", "s_2026-03-01_001")])
+    want = postgres._query("SELECT term, docs FROM term_docs ORDER BY term")
+    # as the snowball stemmer left it: "trekked" indexed as "trekk", version 3
+    with postgres.atomic():
+        for statement in (
+            "UPDATE moments SET terms = 'hill through trekk we'::tsvector WHERE num = 1",
+            "UPDATE term_docs SET docs = 1 WHERE term = 'trek'",
+            "INSERT INTO term_docs (term, docs) VALUES ('trekk', 1)",
+            "DROP TABLE text_index_stale",
+            "UPDATE notebook_schema SET version = 3",
+        ):
+            postgres._write(statement)
+    assert [i for i, _ in postgres.search_text("trek", MomentFilter(), 5)] == ["m_2"]
+
+    again = PostgresBackend(pg.database_url(), schema_name=pg.schema_for(tmp_path))
+    assert [i for i, _ in again.search_text("trek", MomentFilter(), 5)] == ["m_2", "m_1"]
+    assert again._query("SELECT term, docs FROM term_docs WHERE docs > 0 ORDER BY term") == want
+    assert again._query("SELECT version FROM notebook_schema") == [(len(MIGRATIONS),)]
+    again.close()
+
+
 def test_an_unreachable_server_is_a_clear_error() -> None:
     with pytest.raises(StorageError, match=r"127\.0\.0\.1:9.*connect failed"):
         PostgresBackend("postgresql://nobody:secret@127.0.0.1:9/none", timeout_s=2)

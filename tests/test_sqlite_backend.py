@@ -81,12 +81,30 @@ def test_python_stems_like_fts5(tmp_path: Path) -> None:
         "Caroline painted a sunrise; she's been painting since the relational databases died.",
         "Généralisation: the agreed feed happily flies over nationalities and skies.",
         "Ticket EXP-5839 (auth/middleware.py:42) raised KeyError 'user_id' on 2026-06-14.",
+        # words snowball's Porter stems unlike FTS5's (the stemmer used before)
+        "We trekked, possibly incredibly far: an apology to ecology and psychology.",
     ]
     backend.put_moments([moment(n, t, []) for n, t in enumerate(texts, start=1)])
     kept = term_docs(backend)
     conn = backend.connection
     conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab (main, moments_fts, 'row')")
     assert kept == dict(conn.execute("SELECT term, doc FROM temp.v").fetchall())
+
+
+def test_a_version_7_file_gets_its_term_counts_keyed_by_fts5_stems(tmp_path: Path) -> None:
+    backend = open_with(tmp_path)
+    backend.put_moments([moment(1, "We trekked through the hills", [])])
+    term_docs(backend)
+    conn = backend.connection
+    # as the snowball stemmer left it: "trekked" counted under "trekk"
+    conn.execute("UPDATE term_docs SET term = 'trekk' WHERE term = 'trek'")
+    conn.execute("PRAGMA user_version = 7")
+    backend.close()
+
+    again = SqliteBackend(tmp_path / "notebook.db")
+    assert term_docs(again) == {t: 1 for t in terms("We trekked through the hills")}
+    assert "trek" in term_docs(again)
+    assert again.connection.execute("PRAGMA user_version").fetchone()[0] == len(schema.MIGRATIONS)
 
 
 def test_term_counts_follow_every_overwrite(tmp_path: Path) -> None:

@@ -1,21 +1,20 @@
 """Lexical matching shared by the backends: one tokenizer, and BM25 in Python.
 
-The Python tokenizer mirrors FTS5's ``porter unicode61 remove_diacritics 2`` closely enough
-that the in-memory and YAML backends rank like SQLite on ordinary text: case-folded, accents
-removed, split on anything that is not a letter or digit, and each word reduced to its Porter
-stem ("painted" and "painting" are both "paint"), the same algorithm as FTS5's.
+The Python tokenizer mirrors FTS5's ``porter unicode61 remove_diacritics 2`` so that the
+in-memory, YAML and PostgreSQL backends rank like SQLite: case-folded, accents removed,
+split on anything that is not a letter or digit, and each word reduced to its Porter stem
+("painted" and "painting" are both "paint") by FTS5's own stemmer.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
+import sqlite3
 import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
 
 FTS5_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -31,30 +30,58 @@ def tokenize(text: str) -> list[str]:
     return _WORD.findall(stripped)
 
 
-_PORTER_LOCK = threading.Lock()  # a stemmer object keeps its word in itself
+class _Fts5Porter:
+    """FTS5's own ``porter`` tokenizer, asked for the stems of words: the stems the SQLite
+    index holds, exactly (snowball's Porter, used before, differs on a few words, e.g.
+    "trekked", "possibly", "psychology", so the other backends missed what SQLite found).
+    One in-memory table, one lock; each word is asked once."""
+
+    #: Words remembered at most (past it, new words are stemmed each time they come).
+    REMEMBERED = 1 << 17
+
+    def __init__(self) -> None:
+        conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        conn.execute(f"CREATE VIRTUAL TABLE words USING fts5 (word, tokenize = '{FTS5_TOKENIZER}')")
+        conn.execute("CREATE VIRTUAL TABLE stems USING fts5vocab (words, 'instance')")
+        self._conn = conn
+        self._lock = threading.Lock()
+        self._known: dict[str, str] = {}
+
+    def stems(self, words: list[str]) -> list[str]:
+        known = self._known
+        missing = [w for w in dict.fromkeys(words) if w not in known]
+        fresh = self._ask(missing) if missing else {}
+        return [fresh[w] if w in fresh else known[w] for w in words]
+
+    def _ask(self, words: list[str]) -> dict[str, str]:
+        with self._lock:
+            self._conn.executemany(
+                "INSERT INTO words (rowid, word) VALUES (?, ?)", list(enumerate(words, 1))
+            )
+            found: dict[int, list[str]] = {}
+            for doc, term in self._conn.execute("SELECT doc, term FROM stems ORDER BY doc, offset"):
+                found.setdefault(doc, []).append(term)
+            self._conn.execute("DELETE FROM words")
+        # A word is one token of FTS5's too (the tokenizers split alike); if one ever were
+        # not, it stays as it is.
+        fresh = {w: t[0] if len(t := found.get(i, [])) == 1 else w for i, w in enumerate(words, 1)}
+        if len(self._known) < self.REMEMBERED:
+            self._known.update(fresh)
+        return fresh
 
 
-@functools.cache
-def _porter() -> Any:
-    # Loaded on the first word stemmed: snowballstemmer loads every language it has.
-    import snowballstemmer
-
-    return snowballstemmer.stemmer("porter")
+_porter = _Fts5Porter()
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
-    """The Porter stem of a tokenized word (as FTS5's ``porter`` tokenizer stems it: words
+    """The Porter stem of a tokenized word, as FTS5's ``porter`` tokenizer stems it (words
     shorter than 3 or longer than 64 characters pass through)."""
-    if not 3 <= len(word) <= 64:
-        return word
-    with _PORTER_LOCK:
-        return str(_porter().stemWord(word))
+    return _porter.stems([word])[0]
 
 
 def terms(text: str) -> list[str]:
     """The index terms of ``text``: its words, stemmed."""
-    return [stem(word) for word in tokenize(text)]
+    return _porter.stems(tokenize(text))
 
 
 class Bm25Index:

@@ -23,6 +23,7 @@ import socket
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -189,6 +190,45 @@ class PostgresBackend(SqlReads):
                 for statement in statements:
                     conn.execute(statement)
             conn.execute("UPDATE notebook_schema SET version = %s", (len(schema.MIGRATIONS),))
+            if _one(conn, "SELECT EXISTS (SELECT 1 FROM text_index_stale)"):
+                self._rebuild_text_index(conn)
+
+    def _rebuild_text_index(self, conn: psycopg.Connection[Any], batch: int = 1000) -> None:
+        """Compute every moment's index terms, the terms' document counts and the totals
+        again from the moments' text (inside the migration's transaction)."""
+        docs: Counter[str] = Counter()
+        count = length = 0
+        after = 0
+        while found := conn.execute(
+            "SELECT num, text, body FROM moments WHERE num > %s ORDER BY num LIMIT %s",
+            (after, batch),
+        ).fetchall():
+            after = found[-1][0]
+            if self.cipher is None:  # the text column is the text: no moment to validate
+                texts = [(num, text) for num, text, _ in found]
+            else:
+                opened = self._moments_from([(text, body) for _, text, body in found])
+                texts = [(m.number, m.content.text) for m in opened]
+            updates = []
+            for num, text in texts:
+                terms = self._terms(text)
+                docs.update(set(terms))
+                count, length = count + 1, length + len(terms)
+                updates.append((*schema.text_columns(terms), num))
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "UPDATE moments SET terms = %s::tsvector, frequent = %s::jsonb, length = %s "
+                    "WHERE num = %s",
+                    updates,
+                )
+        conn.execute("DELETE FROM term_docs")
+        items = sorted(docs.items())
+        conn.execute(
+            "INSERT INTO term_docs (term, docs) SELECT * FROM unnest(%s::text[], %s::bigint[])",
+            ([t for t, _ in items], [d for _, d in items]),
+        )
+        conn.execute("UPDATE text_totals SET docs = %s, terms = %s", (count, length))
+        conn.execute("DELETE FROM text_index_stale")
 
     @contextmanager
     def atomic(self) -> Iterator[None]:

@@ -168,6 +168,12 @@ MIGRATIONS: Final[list[list[str]]] = [
         "DROP TRIGGER moments_fts_update",
         *_UNINDEX_TRIGGERS,
     ],
+    [  # term_docs keyed by FTS5's own stems (snowball's Porter differed on a few words)
+        "DELETE FROM term_docs",
+        "CREATE VIRTUAL TABLE moments_vocab USING fts5vocab (moments_fts, 'row')",
+        "INSERT INTO term_docs (term, docs) SELECT term, doc FROM moments_vocab",
+        "DROP TABLE moments_vocab",
+    ],
 ]
 
 MOMENT_COLUMNS: Final = "num, session_id, ts_us, speaker, role, text, body"
