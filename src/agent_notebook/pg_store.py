@@ -24,12 +24,13 @@ from typing import Any, Final
 from langgraph.store.base import Op, Result, SearchOp
 from langgraph.store.postgres import PostgresStore
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from .errors import InvalidInput, StorageError
-from .pg_saver import NotebookPostgresSaver
+from .pg_saver import NotebookPostgresSaver, rewrite_rows
 from .privacy.crypto import Cipher
-from .privacy.sealed_store import Sealing
+from .privacy.sealed_store import Sealing, resealed_value
 
 __all__ = ["NotebookPostgresStore", "SealedPostgresStore", "open_pool", "store_lock"]
 
@@ -37,6 +38,8 @@ __all__ = ["NotebookPostgresStore", "SealedPostgresStore", "open_pool", "store_l
 #: schema's hash is the other key).
 SETUP_LOCK: Final = 0x4E53  # "NS"
 STORE_LOCK: Final = 0x4E57  # "NW"
+#: The store's vectors (its semantic index), beside LangGraph's tables.
+VECTOR_TABLE: Final = "store_index_vectors"
 NO_INDEX: Final = (
     "the store of a PostgreSQL notebook has no semantic index (LangGraph's PostgresStore "
     "needs the pgvector extension, which this notebook does not require)"
@@ -132,3 +135,22 @@ def vacuum_full(pool: ConnectionPool[Any], tables: Iterable[str] = TEXT_TABLES) 
 def store_lock(store: NotebookPostgresStore) -> AbstractContextManager[None]:
     """Serialise a read-modify-write cycle on ``store`` across every server."""
     return advisory_lock(store.pool, STORE_LOCK)
+
+
+def reseal_store(pool: ConnectionPool[Any], cipher: Cipher, batch: int = 500) -> int:
+    """Seal every store value under ``cipher``'s key (a key rotation; plain values too), in
+    batches (:func:`~agent_notebook.pg_saver.rewrite_rows`): run it again to finish a killed
+    one. The vectors of the values go: a sealed store has no semantic index. Returns how
+    many values were sealed again."""
+
+    def reseal(_: Any, row: dict[str, Any]) -> dict[str, Any] | None:
+        namespace = tuple(row["prefix"].split("."))
+        new = resealed_value(cipher, namespace, row["key"], row["value"])
+        return None if new is None else {"value": Jsonb(new)}
+
+    done = rewrite_rows(pool, "store", ("prefix", "key"), ("value",), reseal, batch)
+    with pool.connection() as conn:
+        found = conn.execute("SELECT to_regclass(%s) AS t", (VECTOR_TABLE,)).fetchone()
+        if found is not None and found["t"] is not None:
+            conn.execute(f"DELETE FROM {VECTOR_TABLE}")
+    return done

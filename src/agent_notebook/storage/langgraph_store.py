@@ -45,6 +45,8 @@ from langgraph.store.sqlite.base import (
 __all__ = ["NotebookStore", "StoreIndex"]
 
 MODEL_TABLE = "store_index_model"
+#: LangGraph's table of the store's vectors (made by its vector migrations).
+VECTOR_TABLE = "store_vectors"
 
 
 class StoreIndex(NamedTuple):
