@@ -129,7 +129,8 @@ class NotebookPostgresStore(IndexedStore, PostgresStore):
     """``PostgresStore`` on a pool, with a semantic index in ``bytea`` (made when first
     needed), ``abatch`` on a worker thread."""
 
-    _ensure_config = staticmethod(_ensure_index_config)  # type: ignore[assignment]
+    def _ensure_config(self, config: dict[str, Any]) -> tuple[Any, Any]:
+        return _ensure_index_config(config)  # type: ignore[arg-type]
 
     def __init__(
         self,

@@ -46,7 +46,12 @@ VECTOR_TABLE = "store_vectors"
 class NotebookStore(IndexedStore, SqliteStore):
     """``SqliteStore`` with ``abatch``, a lazily made index, and vectors that follow items."""
 
-    _ensure_config = staticmethod(_ensure_index_config)  # type: ignore[assignment]
+    def _ensure_config(self, config: dict[str, Any]) -> tuple[Any, Any]:
+        # SqliteStore reads the paths to embed from "text_fields", not from LangGraph's
+        # IndexConfig key "fields" (langgraph-checkpoint-sqlite 3.1): give it both.
+        if "fields" in config and "text_fields" not in config:
+            config = {**config, "text_fields": config["fields"]}
+        return _ensure_index_config(config)  # type: ignore[arg-type]
 
     def __init__(
         self,

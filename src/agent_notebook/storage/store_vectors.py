@@ -20,7 +20,7 @@ import asyncio
 import threading
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from langgraph.store.base import IndexConfig, Op, PutOp, Result, SearchOp
@@ -55,8 +55,6 @@ class IndexedStore:
     """A lazily made index and re-embedding after a model change, for the LangGraph store
     class it is mixed into (before it)."""
 
-    #: LangGraph's validation of an index config for that store: (embeddings, config).
-    _ensure_config: ClassVar[Callable[[dict[str, Any]], tuple[Any, Any]]]
     index_config: Any
     embeddings: Any
     #: The store's ``setup()``: LangGraph's migrations and, with an index, the vector tables.
@@ -70,7 +68,7 @@ class IndexedStore:
             self._use_index(index)
 
     def _use_index(self, index: StoreIndex) -> None:
-        self.embeddings, self.index_config = type(self)._ensure_config(dict(index.config))
+        self.embeddings, self.index_config = self._ensure_config(dict(index.config))
         self._model_id = index.model_id
         self._index_factory = None
 
@@ -118,6 +116,10 @@ class IndexedStore:
         return super().batch(ops)  # type: ignore[misc,no-any-return]
 
     # -- what each store says in its own SQL ---------------------------------------------------
+
+    @abstractmethod
+    def _ensure_config(self, config: dict[str, Any]) -> tuple[Any, Any]:
+        """LangGraph's validation of an index config for that store: (embeddings, config)."""
 
     @abstractmethod
     def is_indexed(self, namespace: tuple[str, ...], key: str) -> bool:
