@@ -311,7 +311,9 @@ def vacuum_full(pool: ConnectionPool[Any], tables: Iterable[str] = TEXT_TABLES) 
     data files; the WAL and backups keep them until recycled (see the README)."""
     with pool.connection() as conn:
         for table in tables:
-            conn.execute(f"VACUUM FULL {table}")
+            found = conn.execute("SELECT to_regclass(%s) AS t", (table,)).fetchone()
+            if found is not None and found["t"] is not None:  # LangGraph's setup() made it
+                conn.execute(f"VACUUM FULL {table}")
 
 
 def store_lock(store: NotebookPostgresStore) -> AbstractContextManager[None]:
