@@ -84,10 +84,9 @@ VECTOR_TABLES: Final = (
     f"ALTER TABLE {VECTOR_TABLE} ALTER COLUMN embedding SET STATISTICS 0",
     f"CREATE TABLE IF NOT EXISTS {MODEL_TABLE} (model_id text NOT NULL)",
 )
-_DROP_VECTORS: Final = (
-    f"DELETE FROM {VECTOR_TABLE} WHERE (prefix, key) IN "
-    "(SELECT * FROM unnest(%s::text[], %s::text[]))"
-)
+#: ``(prefix, key) IN`` these pairs: two arrays.
+_PAIRS: Final = "(SELECT * FROM unnest(%s::text[], %s::text[]))"
+_DROP_VECTORS: Final = f"DELETE FROM {VECTOR_TABLE} WHERE (prefix, key) IN {_PAIRS}"
 _PUT_VECTORS: Final = (
     f"INSERT INTO {VECTOR_TABLE} (prefix, key, field_name, embedding) "
     "VALUES (%s, %s, %s, %s) ON CONFLICT (prefix, key, field_name) "
@@ -196,38 +195,48 @@ class NotebookPostgresStore(IndexedStore, PostgresStore):
 
     def _search_by_meaning(self, op: SearchOp, query: np.ndarray, cur: Any) -> list[SearchItem]:
         """The items the namespace and filter select (LangGraph's own SQL for them), ranked
-        by their best field's score; TTLs refreshed on the ones returned if asked."""
+        by their best field's score; only the page's values are read (parsing every
+        candidate's JSON would cost most of the search); TTLs refreshed on the page if
+        asked."""
         every = op._replace(query=None, limit=cast(int, None), offset=0, refresh_ttl=False)
         prepared, _ = self._prepare_batch_search_queries([(0, every)])
         selected, params = prepared[0]
         cur.execute(
-            "SELECT c.prefix, c.key, c.value, c.created_at, c.updated_at, v.embedding "
-            f"FROM ({selected}) c JOIN {VECTOR_TABLE} v ON v.prefix = c.prefix AND v.key = c.key",
+            f"SELECT c.prefix, c.key, v.embedding FROM ({selected}) c "
+            f"JOIN {VECTOR_TABLE} v ON v.prefix = c.prefix AND v.key = c.key",
             params,
         )
         found = cur.fetchall()
         if not found:
             return []
-        rows = {(r["prefix"], r["key"]): r for r in found}
         matrix = np.stack([from_blob(bytes(r["embedding"])) for r in found])
         distance = self.index_config.get("distance_type", "cosine")
         scores = similarities(distance, matrix, query)
         ranked = best_per_item([(r["prefix"], r["key"]) for r in found], scores)
         page = ranked[op.offset : op.offset + op.limit]
-        if op.refresh_ttl and page:
+        if not page:
+            return []
+        keys = ([str(p) for (p, _), _ in page], [k for (_, k), _ in page])
+        if op.refresh_ttl:
             cur.execute(
                 "UPDATE store SET expires_at = NOW() + (ttl_minutes || ' minutes')::interval "
-                "WHERE (prefix, key) IN (SELECT * FROM unnest(%s::text[], %s::text[])) "
-                "AND ttl_minutes IS NOT NULL",
-                ([str(p) for (p, _), _ in page], [k for (_, k), _ in page]),
+                f"WHERE (prefix, key) IN {_PAIRS} AND ttl_minutes IS NOT NULL",
+                keys,
             )
-        return [
+        cur.execute(
+            f"SELECT prefix, key, value, created_at, updated_at FROM store "
+            f"WHERE (prefix, key) IN {_PAIRS}",
+            keys,
+        )
+        rows = {(r["prefix"], r["key"]): r for r in cur.fetchall()}
+        return [  # an item deleted meanwhile is left out
             _row_to_search_item(
                 _decode_ns_bytes(rows[item]["prefix"]),
                 cast(Any, {**rows[item], "score": score}),
                 loader=self._deserializer,
             )
             for item, score in page
+            if item in rows
         ]
 
     # -- IndexedStore's statements -------------------------------------------------------------
