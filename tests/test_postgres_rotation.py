@@ -16,12 +16,15 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import empty_checkpoint
 
 import pg
 from agent_notebook import Notebook
 from agent_notebook import config as cfg
 from agent_notebook.errors import StorageError
 from agent_notebook.graph import build_chat_graph
+from agent_notebook.pg_saver import reseal_checkpoints
+from agent_notebook.pg_store import open_pool
 from agent_notebook.privacy.crypto import (
     MAGIC,
     Cipher,
@@ -193,9 +196,10 @@ def test_the_cli_rotates_a_postgres_notebook_and_no_row_keeps_the_old_key(
 
 
 def test_a_rotation_stopped_half_way_finishes_when_run_again(tmp_path: Path) -> None:
-    """Moments 1-4 and 9-12 under the old key, 5-8 under a third one the first run lacks:
-    it seals batches until the third key's and fails there; every row is readable with one
-    of the keys; the run with all of them finishes, and the new key alone is enough."""
+    """Moments 1-4 and 9-12 under the old key, 5-8 under a third one the first run lacks
+    (and a thread's checkpoint of each): it seals batches until the third key's and fails
+    there; every row is readable with one of the keys; the run with all of them finishes,
+    and the new key alone is enough."""
     name = pg.schema_for(tmp_path)
     old, third, new = generate_key(), generate_key(), generate_key()
 
@@ -204,37 +208,62 @@ def test_a_rotation_stopped_half_way_finishes_when_run_again(tmp_path: Path) -> 
         return Notebook(backend, embedder=fake_embedder(), background_embedding=False)
 
     ids = []
-    for cipher, started in (
-        (Cipher(old), T0),
-        (Cipher(third, also=[old]), T0 - timedelta(days=1)),  # not the newest session
-        (Cipher(old, also=[third]), T0 + timedelta(days=1)),
+    threads = [{"configurable": {"thread_id": f"t{i}", "checkpoint_ns": ""}} for i in range(3)]
+    checkpoint = {
+        **empty_checkpoint(),
+        "channel_values": {"messages": [TEXTS[0]]},
+        "channel_versions": {"messages": "1"},
+    }
+    for thread, (cipher, started) in zip(
+        threads,
+        [
+            (Cipher(old), T0),
+            (Cipher(third, also=[old]), T0 - timedelta(days=1)),  # not the newest session
+            (Cipher(old, also=[third]), T0 + timedelta(days=1)),
+        ],
+        strict=True,
     ):
         nb = notebook(cipher)
         ids += fill(nb, started)
         nb.reindex()
+        nb.checkpointer.put(thread, checkpoint, {"source": "input", "step": 0}, {"messages": "1"})  # type: ignore[arg-type]
         nb.close()
 
     nb = notebook(Cipher(new, also=[old]))
-    with pytest.raises((WrongKey, StorageError), match="encrypted with key"):
-        nb.backend.reseal(batch=2)  # type: ignore[attr-defined]
-    nb.close()
+    pool = open_pool(nb.backend)
+    try:
+        with pytest.raises((WrongKey, StorageError), match="encrypted with key"):
+            nb.backend.reseal(batch=2)  # type: ignore[attr-defined]
+        with pytest.raises(WrongKey, match="encrypted with key"):
+            reseal_checkpoints(pool, Cipher(new, also=[old]), batch=1)
+    finally:
+        nb.close()
     import psycopg
 
     with psycopg.connect(pg.database_url(), autocommit=True) as conn:
         bodies = conn.execute(f"SELECT body FROM {name}.moments ORDER BY num").fetchall()
+        found = conn.execute(f"SELECT blob FROM {name}.checkpoint_blobs ORDER BY thread_id")
+        blob_kids = [sealed_key_id(bytes(blob)) for (blob,) in found.fetchall()]
     kids = [Cipher.text_key_id(body.split('"')[3]) for (body,) in bodies]
     assert kids == [key_id(new)] * 4 + [key_id(third)] * 4 + [key_id(old)] * 4
+    assert blob_kids == [key_id(new), key_id(third), key_id(old)]
 
     nb = notebook(Cipher(new, also=[old, third]))
     try:
         assert [m.content.text for m in nb.backend.get_moments(ids)] == TEXTS * 3
         assert nb.backend.reseal(batch=2) > 0  # type: ignore[attr-defined]
         assert nb.backend.reseal(batch=2) == 0  # type: ignore[attr-defined]
+        assert reseal_checkpoints(pool, Cipher(new, also=[old, third]), batch=1) == 2
+        assert reseal_checkpoints(pool, Cipher(new), batch=1) == 0
     finally:
         nb.close()
+        pool.close()
     nb = notebook(Cipher(new))
     try:
         assert [m.content.text for m in nb.backend.get_moments(ids)] == TEXTS * 3
+        for thread in threads:
+            saved = nb.checkpointer.get(thread)  # type: ignore[arg-type]
+            assert saved is not None and saved["channel_values"]["messages"] == [TEXTS[0]]
         hits = {h.moment.id for h in nb.search("Marmaduke", mode="lexical")}
         assert hits == {ids[1], ids[5], ids[9]}
         assert nb.search(TEXTS[2], mode="vector")[0].moment.id in {ids[2], ids[6], ids[10]}
