@@ -2,7 +2,8 @@
 with ``nb.store`` (semantic search) and ``nb.checkpointer``, run with ``invoke`` and
 ``ainvoke``; history, forks, ``interrupt`` and ``Command(resume=...)``; the chat graph async;
 a pruning checkpointer's clear error. Real SQLite files, langchain_core's fake chat models,
-the notebook's own embedder (whatever model it is)."""
+the notebook's own embedder (whatever model it is). The semantic store's tests run on a
+PostgreSQL notebook's store too (its vectors in the schema, see ``pg``)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
+import pg
 from agent_notebook import Notebook
 from agent_notebook.config import ChatSettings
 from agent_notebook.graph import build_chat_graph
@@ -44,9 +46,14 @@ class ToolCallingFake(GenericFakeChatModel):
         return self
 
 
+BACKENDS = pytest.mark.parametrize("nb", ["sqlite", "postgres"], indirect=True)
+
+
 @pytest.fixture
-def nb(tmp_path: Path) -> Iterator[Notebook]:
-    notebook = Notebook.open(tmp_path / "home", background_embedding=False)
+def nb(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Notebook]:
+    """A notebook with notes in its store: SQLite, or (``nb`` parametrised) PostgreSQL."""
+    backend = pg.url_with_schema(tmp_path) if getattr(request, "param", "") == "postgres" else None
+    notebook = Notebook.open(tmp_path / "home", backend=backend, background_embedding=False)
     for key, text in FACTS.items():
         notebook.store.put(NOTES, key, {"text": text})
     yield notebook
@@ -77,6 +84,21 @@ def agent(nb: Notebook, query: str) -> Any:
     return create_agent(script(query), [recall], checkpointer=nb.checkpointer, store=nb.store)
 
 
+def store_vectors(nb: Notebook, key: str) -> list[bytes]:
+    """The stored vectors of the item ``key``, read from its store's table."""
+    if nb.backend.capabilities.name == "postgres":
+        import psycopg
+
+        from agent_notebook.pg_store import VECTOR_TABLE
+
+        with psycopg.connect(nb.backend.url, **nb.backend.connect_kwargs) as conn:  # type: ignore[attr-defined]
+            statement = f"SELECT embedding FROM {VECTOR_TABLE} WHERE key = %s"
+            return [bytes(v) for (v,) in conn.execute(statement, (key,)).fetchall()]
+    conn = nb.store.conn  # type: ignore[attr-defined]
+    return [v for (v,) in conn.execute("SELECT embedding FROM store_vectors WHERE key = ?", (key,))]
+
+
+@BACKENDS
 def test_the_store_ranks_by_meaning_with_scores(nb: Notebook) -> None:
     hits = nb.store.search(NOTES, query="pets and animals at home")
     assert hits[0].key == "cat"
@@ -87,6 +109,7 @@ def test_the_store_ranks_by_meaning_with_scores(nb: Notebook) -> None:
     assert found[0].key == "shopping"  # only its title was embedded, and it matches
 
 
+@BACKENDS
 def test_an_agent_on_the_notebook_works_sync_and_async(nb: Notebook) -> None:
     config = {"configurable": {"thread_id": "sync"}}
     result = agent(nb, "monthly housing payment").invoke(
@@ -206,17 +229,18 @@ def test_chat_settings_keep_every_checkpoint_by_default() -> None:
     assert ChatSettings().keep_checkpoints is None
 
 
+@BACKENDS
 def test_redaction_reaches_the_store_and_its_vectors(nb: Notebook) -> None:
     secret = "The safe's code is 4417, behind the Vermeer print in the hall."
     session = nb.start_session("House")
     moment = nb.record(session.id, secret)
     nb.store.put(NOTES, "safe", {"text": secret})
-    conn = nb.store.conn  # type: ignore[attr-defined]
-    query = "SELECT embedding FROM store_vectors WHERE key = 'safe'"
-    before = conn.execute(query).fetchall()
+    before = store_vectors(nb, "safe")
     nb.redact(moment.id, "no codes in the notebook")
     item = nb.store.get(NOTES, "safe")
     assert item is not None and "4417" not in item.value["text"]
-    after = conn.execute(query).fetchall()
+    after = store_vectors(nb, "safe")
     assert len(after) == 1 and after != before  # embedded again from the scrubbed value
-    assert b"4417" not in Path(nb.backend.location).read_bytes()
+    assert nb.store.search(NOTES, query="the code of the safe")[0].key == "safe"
+    if nb.backend.capabilities.name == "sqlite":  # Postgres: test_postgres_privacy's files
+        assert b"4417" not in Path(nb.backend.location).read_bytes()

@@ -16,7 +16,6 @@ from langchain_core.messages import HumanMessage
 
 import pg
 from agent_notebook import Notebook
-from agent_notebook.errors import InvalidInput
 from agent_notebook.graph import build_chat_graph
 from agent_notebook.pg_saver import NotebookPostgresSaver
 from agent_notebook.pg_store import NotebookPostgresStore, SealedPostgresStore
@@ -185,19 +184,23 @@ def test_redact_removes_the_text_from_checkpoint_and_store_rows(
         nb.close()
 
 
-def test_a_semantic_index_is_refused_with_the_reason(tmp_path: Path) -> None:
+def test_a_store_index_config_is_honoured(tmp_path: Path) -> None:
+    """No pgvector needed: an app's own ``index`` config (LangGraph's) embeds and ranks
+    (the rest of the semantic store: test_postgres_store_index.py)."""
     url = pg.url_with_schema(tmp_path)
     (tmp_path / "home").mkdir(mode=0o700)
-    index = {"dims": 2, "embed": lambda texts: [[1.0, 0.0] for _ in texts]}
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] if "hello" in t else [0.0, 1.0] for t in texts]
+
+    index = {"dims": 2, "embed": embed}
     nb = Notebook.open(tmp_path / "home", backend=url, store_index=index)  # type: ignore[arg-type]
     try:
-        with pytest.raises(InvalidInput, match="pgvector"):
-            nb.store.get(("app",), "x")
+        nb.store.put(("app",), "x", {"text": "hello"})
+        nb.store.put(("app",), "y", {"text": "bye"})
+        assert nb.store.get(("app",), "x").value == {"text": "hello"}  # type: ignore[union-attr]
+        assert asyncio.run(nb.store.aget(("app",), "x")).value == {"text": "hello"}  # type: ignore[union-attr]
+        hits = nb.store.search(("app",), query="hello there")
+        assert [(h.key, h.score) for h in hits] == [("x", 1.0), ("y", 0.0)]
     finally:
         nb.close()
-    with Notebook.open(tmp_path / "home", backend=url) as nb:
-        nb.store.put(("app",), "x", {"text": "hello"})
-        assert nb.store.get(("app",), "x").value == {"text": "hello"}
-        assert asyncio.run(nb.store.aget(("app",), "x")).value == {"text": "hello"}  # type: ignore[union-attr]
-        with pytest.raises(InvalidInput, match="no semantic index"):
-            nb.store.search(("app",), query="greeting")

@@ -14,7 +14,7 @@ With an encrypting ``serde`` no value is kept inline in the ``checkpoint`` JSON 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -35,11 +35,21 @@ from .saver_base import (
     DeltaReducer,
     SaverSemantics,
     TurnMark,
+    reseal_typed,
     scrub_checkpoint,
     scrub_metadata,
 )
 
-__all__ = ["CheckpointPruned", "NotebookPostgresSaver", "TurnMark"]
+if TYPE_CHECKING:
+    from .privacy.crypto import Cipher
+
+__all__ = [
+    "CheckpointPruned",
+    "NotebookPostgresSaver",
+    "TurnMark",
+    "reseal_checkpoints",
+    "rewrite_rows",
+]
 
 #: The writes pending on the newest checkpoint of each namespace of a thread.
 _NEWEST_WRITES = (
@@ -54,6 +64,11 @@ _UNUSED_BLOBS = (
     "AND c.checkpoint_ns = b.checkpoint_ns "
     "AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)"
 )
+#: The tables whose ``blob`` goes through the serde (sealed when encrypted), by their keys.
+SERDE_TABLES: Final = {
+    "checkpoint_blobs": ("thread_id", "checkpoint_ns", "channel", "version"),
+    "checkpoint_writes": ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"),
+}
 
 
 class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
@@ -353,13 +368,7 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
                         r["checkpoint_id"],
                     ),
                 )
-            for table, keys in (
-                ("checkpoint_blobs", ("thread_id", "checkpoint_ns", "channel", "version")),
-                (
-                    "checkpoint_writes",
-                    ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"),
-                ),
-            ):
+            for table, keys in SERDE_TABLES.items():
                 cur.execute(f"SELECT {', '.join(keys)}, type, blob FROM {table} FOR UPDATE")
                 for r in cur.fetchall():
                     if r["blob"] is None:
@@ -374,6 +383,101 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
                         f"UPDATE {table} SET type = %s, blob = %s WHERE {match}",
                         (kind, blob, *(r[k] for k in keys)),
                     )
+
+
+# -- key rotation ------------------------------------------------------------------------------
+
+
+def rewrite_rows(
+    pool: ConnectionPool[Any],
+    table: str,
+    keys: Sequence[str],
+    columns: Sequence[str],
+    rewrite: Callable[[Any, dict[str, Any]], dict[str, Any] | None],
+    batch: int = 500,
+) -> int:
+    """Walk ``table`` in the order of its key ``keys``, ``batch`` rows at a time, each batch
+    in one transaction with its rows locked, and set the columns ``rewrite(connection,
+    row)`` returns for a row (None: leave it); it may write more on that connection. A walk killed half way keeps the batches done; run it again and
+    ``rewrite`` skips them. Returns how many rows were rewritten."""
+    key_list, match = ", ".join(keys), " AND ".join(f"{k} = %s" for k in keys)
+    after: tuple[Any, ...] | None = None
+    done = 0
+    while True:
+        with pool.connection() as conn, conn.transaction():
+            where = (
+                "" if after is None else f"WHERE ({key_list}) > ({', '.join(['%s'] * len(keys))})"
+            )
+            found: list[dict[str, Any]] = conn.execute(
+                f"SELECT {key_list}, {', '.join(columns)} FROM {table} {where} "
+                f"ORDER BY {key_list} LIMIT %s FOR UPDATE",
+                (*(after or ()), batch),
+            ).fetchall()
+            if not found:
+                return done
+            after = tuple(found[-1][k] for k in keys)
+            for row in found:
+                if changed := rewrite(conn, row):
+                    conn.execute(
+                        f"UPDATE {table} SET {', '.join(f'{c} = %s' for c in changed)} "
+                        f"WHERE {match}",
+                        (*changed.values(), *(row[k] for k in keys)),
+                    )
+                    done += 1
+
+
+def reseal_checkpoints(pool: ConnectionPool[Any], cipher: Cipher, batch: int = 500) -> int:
+    """Seal every checkpoint value and pending write under ``cipher``'s key (a key
+    rotation): values sealed with the old key are opened with it, plain ones (written
+    before encryption was on) sealed, the checkpoints' inline values moved into sealed
+    blobs first. In batches (:func:`rewrite_rows`): run it again to finish a killed one.
+    Returns how many rows were sealed again."""
+    serde = EncryptedSerializer(cipher.checkpoint_cipher())
+
+    def seal_inline(conn: Any, row: dict[str, Any]) -> dict[str, Any] | None:
+        checkpoint = row["checkpoint"]
+        values = checkpoint.get("channel_values") or {}
+        versions = checkpoint.get("channel_versions") or {}
+        moved = {k: v for k, v in values.items() if k in versions}
+        if not moved:
+            return None
+        with conn.cursor() as cur:  # sealed under the new key: the next walk skips them
+            cur.executemany(
+                "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, "
+                "type, blob) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                [
+                    (
+                        row["thread_id"],
+                        row["checkpoint_ns"],
+                        k,
+                        str(versions[k]),
+                        *serde.dumps_typed(v),
+                    )
+                    for k, v in moved.items()
+                ],
+            )
+        kept = {k: v for k, v in values.items() if k not in moved}
+        return {"checkpoint": Jsonb({**checkpoint, "channel_values": kept})}
+
+    done = rewrite_rows(
+        pool,
+        "checkpoints",
+        ("thread_id", "checkpoint_ns", "checkpoint_id"),
+        ("checkpoint",),
+        seal_inline,
+        batch,
+    )
+    for table, keys in SERDE_TABLES.items():
+
+        def reseal(_: Any, row: dict[str, Any], table: str = table) -> dict[str, Any] | None:
+            if row["blob"] is None:  # a channel without a value ("empty")
+                return None
+            where = f"{table} of thread {row['thread_id']}"
+            new = reseal_typed(cipher, row["type"], bytes(row["blob"]), where)
+            return None if new is None else {"type": new[0], "blob": new[1]}
+
+        done += rewrite_rows(pool, table, keys, ("type", "blob"), reseal, batch)
+    return done
 
 
 def _primitive(value: Any) -> bool:

@@ -8,38 +8,89 @@ map and an app's items.
   at once do not collide on the migration tables.
 * :func:`store_lock` serialises read-modify-write cycles on the store across servers with
   an advisory lock, as the file lock does beside a SQLite store.
-* The store has no semantic index: ``PostgresStore``'s needs pgvector, which is not
-  required here. Asking for one, or searching with a ``query``, is a clear error.
+* The store is semantic without pgvector (which ``PostgresStore``'s own index needs and this
+  notebook does not require): the vectors are ``bytea`` rows of :data:`VECTOR_TABLE` in the
+  schema, one per indexed field of an item, written with their item in one transaction (a
+  put replaces them, a delete or a TTL sweep removes them: a foreign key cascades), and a
+  search with a ``query`` scores the items its namespace and filter select in Python
+  (:mod:`.storage.store_vectors`, shared with the SQLite store: the same lazy index,
+  model-change re-embedding and scores). Which texts of a value are embedded is
+  ``PostgresStore``'s own choice (``fields``, ``put(index=[...])``).
 * With encryption at rest the store's values are sealed as on SQLite
-  (:class:`~agent_notebook.privacy.sealed_store.Sealing`).
+  (:class:`~agent_notebook.privacy.sealed_store.Sealing`), and it has no index.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from langgraph.store.base import Op, Result, SearchOp
+import numpy as np
+from langgraph.store.base import PutOp, Result, SearchItem, SearchOp
 from langgraph.store.postgres import PostgresStore
+from langgraph.store.postgres.base import (
+    _decode_ns_bytes,
+    _ensure_index_config,
+    _json_loads,
+    _namespace_to_text,
+    _row_to_search_item,
+)
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from .errors import InvalidInput, StorageError
-from .pg_saver import NotebookPostgresSaver
+from .errors import StorageError
+from .pg_saver import NotebookPostgresSaver, rewrite_rows
 from .privacy.crypto import Cipher
-from .privacy.sealed_store import Sealing
+from .privacy.sealed_store import Sealing, resealed_value
+from .storage.store_vectors import (
+    MODEL_TABLE,
+    IndexedStore,
+    IndexFactory,
+    StoreIndex,
+    best_per_item,
+    from_blob,
+    similarities,
+    to_blob,
+)
 
-__all__ = ["NotebookPostgresStore", "SealedPostgresStore", "open_pool", "store_lock"]
+__all__ = [
+    "VECTOR_TABLE",
+    "NotebookPostgresStore",
+    "SealedPostgresStore",
+    "open_pool",
+    "reseal_store",
+    "store_lock",
+]
 
 #: The advisory lock class of LangGraph's migrations and of the store's writers (the
 #: schema's hash is the other key).
 SETUP_LOCK: Final = 0x4E53  # "NS"
 STORE_LOCK: Final = 0x4E57  # "NW"
-NO_INDEX: Final = (
-    "the store of a PostgreSQL notebook has no semantic index (LangGraph's PostgresStore "
-    "needs the pgvector extension, which this notebook does not require)"
+#: The store's vectors (its semantic index), beside LangGraph's tables.
+VECTOR_TABLE: Final = "store_index_vectors"
+VECTOR_TABLES: Final = (
+    f"""CREATE TABLE IF NOT EXISTS {VECTOR_TABLE} (
+        prefix text NOT NULL,
+        key text NOT NULL,
+        field_name text NOT NULL,
+        embedding bytea NOT NULL,             -- float32, little-endian
+        PRIMARY KEY (prefix, key, field_name),
+        FOREIGN KEY (prefix, key) REFERENCES store (prefix, key) ON DELETE CASCADE
+    )""",
+    # An embedding can be inverted to approximate text: ANALYZE keeps no sample of it
+    # (a redaction's VACUUM never reaches pg_statistic).
+    f"ALTER TABLE {VECTOR_TABLE} ALTER COLUMN embedding SET STATISTICS 0",
+    f"CREATE TABLE IF NOT EXISTS {MODEL_TABLE} (model_id text NOT NULL)",
+)
+#: ``(prefix, key) IN`` these pairs: two arrays.
+_PAIRS: Final = "(SELECT * FROM unnest(%s::text[], %s::text[]))"
+_DROP_VECTORS: Final = f"DELETE FROM {VECTOR_TABLE} WHERE (prefix, key) IN {_PAIRS}"
+_PUT_VECTORS: Final = (
+    f"INSERT INTO {VECTOR_TABLE} (prefix, key, field_name, embedding) "
+    "VALUES (%s, %s, %s, %s) ON CONFLICT (prefix, key, field_name) "
+    "DO UPDATE SET embedding = excluded.embedding"
 )
 
 
@@ -73,24 +124,152 @@ def advisory_lock(pool: ConnectionPool[Any], kind: int) -> Iterator[None]:
             conn.execute("SELECT pg_advisory_unlock(%s, hashtext(current_schema()))", (kind,))
 
 
-class NotebookPostgresStore(PostgresStore):
-    """``PostgresStore`` on a pool, without a semantic index, ``abatch`` on a worker thread."""
+class NotebookPostgresStore(IndexedStore, PostgresStore):
+    """``PostgresStore`` on a pool, with a semantic index in ``bytea`` (made when first
+    needed), ``abatch`` on a worker thread."""
 
-    def __init__(self, pool: ConnectionPool[Any]) -> None:
+    def _ensure_config(self, config: dict[str, Any]) -> tuple[Any, Any]:
+        return _ensure_index_config(config)  # type: ignore[arg-type]
+
+    def __init__(
+        self,
+        pool: ConnectionPool[Any],
+        *,
+        index: StoreIndex | None = None,
+        index_factory: IndexFactory | None = None,
+    ) -> None:
         super().__init__(pool)
         self.pool = pool
+        self._init_index(index, index_factory)
 
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
-        if any(isinstance(op, SearchOp) and op.query for op in ops):
-            raise InvalidInput(
-                f"store.search(query=...): {NO_INDEX}; search by namespace and filter, "
-                "or keep the notebook in SQLite for a semantic store"
+    def setup(self) -> None:
+        """LangGraph's migrations (without its pgvector ones), then the vector tables, under
+        the schema's setup lock."""
+        index, self.index_config = self.index_config, None
+        try:
+            with advisory_lock(self.pool, SETUP_LOCK):
+                super().setup()
+                with self.pool.connection() as conn:
+                    for statement in VECTOR_TABLES:
+                        conn.execute(statement)
+        finally:
+            self.index_config = index
+
+    # -- puts: the item and its vectors in one transaction -------------------------------------
+
+    def _batch_put_ops(self, put_ops: Sequence[tuple[int, PutOp]], cur: Any) -> None:
+        # With an index, LangGraph's request lists the texts to embed (its fields, or the
+        # put's index=[...]); its pgvector statement is not used.
+        queries, request = self._prepare_batch_PUT_queries(put_ops)
+        vectors: list[tuple[str, str, str, bytes]] = []
+        if request is not None:
+            texts = request[1]
+            embedded = self.embeddings.embed_documents([text for *_, text in texts])
+            vectors = [
+                (ns, key, path, to_blob(vector))
+                for (ns, key, path, _), vector in zip(texts, embedded, strict=True)
+            ]
+        items = sorted({(_namespace_to_text(op.namespace), op.key) for _, op in put_ops})
+        with cur.connection.transaction():
+            for query, params in queries:
+                cur.execute(query, params)
+            # A put replaces the item's vectors (an upsert does not cascade).
+            cur.execute(_DROP_VECTORS, ([ns for ns, _ in items], [key for _, key in items]))
+            if vectors:
+                cur.executemany(_PUT_VECTORS, vectors)
+
+    # -- searches with a query: scored here --------------------------------------------------
+
+    def _batch_search_ops(
+        self, search_ops: Sequence[tuple[int, SearchOp]], results: list[Result], cur: Any
+    ) -> None:
+        by_meaning = [(i, op) for i, op in search_ops if op.query and self.index_config]
+        others = [(i, op) for i, op in search_ops if not (op.query and self.index_config)]
+        if others:
+            super()._batch_search_ops(others, results, cur)
+        if not by_meaning:
+            return
+        queries = self.embeddings.embed_documents([op.query for _, op in by_meaning])
+        for (i, op), query in zip(by_meaning, queries, strict=True):
+            results[i] = self._search_by_meaning(op, np.asarray(query, dtype=np.float32), cur)
+
+    def _search_by_meaning(self, op: SearchOp, query: np.ndarray, cur: Any) -> list[SearchItem]:
+        """The items the namespace and filter select (LangGraph's own SQL for them), ranked
+        by their best field's score; only the page's values are read (parsing every
+        candidate's JSON would cost most of the search); TTLs refreshed on the page if
+        asked."""
+        every = op._replace(query=None, limit=cast(int, None), offset=0, refresh_ttl=False)
+        prepared, _ = self._prepare_batch_search_queries([(0, every)])
+        selected, params = prepared[0]
+        cur.execute(
+            f"SELECT c.prefix, c.key, v.embedding FROM ({selected}) c "
+            f"JOIN {VECTOR_TABLE} v ON v.prefix = c.prefix AND v.key = c.key",
+            params,
+        )
+        found = cur.fetchall()
+        if not found:
+            return []
+        matrix = np.stack([from_blob(bytes(r["embedding"])) for r in found])
+        distance = self.index_config.get("distance_type", "cosine")
+        scores = similarities(distance, matrix, query)
+        ranked = best_per_item([(r["prefix"], r["key"]) for r in found], scores)
+        page = ranked[op.offset : op.offset + op.limit]
+        if not page:
+            return []
+        keys = ([str(p) for (p, _), _ in page], [k for (_, k), _ in page])
+        if op.refresh_ttl:
+            cur.execute(
+                "UPDATE store SET expires_at = NOW() + (ttl_minutes || ' minutes')::interval "
+                f"WHERE (prefix, key) IN {_PAIRS} AND ttl_minutes IS NOT NULL",
+                keys,
             )
-        return super().batch(ops)
+        cur.execute(
+            f"SELECT prefix, key, value, created_at, updated_at FROM store "
+            f"WHERE (prefix, key) IN {_PAIRS}",
+            keys,
+        )
+        rows = {(r["prefix"], r["key"]): r for r in cur.fetchall()}
+        return [  # an item deleted meanwhile is left out
+            _row_to_search_item(
+                _decode_ns_bytes(rows[item]["prefix"]),
+                cast(Any, {**rows[item], "score": score}),
+                loader=self._deserializer,
+            )
+            for item, score in page
+            if item in rows
+        ]
 
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return await asyncio.to_thread(self.batch, list(ops))
+    # -- IndexedStore's statements -------------------------------------------------------------
+
+    def _stored_model_id(self) -> str | None:
+        with self.pool.connection() as conn:
+            row = conn.execute(f"SELECT model_id FROM {MODEL_TABLE}").fetchone()
+        return None if row is None else str(row["model_id"])
+
+    def _remember_model_id(self, model_id: str) -> None:
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute(f"DELETE FROM {MODEL_TABLE}")
+            conn.execute(f"INSERT INTO {MODEL_TABLE} (model_id) VALUES (%s)", (model_id,))
+
+    def _indexed_items(self) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
+        with self.pool.connection() as conn:
+            found = conn.execute(
+                "SELECT s.prefix, s.key, s.value FROM store s WHERE EXISTS (SELECT 1 FROM "
+                f"{VECTOR_TABLE} v WHERE v.prefix = s.prefix AND v.key = s.key)"
+            ).fetchall()
+        return [(_decode_ns_bytes(r["prefix"]), r["key"], _value(r["value"])) for r in found]
+
+    def is_indexed(self, namespace: tuple[str, ...], key: str) -> bool:
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                f"SELECT 1 AS one FROM {VECTOR_TABLE} WHERE prefix = %s AND key = %s LIMIT 1",
+                (_namespace_to_text(namespace), key),
+            ).fetchone()
+        return row is not None
+
+
+def _value(stored: Any) -> dict[str, Any]:
+    return stored if isinstance(stored, dict) else cast(dict[str, Any], _json_loads(stored))
 
 
 class SealedPostgresStore(Sealing, NotebookPostgresStore):
@@ -99,13 +278,22 @@ class SealedPostgresStore(Sealing, NotebookPostgresStore):
         self.cipher = cipher
 
 
-def open_postgres_store(backend: Any, cipher: Cipher | None) -> NotebookPostgresStore:
+def open_postgres_store(
+    backend: Any,
+    cipher: Cipher | None,
+    *,
+    index: StoreIndex | None = None,
+    index_factory: IndexFactory | None = None,
+) -> NotebookPostgresStore:
+    """The store of ``backend``'s schema; with ``cipher`` its values are sealed and it has
+    no index (see :func:`agent_notebook.stores.open_store`)."""
     pool = open_pool(backend)
     store = (
-        NotebookPostgresStore(pool) if cipher is None else SealedPostgresStore(pool, cipher=cipher)
+        NotebookPostgresStore(pool, index=index, index_factory=index_factory)
+        if cipher is None
+        else SealedPostgresStore(pool, cipher=cipher)
     )
-    with advisory_lock(pool, SETUP_LOCK):
-        store.setup()
+    store.setup()
     return store
 
 
@@ -118,7 +306,13 @@ def open_postgres_saver(backend: Any, keep: int | None) -> NotebookPostgresSaver
 
 
 #: LangGraph's tables that hold text: what a purge after a redaction rewrites.
-TEXT_TABLES: Final = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "store")
+TEXT_TABLES: Final = (
+    "checkpoints",
+    "checkpoint_blobs",
+    "checkpoint_writes",
+    "store",
+    VECTOR_TABLE,
+)
 
 
 def vacuum_full(pool: ConnectionPool[Any], tables: Iterable[str] = TEXT_TABLES) -> None:
@@ -126,9 +320,30 @@ def vacuum_full(pool: ConnectionPool[Any], tables: Iterable[str] = TEXT_TABLES) 
     data files; the WAL and backups keep them until recycled (see the README)."""
     with pool.connection() as conn:
         for table in tables:
-            conn.execute(f"VACUUM FULL {table}")
+            found = conn.execute("SELECT to_regclass(%s) AS t", (table,)).fetchone()
+            if found is not None and found["t"] is not None:  # LangGraph's setup() made it
+                conn.execute(f"VACUUM FULL {table}")
 
 
 def store_lock(store: NotebookPostgresStore) -> AbstractContextManager[None]:
     """Serialise a read-modify-write cycle on ``store`` across every server."""
     return advisory_lock(store.pool, STORE_LOCK)
+
+
+def reseal_store(pool: ConnectionPool[Any], cipher: Cipher, batch: int = 500) -> int:
+    """Seal every store value under ``cipher``'s key (a key rotation; plain values too), in
+    batches (:func:`~agent_notebook.pg_saver.rewrite_rows`): run it again to finish a killed
+    one. The vectors of the values go: a sealed store has no semantic index. Returns how
+    many values were sealed again."""
+
+    def reseal(_: Any, row: dict[str, Any]) -> dict[str, Any] | None:
+        namespace = tuple(row["prefix"].split("."))
+        new = resealed_value(cipher, namespace, row["key"], row["value"])
+        return None if new is None else {"value": Jsonb(new)}
+
+    done = rewrite_rows(pool, "store", ("prefix", "key"), ("value",), reseal, batch)
+    with pool.connection() as conn:
+        found = conn.execute("SELECT to_regclass(%s) AS t", (VECTOR_TABLE,)).fetchone()
+        if found is not None and found["t"] is not None:
+            conn.execute(f"DELETE FROM {VECTOR_TABLE}")
+    return done

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -30,6 +30,10 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from .errors import InvalidInput, NotFound
+from .privacy.crypto import CHECKPOINT_CIPHER, sealed_key_id
+
+if TYPE_CHECKING:
+    from .privacy.crypto import Cipher
 
 __all__ = [
     "CheckpointPruned",
@@ -38,7 +42,23 @@ __all__ = [
     "TurnMark",
     "last_write",
     "newest_of_each_namespace",
+    "reseal_typed",
 ]
+
+
+def reseal_typed(cipher: Cipher, kind: str, blob: bytes, where: str) -> tuple[str, bytes] | None:
+    """A serialised value of a checkpointer's row (``type``, ``blob``) sealed under the
+    cipher's key as LangGraph's ``EncryptedSerializer`` seals it (``type`` ends in
+    ``+anb-aesgcm``), for a key rotation; one sealed with the old key is opened with it, a
+    plain one (from before encryption was on) is sealed as it is. None: sealed already."""
+    suffix = "+" + CHECKPOINT_CIPHER
+    if kind.endswith(suffix):
+        if sealed_key_id(blob) == cipher.key_id:
+            return None
+        plain = cipher.decrypt(blob, b"checkpoint", where)
+    else:
+        plain, kind = blob, kind + suffix
+    return kind, cipher.encrypt(plain, b"checkpoint")
 
 
 def newest_of_each_namespace(rows: list[tuple[str, str, str | None]]) -> set[tuple[str, str]]:

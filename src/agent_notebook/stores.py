@@ -74,18 +74,16 @@ def open_store(
     """A store for ``backend`` and the connection to close with it (None in memory); with
     ``cipher`` (encryption at rest) its values are sealed and it has no semantic index.
     ``index`` is LangGraph's index config; ``index_factory`` makes one when first needed
-    (a PostgreSQL notebook's store has none: see :mod:`.pg_store`)."""
+    (a PostgreSQL notebook's store keeps its vectors in its schema: see :mod:`.pg_store`)."""
     if cipher is not None and index is not None:
         raise InvalidInput(
             "the store of an encrypted notebook cannot have a semantic index: vectors of its "
             "values would give their meaning away; open it without store_index"
         )
     if is_postgres(backend):
-        from .pg_store import NO_INDEX, open_postgres_store
+        from .pg_store import open_postgres_store
 
-        if index is not None:
-            raise InvalidInput(f"{NO_INDEX}; open it with store_index=None")
-        pg_store = open_postgres_store(backend, cipher)
+        pg_store = open_postgres_store(backend, cipher, index=index, index_factory=index_factory)
         return pg_store, pg_store.pool
     path = store_path(backend)
     if path is None:

@@ -65,8 +65,8 @@ from ..model import (
     validate_record,
 )
 from ..saver_base import scrub_checkpoint, scrub_metadata
-from ..storage.langgraph_store import NotebookStore
 from ..storage.sqlite.backend import database_file, vacuum
+from ..storage.store_vectors import IndexedStore
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -575,7 +575,7 @@ class Redaction:
             for namespace, key, value in changes:
                 # an indexed item is embedded again from its scrubbed value (its old vectors
                 # go with the old value); others stay unindexed
-                indexed = isinstance(store, NotebookStore) and store.is_indexed(namespace, key)
+                indexed = isinstance(store, IndexedStore) and store.is_indexed(namespace, key)
                 store.put(namespace, key, value, index=None if indexed else False)
 
     def _scrubbed_session_notebook(self, value: dict[str, Any]) -> dict[str, Any]:

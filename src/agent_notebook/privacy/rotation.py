@@ -6,6 +6,11 @@ way leaves each blob readable with the old key or the new one: run it again (wit
 keys still at hand) and it finishes. Run it while no other process has the notebook open.
 Plain data left from before encryption was turned on is sealed too, so rotating to the same
 key encrypts a notebook that was started without encryption.
+
+A PostgreSQL notebook is sealed again in its database: the backend's tables, then
+LangGraph's checkpoint and store tables in its schema (unless ``chat.checkpoints`` keeps the
+threads in a file), and the rewritten tables are ``VACUUM FULL``-ed so that no dead row
+sealed under the old key stays in the data files.
 """
 
 from __future__ import annotations
@@ -18,11 +23,14 @@ from pathlib import Path
 from .. import config as cfg
 from ..compaction import ARCHIVE_DIR
 from ..errors import InvalidInput, StorageError
+from ..saver_base import reseal_typed
 from ..storage import SqliteBackend, StorageBackend, YamlDirBackend, open_backend
 from ..storage.files import write_atomic
-from ..stores import CHECKPOINT_FILE, store_path
-from .crypto import CHECKPOINT_CIPHER, Cipher, load_key, sealed_key_id
-from .sealed_store import SEALED, store_aad
+from ..storage.langgraph_store import VECTOR_TABLE as SQLITE_STORE_VECTORS
+from ..storage.sqlbase import SqlReads
+from ..stores import CHECKPOINT_FILE, is_postgres, store_path
+from .crypto import Cipher, load_key, sealed_key_id
+from .sealed_store import resealed_value
 
 __all__ = ["RotationReport", "rotate_key"]
 
@@ -58,11 +66,17 @@ def rotate_key(home: Path, new_key: bytes) -> RotationReport:
 def _rotate(
     home: Path, conf: cfg.NotebookConfig, backend: StorageBackend, cipher: Cipher, old_key: bytes
 ) -> RotationReport:
-    if isinstance(backend, SqliteBackend | YamlDirBackend):
+    if isinstance(backend, SqlReads | YamlDirBackend):
         records = backend.reseal()
     else:
         raise InvalidInput(f"the {backend.capabilities.name} backend stores nothing to seal")
-    checkpoints = _reseal_checkpoints(_checkpoint_file(home, conf, backend), cipher)
+    checkpoints = 0
+    if is_postgres(backend):
+        in_database = conf.chat.checkpoints is None
+        stored, checkpoints = _reseal_postgres_langgraph(backend, cipher, in_database)
+        records += stored
+    if not is_postgres(backend) or conf.chat.checkpoints is not None:
+        checkpoints = _reseal_checkpoints(_checkpoint_file(home, conf, backend), cipher)
     if (store := store_path(backend)) is not None:
         records += _reseal_store(store, cipher)
     return RotationReport(
@@ -96,12 +110,45 @@ def _checkpoint_file(home: Path, conf: cfg.NotebookConfig, backend: object) -> P
     return home / CHECKPOINT_FILE
 
 
+def _reseal_postgres_langgraph(
+    backend: StorageBackend, cipher: Cipher, checkpoints: bool
+) -> tuple[int, int]:
+    """Seal again LangGraph's store (and, with ``checkpoints``, its checkpoint tables) in the
+    notebook's schema, then rewrite every table that held old blobs (``VACUUM FULL``, after
+    the transactions that may still see them: ``backend.purge``). Returns the store values
+    and the checkpoint rows sealed again."""
+    from ..pg_saver import reseal_checkpoints
+    from ..pg_store import (
+        TEXT_TABLES,
+        open_postgres_saver,
+        open_postgres_store,
+        reseal_store,
+        vacuum_full,
+    )
+
+    # Opening them runs LangGraph's migrations: the tables exist, even if nothing is in them.
+    store = open_postgres_store(backend, None)
+    try:
+        values = reseal_store(store.pool, cipher)
+        sealed = 0
+        if checkpoints:
+            saver = open_postgres_saver(backend, None)
+            try:
+                sealed = reseal_checkpoints(saver.pool, cipher)
+            finally:
+                saver.pool.close()
+        backend.purge()  # the backend's own tables
+        vacuum_full(store.pool, TEXT_TABLES)
+    finally:
+        store.pool.close()
+    return values, sealed
+
+
 def _reseal_checkpoints(path: Path, cipher: Cipher) -> int:
     """Seal again the LangGraph checkpoints (and pending writes) sealed by
     ``EncryptedSerializer``: their ``type`` column ends in ``+anb-aesgcm``."""
     if not path.is_file():
         return 0
-    suffix = "+" + CHECKPOINT_CIPHER
     done = 0
     try:
         conn = sqlite3.connect(path, isolation_level=None)
@@ -114,23 +161,16 @@ def _reseal_checkpoints(path: Path, cipher: Cipher) -> int:
                     f"SELECT rowid, type, {column} FROM {table} WHERE type IS NOT NULL "
                     f"AND {column} IS NOT NULL"
                 ).fetchall()
-                stale = [
-                    (rowid, kind, blob)
-                    for rowid, kind, blob in rows
-                    if not kind.endswith(suffix) or sealed_key_id(blob) != cipher.key_id
-                ]
                 conn.execute("BEGIN IMMEDIATE")
-                for rowid, kind, blob in stale:
-                    if kind.endswith(suffix):
-                        plain = cipher.decrypt(blob, b"checkpoint", f"{path}: a checkpoint")
-                    else:  # written before encryption was on: sealed now, the way
-                        plain, kind = blob, kind + suffix  # EncryptedSerializer does
-                    conn.execute(
-                        f"UPDATE {table} SET type = ?, {column} = ? WHERE rowid = ?",
-                        (kind, cipher.encrypt(plain, b"checkpoint"), rowid),
-                    )
+                for rowid, kind, blob in rows:
+                    new = reseal_typed(cipher, kind, blob, f"{path}: a checkpoint")
+                    if new is not None:
+                        conn.execute(
+                            f"UPDATE {table} SET type = ?, {column} = ? WHERE rowid = ?",
+                            (*new, rowid),
+                        )
+                        done += 1
                 conn.execute("COMMIT")
-                done += len(stale)
         finally:
             conn.close()
     except sqlite3.Error as err:
@@ -153,19 +193,15 @@ def _reseal_store(path: Path, cipher: Cipher) -> int:
             done = 0
             for rowid, prefix, key, stored in rows:
                 text = stored.decode() if isinstance(stored, bytes) else str(stored)
-                value = json.loads(text)
-                aad = store_aad(tuple(prefix.split(".")), key)
-                sealed = value.get(SEALED) if isinstance(value, dict) and len(value) == 1 else None
-                if isinstance(sealed, str):
-                    if cipher.text_key_id(sealed) == cipher.key_id:
-                        continue
-                    plain = cipher.decrypt_text(sealed, aad, f"{path}: store item {key}")
-                else:
-                    plain = text
-                new = json.dumps({SEALED: cipher.encrypt_text(plain, aad)})
+                resealed = resealed_value(cipher, tuple(prefix.split(".")), key, json.loads(text))
+                if resealed is None:
+                    continue
+                new = json.dumps(resealed)
                 written = new.encode() if isinstance(stored, bytes) else new  # as the store does
                 conn.execute("UPDATE store SET value = ? WHERE rowid = ?", (written, rowid))
                 done += 1
+            if SQLITE_STORE_VECTORS in tables:  # a sealed store has no semantic index
+                conn.execute(f"DELETE FROM {SQLITE_STORE_VECTORS}")
             conn.execute("COMMIT")
         finally:
             conn.close()

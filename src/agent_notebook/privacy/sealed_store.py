@@ -22,13 +22,31 @@ from ..errors import InvalidInput
 from ..storage.langgraph_store import NotebookStore
 from .crypto import Cipher
 
-__all__ = ["SEALED", "SealedSqliteStore", "Sealing", "store_aad"]
+__all__ = ["SEALED", "SealedSqliteStore", "Sealing", "resealed_value", "store_aad"]
 
 SEALED = "sealed"
 
 
 def store_aad(namespace: tuple[str, ...], key: str) -> bytes:
     return json.dumps([list(namespace), key]).encode()
+
+
+def resealed_value(
+    cipher: Cipher, namespace: tuple[str, ...], key: str, value: object
+) -> dict[str, str] | None:
+    """A stored item's value sealed under the cipher's key, for a key rotation: one sealed
+    with the old key is opened with it, a plain one (from before encryption was on) is
+    sealed. None: it is sealed under the key already."""
+    aad = store_aad(namespace, key)
+    sealed = value.get(SEALED) if isinstance(value, dict) and len(value) == 1 else None
+    if isinstance(sealed, str):
+        if cipher.text_key_id(sealed) == cipher.key_id:
+            return None
+        where = f"store item {'/'.join(namespace)}/{key}"
+        plain = cipher.decrypt_text(sealed, aad, where)
+    else:
+        plain = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return {SEALED: cipher.encrypt_text(plain, aad)}
 
 
 class Sealing:

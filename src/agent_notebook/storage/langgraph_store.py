@@ -4,32 +4,24 @@ async API, with a semantic index that costs nothing until something needs it.
 * ``abatch`` runs ``batch`` on a worker thread (``asyncio.to_thread``): one connection and
   one lock serve sync and async callers, and the event loop never waits on SQLite.
 * The index (LangGraph's ``index`` config: ``embed``, ``fields``, ``distance_type``) is
-  either given, or made by ``index_factory`` the first time an operation needs it (a put
-  that is indexed, a search with a query): the notebook's own embedder takes seconds to
-  load, and the session notebooks and the thread map, written with ``index=False``, never
-  need it. A factory that returns None leaves the store without an index.
+  either given, or made by ``index_factory`` the first time an operation needs it, and the
+  items are embedded again after a model change: see :mod:`.store_vectors`, shared with the
+  PostgreSQL store.
 * Vectors follow their items: foreign keys are enforced on the store's connection, so a put
   (LangGraph writes ``INSERT OR REPLACE``) or a delete drops the item's old vectors before
   any new ones are written, and nothing of a replaced value lingers in ``store_vectors``.
 * Vector search runs LangGraph's own SQL, with its distance functions (``vec_distance_*``,
   which the sqlite-vec extension would provide) registered as Python functions on the
-  connection: many Pythons' ``sqlite3`` cannot load extensions, and brute force over a
-  store's items is fast enough.
-* The embedding model's id is remembered beside the vectors (``store_index_model``): vectors
-  of another model are not comparable, so after a model change the indexed items are
-  embedded again with the new one.
+  connection (:func:`.store_vectors.similarities`): many Pythons' ``sqlite3`` cannot load
+  extensions, and brute force over a store's items is fast enough.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
-import threading
-from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import Any
 
 import numpy as np
-from langgraph.store.base import IndexConfig, Op, PutOp, Result, SearchOp
 from langgraph.store.sqlite import SqliteStore
 from langgraph.store.sqlite.base import VECTOR_MIGRATIONS as _VECTOR_TABLES
 
@@ -42,24 +34,24 @@ from langgraph.store.sqlite.base import (
     _namespace_to_text,
 )
 
-__all__ = ["NotebookStore", "StoreIndex"]
+from .store_vectors import MODEL_TABLE, IndexedStore, IndexFactory, StoreIndex, from_blob
+from .store_vectors import similarities as _similarities
 
-MODEL_TABLE = "store_index_model"
+__all__ = ["MODEL_TABLE", "VECTOR_TABLE", "IndexFactory", "NotebookStore", "StoreIndex"]
 
-
-class StoreIndex(NamedTuple):
-    """An index config for the store and the id of its embedding model (None: unknown, as
-    for an app's own ``embed``; then a model change goes unnoticed)."""
-
-    config: IndexConfig
-    model_id: str | None = None
+#: LangGraph's table of the store's vectors (made by its vector migrations).
+VECTOR_TABLE = "store_vectors"
 
 
-IndexFactory = Callable[[], StoreIndex | None]
-
-
-class NotebookStore(SqliteStore):
+class NotebookStore(IndexedStore, SqliteStore):
     """``SqliteStore`` with ``abatch``, a lazily made index, and vectors that follow items."""
+
+    def _ensure_config(self, config: dict[str, Any]) -> tuple[Any, Any]:
+        # SqliteStore reads the paths to embed from "text_fields", not from LangGraph's
+        # IndexConfig key "fields" (langgraph-checkpoint-sqlite 3.1): give it both.
+        if "fields" in config and "text_fields" not in config:
+            config = {**config, "text_fields": config["fields"]}
+        return _ensure_index_config(config)  # type: ignore[arg-type]
 
     def __init__(
         self,
@@ -72,73 +64,40 @@ class NotebookStore(SqliteStore):
         for name, distance in _DISTANCES.items():
             conn.create_function(name, 2, distance, deterministic=True)
         super().__init__(conn)
-        self._index_factory = index_factory
-        self._index_lock = threading.Lock()
-        self._model_id: str | None = None
-        if index is not None:
-            self._use_index(index)
-
-    # -- the index ---------------------------------------------------------------------------
+        self._init_index(index, index_factory)
 
     def _use_index(self, index: StoreIndex) -> None:
-        self.embeddings, self.index_config = _ensure_index_config(dict(index.config))  # type: ignore[arg-type]
-        self._model_id = index.model_id
-        self._index_factory = None
+        super()._use_index(index)
         self.is_setup = False  # the vector tables' migrations run on the next setup()
 
-    def _index_needed(self, ops: list[Op]) -> bool:
-        return any(
-            (isinstance(op, PutOp) and op.value is not None and op.index is not False)
-            or (isinstance(op, SearchOp) and bool(op.query))
-            for op in ops
-        )
+    # -- IndexedStore's statements ---------------------------------------------------------
 
-    def _resolve_index(self) -> None:
-        with self._index_lock:  # once: a second caller waits for the first one's index
-            factory, self._index_factory = self._index_factory, None
-            made = factory() if factory is not None else None
-            if made is not None:
-                self._use_index(made)
-                self.setup()
-                self._reembed_if_model_changed()
-
-    def _reembed_if_model_changed(self) -> None:
-        """Embed the indexed items again when the vectors are another model's."""
-        if self._model_id is None:
-            return
+    def _stored_model_id(self) -> str | None:
         with self.lock:
             self.conn.execute(f"CREATE TABLE IF NOT EXISTS {MODEL_TABLE} (model_id TEXT NOT NULL)")
             row = self.conn.execute(f"SELECT model_id FROM {MODEL_TABLE}").fetchone()
-            if row is not None and row[0] == self._model_id:
-                return
-            stale = self.conn.execute(
-                "SELECT DISTINCT s.prefix, s.key, s.value FROM store s "
-                "JOIN store_vectors v ON v.prefix = s.prefix AND v.key = s.key"
-            ).fetchall()
-        if stale:
-            super().batch(
-                [
-                    PutOp(_decode_ns_text(prefix), key, _json_loads(value), index=None)
-                    for prefix, key, value in stale
-                ]
-            )
+        return None if row is None else str(row[0])
+
+    def _remember_model_id(self, model_id: str) -> None:
         with self.lock:
             self.conn.execute("BEGIN")
             self.conn.execute(f"DELETE FROM {MODEL_TABLE}")
-            self.conn.execute(f"INSERT INTO {MODEL_TABLE} VALUES (?)", (self._model_id,))
+            self.conn.execute(f"INSERT INTO {MODEL_TABLE} VALUES (?)", (model_id,))
             self.conn.execute("COMMIT")
 
-    @property
-    def has_index(self) -> bool:
-        """Whether items are (or, once needed, will be) embedded."""
-        return self.index_config is not None or self._index_factory is not None
+    def _indexed_items(self) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
+        with self.lock:
+            stale = self.conn.execute(
+                f"SELECT DISTINCT s.prefix, s.key, s.value FROM store s "
+                f"JOIN {VECTOR_TABLE} v ON v.prefix = s.prefix AND v.key = s.key"
+            ).fetchall()
+        return [(_decode_ns_text(prefix), key, _json_loads(value)) for prefix, key, value in stale]
 
     def is_indexed(self, namespace: tuple[str, ...], key: str) -> bool:
-        """Whether the item has vectors (was put with indexing on, maybe by another process)."""
         with self.lock:
             try:
                 row = self.conn.execute(
-                    "SELECT 1 FROM store_vectors WHERE prefix = ? AND key = ? LIMIT 1",
+                    f"SELECT 1 FROM {VECTOR_TABLE} WHERE prefix = ? AND key = ? LIMIT 1",
                     (_namespace_to_text(namespace), key),
                 ).fetchone()
             except sqlite3.OperationalError:  # no store_vectors table: never indexed
@@ -157,34 +116,21 @@ class NotebookStore(SqliteStore):
                 for statement in _VECTOR_TABLES:
                     self.conn.executescript(statement)
 
-    # -- operations --------------------------------------------------------------------------
 
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
-        if self._index_factory is not None and self._index_needed(ops):
-            self._resolve_index()
-        return super().batch(ops)
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return await asyncio.to_thread(self.batch, list(ops))
-
-
-def _vector(blob: bytes) -> np.ndarray:
-    return np.frombuffer(blob, dtype=np.float32)
+def _pair(a: bytes, b: bytes) -> tuple[np.ndarray, np.ndarray]:
+    return from_blob(a)[None, :], from_blob(b)
 
 
 def _cosine_distance(a: bytes, b: bytes) -> float:
-    x, y = _vector(a), _vector(b)
-    norms = float(np.linalg.norm(x) * np.linalg.norm(y))
-    return 1.0 - float(np.dot(x, y)) / norms if norms else 1.0
+    return 1.0 - float(_similarities("cosine", *_pair(a, b))[0])
 
 
 def _l2_distance(a: bytes, b: bytes) -> float:
-    return float(np.linalg.norm(_vector(a) - _vector(b)))
+    return -float(_similarities("l2", *_pair(a, b))[0])
 
 
 def _l1_distance(a: bytes, b: bytes) -> float:
-    return float(np.abs(_vector(a) - _vector(b)).sum())
+    return float(np.abs(from_blob(a) - from_blob(b)).sum())
 
 
 #: The sqlite-vec functions LangGraph's vector search SQL calls.

@@ -4,6 +4,10 @@ one ignoring case (:attr:`SqlReads._nocase`), through each backend's own ``_quer
 
 Reads of the derived indexes (concepts) call :meth:`StorageBackend.settle` first: SQLite
 indexes new moments in batches; on PostgreSQL it does nothing.
+
+Key rotation (:meth:`SqlReads.reseal`) is shared too: the rows are the same, sealed the same
+way (:mod:`.sqlite.sealed`); each backend says how it writes a moment row back and how it
+counts the index terms again once their keyed tokens changed (:meth:`SqlReads._resealed`).
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..errors import StorageError
 from ..model import ConceptEntry, Moment, Session, moment_number
+from ..privacy.crypto import sealed_key_id
 from ..search.lexical import terms
 from . import rows, sql
 from .base import MomentBrief, MomentFilter, StorageBackend
@@ -29,6 +35,8 @@ class SqlReads(StorageBackend):
     _mark: ClassVar[str] = "?"
     #: A comparison of a column with a placeholder ignoring case (see ``sql.filter_sql``).
     _nocase: ClassVar[str] = "{} = {} COLLATE NOCASE"
+    #: The schema's statement that writes a whole moment row (``_moment_row``'s columns).
+    _upsert_moment: ClassVar[str]
     cipher: Cipher | None
 
     def _terms(self, text: str) -> list[str]:
@@ -53,6 +61,27 @@ class SqlReads(StorageBackend):
     @abstractmethod
     def _brief_rows(self, nums: Sequence[int]) -> list[Any]:
         """The rows of the schema's ``SELECT_BRIEFS`` for ``nums``."""
+
+    @abstractmethod
+    def _rows_by_num(self, select: str, nums: Sequence[int]) -> list[Any]:
+        """Rows of ``select`` (ending in ``WHERE num IN``) for ``nums``."""
+
+    @abstractmethod
+    def _moment_row(self, moment: Moment) -> tuple[Any, ...]: ...
+
+    @abstractmethod
+    def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
+        """Run a write inside the open ``atomic()`` block."""
+
+    @abstractmethod
+    def _write_many(self, statement: str, params: Sequence[Sequence[Any]]) -> None: ...
+
+    def _open_vector(self, num: int, blob: bytes) -> bytes:
+        """A stored vector's bytes (one stored before encryption was on passes through)."""
+        blob = bytes(blob)
+        if self.cipher is None or sealed_key_id(blob) is None:
+            return blob
+        return self.cipher.decrypt(blob, sealed.vector_aad(num), f"{self.location}: a vector")
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -137,3 +166,97 @@ class SqlReads(StorageBackend):
             (self._name(concept),),
         )
         return [f"m_{num}" for (num,) in found]
+
+    # -- key rotation -------------------------------------------------------------------------
+
+    def reseal(self, batch: int = 500) -> int:
+        """Seal every row under the cipher's key (after a key rotation, the cipher opens the
+        old key too; rows stored in plain text are sealed as well). One transaction per
+        batch: a kill leaves each row under the old key or the new one, and running this
+        again finishes the job. Returns how many rows were sealed again."""
+        cipher = self.cipher
+        if cipher is None:
+            raise StorageError(f"{self.location}: reseal needs a cipher")
+        m = self._mark
+
+        def stale(body: str) -> bool:
+            return not sealed.is_sealed(body) or (
+                cipher.text_key_id(sealed.sealed_part(body)) != cipher.key_id
+            )
+
+        self.settle()  # the word counts are made again below from the full-text index
+        done, after = 0, 0
+        while True:
+            with self.atomic():
+                found = self._query(
+                    f"SELECT num, text, body FROM moments WHERE num > {m} ORDER BY num LIMIT {m}",
+                    (after, batch),
+                )
+                if not found:
+                    break
+                after = found[-1][0]
+                moments = self._moments_from(
+                    [(text, body) for _, text, body in found if stale(body)]
+                )
+                self._write_many(self._upsert_moment, [self._moment_row(x) for x in moments])
+                vectors = self._rows_by_num(
+                    "SELECT num, vector FROM moment_vectors WHERE num IN", [n for n, _, _ in found]
+                )
+                resealed = [
+                    (cipher.encrypt(self._open_vector(n, v), sealed.vector_aad(n)), n)
+                    for n, v in vectors
+                    if sealed_key_id(bytes(v)) != cipher.key_id
+                ]
+                # The vector's value is unchanged: the change log (PostgreSQL's seq) is not
+                # told, so no server's index loads it again.
+                self._write_many(
+                    f"UPDATE moment_vectors SET vector = {m} WHERE num = {m}", resealed
+                )
+                done += len(moments) + len(resealed)
+        with self.atomic():
+            for session_id, body in self._query("SELECT id, body FROM sessions"):
+                if stale(body):
+                    session = sealed.session_from_row(cipher, body)
+                    self._write(
+                        f"UPDATE sessions SET body = {m} WHERE id = {m}",
+                        (sealed.session_body(cipher, session), session_id),
+                    )
+                    done += 1
+            for num, body in self._query("SELECT num, body FROM archived"):
+                if stale(body):
+                    entry = sealed.archive_from_row(cipher, body)
+                    self._write(
+                        f"UPDATE archived SET body = {m} WHERE num = {m}",
+                        (sealed.archive_body(cipher, entry), num),
+                    )
+                    done += 1
+            prefix = "~" + cipher.key_id.hex() + ":"
+            for cid, name in self._query("SELECT id, name FROM concepts"):
+                if not name.startswith(prefix):
+                    self._rename_concept(cid, cipher.seal_name(cipher.open_name(name)))
+                    done += 1
+            self._resealed()
+        return done
+
+    def _rename_concept(self, cid: int, name: str) -> None:
+        """Rename concept ``cid``; when a write under the new key made that name already,
+        its moments join that one."""
+        m = self._mark
+        found = self._query(f"SELECT id FROM concepts WHERE name = {m}", (name,))
+        if not found:
+            self._write(f"UPDATE concepts SET name = {m} WHERE id = {m}", (name, cid))
+            return
+        into = found[0][0]
+        for table in ("concept_moments", "archived_concepts"):
+            self._write(
+                f"UPDATE {table} SET concept_id = {m} WHERE concept_id = {m} "
+                f"AND num NOT IN (SELECT num FROM {table} WHERE concept_id = {m})",
+                (into, cid, into),
+            )
+            self._write(f"DELETE FROM {table} WHERE concept_id = {m}", (cid,))
+        self._write(f"DELETE FROM concepts WHERE id = {m}", (cid,))
+
+    @abstractmethod
+    def _resealed(self) -> None:
+        """Inside the last transaction of :meth:`reseal`: the keyed tokens changed with the
+        key, so count each term's documents again (and leave none of the old ones)."""

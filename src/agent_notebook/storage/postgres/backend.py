@@ -90,6 +90,7 @@ def redacted_url(url: str) -> str:
 class PostgresBackend(SqlReads):
     _mark = "%s"
     _nocase = _NOCASE
+    _upsert_moment = schema.UPSERT_MOMENT
     capabilities = Capabilities(
         name="postgres",
         crash_atomic=True,
@@ -264,6 +265,9 @@ class PostgresBackend(SqlReads):
     def _query(self, statement: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._mapped("read"), self._connection() as conn:
             return conn.execute(statement, params).fetchall()
+
+    def _rows_by_num(self, select: str, nums: Sequence[int]) -> list[Any]:
+        return self._query(f"{select} (SELECT unnest(%s::bigint[]))", (list(nums),))
 
     def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
         conn: psycopg.Connection[Any] = self._local.tx  # set: writers run inside atomic()
@@ -567,13 +571,6 @@ class PostgresBackend(SqlReads):
             found = [(n, self._open_vector(n, v)) for n, v in found]
         return [(n, bytes(v)) for n, v in found]
 
-    def _open_vector(self, num: int, blob: bytes) -> bytes:
-        if self.cipher is None:
-            return blob
-        return self.cipher.decrypt(
-            bytes(blob), sealed.vector_aad(num), f"{self.location}: a vector"
-        )
-
     def vector_models(self) -> list[str]:
         found = self._query('SELECT DISTINCT model COLLATE "C" FROM moment_vectors ORDER BY 1')
         return [str(model) for (model,) in found]
@@ -690,6 +687,17 @@ class PostgresBackend(SqlReads):
             "SELECT body FROM archived ORDER BY num LIMIT %s OFFSET %s", (limit, offset)
         )
         return [sealed.archive_from_row(self.cipher, body) for (body,) in found]
+
+    # -- key rotation (SqlReads.reseal) ---------------------------------------------------------
+
+    def _resealed(self) -> None:
+        """Count each term's documents again from the moments' ``tsvector`` (what the
+        index holds: every term of an encrypted notebook is a short keyed token)."""
+        self._write("DELETE FROM term_docs")
+        self._write(
+            "INSERT INTO term_docs (term, docs) SELECT t, count(*) FROM moments, "
+            "unnest(tsvector_to_array(terms)) AS t GROUP BY t"
+        )
 
     @contextmanager
     def maintenance_lock(self, name: str, wait_s: float = MAINTENANCE_WAIT_S) -> Iterator[None]:

@@ -23,7 +23,6 @@ from pydantic import ValidationError
 
 from ...errors import InvalidInput, StorageError
 from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
-from ...privacy.crypto import sealed_key_id
 from .. import sql
 from ..base import Activity, Capabilities, MomentFilter
 from ..files import ensure_private_dir, ensure_private_file
@@ -41,6 +40,7 @@ POSTINGS_BUDGET = sql.POSTINGS_BUDGET
 
 
 class SqliteBackend(SqlReads):
+    _upsert_moment = schema.UPSERT_MOMENT
     capabilities = Capabilities(
         name="sqlite",
         crash_atomic=True,
@@ -616,86 +616,28 @@ class SqliteBackend(SqlReads):
         )
         return [sealed.archive_from_row(self.cipher, body) for (body,) in rows]
 
-    # -- key rotation ---------------------------------------------------------------------------
+    # -- key rotation (SqlReads.reseal) ---------------------------------------------------------
 
-    def reseal(self, batch: int = 500) -> int:
-        """Seal every row under the cipher's key (after a key rotation, the cipher opens the
-        old key too; rows stored in plain text are sealed as well). One transaction per
-        batch: a kill leaves each row under the old key or the new one, and running this
-        again finishes the job. Returns how many rows were sealed again."""
-        cipher = self.cipher
-        if cipher is None:
-            raise StorageError(f"{self.path}: reseal needs a cipher")
+    def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
+        self._conn.execute(statement, params)
 
-        def stale(body: str) -> bool:
-            return not sealed.is_sealed(body) or (
-                cipher.text_key_id(sealed.sealed_part(body)) != cipher.key_id
-            )
+    def _write_many(self, statement: str, params: Sequence[Sequence[Any]]) -> None:
+        self._conn.executemany(statement, params)
 
-        self.settle()  # the word counts are rebuilt below from the full-text index
-        done, after = 0, 0
-        while True:
-            with self.atomic():
-                rows = self._conn.execute(
-                    "SELECT num, text, body FROM moments WHERE num > ? ORDER BY num LIMIT ?",
-                    (after, batch),
-                ).fetchall()
-                if not rows:
-                    break
-                after = rows[-1][0]
-                old = [(text, body) for _, text, body in rows if stale(body)]
-                moments = self._moments_from(old)
-                self._conn.executemany(schema.UPSERT_MOMENT, map(self._moment_row, moments))
-                nums = [num for num, _, _ in rows]
-                vectors = self._conn.execute(
-                    f"SELECT num, vector FROM moment_vectors WHERE num IN "
-                    f"({','.join('?' * len(nums))})",
-                    nums,
-                ).fetchall()
-                resealed = [
-                    (cipher.encrypt(self._open_vector(n, v), sealed.vector_aad(n)), n)
-                    for n, v in vectors
-                    if sealed_key_id(v) != cipher.key_id
-                ]
-                self._conn.executemany(
-                    "UPDATE moment_vectors SET vector = ? WHERE num = ?", resealed
-                )
-                done += len(moments) + len(resealed)
-        with self.atomic():
-            for session_id, body in self._conn.execute("SELECT id, body FROM sessions").fetchall():
-                if stale(body):
-                    self._conn.execute(
-                        "UPDATE sessions SET body = ? WHERE id = ?",
-                        (self._session_row(sealed.session_from_row(cipher, body))[2], session_id),
-                    )
-                    done += 1
-            for num, body in self._conn.execute("SELECT num, body FROM archived").fetchall():
-                if stale(body):
-                    entry = sealed.archive_from_row(cipher, body)
-                    self._conn.execute(
-                        "UPDATE archived SET body = ? WHERE num = ?",
-                        (self._archive_row(entry)[1], num),
-                    )
-                    done += 1
-            prefix = "~" + cipher.key_id.hex() + ":"
-            for cid, name in self._conn.execute("SELECT id, name FROM concepts").fetchall():
-                if not name.startswith(prefix):
-                    self._reseal_concept(cid, cipher.seal_name(cipher.open_name(name)))
-                    done += 1
-            # The tokens changed with the key: count their documents again.
-            self._conn.execute("DELETE FROM term_docs")
-            self._conn.execute(
-                "CREATE VIRTUAL TABLE temp.moments_vocab USING fts5vocab (main, moments_fts, 'row')"
-            )
-            self._conn.execute(
-                "INSERT INTO term_docs (term, docs) SELECT term, doc FROM temp.moments_vocab"
-            )
-            self._conn.execute("DROP TABLE temp.moments_vocab")
-            # The replaced rows' tokens stay in the older full-text segments until they are
-            # merged: merge them all now (and zero what that frees), so none stays readable.
-            self._conn.execute("PRAGMA secure_delete = ON")
-            self._conn.execute("INSERT INTO moments_fts (moments_fts) VALUES ('optimize')")
-        return done
+    def _resealed(self) -> None:
+        # Count the new tokens' documents from the full-text index.
+        self._conn.execute("DELETE FROM term_docs")
+        self._conn.execute(
+            "CREATE VIRTUAL TABLE temp.moments_vocab USING fts5vocab (main, moments_fts, 'row')"
+        )
+        self._conn.execute(
+            "INSERT INTO term_docs (term, docs) SELECT term, doc FROM temp.moments_vocab"
+        )
+        self._conn.execute("DROP TABLE temp.moments_vocab")
+        # The replaced rows' tokens stay in the older full-text segments until they are
+        # merged: merge them all now (and zero what that frees), so none stays readable.
+        self._conn.execute("PRAGMA secure_delete = ON")
+        self._conn.execute("INSERT INTO moments_fts (moments_fts) VALUES ('optimize')")
 
     def purge(self) -> None:
         # secure_delete zeroes what the statements below free; VACUUM then rewrites every
@@ -711,27 +653,6 @@ class SqliteBackend(SqlReads):
                     "concept_moments) AND id NOT IN (SELECT concept_id FROM archived_concepts)"
                 )
             vacuum(self._conn)
-
-    def _open_vector(self, num: int, blob: bytes) -> bytes:
-        """A stored vector's bytes (one stored before encryption was on passes through)."""
-        if self.cipher is None or sealed_key_id(blob) is None:
-            return blob
-        return self.cipher.decrypt(blob, sealed.vector_aad(num), f"{self.path}: a vector")
-
-    def _reseal_concept(self, cid: int, name: str) -> None:
-        """Rename concept ``cid``; when a write under the new key made that name already,
-        its moments join that one."""
-        found = self._conn.execute("SELECT id FROM concepts WHERE name = ?", (name,)).fetchone()
-        if found is None:
-            self._conn.execute("UPDATE concepts SET name = ? WHERE id = ?", (name, cid))
-            return
-        for table in ("concept_moments", "archived_concepts"):
-            self._conn.execute(
-                f"UPDATE OR IGNORE {table} SET concept_id = ? WHERE concept_id = ?",
-                (found[0], cid),
-            )
-            self._conn.execute(f"DELETE FROM {table} WHERE concept_id = ?", (cid,))
-        self._conn.execute("DELETE FROM concepts WHERE id = ?", (cid,))
 
     def close(self) -> None:
         with self._lock, self._reader_lock:
