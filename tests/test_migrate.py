@@ -21,6 +21,7 @@ from agent_notebook.exchange import ChatState, export_target, media_home, notebo
 from agent_notebook.ingest import parse_file
 from agent_notebook.media.store import media_paths_of
 from agent_notebook.storage import open_backend
+from agent_notebook.storage.store_vectors import IndexedStore
 from clirun import cli
 from test_exchange import contents, fill
 
@@ -125,7 +126,8 @@ def _chat_state(nb: Notebook) -> None:
     session = nb.thread_session("trip-chat")
     nb.record(session, "Chatting about the trip")
     nb.session_notebook("trip-chat").sync.update_section("Current State", "Booking the hotel")
-    nb.store.put(("app", "prefs"), "ana", {"seat": "window"})
+    nb.store.put(("app", "prefs"), "ana", {"seat": "window"}, index=False)
+    nb.store.put(("app", "notes"), "lunch", {"text": "A vegetarian bistro near the station"})
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"] = {"notebook": {"session_id": session, "task": "t"}}
     config: RunnableConfig = {"configurable": {"thread_id": "trip-chat", "checkpoint_ns": ""}}
@@ -166,6 +168,12 @@ def test_migrate_carries_everything_and_refuses_a_full_target(tmp_path: Path) ->
         assert chat_counts(nb) == counts
         assert nb.archived_moment("m_5").content.text
         assert prefs(nb) == {"seat": "window"}
+        # an item the source indexed is indexed on the target (its search ranks by meaning)
+        assert isinstance(nb.store, IndexedStore)
+        assert nb.store.is_indexed(("app", "notes"), "lunch")
+        assert not nb.store.is_indexed(("app", "prefs"), "ana")
+        found = nb.store.search(("app",), query="somewhere to eat without meat")
+        assert found[0].key == "lunch" and found[0].score is not None
         assert "Booking the hotel" in nb.session_notebook("trip-chat").sync.load()
         latest = nb.checkpointer.get_tuple({"configurable": {"thread_id": "trip-chat"}})
         assert latest is not None and latest.pending_writes == [("task-1", "messages", "hello")]

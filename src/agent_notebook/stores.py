@@ -31,6 +31,7 @@ from .storage import StorageBackend
 from .storage.files import ensure_private_dir, ensure_private_file, exclusive_lock
 from .storage.langgraph_store import IndexFactory, NotebookStore, StoreIndex
 from .storage.sqlite.backend import database_file
+from .storage.store_vectors import IndexedStore
 from .store_index import lazy_index_config
 
 STORE_FILE = "store.db"
@@ -250,7 +251,12 @@ def copy_store_items(
             namespace, key, value = rename(item.namespace, item.key, item.value)
             there = target.get(namespace, key)
             if there is None:
-                target.put(namespace, key, value, index=False)
+                # an item the source indexed is indexed by the target too (its embedder,
+                # its fields), where the target has an index; others stay unindexed
+                indexed = isinstance(source, IndexedStore) and source.is_indexed(
+                    item.namespace, item.key
+                )
+                target.put(namespace, key, value, index=None if indexed else False)
                 written += 1
             elif there.value != value:
                 kept.append("/".join((*namespace, key)))

@@ -50,9 +50,8 @@ def migrate(
         source = Notebook.open(home, create=False, background_embedding=False, store_index=None)
         try:
             target_home = to_home if to_home is not None else source.home
-            target = Notebook.open(
-                target_home, backend=to, background_embedding=False, store_index=None
-            )
+            # the target's store indexes what the source's had indexed (its own embedder)
+            target = Notebook.open(target_home, backend=to, background_embedding=False)
             try:
                 archives = None
                 if source.backend.count_archived():
