@@ -77,9 +77,23 @@ def test_a_thread_written_by_sqlitesaver_reads_and_grows(tmp_path: Path) -> None
         graph.invoke({"messages": [HumanMessage("two " * 30)]}, THREAD)
         assert texts(graph) == ["one", "noted: one", "two " * 30, "noted: " + "two " * 30]
         assert "msgpack" + TAG_V1 in stored_types(conn)
-        assert len(list(graph.get_state_history(THREAD))) == 6  # every checkpoint, both kinds
+        history = list(graph.get_state_history(THREAD))
+        assert len(history) == 6  # every checkpoint, both kinds
+        new, old = history[0].config, history[3].config
+        new_versions = NotebookSaver(conn).get_tuple(new).checkpoint["channel_versions"]  # type: ignore[union-attr]
+        old_versions = old_saver_versions(conn, old)
+        assert all(
+            "." not in str(v) for v in new_versions.values() if v not in old_versions.values()
+        )
+        assert max(new_versions.values()) > max(old_versions.values())  # newer sorts above
     finally:
         conn.close()
+
+
+def old_saver_versions(conn: sqlite3.Connection, config: RunnableConfig) -> dict[str, Any]:
+    found = SqliteSaver(conn).get_tuple(config)
+    assert found is not None
+    return dict(found.checkpoint["channel_versions"])
 
 
 def test_encrypted_checkpoints_are_compressed_then_sealed(tmp_path: Path) -> None:

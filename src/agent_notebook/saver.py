@@ -76,6 +76,19 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
         self.serde = CompressedSerializer(self.serde)  # plain rows written before read too
         self._init_semantics(keep, delta_reducers)
 
+    def get_next_version(self, current: str | int | None, channel: None) -> str:
+        """``SqliteSaver``'s versions (32 zero-padded digits) without their random
+        fraction: it keeps versions apart where values are stored by version (LangGraph's
+        in-memory and PostgreSQL savers); here each checkpoint holds its own values. A
+        version without it sorts above the older ones with it, so old threads go on."""
+        if current is None:
+            number = 0
+        elif isinstance(current, int):
+            number = current
+        else:
+            number = int(current.split(".")[0])
+        return f"{number + 1:032}"
+
     # -- the statements of a turn and of pruning ----------------------------------------------
 
     def mark(self, thread_id: str) -> TurnMark:
