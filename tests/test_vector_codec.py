@@ -35,7 +35,9 @@ def test_int8_keeps_the_direction_in_a_quarter_of_the_bytes(minilm: MiniLmEmbedd
         assert len(blob) == minilm.dim + 5  # 4 * dim as float32
         back = decode_vector(blob, minilm.dim)
         assert back.dtype == np.float32 and float(back @ vector) >= SAME_VECTOR
-    assert float(np.linalg.norm(decode_vector(encode_vector(np.zeros(8)), 8))) == 0.0
+    assert (
+        float(np.linalg.norm(decode_vector(encode_vector(np.zeros(8, dtype=np.float32)), 8))) == 0.0
+    )
 
 
 def test_a_float16_vector_stored_before_still_reads() -> None:

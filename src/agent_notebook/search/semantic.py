@@ -71,7 +71,9 @@ def encode_vector(vector: NDArray[np.float32]) -> bytes:
     peak = float(np.abs(v).max()) if v.size else 0.0
     scale = peak / 127.0 if peak > 0 else 1.0
     quantised = np.clip(np.rint(v / scale), -127, 127).astype(np.int8)
-    return bytes([INT8_TAG]) + np.float32(scale).astype("<f4").tobytes() + quantised.tobytes()
+    header: bytes = bytes([INT8_TAG]) + np.asarray(scale, dtype="<f4").tobytes()
+    body: bytes = quantised.tobytes()
+    return header + body
 
 
 def decode_vector(data: bytes, dim: int) -> NDArray[np.float32]:
@@ -80,8 +82,11 @@ def decode_vector(data: bytes, dim: int) -> NDArray[np.float32]:
     import numpy as np
 
     if len(data) == dim + 5 and data[0] == INT8_TAG:
-        scale = np.frombuffer(data, dtype="<f4", count=1, offset=1)[0]
-        vector = np.frombuffer(data, dtype=np.int8, offset=5).astype(np.float32) * scale
+        scale = np.frombuffer(data, dtype="<f4", count=1, offset=1).astype(np.float32)
+        vector: NDArray[np.float32] = np.frombuffer(data, dtype=np.int8, offset=5).astype(
+            np.float32
+        )
+        vector *= scale
     elif len(data) == 2 * dim:
         vector = np.frombuffer(data, dtype="<f2").astype(np.float32)
     else:
@@ -91,7 +96,7 @@ def decode_vector(data: bytes, dim: int) -> NDArray[np.float32]:
             "the moments again"
         )
     norm = float(np.linalg.norm(vector))
-    return vector / norm if norm > 0 else vector
+    return (vector / np.float32(norm)).astype(np.float32) if norm > 0 else vector
 
 
 #: Indexes whose worker runs: stopped at exit when their notebook was never closed (a
