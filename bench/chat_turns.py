@@ -444,8 +444,15 @@ class OursVariant(Variant):
         self.nb.close()
         del self.graph
         disk = fold_wal_and_measure(self.home)
-        keep = self.nb.config.chat.keep_checkpoints
-        return disk, table_bytes(self.home / "notebook.db"), f"checkpoints kept per thread: {keep}"
+        chat = self.nb.config.chat
+        vectors, moments, checkpoints = counts(self.home / "notebook.db")
+        return (
+            disk,
+            table_bytes(self.home / "notebook.db"),
+            f"checkpoints kept per thread: {chat.keep_checkpoints}; {checkpoints} checkpoints "
+            f"(durability {chat.checkpoint_durability}); vectors stored for {vectors} of "
+            f"{moments} moments at close (the embedding worker's backlog is not on disk yet)",
+        )
 
 
 class EmbedVariant(Variant):
@@ -523,6 +530,18 @@ def fold_wal_and_measure(root: Path) -> int:
 
 def raw_bytes(users: Sequence[str], answers: Sequence[str]) -> int:
     return sum(len(t.encode()) for t in users) + sum(len(t.encode()) for t in answers)
+
+
+def counts(db: Path) -> tuple[int, int, int]:
+    """Vectors, moments and checkpoints stored in a notebook's file."""
+    conn = sqlite3.connect(db)
+    try:
+        return tuple(  # type: ignore[return-value]
+            conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("moment_vectors", "moments", "checkpoints")
+        )
+    finally:
+        conn.close()
 
 
 def table_bytes(db: Path) -> dict[str, int]:
@@ -603,7 +622,7 @@ def report(results: Sequence[Result], turns: int, a_turns: int) -> None:
     ours = by_key.get("c")
     if ours is not None and ours.tables:
         print(f"\n(c) bytes by table ({size(ours.disk_bytes)} on disk):")
-        for name, n in list(ours.tables.items())[:8]:
+        for name, n in list(ours.tables.items())[:12]:
             print(f"  {name:<32} {size(n):>10} {n / ours.raw_bytes:6.2f}x raw")
     report_targets(by_key, turns)
 

@@ -222,7 +222,35 @@ def test_the_chat_graph_runs_async(nb: Notebook) -> None:
     session = nb.thread_session("chat-async")
     texts = [m.content.text for m in nb.moments(session)]
     assert texts[-2:] == ["thanks", "Noted, the 23:15."]  # every turn recorded
-    assert len(list(graph.get_state_history(config))) == 9  # every checkpoint of 3 turns
+    # every checkpoint kept: one a turn (chat.checkpoint_durability "exit") and the first
+    # run's anchor (no values; the input is its write)
+    history = list(graph.get_state_history(config))
+    assert [len(s.values["messages"]) for s in history] == [6, 4, 2, 0]
+
+
+def test_the_chat_graph_checkpoints_every_step_when_asked(nb: Notebook) -> None:
+    chat = nb.config.chat.model_copy(update={"checkpoint_durability": "async"})
+    model = FakeListChatModel(responses=["Noted."] * 4)
+    config = {"configurable": {"thread_id": "per-step"}}
+    graph = build_chat_graph(nb, model=model, settings=chat)
+    for text in ("one", "two"):
+        graph.invoke({"messages": [HumanMessage(text)]}, config)
+    assert len(list(graph.get_state_history(config))) == 6  # input, start, answer a turn
+    graph = build_chat_graph(nb, model=model)  # the default, on the same thread
+    graph.invoke({"messages": [HumanMessage("three")]}, config)
+    graph.invoke({"messages": [HumanMessage("four")]}, config, durability="sync")  # the run's
+    history = list(graph.get_state_history(config))
+    assert len(history) == 6 + 1 + 3
+    assert [m.text for m in history[0].values["messages"]] == [
+        "one",
+        "Noted.",
+        "two",
+        "Noted.",
+        "three",
+        "Noted.",
+        "four",
+        "Noted.",
+    ]
 
 
 def test_chat_settings_keep_every_checkpoint_by_default() -> None:

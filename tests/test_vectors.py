@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 
 from agent_notebook.errors import CorruptFile, InvalidInput
 from agent_notebook.search import vectors as vectors_module
+from agent_notebook.search.semantic import decode_vector, encode_vector
 from agent_notebook.search.vectors import VectorIndex
 from waiting import HANG_GUARD_S
 
@@ -248,8 +249,9 @@ def test_approximate_removal_and_allowed_never_leak(
 def test_approximate_upserts(big: tuple[NDArray[np.int64], NDArray[np.float32]]) -> None:
     keys, matrix = big
     index = approximate_index(big)
-    # The same vectors again, rounded through float16 as the store keeps them: no churn.
-    index.add(keys[:500].tolist(), matrix[:500].astype(np.float16).astype(np.float32))
+    # The same vectors again, rounded through int8 as the store keeps them: no churn.
+    stored = np.stack([decode_vector(encode_vector(v), v.size) for v in matrix[:500]])
+    index.add(keys[:500].tolist(), stored)
     assert index._graph is not None and index._graph.stale == 0
     # New vectors for old keys are found under the new vector, not the old one.
     fresh = unit(np.random.default_rng(14), 5)

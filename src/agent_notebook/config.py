@@ -87,6 +87,12 @@ class ChatSettings(BaseModel):
     #: ``SqliteSaver`` does (history, time travel, forks); a number keeps only the latest
     #: ones (an older id then raises ``CheckpointPruned``).
     keep_checkpoints: int | None = Field(None, ge=1)
+    #: When a chat turn is checkpointed (LangGraph's ``durability``): ``exit`` (default)
+    #: one checkpoint a turn, its end state, with the turn's messages as its writes (a
+    #: third of the rows and bytes of the per-step ones); ``async``/``sync`` one per
+    #: LangGraph step (input, start, answer), as LangGraph's default. A run's own
+    #: ``durability=`` argument wins.
+    checkpoint_durability: Literal["exit", "async", "sync"] = "exit"
     #: Live messages past this many tokens are compacted into the condensed history.
     live_budget_tokens: int = Field(6000, ge=256)
     condensed_history_tokens: int = Field(800, ge=64)

@@ -18,6 +18,8 @@ and the async API, with the conformance suite's extended capabilities.
   ``get_delta_channel_history``). Whatever deletes older checkpoints (pruning,
   ``delete_for_runs``) first writes the full value into each kept checkpoint whose parent
   goes (:meth:`NotebookSaver.materialise`), so a kept checkpoint never loses its history.
+* Checkpoint and write values are stored deflated (:mod:`.saver_codec`, tagged
+  ``msgpack.z1``); rows written before read as they are.
 * :meth:`NotebookSaver.turn` makes one run on a thread all or nothing: when it raises, the
   checkpoints and writes it added are deleted again, so a failed chat turn leaves the
   thread's checkpoints exactly as they were (and pruning waits for the turn to succeed).
@@ -41,6 +43,7 @@ from .saver_base import (
     last_write,
     newest_of_each_namespace,
 )
+from .saver_codec import CompressedSerializer
 
 __all__ = ["CheckpointPruned", "NotebookSaver", "TurnMark", "last_write"]
 
@@ -70,7 +73,21 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
         name (default: the chat graph's ``messages``), to rebuild a value before deleting
         the checkpoints it is stored across."""
         super().__init__(conn)
+        self.serde = CompressedSerializer(self.serde)  # plain rows written before read too
         self._init_semantics(keep, delta_reducers)
+
+    def get_next_version(self, current: str | int | None, channel: None) -> str:
+        """``SqliteSaver``'s versions (32 zero-padded digits) without their random
+        fraction: it keeps versions apart where values are stored by version (LangGraph's
+        in-memory and PostgreSQL savers); here each checkpoint holds its own values. A
+        version without it sorts above the older ones with it, so old threads go on."""
+        if current is None:
+            number = 0
+        elif isinstance(current, int):
+            number = current
+        else:
+            number = int(current.split(".")[0])
+        return f"{number + 1:032}"
 
     # -- the statements of a turn and of pruning ----------------------------------------------
 

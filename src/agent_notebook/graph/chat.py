@@ -6,7 +6,8 @@
 remembers the turn: it records the new messages as moments (no LLM), hands the session
 notebook's update to :meth:`Notebook.after_turn` when ``should_update`` says so, and, when
 the live messages pass their budget, moves the oldest out of the state (never splitting tool
-calls from their results) into the condensed history. One node keeps a turn to two checkpoint writes (input, answer).
+calls from their results) into the condensed history. By default a turn writes one checkpoint, at its end (LangGraph's ``durability="exit"``,
+``chat.checkpoint_durability``): every checkpoint written is kept, one per turn.
 
 The live messages are fitted to the budget before the model sees them too: a thread that
 comes in bigger than its budget (an imported one, or a smaller ``live_budget_tokens``) is
@@ -25,7 +26,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -54,6 +55,9 @@ from .state import ThreadState
 from .thinking import strip_think_blocks
 
 __all__ = ["build_chat_graph", "thread_id_of"]
+
+#: LangGraph's ``configurable`` key for a run's default ``durability``.
+DURABILITY: Final = "__pregel_durability"
 
 
 @dataclass(frozen=True)
@@ -213,6 +217,8 @@ def build_chat_graph(
     graph.add_edge(START, "agent")
     graph.add_edge("agent", END)
     compiled = graph.compile(checkpointer=checkpointer or notebook.checkpointer_for(chat))
+    # One checkpoint a turn unless the settings (or the run) ask for one a step.
+    compiled = compiled.with_config(configurable={DURABILITY: chat.checkpoint_durability})
     chat_graph = ChatGraph.of(keep_pool(compiled))  # a turn starts no threads
     chat_graph.on_new_message(context_builder.prepare)  # embedding starts with the run
     return chat_graph
