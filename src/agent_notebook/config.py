@@ -161,6 +161,14 @@ class SearchSettings(BaseModel):
     #: whole outranks a lone match elsewhere (0 turns it off).
     session_share: float = Field(0.2, ge=0, le=1)
     session_best: int = Field(3, ge=1, le=50)
+    #: Query coverage: among the ``coverage_window`` best results, each next one is
+    #: chosen by its score relative to the best plus ``coverage_gain`` times the share
+    #: of the question's words (rarer among those results weighing more) it has that the
+    #: results before it lack, so a question asking for two things told in two sessions
+    #: gets both in its top results (0 turns it off).
+    coverage_gain: float = Field(0.0, ge=0)
+    coverage_window: int = Field(30, ge=1, le=1000)
+    coverage_session_gain: float = Field(0.0, ge=0)
 
 
 class CompactionSettings(BaseModel):

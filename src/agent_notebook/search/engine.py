@@ -23,6 +23,7 @@ from .hybrid import (
     MEDIA_WEIGHT,
     VECTOR,
     Fused,
+    cover_query,
     fuse,
     neighbour_spread,
     prior_factors,
@@ -173,8 +174,13 @@ class SearchEngine:
             ranked_hits = _spread_sessions(
                 ranked_hits, briefs, settings.session_decay, settings.session_free, request.limit
             )
-        head = ranked_hits[: request.limit]
-        moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in head])}
+        asked = self._aspects(spoken.query) if words else []
+        shown = max(request.limit, settings.coverage_window) if asked else request.limit
+        window = ranked_hits[:shown]
+        moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in window])}
+        if asked:
+            window = _cover_aspects(window, moments, asked, settings, briefs)
+        head = window[: request.limit]
         return [
             self._hit(moments[number], score, entry, factors, relevant.get(f"m_{number}"))
             for score, number, entry, factors in head
@@ -200,6 +206,16 @@ class SearchEngine:
             having = set(content)
             found = [(mid, s) for mid, s in found if mid in having]
         return found
+
+    def _aspects(self, query: str) -> list[str]:
+        """The stems a question asks about, for :func:`.hybrid.cover_query`: its words
+        that are not stopwords, when it has two to ``long_query_terms`` of them (a dialogue
+        so far is not a list of things asked)."""
+        if self.settings.coverage_gain <= 0 and self.settings.coverage_session_gain <= 0:
+            return []
+        asked = list(dict.fromkeys(stem(word) for word in content_words(query)))
+        longest = self.settings.long_query_terms
+        return asked if 2 <= len(asked) and (not longest or len(asked) <= longest) else []
 
     def _wordiness(self, query: str) -> float:
         """The whole query's lexical weight, 1 for a question: a dialogue-long query matches
@@ -387,6 +403,37 @@ class SearchEngine:
             **{f"{name}_gain": g for name, g in entry.gains.items()},
         }
         return SearchHit(moment=moment, score=score, explain=explain)
+
+
+def _cover_aspects(
+    hits: list[tuple[float, int, Fused, dict[str, float]]],
+    moments: dict[int, Moment],
+    asked: list[str],
+    settings: SearchSettings,
+    briefs: dict[str, MomentBrief],
+) -> list[tuple[float, int, Fused, dict[str, float]]]:
+    """``hits`` (best first) reordered by :func:`.hybrid.cover_query` over the stems
+    ``asked``, each weighing ``log(1 + hits / hits having it)``: a word most of the
+    candidates have says nothing new (a speaker's name), a word only one has is what the
+    others miss."""
+    wanted = set(asked)
+    covers = [
+        wanted.intersection(terms(moments[n].content.text)) if n in moments else set()
+        for _, n, _, _ in hits
+    ]
+    having = {word: sum(word in c for c in covers) for word in asked}
+    weights = {w: math.log(1 + len(hits) / n) for w, n in having.items() if n}
+    sessions = [briefs[f"m_{n}"].session for _, n, _, _ in hits]
+    order = cover_query(
+        [h[0] for h in hits],
+        covers,
+        weights,
+        settings.coverage_gain,
+        len(hits),
+        sessions,
+        settings.coverage_session_gain,
+    )
+    return [hits[i] for i in order]
 
 
 def _spread_sessions(
