@@ -74,6 +74,7 @@ PLAIN = {
     "importance_prior": 0.0,
     "recency_prior": 0.0,
     "session_share": 0.0,
+    "coverage_gain": 0.0,
 }
 Point = dict[str, Any]
 
@@ -103,12 +104,17 @@ SPREAD = axis("session_decay", 1.0, 0.7)
 VARIANTS = [
     Variant("bm25", "lexical", PLAIN, note="FTS5 BM25 alone, raw question"),
     Variant("minilm", "vector", PLAIN, note="MiniLM alone, raw question"),
-    Variant("lexical", "lexical", grid=(axis("content_match", False, True), SPREAD), note="LOCO"),
-    Variant("vector", "vector", grid=(SPREAD,), note="LOCO"),
+    Variant(
+        "lexical",
+        "lexical",
+        grid=(axis("content_match", False, True), axis("coverage_gain", 0.0, 1.0), SPREAD),
+        note="LOCO",
+    ),
+    Variant("vector", "vector", grid=(axis("coverage_gain", 0.0, 1.0), SPREAD), note="LOCO"),
     Variant(
         "hybrid",
         "hybrid",
-        grid=(axis("content_match", False, True), SPREAD),
+        grid=(axis("coverage_gain", 0.0, 1.0), axis("coverage_residual", 0.0, 0.3), SPREAD),
         note="LOCO",
     ),
     Variant("hybrid-no-date", "hybrid", {"date_weight": 0}, note="the defaults, no date signal"),
@@ -151,30 +157,12 @@ VARIANTS = [
     Variant(
         "hybrid-cover",
         "hybrid",
-        grid=(axis("coverage_gain", 0.0, 0.25, 0.5, 1.0, 1.5, 2.0), axis("content_match", False, True)),
-        note="LOCO: query coverage (words of the question the results before lack)",
-    ),
-    Variant(
-        "hybrid-cover-session",
-        "hybrid",
-        {"content_match": False},
-        grid=(axis("coverage_gain", 0.0, 1.0, 2.0), axis("coverage_session_gain", 0.0, 0.05, 0.1, 0.2)),
-        note="LOCO: query coverage and a new session's gain",
-    ),
-    Variant(
-        "hybrid-cover-window",
-        "hybrid",
-        {"content_match": False},
-        grid=(axis("coverage_gain", 1.0, 2.0, 3.0), axis("coverage_window", 10, 20, 30, 50)),
-        note="LOCO: query coverage over the best 10 to 50",
-    ),
-    Variant(
-        "proto-demote",
-        "hybrid",
-        {"content_match": False},
-        grid=(axis("coverage_gain", 0.0, 2.0),),
-        proto="demote",
-        note="stopword-only lexical matches ranked after the others",
+        grid=(
+            axis("coverage_gain", 1.0, 2.0, 4.0),
+            axis("coverage_idf_power", 0.0, 1.0, 2.0),
+            axis("coverage_residual", 0.0, 0.3),
+        ),
+        note="LOCO: query coverage, words weighed by idf^power, a covered word keeps a residual",
     ),
     Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
@@ -238,13 +226,6 @@ class ProtoEngine(SearchEngine):
     def _lexical(
         self, request: SearchRequest, pool: int, allowed: Any, content: Any = None
     ) -> list[tuple[str, float]]:
-        if "demote" in self.protos:
-            found = super()._lexical(request, pool, allowed, None)
-            having = self._content_hits(request, pool, allowed)
-            if having is None:
-                return found
-            wanted = set(having)
-            return [h for h in found if h[0] in wanted] + [h for h in found if h[0] not in wanted]
         if "stop" in self.protos:
             kept = [t for t in tokenize(request.query) if t not in STOPWORDS]
             if kept:

@@ -110,7 +110,12 @@ class SearchEngine:
         settings = self.settings
         latest = latest_turns(request.query, settings.latest_turns) if words else None
         lexical = words and request.mode in ("hybrid", "lexical")
-        wanted_content = (lexical and settings.content_match) or request.min_score > 0
+        # Beside a vector signal a match on stopwords alone stays in the lexical ranking, as
+        # weak evidence the vector signal and min_score judge (leave-one-conversation-out
+        # on LoCoMo chose that in hybrid, and dropping them in lexical mode).
+        judged_by_words = request.mode == "lexical" or self.semantic is None
+        drop_stopword_only = lexical and settings.content_match and judged_by_words
+        wanted_content = drop_stopword_only or request.min_score > 0
         spoken = replace(request, query=dialogue_words(request.query))
         wordiness = self._wordiness(spoken.query)
         if wordiness < 1:  # a dialogue: its stopwords say nothing; one search, not two
@@ -118,11 +123,14 @@ class SearchEngine:
         content = self._content_hits(spoken, pool, allowed) if words and wanted_content else None
         if lexical:
             # A query of stopwords only ("what is it") has nothing else to match by.
-            having = content if content_words(spoken.query) else None
+            having = content if drop_stopword_only and content_words(spoken.query) else None
             ranked[LEXICAL] = self._lexical(spoken, pool, allowed, having)
             if latest is not None and settings.latest_turn_weight > 0:
                 later = replace(request, query=latest)
-                having = self._content_hits(later, pool, allowed) if content_words(latest) else None
+                if drop_stopword_only and content_words(latest):
+                    having = self._content_hits(later, pool, allowed)
+                else:
+                    having = None
                 ranked[LEXICAL_LATEST] = self._lexical(later, pool, allowed, having)
         if words and request.mode in ("hybrid", "vector") and self.semantic is not None:
             ranked[VECTOR] = self._vector(request, pool, allowed, latest)
@@ -179,7 +187,7 @@ class SearchEngine:
         window = ranked_hits[:shown]
         moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in window])}
         if asked:
-            window = _cover_aspects(window, moments, asked, settings, briefs)
+            window = _cover_aspects(window, moments, asked, settings)
         head = window[: request.limit]
         return [
             self._hit(moments[number], score, entry, factors, relevant.get(f"m_{number}"))
@@ -202,7 +210,7 @@ class SearchEngine:
         found = self.backend.search_text(request.query, request.where, pool)
         if allowed is not None:
             found = [(mid, s) for mid, s in found if moment_number(mid) in allowed]
-        if content is not None and self.settings.content_match:
+        if content is not None:
             having = set(content)
             found = [(mid, s) for mid, s in found if mid in having]
         return found
@@ -211,11 +219,11 @@ class SearchEngine:
         """The stems a question asks about, for :func:`.hybrid.cover_query`: its words
         that are not stopwords, when it has two to ``long_query_terms`` of them (a dialogue
         so far is not a list of things asked)."""
-        if self.settings.coverage_gain <= 0 and self.settings.coverage_session_gain <= 0:
+        if self.settings.coverage_gain <= 0:
             return []
         asked = list(dict.fromkeys(stem(word) for word in content_words(query)))
         longest = self.settings.long_query_terms
-        return asked if 2 <= len(asked) and (not longest or len(asked) <= longest) else []
+        return asked if len(asked) >= 2 and (not longest or len(asked) <= longest) else []
 
     def _wordiness(self, query: str) -> float:
         """The whole query's lexical weight, 1 for a question: a dialogue-long query matches
@@ -410,28 +418,26 @@ def _cover_aspects(
     moments: dict[int, Moment],
     asked: list[str],
     settings: SearchSettings,
-    briefs: dict[str, MomentBrief],
 ) -> list[tuple[float, int, Fused, dict[str, float]]]:
     """``hits`` (best first) reordered by :func:`.hybrid.cover_query` over the stems
-    ``asked``, each weighing ``log(1 + hits / hits having it)``: a word most of the
-    candidates have says nothing new (a speaker's name), a word only one has is what the
-    others miss."""
+    ``asked``, each weighing ``log(1 + hits / hits having it) ** coverage_idf_power``: a
+    word most of the candidates have says nothing new (a speaker's name), a word only one
+    has is what the others miss."""
     wanted = set(asked)
     covers = [
         wanted.intersection(terms(moments[n].content.text)) if n in moments else set()
         for _, n, _, _ in hits
     ]
     having = {word: sum(word in c for c in covers) for word in asked}
-    weights = {w: math.log(1 + len(hits) / n) for w, n in having.items() if n}
-    sessions = [briefs[f"m_{n}"].session for _, n, _, _ in hits]
+    power = settings.coverage_idf_power
+    weights = {w: math.log(1 + len(hits) / n) ** power for w, n in having.items() if n}
     order = cover_query(
         [h[0] for h in hits],
         covers,
         weights,
         settings.coverage_gain,
         len(hits),
-        sessions,
-        settings.coverage_session_gain,
+        settings.coverage_residual,
     )
     return [hits[i] for i in order]
 

@@ -151,41 +151,39 @@ def cover_query(
     weights: Mapping[str, float],
     gain: float,
     limit: int,
-    sessions: Sequence[str] = (),
-    session_gain: float = 0.0,
+    residual: float = 0.0,
 ) -> list[int]:
     """The order (indices into ``scores``, best first) in which ``limit`` of the
     candidates are taken, greedily: each next is the one with the best ``score / top score
-    + gain * (weight of the query words it has that none taken before has) / (weight of
-    all the query words)``. A question often asks for several things ("where does Ana walk
-    her dog, and what did Bo adopt?") told in different sessions; the turns that tell the
-    one that matches most must not fill the top alone. ``covers``: each candidate's query
-    words; ``weights``: each query word's weight (rarer ones weigh more)."""
+    + gain * (weight left of the query words it has) / (weight of all the query words)``,
+    where a word's weight is cut to ``residual`` of it each time a candidate having it is
+    taken. A question often asks for several things ("where does Ana walk her dog, and
+    what did Bo adopt?") told in different sessions: the turns telling the one that
+    matches most must not fill the top alone. ``covers``: each candidate's query words;
+    ``weights``: each query word's weight (rarer ones weigh more)."""
     order = sorted(range(len(scores)), key=lambda i: -scores[i])
     total = sum(weights.values())
-    if (gain <= 0 or total <= 0) and session_gain <= 0 or not order or scores[order[0]] <= 0:
+    if gain <= 0 or total <= 0 or not order or scores[order[0]] <= 0:
         return order[:limit]
     top = scores[order[0]]
-    left = dict(weights) if gain > 0 and total > 0 else {}  # words no one taken has yet
-    seen: set[str] = set()
+    left = dict(weights)  # what each query word still adds
     taken: list[int] = []
     while order and len(taken) < limit:
-        if not left and session_gain <= 0:  # every word covered: the rest keep their order
+        if not left:  # nothing left to gain: the rest keep their order
             taken += order[: limit - len(taken)]
             break
 
         def value(i: int) -> float:
-            novel = sum(left.get(word, 0.0) for word in covers[i])
-            fresh = session_gain if sessions and sessions[i] not in seen else 0.0
-            return scores[i] / top + gain * novel / max(total, 1e-12) + fresh
+            return scores[i] / top + gain * sum(left.get(w, 0.0) for w in covers[i]) / total
 
         best = max(order, key=value)  # ties: the earlier, better-scored one
         order.remove(best)
         taken.append(best)
-        if sessions:
-            seen.add(sessions[best])
         for word in covers[best]:
-            left.pop(word, None)
+            if word in left:
+                left[word] *= residual
+                if left[word] <= 0:
+                    del left[word]
     return taken
 
 
