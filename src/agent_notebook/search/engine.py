@@ -127,7 +127,8 @@ class SearchEngine:
             ranked[LEXICAL] = self._lexical(spoken, pool, allowed, having)
             if latest is not None and settings.latest_turn_weight > 0:
                 later = replace(request, query=latest)
-                if drop_stopword_only and content_words(latest):
+                # Its every hit counts as a match (relevance 1): never one on stopwords.
+                if settings.content_match and content_words(latest):
                     having = self._content_hits(later, pool, allowed)
                 else:
                     having = None
@@ -182,7 +183,7 @@ class SearchEngine:
             ranked_hits = _spread_sessions(
                 ranked_hits, briefs, settings.session_decay, settings.session_free, request.limit
             )
-        asked = self._aspects(spoken.query) if words else []
+        asked = self._aspects(spoken.query) if words and latest is None else []
         shown = max(request.limit, settings.coverage_window) if asked else request.limit
         window = ranked_hits[:shown]
         moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in window])}
@@ -217,8 +218,8 @@ class SearchEngine:
 
     def _aspects(self, query: str) -> list[str]:
         """The stems a question asks about, for :func:`.hybrid.cover_query`: its words
-        that are not stopwords, when it has two to ``long_query_terms`` of them (a dialogue
-        so far is not a list of things asked)."""
+        that are not stopwords, when it has two to ``long_query_terms`` of them (a long
+        query, like a dialogue so far, is not a list of things asked)."""
         if self.settings.coverage_gain <= 0:
             return []
         asked = list(dict.fromkeys(stem(word) for word in content_words(query)))
