@@ -48,6 +48,9 @@ Mode = Literal["hybrid", "lexical", "vector"]
 MAX_CONCEPT_MOMENTS = 2000
 #: ... but in a small notebook, a concept in this many moments is still scored.
 MIN_CONCEPT_CAP = 10
+#: Query coverage reads this much of each moment's text: a turn whole, a long document by
+#: its opening (a moment may hold a MiB of text; the search must stay a few ms).
+COVERAGE_CHARS = 4000
 _PUNCTUATION = "\"'`.,;:!?()[]{}<>\u00ab\u00bb\u201c\u201d\u2018"
 
 
@@ -426,7 +429,9 @@ def _cover_aspects(
     has is what the others miss."""
     wanted = set(asked)
     covers = [
-        wanted.intersection(terms(moments[n].content.text)) if n in moments else set()
+        wanted.intersection(terms(moments[n].content.text[:COVERAGE_CHARS]))
+        if n in moments
+        else set()
         for _, n, _, _ in hits
     ]
     having = {word: sum(word in c for c in covers) for word in asked}
