@@ -164,6 +164,12 @@ VARIANTS = [
         ),
         note="LOCO: query coverage, words weighed by idf^power, a covered word keeps a residual",
     ),
+    Variant(
+        "hybrid-cover-window",
+        "hybrid",
+        grid=(axis("coverage_window", 10, 20, 50),),
+        note="LOCO: query coverage over the best 10, 20 or 50",
+    ),
     Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
 ]
