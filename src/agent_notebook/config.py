@@ -137,7 +137,10 @@ class SearchSettings(BaseModel):
     #: cosine similarity of the moment's vector to the query's (0.3: barely related).
     min_score: float = Field(0.3, ge=0, le=1)
     #: A lexical match needs a word of the query that is not a stopword: "to" alone
-    #: matches half the notebook (the ranking still counts the stopwords).
+    #: matches half the notebook (the ranking still counts the stopwords). Beside a vector
+    #: signal (hybrid with an embedder) such a match stays in the lexical ranking, as weak
+    #: evidence the vector signal and ``min_score`` judge; the latest-turn ranking never
+    #: keeps one.
     content_match: bool = True
     #: A query of several lines (a dialogue so far) is ranked once more by its last
     #: ``latest_turns`` lines, with this weight, in the lexical and the vector signal: what
