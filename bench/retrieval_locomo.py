@@ -167,8 +167,8 @@ VARIANTS = [
     Variant(
         "hybrid-cover-window",
         "hybrid",
-        grid=(axis("coverage_window", 10, 20, 50),),
-        note="LOCO: query coverage over the best 10, 20 or 50",
+        grid=(axis("coverage_window", 5, 10, 20, 50),),
+        note="LOCO: query coverage over the best 5, 10, 20 or 50",
     ),
     Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),

@@ -173,7 +173,7 @@ class SearchSettings(BaseModel):
     #: ``coverage_residual`` of its weight. Only for a question of 2 to ``long_query_terms``
     #: words that are not stopwords (a dialogue so far is not a list of things asked).
     coverage_gain: float = Field(1.0, ge=0)
-    coverage_window: int = Field(10, ge=1, le=1000)
+    coverage_window: int = Field(20, ge=1, le=1000)
     coverage_idf_power: float = Field(2.0, ge=0)
     coverage_residual: float = Field(0.3, ge=0, le=1)
 

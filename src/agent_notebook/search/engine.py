@@ -190,8 +190,9 @@ class SearchEngine:
         shown = max(request.limit, settings.coverage_window) if asked else request.limit
         window = ranked_hits[:shown]
         moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in window])}
-        if asked:
-            window = _cover_aspects(window, moments, asked, settings)
+        if asked:  # the best coverage_window, whatever the limit: the same head for any
+            covered = settings.coverage_window
+            window = _cover_aspects(window[:covered], moments, asked, settings) + window[covered:]
         head = window[: request.limit]
         return [
             self._hit(moments[number], score, entry, factors, relevant.get(f"m_{number}"))
