@@ -20,7 +20,9 @@ each timed in lexical then hybrid mode (``nb.search(q, limit=10)``); the
 hybrid time includes embedding the query. Reported: p50/p95/mean per size and mode against
 the targets (p95 <= 20 ms lexical, <= 100 ms hybrid at 100k), and ratios. Dialogue-long
 queries (issue 16: eight consecutive turns of the corpus, ``<speaker>: <text>`` a line) are
-timed the same way, reported as ``lexical-dialogue`` and ``hybrid-dialogue``. With
+timed the same way, reported as ``lexical-dialogue`` and ``hybrid-dialogue``; the
+questions once more without query coverage (``search.coverage_gain=0``), interleaved, as
+``lexical-nocover`` and ``hybrid-nocover``. With
 ``--lexical-only`` nothing is embedded and only the lexical modes are timed (for sizes too
 large to embed on a shared machine).
 
