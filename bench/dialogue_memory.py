@@ -55,6 +55,7 @@ VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
     ("hybrid-long10-vlatest0", "hybrid", {"long_query_terms": 10, "latest_turn_weight": 0}),
     ("hybrid-no-session", "hybrid", {"session_share": 0}),
     ("hybrid-spread0.8", "hybrid", {"session_decay": 0.8, "session_free": 3}),
+    ("hybrid-no-coverage", "hybrid", {"coverage_gain": 0}),
 ]
 
 

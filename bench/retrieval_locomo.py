@@ -74,6 +74,7 @@ PLAIN = {
     "importance_prior": 0.0,
     "recency_prior": 0.0,
     "session_share": 0.0,
+    "coverage_gain": 0.0,
 }
 Point = dict[str, Any]
 
@@ -103,12 +104,17 @@ SPREAD = axis("session_decay", 1.0, 0.7)
 VARIANTS = [
     Variant("bm25", "lexical", PLAIN, note="FTS5 BM25 alone, raw question"),
     Variant("minilm", "vector", PLAIN, note="MiniLM alone, raw question"),
-    Variant("lexical", "lexical", grid=(axis("content_match", False, True), SPREAD), note="LOCO"),
-    Variant("vector", "vector", grid=(SPREAD,), note="LOCO"),
+    Variant(
+        "lexical",
+        "lexical",
+        grid=(axis("content_match", False, True), axis("coverage_gain", 0.0, 1.0), SPREAD),
+        note="LOCO",
+    ),
+    Variant("vector", "vector", grid=(axis("coverage_gain", 0.0, 1.0), SPREAD), note="LOCO"),
     Variant(
         "hybrid",
         "hybrid",
-        grid=(axis("content_match", False, True), SPREAD),
+        grid=(axis("coverage_gain", 0.0, 1.0), axis("coverage_residual", 0.0, 0.3), SPREAD),
         note="LOCO",
     ),
     Variant("hybrid-no-date", "hybrid", {"date_weight": 0}, note="the defaults, no date signal"),
@@ -147,6 +153,22 @@ VARIANTS = [
         "hybrid",
         grid=(axis("session_share", 0.0, 0.05, 0.1, 0.2, 0.4), axis("session_best", 1, 3)),
         note="LOCO: session-level evidence (a share of its session's best scores)",
+    ),
+    Variant(
+        "hybrid-cover",
+        "hybrid",
+        grid=(
+            axis("coverage_gain", 1.0, 2.0, 4.0),
+            axis("coverage_idf_power", 0.0, 1.0, 2.0),
+            axis("coverage_residual", 0.0, 0.3),
+        ),
+        note="LOCO: query coverage, words weighed by idf^power, a covered word keeps a residual",
+    ),
+    Variant(
+        "hybrid-cover-window",
+        "hybrid",
+        grid=(axis("coverage_window", 5, 10, 20, 50),),
+        note="LOCO: query coverage over the best 5, 10, 20 or 50",
     ),
     Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),

@@ -20,7 +20,9 @@ each timed in lexical then hybrid mode (``nb.search(q, limit=10)``); the
 hybrid time includes embedding the query. Reported: p50/p95/mean per size and mode against
 the targets (p95 <= 20 ms lexical, <= 100 ms hybrid at 100k), and ratios. Dialogue-long
 queries (issue 16: eight consecutive turns of the corpus, ``<speaker>: <text>`` a line) are
-timed the same way, reported as ``lexical-dialogue`` and ``hybrid-dialogue``. With
+timed the same way, reported as ``lexical-dialogue`` and ``hybrid-dialogue``; the
+questions once more without query coverage (``search.coverage_gain=0``), interleaved, as
+``lexical-nocover`` and ``hybrid-nocover``. With
 ``--lexical-only`` nothing is embedded and only the lexical modes are timed (for sizes too
 large to embed on a shared machine).
 
@@ -50,6 +52,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import percentile
 from agent_notebook import Notebook
+from agent_notebook.config import NotebookConfig, SearchSettings
 from agent_notebook.storage import open_backend
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/locomo/locomo-dev.json"
@@ -235,16 +238,25 @@ def timed(
     modes: tuple[str, ...],
 ) -> None:
     """Warm up, then time each question in each mode, interleaved (noise hits all alike);
-    the dialogue-long queries are timed as ``<mode>-dialogue``."""
+    the dialogue-long queries are timed as ``<mode>-dialogue``, the questions once more
+    without query coverage (``search.coverage_gain=0``) as ``<mode>-nocover``."""
+    shipped = nb.config
+    uncovered = NotebookConfig(search=SearchSettings(coverage_gain=0))
     for q in questions[:WARMUP] + dialogues[:WARMUP]:
         for mode in modes:
             nb.search(q, limit=limit, mode=mode)  # type: ignore[arg-type]
     for kind, queries in (("", questions), ("-dialogue", dialogues)):
         for q in queries[WARMUP:]:
             for mode in modes:
-                t1 = time.perf_counter()
-                nb.search(q, limit=limit, mode=mode)  # type: ignore[arg-type]
-                result.times.setdefault(mode + kind, []).append(time.perf_counter() - t1)
+                for config, suffix in ((shipped, ""), (uncovered, "-nocover")):
+                    if suffix and kind:
+                        continue
+                    nb.config = config
+                    t1 = time.perf_counter()
+                    nb.search(q, limit=limit, mode=mode)  # type: ignore[arg-type]
+                    elapsed = time.perf_counter() - t1
+                    result.times.setdefault(mode + kind + suffix, []).append(elapsed)
+    nb.config = shipped
 
 
 # -- report -----------------------------------------------------------------------------------

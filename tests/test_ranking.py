@@ -14,7 +14,7 @@ from agent_notebook import Notebook
 from agent_notebook.config import NotebookConfig, SearchSettings
 from agent_notebook.dates import relative_dates
 from agent_notebook.enrich import enrich
-from agent_notebook.search.hybrid import Fused, session_evidence
+from agent_notebook.search.hybrid import Fused, cover_query, session_evidence
 from agent_notebook.search.lexical import terms
 from agent_notebook.search.query import dialogue_words, latest_turns, query_dates
 from agent_notebook.storage import MomentFilter, SqliteBackend
@@ -84,8 +84,9 @@ def test_a_match_on_stopwords_alone_is_no_match(lexical_nb: Notebook) -> None:
     session = nb.start_session("Trip")
     nb.record(session.id, "We need to plan the trip to Lyon")
     nb.record(session.id, "I want to eat somewhere quiet")
-    hits = nb.search("somewhere to eat without meat", mode="lexical", min_score=0)
-    assert [h.moment.id for h in hits] == ["m_2"]
+    for mode in ("lexical", "hybrid"):  # no embedder: words are all there is to judge by
+        hits = nb.search("somewhere to eat without meat", mode=mode, min_score=0)
+        assert [h.moment.id for h in hits] == ["m_2"], mode
 
 
 # -- the README's example, by meaning -------------------------------------------------------
@@ -154,14 +155,26 @@ def test_a_two_session_question_gets_both_sessions_in_its_top_5(lexical_nb: Note
     nb = lexical_nb
     walks, shelter = _two_sessions(nb)
     question = "Where does Ana walk her dog, and what did Bo adopt?"
-    # With the defaults (no spread: it costs R@10 on LoCoMo, see the README), one
-    # session's turns fill the top 5 ...
+    hits = nb.search(question, limit=5)  # the defaults
+    assert {h.moment.session for h in hits} == {walks, shelter}
+    assert hits[0].moment.session == walks  # the session that matches most still leads
+    # Without query coverage the walks fill the top 5: session evidence lifts them all,
+    # and "adopt", the one word only Bo's turn has, is not enough to come up.
+    nb.config = NotebookConfig(search=SearchSettings(coverage_gain=0))
     assert {h.moment.session for h in nb.search(question, limit=5)} == {walks}
-    # ... with the spread, past a session's first three hits, the other session's evidence
-    # comes in (without session-level evidence, which lifts the session that matches most).
-    spread = SearchSettings(session_decay=0.7, session_free=3, session_share=0)
-    nb.config = NotebookConfig(search=spread)
-    assert {h.moment.session for h in nb.search(question, limit=5)} == {walks, shelter}
+
+
+def test_query_coverage_takes_the_candidate_with_the_words_the_better_ones_lack() -> None:
+    scores = [1.0, 0.9, 0.85, 0.5, 0.45]
+    covers = [{"ana", "dog"}, {"ana", "dog"}, {"ana", "dog"}, {"bo"}, {"ana", "adopt"}]
+    weights = {"ana": 0.5, "dog": 1.0, "bo": 0.5, "adopt": 2.0}
+    # Off, the order of the scores; on, after the first, the one with "adopt" (weight 2 of
+    # 4: 0.45 + 1 * 2 / 4 > 0.9), but not the one with "bo" (0.5 + 0.5 / 4 < 0.85).
+    assert cover_query(scores, covers, weights, gain=0, limit=5) == [0, 1, 2, 3, 4]
+    assert cover_query(scores, covers, weights, gain=1.0, limit=5) == [0, 4, 1, 2, 3]
+    assert cover_query(scores, covers, weights, gain=2.0, limit=3) == [0, 4, 1]
+    # Every word covered by the best one: nothing to gain, the order stays.
+    assert cover_query(scores, [set(weights)] * 5, weights, gain=4.0, limit=5) == [0, 1, 2, 3, 4]
 
 
 def test_session_evidence_lifts_the_turns_of_a_session_that_matches_as_a_whole() -> None:

@@ -143,7 +143,10 @@ class SearchSettings(BaseModel):
     #: cosine similarity of the moment's vector to the query's (0.3: barely related).
     min_score: float = Field(0.3, ge=0, le=1)
     #: A lexical match needs a word of the query that is not a stopword: "to" alone
-    #: matches half the notebook (the ranking still counts the stopwords).
+    #: matches half the notebook (the ranking still counts the stopwords). Beside a vector
+    #: signal (hybrid with an embedder) such a match stays in the lexical ranking, as weak
+    #: evidence the vector signal and ``min_score`` judge; the latest-turn ranking never
+    #: keeps one.
     content_match: bool = True
     #: A query of several lines (a dialogue so far) is ranked once more by its last
     #: ``latest_turns`` lines, with this weight, in the lexical and the vector signal: what
@@ -167,6 +170,18 @@ class SearchSettings(BaseModel):
     #: whole outranks a lone match elsewhere (0 turns it off).
     session_share: float = Field(0.2, ge=0, le=1)
     session_best: int = Field(3, ge=1, le=50)
+    #: Query coverage: among the ``coverage_window`` best results, each next one is
+    #: chosen by its score relative to the best plus ``coverage_gain`` times the share of
+    #: the question's words it has that the results before it lack, so a question asking
+    #: for two things told in two sessions gets both near the top (0 turns it off). A word
+    #: weighs ``log(1 + results / results having it) ** coverage_idf_power`` (a speaker's
+    #: name, in most of them, weighs little), and each result taken having it keeps
+    #: ``coverage_residual`` of its weight. Only for a question of 2 to ``long_query_terms``
+    #: words that are not stopwords (a dialogue so far is not a list of things asked).
+    coverage_gain: float = Field(1.0, ge=0)
+    coverage_window: int = Field(20, ge=1, le=1000)
+    coverage_idf_power: float = Field(2.0, ge=0)
+    coverage_residual: float = Field(0.3, ge=0, le=1)
 
 
 class CompactionSettings(BaseModel):

@@ -23,6 +23,7 @@ from .hybrid import (
     MEDIA_WEIGHT,
     VECTOR,
     Fused,
+    cover_query,
     fuse,
     neighbour_spread,
     prior_factors,
@@ -47,6 +48,9 @@ Mode = Literal["hybrid", "lexical", "vector"]
 MAX_CONCEPT_MOMENTS = 2000
 #: ... but in a small notebook, a concept in this many moments is still scored.
 MIN_CONCEPT_CAP = 10
+#: Query coverage reads this much of each moment's text: a turn whole, a long document by
+#: its opening (a moment may hold a MiB of text; the search must stay a few ms).
+COVERAGE_CHARS = 4000
 _PUNCTUATION = "\"'`.,;:!?()[]{}<>\u00ab\u00bb\u201c\u201d\u2018"
 
 
@@ -109,7 +113,12 @@ class SearchEngine:
         settings = self.settings
         latest = latest_turns(request.query, settings.latest_turns) if words else None
         lexical = words and request.mode in ("hybrid", "lexical")
-        wanted_content = (lexical and settings.content_match) or request.min_score > 0
+        # Beside a vector signal a match on stopwords alone stays in the lexical ranking, as
+        # weak evidence the vector signal and min_score judge (leave-one-conversation-out
+        # on LoCoMo chose that in hybrid, and dropping them in lexical mode).
+        judged_by_words = request.mode == "lexical" or self.semantic is None
+        drop_stopword_only = lexical and settings.content_match and judged_by_words
+        wanted_content = drop_stopword_only or request.min_score > 0
         spoken = replace(request, query=dialogue_words(request.query))
         wordiness = self._wordiness(spoken.query)
         if wordiness < 1:  # a dialogue: its stopwords say nothing; one search, not two
@@ -117,11 +126,15 @@ class SearchEngine:
         content = self._content_hits(spoken, pool, allowed) if words and wanted_content else None
         if lexical:
             # A query of stopwords only ("what is it") has nothing else to match by.
-            having = content if content_words(spoken.query) else None
+            having = content if drop_stopword_only and content_words(spoken.query) else None
             ranked[LEXICAL] = self._lexical(spoken, pool, allowed, having)
             if latest is not None and settings.latest_turn_weight > 0:
                 later = replace(request, query=latest)
-                having = self._content_hits(later, pool, allowed) if content_words(latest) else None
+                # Its every hit counts as a match (relevance 1): never one on stopwords.
+                if settings.content_match and content_words(latest):
+                    having = self._content_hits(later, pool, allowed)
+                else:
+                    having = None
                 ranked[LEXICAL_LATEST] = self._lexical(later, pool, allowed, having)
         if words and request.mode in ("hybrid", "vector") and self.semantic is not None:
             ranked[VECTOR] = self._vector(request, pool, allowed, latest)
@@ -173,8 +186,14 @@ class SearchEngine:
             ranked_hits = _spread_sessions(
                 ranked_hits, briefs, settings.session_decay, settings.session_free, request.limit
             )
-        head = ranked_hits[: request.limit]
-        moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in head])}
+        asked = self._aspects(spoken.query) if words and latest is None else []
+        shown = max(request.limit, settings.coverage_window) if asked else request.limit
+        window = ranked_hits[:shown]
+        moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in window])}
+        if asked:  # the best coverage_window, whatever the limit: the same head for any
+            covered = settings.coverage_window
+            window = _cover_aspects(window[:covered], moments, asked, settings) + window[covered:]
+        head = window[: request.limit]
         return [
             self._hit(moments[number], score, entry, factors, relevant.get(f"m_{number}"))
             for score, number, entry, factors in head
@@ -196,10 +215,20 @@ class SearchEngine:
         found = self.backend.search_text(request.query, request.where, pool)
         if allowed is not None:
             found = [(mid, s) for mid, s in found if moment_number(mid) in allowed]
-        if content is not None and self.settings.content_match:
+        if content is not None:
             having = set(content)
             found = [(mid, s) for mid, s in found if mid in having]
         return found
+
+    def _aspects(self, query: str) -> list[str]:
+        """The stems a question asks about, for :func:`.hybrid.cover_query`: its words
+        that are not stopwords, when it has two to ``long_query_terms`` of them (a long
+        query, like a dialogue so far, is not a list of things asked)."""
+        if self.settings.coverage_gain <= 0:
+            return []
+        asked = list(dict.fromkeys(stem(word) for word in content_words(query)))
+        longest = self.settings.long_query_terms
+        return asked if len(asked) >= 2 and (not longest or len(asked) <= longest) else []
 
     def _wordiness(self, query: str) -> float:
         """The whole query's lexical weight, 1 for a question: a dialogue-long query matches
@@ -387,6 +416,37 @@ class SearchEngine:
             **{f"{name}_gain": g for name, g in entry.gains.items()},
         }
         return SearchHit(moment=moment, score=score, explain=explain)
+
+
+def _cover_aspects(
+    hits: list[tuple[float, int, Fused, dict[str, float]]],
+    moments: dict[int, Moment],
+    asked: list[str],
+    settings: SearchSettings,
+) -> list[tuple[float, int, Fused, dict[str, float]]]:
+    """``hits`` (best first) reordered by :func:`.hybrid.cover_query` over the stems
+    ``asked``, each weighing ``log(1 + hits / hits having it) ** coverage_idf_power``: a
+    word most of the candidates have says nothing new (a speaker's name), a word only one
+    has is what the others miss."""
+    wanted = set(asked)
+    covers = [
+        wanted.intersection(terms(moments[n].content.text[:COVERAGE_CHARS]))
+        if n in moments
+        else set()
+        for _, n, _, _ in hits
+    ]
+    having = {word: sum(word in c for c in covers) for word in asked}
+    power = settings.coverage_idf_power
+    weights = {w: math.log(1 + len(hits) / n) ** power for w, n in having.items() if n}
+    order = cover_query(
+        [h[0] for h in hits],
+        covers,
+        weights,
+        settings.coverage_gain,
+        len(hits),
+        settings.coverage_residual,
+    )
+    return [hits[i] for i in order]
 
 
 def _spread_sessions(

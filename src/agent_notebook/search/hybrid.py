@@ -28,6 +28,7 @@ __all__ = [
     "MEDIA_WEIGHT",
     "Fused",
     "SignalScore",
+    "cover_query",
     "fuse",
     "neighbour_spread",
     "prior_factors",
@@ -142,6 +143,48 @@ def session_evidence(
         session = session_of.get(moment_id)
         if session is not None:
             entry.score += share * strength[session]
+
+
+def cover_query(
+    scores: Sequence[float],
+    covers: Sequence[Collection[str]],
+    weights: Mapping[str, float],
+    gain: float,
+    limit: int,
+    residual: float = 0.0,
+) -> list[int]:
+    """The order (indices into ``scores``, best first) in which ``limit`` of the
+    candidates are taken, greedily: each next is the one with the best ``score / top score
+    + gain * (weight left of the query words it has) / (weight of all the query words)``,
+    where a word's weight is cut to ``residual`` of it each time a candidate having it is
+    taken. A question often asks for several things ("where does Ana walk her dog, and
+    what did Bo adopt?") told in different sessions: the turns telling the one that
+    matches most must not fill the top alone. ``covers``: each candidate's query words;
+    ``weights``: each query word's weight (rarer ones weigh more)."""
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    total = sum(weights.values())
+    if gain <= 0 or total <= 0 or not order or scores[order[0]] <= 0:
+        return order[:limit]
+    top = scores[order[0]]
+    left = dict(weights)  # what each query word still adds
+    taken: list[int] = []
+    while order and len(taken) < limit:
+        if not left:  # nothing left to gain: the rest keep their order
+            taken += order[: limit - len(taken)]
+            break
+
+        def value(i: int) -> float:
+            return scores[i] / top + gain * sum(left.get(w, 0.0) for w in covers[i]) / total
+
+        best = max(order, key=value)  # ties: the earlier, better-scored one
+        order.remove(best)
+        taken.append(best)
+        for word in covers[best]:
+            if word in left:
+                left[word] *= residual
+                if left[word] <= 0:
+                    del left[word]
+    return taken
 
 
 def prior_factors(moment: MomentBrief, now: datetime, settings: SearchSettings) -> dict[str, float]:
