@@ -559,21 +559,25 @@ class SqliteBackend(SqlReads):
         chosen, postings = sql.choose_terms(order, docs, total, POSTINGS_BUDGET)
         if not chosen:
             return []
+        # bm25() is computed once per row (ordered by its alias), and the moments table is
+        # joined only to filter: a full-text row always has its moment (the triggers), and
+        # reading each match's row doubled the cost of a search at 100k moments.
+        conditions, values = sql.filter_sql(where)
         statement = [
-            "SELECT m.num, -bm25(moments_fts) AS score FROM moments_fts "
-            "JOIN moments m ON m.num = moments_fts.rowid WHERE moments_fts MATCH ?"
+            "SELECT moments_fts.rowid, bm25(moments_fts) AS rank_ FROM moments_fts",
+            "JOIN moments m ON m.num = moments_fts.rowid" if conditions else "",
+            "WHERE moments_fts MATCH ?",
         ]
         params: list[Any] = [" OR ".join(f'"{words[t]}"' for t in chosen)]
         if postings > POSTINGS_BUDGET:
-            statement.append("AND moments_fts.rowid > (SELECT max(num) FROM moments) - ?")
-            params.append(POSTINGS_BUDGET)
-        conditions, values = sql.filter_sql(where)
+            statement.append("AND moments_fts.rowid > ?")
+            params.append(total - POSTINGS_BUDGET)
         statement += [f"AND {c}" for c in conditions]
         params += values
-        statement.append("ORDER BY bm25(moments_fts), m.num LIMIT ?")
+        statement.append("ORDER BY rank_, moments_fts.rowid LIMIT ?")
         params.append(limit)
         rows = self._query(" ".join(statement), params)
-        return [(f"m_{num}", float(score)) for num, score in rows]
+        return [(f"m_{num}", -float(score)) for num, score in rows]
 
     # -- the cold archive ---------------------------------------------------------------------
 
