@@ -38,6 +38,8 @@ Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
 #: How many postings (moment, term pairs) one search may score; see ``search_text``.
 POSTINGS_BUDGET = sql.POSTINGS_BUDGET
+#: Full-text rankings remembered at most (see ``SqliteBackend._ranked``).
+RANKINGS_KEPT = 16
 
 
 class SqliteBackend(SqlReads):
@@ -66,6 +68,8 @@ class SqliteBackend(SqlReads):
         self._savepoints = itertools.count()
         self._reader: sqlite3.Connection | None = None
         self._reader_lock = threading.Lock()
+        #: Recent full-text rankings: (statement, params) -> (generation, limit, rows).
+        self._rankings: dict[tuple[Any, ...], tuple[int, int, list[Any]]] = {}
         if self.path == ":memory:":
             self.capabilities = replace(self.capabilities, persistent=False, multi_process=False)
         else:
@@ -575,9 +579,39 @@ class SqliteBackend(SqlReads):
         statement += [f"AND {c}" for c in conditions]
         params += values
         statement.append("ORDER BY rank_, moments_fts.rowid LIMIT ?")
-        params.append(limit)
-        rows = self._query(" ".join(statement), params)
+        rows = self._ranked(" ".join(statement), params, limit)
         return [(f"m_{num}", -float(score)) for num, score in rows]
+
+    def _ranked(self, statement: str, params: list[Any], limit: int) -> list[Any]:
+        """The first ``limit`` rows of a full-text ranking (``statement`` ends in ``LIMIT
+        ?``), remembered while the file is unchanged: one search often ranks the same terms
+        twice (the query's words, then its words that are not stopwords, which at scale
+        are the same terms within the budget), and a ranking is most of its cost."""
+        generation = self._generation()
+        key = (statement, tuple(params))
+        memo = self._rankings.get(key)
+        if generation is not None and memo is not None and memo[0] == generation:
+            _, had, rows = memo
+            if limit <= had or len(rows) < had:  # a prefix, or the whole ranking
+                return rows[:limit]
+        rows = self._query(statement, [*params, limit])
+        if generation is not None:
+            if len(self._rankings) >= RANKINGS_KEPT:
+                self._rankings.clear()
+            self._rankings[key] = (generation, limit, rows)
+        return rows
+
+    def forget_rankings(self) -> None:
+        """Drop the remembered rankings (a benchmark timing each search from cold)."""
+        self._rankings.clear()
+
+    def _generation(self) -> int | None:
+        """A number that changes with every commit to the file, by any connection (the read
+        connection's ``data_version``), or None where reads are not remembered: in memory,
+        and inside this thread's transaction (its writes are not committed)."""
+        if self._reader is None or self._owner == threading.get_ident():
+            return None
+        return int(self._query("PRAGMA data_version")[0][0])
 
     # -- the cold archive ---------------------------------------------------------------------
 
