@@ -3,6 +3,7 @@ fused (see :mod:`.hybrid`), filtered, with priors; every hit says what found it.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections.abc import Collection
@@ -68,12 +69,17 @@ class SearchRequest:
 def content_words(query: str) -> list[str]:
     """The query's words without stopwords ("what's", "the") and stray letters (the "s"
     of "Ana's"), as :func:`.lexical.tokenize` splits them."""
+    return list(_content_words(query))
+
+
+@functools.lru_cache(maxsize=64)  # one search asks it of the same query several times
+def _content_words(query: str) -> tuple[str, ...]:
     kept = []
     for word in query.split():
         if word.casefold().replace("\u2019", "'").strip(_PUNCTUATION) in STOPWORDS:
             continue
         kept += [t for t in tokenize(word) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
-    return kept
+    return tuple(kept)
 
 
 def matches_words(text: str, query: str) -> bool:

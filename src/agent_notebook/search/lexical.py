@@ -27,8 +27,9 @@ BM25_B = 0.75
 
 def tokenize(text: str) -> list[str]:
     folded = unicodedata.normalize("NFKD", text.casefold())
-    stripped = "".join(ch for ch in folded if not unicodedata.combining(ch))
-    return _WORD.findall(stripped)
+    if not folded.isascii():  # no ASCII character is a combining mark
+        folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    return _WORD.findall(folded)
 
 
 _PORTER_LOCK = threading.Lock()  # a stemmer object keeps its word in itself
@@ -46,7 +47,7 @@ def _porter() -> Any:
 def stem(word: str) -> str:
     """The Porter stem of a tokenized word (as FTS5's ``porter`` tokenizer stems it: words
     shorter than 3 or longer than 64 characters pass through)."""
-    if not 3 <= len(word) <= 64:
+    if not 3 <= len(word) <= 64 or word.isdigit():  # no rule of Porter's changes a number
         return word
     with _PORTER_LOCK:
         return str(_porter().stemWord(word))
