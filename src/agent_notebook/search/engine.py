@@ -325,7 +325,7 @@ class SearchEngine:
             for num in members:
                 if allowed is None or num in allowed:
                     scores[num] = scores.get(num, 0.0) + weight
-        best = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))[:pool]
+        best = heapq.nlargest(pool, scores.items(), key=lambda item: (item[1], item[0]))
         return [(f"m_{num}", score) for num, score in best]
 
     def _concept_members(self, concept: str | None) -> set[int] | None:
