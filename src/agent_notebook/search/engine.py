@@ -116,12 +116,6 @@ class SearchEngine:
         latest = latest_turns(request.query, settings.latest_turns) if words else None
         lexical = words and request.mode in ("hybrid", "lexical")
         wanted_content = (lexical and settings.content_match) or request.min_score > 0
-        if words and request.mode in ("hybrid", "vector") and self.semantic is not None:
-            # The query is embedded on a thread of its own while the other signals are read
-            # (the model releases the GIL): a hybrid search waits for the slower, not both.
-            self.semantic.prepare_query(request.query)
-            if latest is not None and settings.latest_turn_weight > 0:
-                self.semantic.prepare_query(latest)
         spoken = replace(request, query=dialogue_words(request.query))
         wordiness = self._wordiness(spoken.query)
         if wordiness < 1:  # a dialogue: its stopwords say nothing; one search, not two
