@@ -28,6 +28,11 @@ large to embed on a shared machine).
 
     python bench/search_latency.py [--sizes 10000,100000] [--queries 200] [--limit 10]
         [--data ../shared/data/locomo/locomo-dev.json] [--seed 0] [--lexical-only]
+        [--keep DIR]
+
+With ``--keep DIR`` each size's notebook is kept there (``notebook-<size>.db``, recorded and
+embedded) and a later run with the same ``--keep`` times a copy of it instead of recording
+and embedding again: the search latency of a change, at 100k moments, in minutes.
 
 100k moments take a while to embed (about 23 minutes on two cores); run it in the background:
 ``nohup .venv/bin/python bench/search_latency.py > latency.txt 2> latency.err &``.
@@ -39,6 +44,7 @@ import argparse
 import json
 import random
 import re
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -156,11 +162,23 @@ class SizeResult:
     index_load_s: float = 0.0
     graph_build_s: float = 0.0
     approximate: bool = False
+    #: Timed on a copy of a notebook kept by an earlier run (``--keep``): no ingest measured.
+    reused: bool = False
     times: dict[str, list[float]] = field(default_factory=dict)
 
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def copy_notebook(source: str | Path, target: str | Path) -> None:
+    """A consistent copy of a SQLite notebook (the backup API: its WAL included)."""
+    src, dst = sqlite3.connect(source), sqlite3.connect(target)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
 
 
 def measure(
@@ -170,10 +188,25 @@ def measure(
     dialogues: list[str],
     limit: int,
     lexical_only: bool,
+    keep: Path | None = None,
 ) -> SizeResult:
     result = SizeResult(size)
+    kept = (
+        None if keep is None else keep / f"notebook-{size}{'-lexical' if lexical_only else ''}.db"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         location = str(Path(tmp) / "notebook.db")
+        if kept is not None and kept.exists():  # recorded (and embedded) by an earlier run
+            log(f"{size}: timing a copy of {kept}")
+            copy_notebook(kept, location)
+            result.reused = True
+            modes = ("lexical",) if lexical_only else ("lexical", "hybrid")
+            nb = Notebook(open_backend(location), embedder=None if lexical_only else "default")
+            result.unembedded = nb.unembedded() if not lexical_only else -1
+            prepare(nb, result, questions[0], limit, lexical_only)
+            timed(nb, result, questions, dialogues, limit, modes)
+            nb.close()
+            return result
         nb = Notebook(open_backend(location), embedder=None)
         start = datetime(2024, 1, 1, tzinfo=UTC)
         t0 = time.perf_counter()
@@ -189,6 +222,8 @@ def measure(
                 log(f"{size}: recorded {first + BATCH}")
         result.record_s = time.perf_counter() - t0
         if lexical_only:  # nothing embedded: the lexical signal alone is timed
+            if kept is not None:
+                copy_notebook(location, kept)
             timed(nb, result, questions, dialogues, limit, ("lexical",))
             nb.close()
             return result
@@ -215,18 +250,27 @@ def measure(
         result.embed_s = time.perf_counter() - t0
         result.unembedded = nb.unembedded()
         log(f"{size}: {result.unembedded} moments unembedded before timing")
-
-        t0 = time.perf_counter()
-        nb.search(questions[0], limit=limit, mode="hybrid")  # builds the vector index
-        result.index_load_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        index = semantic.index()
-        index.wait_idle()  # above its exact limit, the index builds an HNSW graph first
-        result.graph_build_s = time.perf_counter() - t0
-        result.approximate = index.approximate
+        if kept is not None:
+            copy_notebook(location, kept)
+        prepare(nb, result, questions[0], limit, lexical_only)
         timed(nb, result, questions, dialogues, limit, ("lexical", "hybrid"))
         nb.close()
     return result
+
+
+def prepare(nb: Notebook, result: SizeResult, query: str, limit: int, lexical_only: bool) -> None:
+    """Before timing: one hybrid query builds the vector index (timed), then the wait for
+    its background HNSW graph (timed too)."""
+    if lexical_only or nb.semantic is None:
+        return
+    t0 = time.perf_counter()
+    nb.search(query, limit=limit, mode="hybrid")  # builds the vector index
+    result.index_load_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    index = nb.semantic.index()
+    index.wait_idle()  # above its exact limit, the index builds an HNSW graph first
+    result.graph_build_s = time.perf_counter() - t0
+    result.approximate = index.approximate
 
 
 def timed(
@@ -245,6 +289,9 @@ def timed(
     for q in questions[:WARMUP] + dialogues[:WARMUP]:
         for mode in modes:
             nb.search(q, limit=limit, mode=mode)  # type: ignore[arg-type]
+    # Each timed search starts cold: the SQLite backend remembers the rankings of the last
+    # searches, and the next mode's search of the same query would reuse them.
+    forget = getattr(nb.backend, "forget_rankings", lambda: None)
     for kind, queries in (("", questions), ("-dialogue", dialogues)):
         for q in queries[WARMUP:]:
             for mode in modes:
@@ -252,6 +299,7 @@ def timed(
                     if suffix and kind:
                         continue
                     nb.config = config
+                    forget()
                     t1 = time.perf_counter()
                     nb.search(q, limit=limit, mode=mode)  # type: ignore[arg-type]
                     elapsed = time.perf_counter() - t1
@@ -273,6 +321,9 @@ def report(results: list[SizeResult], source: str, n_queries: int, limit: int) -
         f"{'record+embed':>12}  unembedded before timing"
     )
     for r in results:
+        if r.reused:
+            print(f"{r.size:>8}  (a notebook kept by an earlier run: ingest not measured)")
+            continue
         first = f"{10_000 / r.embed_first_10k_s:15.0f}" if r.embed_first_10k_s else f"{'-':>15}"
         embed = f"{r.size / r.embed_s:7.0f}" if r.embed_s else f"{'-':>7}"  # --lexical-only
         print(
@@ -324,6 +375,12 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)  # from /work/main
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--keep",
+        type=Path,
+        help="keep each size's notebook in this directory (notebook-<size>.db), and time a "
+        "copy of it instead of recording and embedding again when it is there already",
+    )
+    parser.add_argument(
         "--lexical-only",
         action="store_true",
         help="embed nothing, time the lexical signal only (100k moments embed for hours here)",
@@ -348,7 +405,9 @@ def main() -> None:
         dialogues = dialogue_queries(
             locomo_corpus(data, random.Random(args.seed + 2)) if data else generated_corpus(rng), n
         )
-        results.append(measure(size, texts, questions, dialogues, args.limit, args.lexical_only))
+        results.append(
+            measure(size, texts, questions, dialogues, args.limit, args.lexical_only, args.keep)
+        )
     report(results, source, args.queries, args.limit)
 
 

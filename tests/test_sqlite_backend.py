@@ -135,3 +135,23 @@ def test_search_takes_rare_terms_first_within_its_budget(
     assert [moment_id for moment_id, _ in hits] == ["m_41"]
     monkeypatch.undo()
     assert len(backend.search_text("common zebra", MomentFilter(), limit=50)) == 41
+
+
+def test_a_remembered_ranking_never_outlives_a_write(tmp_path: Path) -> None:
+    """Rankings are remembered while the file is unchanged: a write by this backend or by
+    another connection to the file (another process) makes the next search rank afresh."""
+    backend = open_with(tmp_path)
+    backend.put_moments([moment(n, f"the kayak trip {n}", []) for n in range(1, 6)])
+    first = backend.search_text("kayak", MomentFilter(), limit=3)
+    assert backend.search_text("kayak", MomentFilter(), limit=3) == first
+    assert len(backend.search_text("kayak", MomentFilter(), limit=10)) == 5  # not the prefix
+    backend.put_moments([moment(6, "kayak kayak kayak", [])])
+    assert backend.search_text("kayak", MomentFilter(), limit=1)[0][0] == "m_6"
+    other = SqliteBackend(tmp_path / "notebook.db")
+    other.put_moments([moment(7, "kayak kayak kayak kayak", [])])
+    other.close()
+    assert backend.search_text("kayak", MomentFilter(), limit=1)[0][0] == "m_7"
+    with backend.atomic():  # inside a transaction, its own uncommitted writes are seen
+        backend.put_moments([moment(8, "kayak " * 6, [])])
+        assert backend.search_text("kayak", MomentFilter(), limit=1)[0][0] == "m_8"
+    backend.close()

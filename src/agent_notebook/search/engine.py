@@ -3,6 +3,7 @@ fused (see :mod:`.hybrid`), filtered, with priors; every hit says what found it.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections.abc import Collection
@@ -72,12 +73,17 @@ class SearchRequest:
 def content_words(query: str) -> list[str]:
     """The query's words without stopwords ("what's", "the") and stray letters (the "s"
     of "Ana's"), as :func:`.lexical.tokenize` splits them."""
+    return list(_content_words(query))
+
+
+@functools.lru_cache(maxsize=64)  # one search asks it of the same query several times
+def _content_words(query: str) -> tuple[str, ...]:
     kept = []
     for word in query.split():
         if word.casefold().replace("\u2019", "'").strip(_PUNCTUATION) in STOPWORDS:
             continue
         kept += [t for t in tokenize(word) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
-    return kept
+    return tuple(kept)
 
 
 def matches_words(text: str, query: str) -> bool:
@@ -348,7 +354,7 @@ class SearchEngine:
             for num in members:
                 if allowed is None or num in allowed:
                     scores[num] = scores.get(num, 0.0) + weight
-        best = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))[:pool]
+        best = heapq.nlargest(pool, scores.items(), key=lambda item: (item[1], item[0]))
         return [(f"m_{num}", score) for num, score in best]
 
     def _concept_members(self, concept: str | None) -> set[int] | None:

@@ -26,8 +26,9 @@ BM25_B = 0.75
 
 def tokenize(text: str) -> list[str]:
     folded = unicodedata.normalize("NFKD", text.casefold())
-    stripped = "".join(ch for ch in folded if not unicodedata.combining(ch))
-    return _WORD.findall(stripped)
+    if not folded.isascii():  # no ASCII character is a combining mark
+        folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    return _WORD.findall(folded)
 
 
 class _Fts5Porter:

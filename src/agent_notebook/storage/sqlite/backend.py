@@ -37,6 +37,8 @@ Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
 #: How many postings (moment, term pairs) one search may score; see ``search_text``.
 POSTINGS_BUDGET = sql.POSTINGS_BUDGET
+#: Full-text rankings remembered at most (see ``SqliteBackend._ranked``).
+RANKINGS_KEPT = 16
 
 
 class SqliteBackend(SqlReads):
@@ -66,6 +68,8 @@ class SqliteBackend(SqlReads):
         self._savepoints = itertools.count()
         self._reader: sqlite3.Connection | None = None
         self._reader_lock = threading.Lock()
+        #: Recent full-text rankings: (statement, params) -> (generation, limit, rows).
+        self._rankings: dict[tuple[Any, ...], tuple[int, int, list[Any]]] = {}
         if self.path == ":memory:":
             self.capabilities = replace(self.capabilities, persistent=False, multi_process=False)
         else:
@@ -487,9 +491,10 @@ class SqliteBackend(SqlReads):
 
     def concept_members(self, concept: str, at_most: int) -> list[int] | None:
         self.settle()
+        # A concept pair goes with its moment in one transaction (``_remove_moments``), so
+        # the moments table is not read: a third of the concept signal's cost at 100k.
         rows = self._query(
-            "SELECT cm.num FROM concepts c "
-            "JOIN concept_moments cm ON cm.concept_id = c.id JOIN moments m ON m.num = cm.num "
+            "SELECT cm.num FROM concepts c JOIN concept_moments cm ON cm.concept_id = c.id "
             "WHERE c.name = ? ORDER BY cm.num LIMIT ?",
             (self._name(concept), at_most + 1),
         )
@@ -559,21 +564,55 @@ class SqliteBackend(SqlReads):
         chosen, postings = sql.choose_terms(order, docs, total, POSTINGS_BUDGET)
         if not chosen:
             return []
+        # bm25() is computed once per row (ordered by its alias), and the moments table is
+        # joined only to filter: a full-text row always has its moment (the triggers), and
+        # reading each match's row doubled the cost of a search at 100k moments.
+        conditions, values = sql.filter_sql(where)
         statement = [
-            "SELECT m.num, -bm25(moments_fts) AS score FROM moments_fts "
-            "JOIN moments m ON m.num = moments_fts.rowid WHERE moments_fts MATCH ?"
+            "SELECT moments_fts.rowid, bm25(moments_fts) AS rank_ FROM moments_fts",
+            "JOIN moments m ON m.num = moments_fts.rowid" if conditions else "",
+            "WHERE moments_fts MATCH ?",
         ]
         params: list[Any] = [" OR ".join(f'"{words[t]}"' for t in chosen)]
         if postings > POSTINGS_BUDGET:
-            statement.append("AND moments_fts.rowid > (SELECT max(num) FROM moments) - ?")
-            params.append(POSTINGS_BUDGET)
-        conditions, values = sql.filter_sql(where)
+            statement.append("AND moments_fts.rowid > ?")
+            params.append(total - POSTINGS_BUDGET)
         statement += [f"AND {c}" for c in conditions]
         params += values
-        statement.append("ORDER BY bm25(moments_fts), m.num LIMIT ?")
-        params.append(limit)
-        rows = self._query(" ".join(statement), params)
-        return [(f"m_{num}", float(score)) for num, score in rows]
+        statement.append("ORDER BY rank_, moments_fts.rowid LIMIT ?")
+        rows = self._ranked(" ".join(statement), params, limit)
+        return [(f"m_{num}", -float(score)) for num, score in rows]
+
+    def _ranked(self, statement: str, params: list[Any], limit: int) -> list[Any]:
+        """The first ``limit`` rows of a full-text ranking (``statement`` ends in ``LIMIT
+        ?``), remembered while the file is unchanged: one search often ranks the same terms
+        twice (the query's words, then its words that are not stopwords, which at scale
+        are the same terms within the budget), and a ranking is most of its cost."""
+        generation = self._generation()
+        key = (statement, tuple(params))
+        memo = self._rankings.get(key)
+        if generation is not None and memo is not None and memo[0] == generation:
+            _, had, rows = memo
+            if limit <= had or len(rows) < had:  # a prefix, or the whole ranking
+                return rows[:limit]
+        rows = self._query(statement, [*params, limit])
+        if generation is not None:
+            if len(self._rankings) >= RANKINGS_KEPT:
+                self._rankings.clear()
+            self._rankings[key] = (generation, limit, rows)
+        return rows
+
+    def forget_rankings(self) -> None:
+        """Drop the remembered rankings (a benchmark timing each search from cold)."""
+        self._rankings.clear()
+
+    def _generation(self) -> int | None:
+        """A number that changes with every commit to the file, by any connection (the read
+        connection's ``data_version``), or None where reads are not remembered: in memory,
+        and inside this thread's transaction (its writes are not committed)."""
+        if self._reader is None or self._owner == threading.get_ident():
+            return None
+        return int(self._query("PRAGMA data_version")[0][0])
 
     # -- the cold archive ---------------------------------------------------------------------
 
