@@ -269,7 +269,10 @@ def test_forgetting_a_phrase_that_matches_structure_keeps_the_structure(
         nb.drain()
         before = {s.id: s for s in nb.backend.list_sessions()}
         history = len(list(graph.get_state_history(THREAD)))
-        for phrase in ("00", "active", "loop", "1", "input", "t-1"):
+        thread_session = nb.thread_session("t-1")
+        pointer = graph.get_state(THREAD).values["recorded_through"]  # a message's id
+        segment = pointer.split("-")[-2]  # hex digits between two hyphens
+        for phrase in ("00", "active", "loop", "1", "input", "t-1", "01", "2026", segment):
             nb.forget(phrase, "structure test")
 
         after = {s.id: s for s in nb.backend.list_sessions()}
@@ -283,6 +286,8 @@ def test_forgetting_a_phrase_that_matches_structure_keeps_the_structure(
             )
         assert "00" not in after[session.id].task  # free text is scrubbed
         assert len(list(graph.get_state_history(THREAD))) == history
+        assert nb.thread_session("t-1") == thread_session
+        assert graph.get_state(THREAD).values["recorded_through"] == pointer
         state = graph.invoke({"messages": [HumanMessage("Still there?")]}, THREAD)
         assert state["messages"][-1].content == "Noted."
         assert nb.session_notebook("t-1").sync.load() is not None

@@ -36,6 +36,7 @@ from .saver_base import (
     SaverSemantics,
     TurnMark,
     reseal_typed,
+    scrub_channel,
     scrub_checkpoint,
     scrub_metadata,
 )
@@ -369,12 +370,14 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
                     ),
                 )
             for table, keys in SERDE_TABLES.items():
-                cur.execute(f"SELECT {', '.join(keys)}, type, blob FROM {table} FOR UPDATE")
+                cur.execute(
+                    f"SELECT {', '.join(keys)}, channel, type, blob FROM {table} FOR UPDATE"
+                )
                 for r in cur.fetchall():
                     if r["blob"] is None:
                         continue
                     value = serde.loads_typed((r["type"], bytes(r["blob"])))
-                    scrubbed = scrub(value)
+                    scrubbed = scrub_channel(scrub, r["channel"], value)
                     if scrubbed is value:
                         continue
                     kind, blob = serde.dumps_typed(scrubbed)

@@ -85,15 +85,28 @@ STRUCTURAL_METADATA = frozenset(
 )
 
 
+#: Channels whose values are pointers, not text: the chat graph's ``recorded_through`` (the
+#: id of the last message recorded as a moment) and ``model_override`` (a model's name).
+STRUCTURAL_CHANNELS = frozenset({"recorded_through", "model_override"})
+
+
+def scrub_channel(scrub: Callable[[Any], Any], channel: str, value: Any) -> Any:
+    """A channel's value (or a pending write to it) with ``scrub`` applied, unless the
+    channel holds a pointer (:data:`STRUCTURAL_CHANNELS`)."""
+    return value if channel in STRUCTURAL_CHANNELS else scrub(value)
+
+
 def scrub_checkpoint(scrub: Callable[[Any], Any], checkpoint: Any) -> Any:
     """``checkpoint`` with ``scrub`` applied to its channel values only: its id, channel
     versions and seen versions are structure that a forgotten phrase (say "00") may match
     but must never rewrite. The same object when nothing changed."""
-    if not isinstance(checkpoint, dict) or checkpoint.get("channel_values") is None:
+    if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("channel_values"), dict):
         return checkpoint
     values = checkpoint["channel_values"]
-    scrubbed = scrub(values)
-    return checkpoint if scrubbed is values else {**checkpoint, "channel_values": scrubbed}
+    scrubbed = {k: scrub_channel(scrub, k, v) for k, v in values.items()}
+    if all(scrubbed[k] is v for k, v in values.items()):
+        return checkpoint
+    return {**checkpoint, "channel_values": scrubbed}
 
 
 def scrub_metadata(scrub: Callable[[Any], Any], metadata: Any) -> Any:

@@ -64,7 +64,7 @@ from ..model import (
     now_utc,
     validate_record,
 )
-from ..saver_base import scrub_checkpoint, scrub_metadata
+from ..saver_base import scrub_channel, scrub_checkpoint, scrub_metadata
 from ..storage.sqlite.backend import database_file, vacuum
 from ..storage.store_vectors import IndexedStore
 
@@ -632,10 +632,10 @@ class Redaction:
                         rowid,
                     ),
                 )
-            rows = cur.execute("SELECT rowid, type, value FROM writes").fetchall()
-            for rowid, kind, blob in rows:
+            rows = cur.execute("SELECT rowid, channel, type, value FROM writes").fetchall()
+            for rowid, channel, kind, blob in rows:
                 value = serde.loads_typed((kind, blob))
-                scrubbed = self.scrubber.value(value)
+                scrubbed = scrub_channel(self.scrubber.value, channel, value)
                 if scrubbed is not value:
                     new_kind, new_blob = serde.dumps_typed(scrubbed)
                     cur.execute(
