@@ -290,4 +290,4 @@ def test_forgetting_a_phrase_that_matches_structure_keeps_the_structure(
         assert graph.get_state(THREAD).values["recorded_through"] == pointer
         state = graph.invoke({"messages": [HumanMessage("Still there?")]}, THREAD)
         assert state["messages"][-1].content == "Noted."
-        assert nb.session_notebook("t-1").sync.load() is not None
+        nb.session_notebook("t-1").sync.load()  # raises if its stored times were rewritten

@@ -4,7 +4,8 @@ rest of its context (on a kept thread, once), not after the lexical search."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -15,10 +16,12 @@ from langchain_core.messages import HumanMessage
 from agent_notebook.config import NotebookConfig
 from agent_notebook.embed import MiniLmEmbedder, default_embedder
 from agent_notebook.graph import build_chat_graph
+from agent_notebook.graph.runs import ChatGraph
 from agent_notebook.notebook import Notebook
 from agent_notebook.storage import SqliteBackend
 
 THREAD = {"configurable": {"thread_id": "turns"}}
+LYON = "The train to Lyon leaves at 7:40 from platform 4."
 
 
 @pytest.fixture(scope="module")
@@ -45,17 +48,26 @@ class QueryLog:
         return self.inner.embed_query(text)
 
 
+@contextmanager
+def hybrid_chat(
+    tmp_path: Path, embedder: QueryLog, earlier: str, answers: int = 1
+) -> Iterator[tuple[Notebook, ChatGraph]]:
+    """A SQLite notebook whose chat context searches hybrid with ``embedder``, holding one
+    earlier moment (embedded), and its chat graph answering "Noted." ``answers`` times."""
+    config = NotebookConfig.model_validate({"chat": {"context_search": "hybrid"}})
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    with Notebook(backend, config=config, embedder=embedder, background_embedding=False) as nb:
+        sid = nb.start_session("earlier").id
+        nb.record(sid, earlier)
+        nb.reindex()
+        yield nb, build_chat_graph(nb, model=FakeListChatModel(responses=["Noted."] * answers))
+
+
 def test_a_turn_embeds_its_message_once_ahead_of_the_search(
     minilm: MiniLmEmbedder, tmp_path: Path
 ) -> None:
     log = QueryLog(minilm)
-    config = NotebookConfig.model_validate({"chat": {"context_search": "hybrid"}})
-    backend = SqliteBackend(tmp_path / "notebook.db")
-    with Notebook(backend, config=config, embedder=log, background_embedding=False) as nb:
-        sid = nb.start_session("earlier").id
-        nb.record(sid, "The train to Lyon leaves at 7:40 from platform 4.")
-        nb.reindex()
-        graph = build_chat_graph(nb, model=FakeListChatModel(responses=["Noted."] * 4))
+    with hybrid_chat(tmp_path, log, LYON, answers=4) as (nb, graph):
         messages = ["When does the Lyon train leave?", "And from which platform?"]
         for message in messages:
             graph.invoke({"messages": [HumanMessage(message)]}, THREAD)
@@ -124,13 +136,7 @@ def test_the_message_embedded_for_the_query_is_not_embedded_again_as_its_moment(
     minilm: MiniLmEmbedder, tmp_path: Path
 ) -> None:
     log = DocumentLog(minilm)
-    config = NotebookConfig.model_validate({"chat": {"context_search": "hybrid"}})
-    backend = SqliteBackend(tmp_path / "notebook.db")
-    with Notebook(backend, config=config, embedder=log, background_embedding=False) as nb:
-        sid = nb.start_session("earlier").id
-        nb.record(sid, "The train to Lyon leaves at 7:40 from platform 4.")
-        nb.reindex()
-        graph = build_chat_graph(nb, model=FakeListChatModel(responses=["Noted."]))
+    with hybrid_chat(tmp_path, log, LYON) as (nb, graph):
         message = "When does the Lyon train leave?"
         graph.invoke({"messages": [HumanMessage(message)]}, THREAD)
         log.documents.clear()
@@ -145,13 +151,7 @@ def test_a_redaction_leaves_no_kept_query_text_or_vector(
     minilm: MiniLmEmbedder, tmp_path: Path
 ) -> None:
     log = DocumentLog(minilm)
-    config = NotebookConfig.model_validate({"chat": {"context_search": "hybrid"}})
-    backend = SqliteBackend(tmp_path / "notebook.db")
-    with Notebook(backend, config=config, embedder=log, background_embedding=False) as nb:
-        sid = nb.start_session("earlier").id
-        nb.record(sid, "Nothing to see here.")
-        nb.reindex()
-        graph = build_chat_graph(nb, model=FakeListChatModel(responses=["Noted."]))
+    with hybrid_chat(tmp_path, log, "Nothing to see here.") as (nb, graph):
         secret = "My locker code is 4471, keep it."
         graph.invoke({"messages": [HumanMessage(secret)]}, THREAD)
         semantic = nb.semantic
@@ -170,13 +170,7 @@ def test_a_copy_of_the_graph_starts_the_embedding_with_the_run_too(
     """``with_config`` copies the graph: the copy still embeds the new message once, on
     the query thread, ahead of the node."""
     log = QueryLog(minilm)
-    config = NotebookConfig.model_validate({"chat": {"context_search": "hybrid"}})
-    backend = SqliteBackend(tmp_path / "notebook.db")
-    with Notebook(backend, config=config, embedder=log, background_embedding=False) as nb:
-        sid = nb.start_session("earlier").id
-        nb.record(sid, "The train to Lyon leaves at 7:40 from platform 4.")
-        nb.reindex()
-        graph = build_chat_graph(nb, model=FakeListChatModel(responses=["Noted."]))
+    with hybrid_chat(tmp_path, log, LYON) as (nb, graph):
         copy = graph.with_config(recursion_limit=5)
         semantic = nb.semantic
         assert semantic is not None

@@ -583,23 +583,21 @@ class Redaction:
         updates) scrubbed and its revision bumped; its thread, times and marks are
         structure and stay. The same object when nothing changed."""
         content = self.scrubber.text(value["content"])
-        failures = [
-            {**f, "error": self.scrubber.text(f["error"])}
-            if isinstance(f, dict) and isinstance(f.get("error"), str)
-            else f
-            for f in value.get("failures") or []
-        ]
-        failures_changed = any(
-            a.get("error") is not b.get("error")
-            for a, b in zip(failures, value.get("failures") or [], strict=True)
-            if isinstance(a, dict)
-        )
-        if content is value["content"] and not failures_changed:
+        old_failures = value.get("failures") or []
+        failures = [self._scrubbed_failure(f) for f in old_failures]
+        changed = any(a is not b for a, b in zip(failures, old_failures, strict=True))
+        if content is value["content"] and not changed:
             return value
         revision = value.get("revision")
         bumped = revision + 1 if isinstance(revision, int) else revision
-        update = {"content": content, "revision": bumped}
-        return {**value, **update, **({"failures": failures} if failures_changed else {})}
+        return {**value, "content": content, "failures": failures, "revision": bumped}
+
+    def _scrubbed_failure(self, failure: Any) -> Any:
+        """A failed update's record with its error scrubbed (its time and updater stay)."""
+        if not isinstance(failure, dict) or not isinstance(failure.get("error"), str):
+            return failure
+        error = self.scrubber.text(failure["error"])
+        return failure if error is failure["error"] else {**failure, "error": error}
 
     def _scrub_checkpoints(self) -> None:
         saver = self._saver()

@@ -8,6 +8,7 @@ split on anything that is not a letter or digit, and each word reduced to its Po
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import sqlite3
@@ -71,18 +72,21 @@ class _Fts5Porter:
         return fresh
 
 
-_porter = _Fts5Porter()
+@functools.cache
+def _porter() -> _Fts5Porter:
+    # Made on the first word stemmed: a command that never searches nor records pays nothing.
+    return _Fts5Porter()
 
 
 def stem(word: str) -> str:
     """The Porter stem of a tokenized word, as FTS5's ``porter`` tokenizer stems it (words
     shorter than 3 or longer than 64 characters pass through)."""
-    return _porter.stems([word])[0]
+    return _porter().stems([word])[0]
 
 
 def terms(text: str) -> list[str]:
     """The index terms of ``text``: its words, stemmed."""
-    return _porter.stems(tokenize(text))
+    return _porter().stems(tokenize(text))
 
 
 class Bm25Index:

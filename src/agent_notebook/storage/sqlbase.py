@@ -13,7 +13,7 @@ counts the index terms again once their keyed tokens changed (:meth:`SqlReads._r
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import StorageError
@@ -214,22 +214,22 @@ class SqlReads(StorageBackend):
                 )
                 done += len(moments) + len(resealed)
         with self.atomic():
-            for session_id, body in self._query("SELECT id, body FROM sessions"):
-                if stale(body):
-                    session = sealed.session_from_row(cipher, body)
-                    self._write(
-                        f"UPDATE sessions SET body = {m} WHERE id = {m}",
-                        (sealed.session_body(cipher, session), session_id),
-                    )
-                    done += 1
-            for num, body in self._query("SELECT num, body FROM archived"):
-                if stale(body):
-                    entry = sealed.archive_from_row(cipher, body)
-                    self._write(
-                        f"UPDATE archived SET body = {m} WHERE num = {m}",
-                        (sealed.archive_body(cipher, entry), num),
-                    )
-                    done += 1
+            body_resealers: dict[tuple[str, str], Callable[[str], str]] = {  # table, key: body
+                ("sessions", "id"): lambda body: sealed.session_body(
+                    cipher, sealed.session_from_row(cipher, body)
+                ),
+                ("archived", "num"): lambda body: sealed.archive_body(
+                    cipher, sealed.archive_from_row(cipher, body)
+                ),
+            }
+            for (table, key), reseal_body in body_resealers.items():
+                for row_key, body in self._query(f"SELECT {key}, body FROM {table}"):
+                    if stale(body):
+                        self._write(
+                            f"UPDATE {table} SET body = {m} WHERE {key} = {m}",
+                            (reseal_body(body), row_key),
+                        )
+                        done += 1
             prefix = "~" + cipher.key_id.hex() + ":"
             for cid, name in self._query("SELECT id, name FROM concepts"):
                 if not name.startswith(prefix):
