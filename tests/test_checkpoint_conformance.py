@@ -6,7 +6,7 @@ checkpoint semantics around it: every checkpoint kept by default, a pruned id a 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -102,25 +102,32 @@ def open_notebook(home: Path, *, encrypted: bool) -> Notebook:
     return Notebook.open(home, background_embedding=False)
 
 
-@pytest.fixture(params=["plain", "encrypted"])
-def notebooks(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def notebook_supply(
+    tmp_path: Path, open_one: Callable[[Path], Notebook]
 ) -> Iterator[Iterator[Notebook]]:
-    """Fresh notebooks (one per capability suite), all closed after the test."""
-    monkeypatch.delenv(KEY_ENV, raising=False)
+    """For a fixture to ``yield from``: an endless supply of fresh notebooks, each opened
+    by ``open_one`` in a home of its own under ``tmp_path``; all closed at the end."""
     opened: list[Notebook] = []
 
     def fresh() -> Iterator[Notebook]:
         while True:
-            nb = open_notebook(
-                tmp_path / f"nb{len(opened)}", encrypted=request.param == "encrypted"
-            )
+            nb = open_one(tmp_path / f"nb{len(opened)}")
             opened.append(nb)
             yield nb
 
     yield fresh()
     for nb in opened:
         nb.close()
+
+
+@pytest.fixture(params=["plain", "encrypted"])
+def notebooks(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Iterator[Notebook]]:
+    """Fresh notebooks (one per capability suite), all closed after the test."""
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    encrypted = request.param == "encrypted"
+    yield from notebook_supply(tmp_path, lambda home: open_notebook(home, encrypted=encrypted))
 
 
 @pytest.mark.parametrize("api", ["async", "sync"])

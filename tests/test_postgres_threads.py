@@ -22,7 +22,7 @@ from agent_notebook.pg_store import NotebookPostgresStore, SealedPostgresStore
 from agent_notebook.privacy.crypto import generate_key, write_key_file
 from agent_notebook.saver_base import CheckpointPruned
 from chat_models import RecordingModel
-from test_checkpoint_conformance import KEY_ENV, passes_conformance
+from test_checkpoint_conformance import KEY_ENV, notebook_supply, passes_conformance
 
 THREAD = {"configurable": {"thread_id": "t-pg"}}
 
@@ -69,20 +69,10 @@ def notebooks(
 ) -> Iterator[Iterator[Notebook]]:
     """Fresh Postgres notebooks, each in a schema of its own, closed after the test."""
     monkeypatch.delenv(KEY_ENV, raising=False)
-    opened: list[Notebook] = []
-
-    def fresh() -> Iterator[Notebook]:
-        while True:
-            root = tmp_path / f"nb{len(opened)}"
-            nb = open_notebook(
-                root, pg.url_with_schema(root), encrypted=request.param == "encrypted"
-            )
-            opened.append(nb)
-            yield nb
-
-    yield fresh()
-    for nb in opened:
-        nb.close()
+    encrypted = request.param == "encrypted"
+    yield from notebook_supply(
+        tmp_path, lambda home: open_notebook(home, pg.url_with_schema(home), encrypted=encrypted)
+    )
 
 
 @pytest.mark.parametrize("api", ["async", "sync"])

@@ -331,15 +331,6 @@ class SearchEngine:
         names = dict.fromkeys(
             [*enrich(query).concepts, *map(normalize_concept, identifiers(query))]
         )
-        return self._concept_scores(names, pool, allowed)
-
-    def _concept_scores(
-        self,
-        names: Collection[str],
-        pool: int,
-        allowed: set[int] | None,
-    ) -> list[tuple[str, float]]:
-        """Moments having any of the concepts ``names``, by the sum of their rarity."""
         total = max(1, self.backend.count_moments())
         most = min(
             MAX_CONCEPT_MOMENTS,
