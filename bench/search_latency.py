@@ -102,9 +102,10 @@ def locomo_corpus(data: list[dict[str, Any]], rng: random.Random) -> Iterator[st
 
 def locomo_questions(data: list[dict[str, Any]], n: int, rng: random.Random) -> list[str]:
     questions = [q["question"] for conv in data for q in conv["qa"]]
-    speakers = {
-        s for c in data for s in (c["conversation"]["speaker_a"], c["conversation"]["speaker_b"])
-    }
+    # sorted: a set's order changes with PYTHONHASHSEED, and so would the names drawn
+    speakers = sorted(
+        {s for c in data for s in (c["conversation"]["speaker_a"], c["conversation"]["speaker_b"])}
+    )
     return [
         redraw(q, {s: rng.choice(POOL) for s in speakers}, rng) for q in rng.sample(questions, n)
     ]

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from langchain_core.embeddings import Embeddings
+from langgraph.store.base import PutOp
 
 import pg
 from agent_notebook.storage import SqliteBackend, StorageBackend
@@ -154,3 +155,71 @@ def test_both_stores_score_alike(tmp_path: Path) -> None:
 def _cosine(a: list[float], b: list[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     return dot / (sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5)
+
+
+def test_two_stores_on_one_database_see_each_others_writes(backend: StorageBackend) -> None:
+    """Each store keeps its own in-process copy of the vectors; a put in one is found by a
+    search in the other, a delete or a put with index=False is never returned, and a
+    change to an item's text moves it."""
+    first, conn1 = opened(backend, index())
+    second, conn2 = opened(backend, index())
+    try:
+        fill(first)
+        assert [h.key for h in second.search(NOTES, query="cat")][:1] == ["cat"]
+        second.put(NOTES, "kitten", {"text": "cat cat cat"})
+        assert first.search(NOTES, query="cat")[0].key == "kitten"
+        first.delete(NOTES, "kitten")
+        second.put(NOTES, "cat", {"text": "rent"}, index=False)
+        assert {"kitten", "cat"}.isdisjoint(h.key for h in second.search((), query="cat", limit=50))
+        first.put(NOTES, "train", {"text": "cat cat"})
+        assert second.search(NOTES, query="cat", limit=1)[0].key == "train"
+        assert [h.key for h in second.search((), query="cat")][:2] == ["cat2", "train"]
+    finally:
+        conn1.close()
+        conn2.close()
+
+
+def test_a_copy_behind_the_pruned_log_loads_everything_again(backend: StorageBackend) -> None:
+    from agent_notebook.storage.store_vector_cache import LOG_KEPT
+
+    reader, conn1 = opened(backend, index())
+    writer, conn2 = opened(backend, index())
+    try:
+        fill(reader)
+        assert reader.search(NOTES, query="cat")[0].key == "cat"
+        seen = reader._vector_cache.through
+        bulk = 500 * (LOG_KEPT // 500 + 3)  # more changes than the log keeps
+        for start in range(0, bulk, 500):
+            writer.batch(
+                [PutOp(("bulk",), f"b{i}", {"text": "train"}) for i in range(start, start + 500)]
+            )
+        writer.delete(NOTES, "cat")
+        horizon, _ = writer.change_log_position()
+        assert horizon > seen  # the changes the reader has not seen are partly gone
+        hits = reader.search((), query="cat food", limit=10)
+        assert "cat" not in [h.key for h in hits] and hits[0].key == "cat2"
+        assert len(reader._vector_cache) == bulk + 3
+    finally:
+        conn1.close()
+        conn2.close()
+
+
+def test_a_store_indexed_before_the_change_log_existed_still_searches(tmp_path: Path) -> None:
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    store, conn = opened(backend, index())
+    fill(store)
+    # what a notebook written before the log existed holds: vectors, no log, no triggers
+    for trigger in ("insert", "update", "delete"):
+        conn.execute(f"DROP TRIGGER store_vectors_logged_{trigger}")
+    conn.execute("DROP TRIGGER store_vector_log_pruned")
+    conn.execute("DROP TABLE store_vector_log")
+    conn.execute("DROP TABLE store_vector_horizon")
+    conn.close()
+    again, conn = opened(backend, index())
+    try:
+        assert [h.key for h in again.search(NOTES, query="cat food")] == ["cat", "rent", "train"]
+        again.delete(NOTES, "cat")
+        assert [h.key for h in again.search(NOTES, query="cat food")] == ["rent", "train"]
+    finally:
+        conn.close()
+        backend.close()

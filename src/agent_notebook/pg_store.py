@@ -12,10 +12,15 @@ map and an app's items.
   notebook does not require): the vectors are ``bytea`` rows of :data:`VECTOR_TABLE` in the
   schema, one per indexed field of an item, written with their item in one transaction (a
   put replaces them, a delete or a TTL sweep removes them: a foreign key cascades), and a
-  search with a ``query`` scores the items its namespace and filter select in Python
+  search with a ``query`` scores an in-process copy of them that follows a change log
   (:mod:`.storage.store_vectors`, shared with the SQLite store: the same lazy index,
-  model-change re-embedding and scores). Which texts of a value are embedded is
+  model-change re-embedding, cache and scores). Which texts of a value are embedded is
   ``PostgresStore``'s own choice (``fields``, ``put(index=[...])``).
+* The change log's ``seq`` comes from a sequence, which transactions may commit out of
+  order; so every statement writing the store or its vectors first takes the schema's
+  :data:`LOG_LOCK` (a statement trigger, held to the commit): writers of the store commit
+  one at a time, in ``seq`` order, and a reader that has seen seq N never later finds a
+  change below it. Taken before any row lock, it cannot deadlock with them.
 * With encryption at rest the store's values are sealed as on SQLite
   (:class:`~agent_notebook.privacy.sealed_store.Sealing`), and it has no index.
 """
@@ -26,8 +31,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Final, cast
 
-import numpy as np
-from langgraph.store.base import PutOp, Result, SearchItem, SearchOp
+from langgraph.store.base import PutOp, SearchItem, SearchOp
 from langgraph.store.postgres import PostgresStore
 from langgraph.store.postgres.base import (
     _decode_ns_bytes,
@@ -44,16 +48,8 @@ from .errors import StorageError
 from .pg_saver import NotebookPostgresSaver, rewrite_rows
 from .privacy.crypto import Cipher
 from .privacy.sealed_store import Sealing, resealed_value
-from .storage.store_vectors import (
-    MODEL_TABLE,
-    IndexedStore,
-    IndexFactory,
-    StoreIndex,
-    best_per_item,
-    from_blob,
-    similarities,
-    to_blob,
-)
+from .storage.store_vector_cache import HORIZON_TABLE, LOG_KEPT, LOG_TABLE, PRUNE_EVERY, Item
+from .storage.store_vectors import MODEL_TABLE, IndexedStore, IndexFactory, StoreIndex, to_blob
 
 __all__ = [
     "VECTOR_TABLE",
@@ -68,6 +64,7 @@ __all__ = [
 #: schema's hash is the other key).
 SETUP_LOCK: Final = 0x4E53  # "NS"
 STORE_LOCK: Final = 0x4E57  # "NW"
+LOG_LOCK: Final = 0x4E4C  # "NL"
 #: The store's vectors (its semantic index), beside LangGraph's tables.
 VECTOR_TABLE: Final = "store_index_vectors"
 VECTOR_TABLES: Final = (
@@ -83,6 +80,43 @@ VECTOR_TABLES: Final = (
     # (a redaction's VACUUM never reaches pg_statistic).
     f"ALTER TABLE {VECTOR_TABLE} ALTER COLUMN embedding SET STATISTICS 0",
     f"CREATE TABLE IF NOT EXISTS {MODEL_TABLE} (model_id text NOT NULL)",
+    # the change log the in-process caches follow (see the module's docstring)
+    f"""CREATE TABLE IF NOT EXISTS {LOG_TABLE} (
+        seq bigserial PRIMARY KEY, prefix text NOT NULL, key text NOT NULL
+    )""",
+    f"CREATE TABLE IF NOT EXISTS {HORIZON_TABLE} (seq bigint NOT NULL)",
+    f"INSERT INTO {HORIZON_TABLE} SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM {HORIZON_TABLE})",
+    f"""CREATE OR REPLACE FUNCTION store_writes_in_order() RETURNS trigger
+    LANGUAGE plpgsql AS $$ BEGIN
+        PERFORM pg_advisory_xact_lock({LOG_LOCK}, hashtext(current_schema()));
+        RETURN NULL;
+    END $$""",
+    *(
+        f"CREATE OR REPLACE TRIGGER {table}_writes_in_order BEFORE INSERT OR UPDATE OR DELETE "
+        f"ON {table} FOR EACH STATEMENT EXECUTE FUNCTION store_writes_in_order()"
+        for table in ("store", VECTOR_TABLE)
+    ),
+    f"""CREATE OR REPLACE FUNCTION store_vector_logged() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    DECLARE
+        newest bigint;
+    BEGIN
+        IF TG_OP <> 'INSERT' THEN
+            INSERT INTO {LOG_TABLE} (prefix, key) VALUES (OLD.prefix, OLD.key)
+            RETURNING seq INTO newest;
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+            INSERT INTO {LOG_TABLE} (prefix, key) VALUES (NEW.prefix, NEW.key)
+            RETURNING seq INTO newest;
+        END IF;
+        IF newest % {PRUNE_EVERY} = 0 THEN
+            UPDATE {HORIZON_TABLE} SET seq = greatest(seq, newest - {LOG_KEPT});
+            DELETE FROM {LOG_TABLE} WHERE seq <= newest - {LOG_KEPT};
+        END IF;
+        RETURN NULL;
+    END $$""",
+    f"CREATE OR REPLACE TRIGGER {VECTOR_TABLE}_logged AFTER INSERT OR UPDATE OR DELETE "
+    f"ON {VECTOR_TABLE} FOR EACH ROW EXECUTE FUNCTION store_vector_logged()",
 )
 #: ``(prefix, key) IN`` these pairs: two arrays.
 _PAIRS: Final = "(SELECT * FROM unnest(%s::text[], %s::text[]))"
@@ -178,45 +212,47 @@ class NotebookPostgresStore(IndexedStore, PostgresStore):
             if vectors:
                 cur.executemany(_PUT_VECTORS, vectors)
 
-    # -- searches with a query: scored here --------------------------------------------------
+    # -- IndexedStore's search statements ---------------------------------------------------
 
-    def _batch_search_ops(
-        self, search_ops: Sequence[tuple[int, SearchOp]], results: list[Result], cur: Any
-    ) -> None:
-        by_meaning = [(i, op) for i, op in search_ops if op.query and self.index_config]
-        others = [(i, op) for i, op in search_ops if not (op.query and self.index_config)]
-        if others:
-            super()._batch_search_ops(others, results, cur)
-        if not by_meaning:
-            return
-        queries = self.embeddings.embed_documents([op.query for _, op in by_meaning])
-        for (i, op), query in zip(by_meaning, queries, strict=True):
-            results[i] = self._search_by_meaning(op, np.asarray(query, dtype=np.float32), cur)
+    def _log_position(self, cur: Any) -> tuple[int, int]:
+        cur.execute(
+            f"SELECT (SELECT max(seq) FROM {HORIZON_TABLE}) AS horizon, "
+            f"(SELECT coalesce(max(seq), 0) FROM {LOG_TABLE}) AS newest"
+        )
+        row = cur.fetchone()
+        return int(row["horizon"] or 0), int(row["newest"])
 
-    def _search_by_meaning(self, op: SearchOp, query: np.ndarray, cur: Any) -> list[SearchItem]:
-        """The items the namespace and filter select (LangGraph's own SQL for them), ranked
-        by their best field's score; only the page's values are read (parsing every
-        candidate's JSON would cost most of the search); TTLs refreshed on the page if
-        asked."""
+    def _changed_items(self, cur: Any, after: int, through: int) -> list[Item]:
+        cur.execute(
+            f"SELECT DISTINCT prefix, key FROM {LOG_TABLE} WHERE seq > %s AND seq <= %s",
+            (after, through),
+        )
+        return [(r["prefix"], r["key"]) for r in cur.fetchall()]
+
+    def _item_vectors(self, cur: Any, items: list[Item] | None) -> list[tuple[Item, bytes]]:
+        if items is None:
+            cur.execute(f"SELECT prefix, key, embedding FROM {VECTOR_TABLE}")
+        else:
+            cur.execute(
+                f"SELECT prefix, key, embedding FROM {VECTOR_TABLE} WHERE (prefix, key) IN "
+                f"{_PAIRS}",
+                _pair_arrays(items),
+            )
+        return [((r["prefix"], r["key"]), bytes(r["embedding"])) for r in cur.fetchall()]
+
+    def _filtered_items(self, op: SearchOp, cur: Any) -> set[Item]:
         every = op._replace(query=None, limit=cast(int, None), offset=0, refresh_ttl=False)
         prepared, _ = self._prepare_batch_search_queries([(0, every)])
         selected, params = prepared[0]
-        cur.execute(
-            f"SELECT c.prefix, c.key, v.embedding FROM ({selected}) c "
-            f"JOIN {VECTOR_TABLE} v ON v.prefix = c.prefix AND v.key = c.key",
-            params,
-        )
-        found = cur.fetchall()
-        if not found:
-            return []
-        matrix = np.stack([from_blob(bytes(r["embedding"])) for r in found])
-        distance = self.index_config.get("distance_type", "cosine")
-        scores = similarities(distance, matrix, query)
-        ranked = best_per_item([(r["prefix"], r["key"]) for r in found], scores)
-        page = ranked[op.offset : op.offset + op.limit]
+        cur.execute(f"SELECT c.prefix, c.key FROM ({selected}) c", params)
+        return {(r["prefix"], r["key"]) for r in cur.fetchall()}
+
+    def _page_items(
+        self, op: SearchOp, page: list[tuple[Item, float]], cur: Any
+    ) -> list[SearchItem]:
         if not page:
             return []
-        keys = ([str(p) for (p, _), _ in page], [k for (_, k), _ in page])
+        keys = _pair_arrays([item for item, _ in page])
         if op.refresh_ttl:
             cur.execute(
                 "UPDATE store SET expires_at = NOW() + (ttl_minutes || ' minutes')::interval "
@@ -229,7 +265,7 @@ class NotebookPostgresStore(IndexedStore, PostgresStore):
             keys,
         )
         rows = {(r["prefix"], r["key"]): r for r in cur.fetchall()}
-        return [  # an item deleted meanwhile is left out
+        return [
             _row_to_search_item(
                 _decode_ns_bytes(rows[item]["prefix"]),
                 cast(Any, {**rows[item], "score": score}),
@@ -266,6 +302,11 @@ class NotebookPostgresStore(IndexedStore, PostgresStore):
                 (_namespace_to_text(namespace), key),
             ).fetchone()
         return row is not None
+
+
+def _pair_arrays(items: Sequence[Item]) -> tuple[list[str], list[str]]:
+    """``items`` as the two arrays :data:`_PAIRS` takes."""
+    return [str(prefix) for prefix, _ in items], [key for _, key in items]
 
 
 def _value(stored: Any) -> dict[str, Any]:

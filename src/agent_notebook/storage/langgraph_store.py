@@ -10,10 +10,10 @@ async API, with a semantic index that costs nothing until something needs it.
 * Vectors follow their items: foreign keys are enforced on the store's connection, so a put
   (LangGraph writes ``INSERT OR REPLACE``) or a delete drops the item's old vectors before
   any new ones are written, and nothing of a replaced value lingers in ``store_vectors``.
-* Vector search runs LangGraph's own SQL, with its distance functions (``vec_distance_*``,
-  which the sqlite-vec extension would provide) registered as Python functions on the
-  connection (:func:`.store_vectors.similarities`): many Pythons' ``sqlite3`` cannot load
-  extensions, and brute force over a store's items is fast enough.
+* A search with a query scores an in-process copy of the vectors that follows a change log
+  kept by triggers on ``store_vectors`` (:mod:`.store_vector_cache`, shared with the
+  PostgreSQL store), without the sqlite-vec extension, which many Pythons' ``sqlite3``
+  cannot load. SQLite runs one writer at a time, so the log's ``seq`` grows in commit order.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-import numpy as np
+from langgraph.store.base import SearchItem, SearchOp
 from langgraph.store.sqlite import SqliteStore
 from langgraph.store.sqlite.base import VECTOR_MIGRATIONS as _VECTOR_TABLES
 
@@ -32,15 +32,40 @@ from langgraph.store.sqlite.base import (
     _ensure_index_config,
     _json_loads,
     _namespace_to_text,
+    _row_to_search_item,
 )
 
-from .store_vectors import MODEL_TABLE, IndexedStore, IndexFactory, StoreIndex, from_blob
-from .store_vectors import similarities as _similarities
+from .store_vector_cache import HORIZON_TABLE, LOG_KEPT, LOG_TABLE, PRUNE_EVERY, Item
+from .store_vectors import MODEL_TABLE, IndexedStore, IndexFactory, StoreIndex
 
 __all__ = ["MODEL_TABLE", "VECTOR_TABLE", "IndexFactory", "NotebookStore", "StoreIndex"]
 
 #: LangGraph's table of the store's vectors (made by its vector migrations).
 VECTOR_TABLE = "store_vectors"
+#: The change log of ``store_vectors`` (see :mod:`.store_vector_cache`): every insert,
+#: update and delete of a vector row (a cascade from its item's put or delete included)
+#: names its item; every 1024th entry prunes the log to its newest ``LOG_KEPT``.
+_LOG_TABLES = f"""
+CREATE TABLE IF NOT EXISTS {LOG_TABLE} (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, prefix TEXT NOT NULL, key TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS {HORIZON_TABLE} (seq INTEGER NOT NULL);
+INSERT INTO {HORIZON_TABLE} SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM {HORIZON_TABLE});
+CREATE TRIGGER IF NOT EXISTS store_vectors_logged_insert AFTER INSERT ON {VECTOR_TABLE}
+BEGIN INSERT INTO {LOG_TABLE} (prefix, key) VALUES (NEW.prefix, NEW.key); END;
+CREATE TRIGGER IF NOT EXISTS store_vectors_logged_update AFTER UPDATE ON {VECTOR_TABLE}
+BEGIN
+    INSERT INTO {LOG_TABLE} (prefix, key) VALUES (OLD.prefix, OLD.key);
+    INSERT INTO {LOG_TABLE} (prefix, key) VALUES (NEW.prefix, NEW.key);
+END;
+CREATE TRIGGER IF NOT EXISTS store_vectors_logged_delete AFTER DELETE ON {VECTOR_TABLE}
+BEGIN INSERT INTO {LOG_TABLE} (prefix, key) VALUES (OLD.prefix, OLD.key); END;
+CREATE TRIGGER IF NOT EXISTS store_vector_log_pruned AFTER INSERT ON {LOG_TABLE}
+WHEN NEW.seq % {PRUNE_EVERY} = 0
+BEGIN
+    UPDATE {HORIZON_TABLE} SET seq = max(seq, NEW.seq - {LOG_KEPT});
+    DELETE FROM {LOG_TABLE} WHERE seq <= NEW.seq - {LOG_KEPT};
+END;
+"""
 
 
 class NotebookStore(IndexedStore, SqliteStore):
@@ -61,8 +86,6 @@ class NotebookStore(IndexedStore, SqliteStore):
         index_factory: IndexFactory | None = None,
     ) -> None:
         conn.execute("PRAGMA foreign_keys = ON")  # store_vectors cascade with their items
-        for name, distance in _DISTANCES.items():
-            conn.create_function(name, 2, distance, deterministic=True)
         super().__init__(conn)
         self._init_index(index, index_factory)
 
@@ -115,27 +138,81 @@ class NotebookStore(IndexedStore, SqliteStore):
             with self.lock:
                 for statement in _VECTOR_TABLES:
                     self.conn.executescript(statement)
+                self.conn.executescript(_LOG_TABLES)
+
+    # -- IndexedStore's search statements --------------------------------------------------
+
+    def _log_position(self, cur: Any) -> tuple[int, int]:
+        horizon, newest = cur.execute(
+            f"SELECT (SELECT max(seq) FROM {HORIZON_TABLE}), "
+            f"(SELECT coalesce(max(seq), 0) FROM {LOG_TABLE})"
+        ).fetchone()
+        return int(horizon or 0), int(newest)
+
+    def _changed_items(self, cur: Any, after: int, through: int) -> list[Item]:
+        rows = cur.execute(
+            f"SELECT DISTINCT prefix, key FROM {LOG_TABLE} WHERE seq > ? AND seq <= ?",
+            (after, through),
+        ).fetchall()
+        return [(prefix, key) for prefix, key in rows]
+
+    def _item_vectors(self, cur: Any, items: list[Item] | None) -> list[tuple[Item, bytes]]:
+        if items is None:
+            rows = cur.execute(f"SELECT prefix, key, embedding FROM {VECTOR_TABLE}").fetchall()
+        else:
+            rows = []
+            for start in range(0, len(items), _PAIRS_PER_QUERY):
+                chunk = items[start : start + _PAIRS_PER_QUERY]
+                rows += cur.execute(
+                    f"SELECT prefix, key, embedding FROM {VECTOR_TABLE} WHERE (prefix, key) "
+                    f"IN (VALUES {', '.join(['(?, ?)'] * len(chunk))})",
+                    [part for item in chunk for part in item],
+                ).fetchall()
+        return [((prefix, key), blob) for prefix, key, blob in rows if blob is not None]
+
+    def _filtered_items(self, op: SearchOp, cur: Any) -> set[Item]:
+        every = op._replace(query=None, limit=-1, offset=0, refresh_ttl=False)
+        (selected, params, _), *_ = self._prepare_batch_search_queries([(0, every)])[0]
+        return {(p, k) for p, k in cur.execute(f"SELECT prefix, key FROM ({selected})", params)}
+
+    def _page_items(
+        self, op: SearchOp, page: list[tuple[Item, float]], cur: Any
+    ) -> list[SearchItem]:
+        if not page:
+            return []
+        pairs = ", ".join(["(?, ?)"] * len(page))
+        params = [part for item, _ in page for part in item]
+        if op.refresh_ttl and self.ttl_config and self.ttl_config.get("refresh_on_read"):
+            cur.execute(
+                "UPDATE store SET expires_at = DATETIME(CURRENT_TIMESTAMP, '+' || ttl_minutes "
+                f"|| ' minutes') WHERE (prefix, key) IN (VALUES {pairs}) "
+                "AND ttl_minutes IS NOT NULL",
+                params,
+            )
+        rows = {
+            (row[0], row[1]): row
+            for row in cur.execute(
+                "SELECT prefix, key, value, created_at, updated_at FROM store "
+                f"WHERE (prefix, key) IN (VALUES {pairs})",
+                params,
+            )
+        }
+        return [
+            _row_to_search_item(
+                _decode_ns_text(prefix),
+                {
+                    "key": key,
+                    "value": rows[prefix, key][2],
+                    "created_at": rows[prefix, key][3],
+                    "updated_at": rows[prefix, key][4],
+                    "score": score,
+                },
+                loader=self._deserializer,
+            )
+            for (prefix, key), score in page
+            if (prefix, key) in rows
+        ]
 
 
-def _pair(a: bytes, b: bytes) -> tuple[np.ndarray, np.ndarray]:
-    return from_blob(a)[None, :], from_blob(b)
-
-
-def _cosine_distance(a: bytes, b: bytes) -> float:
-    return 1.0 - float(_similarities("cosine", *_pair(a, b))[0])
-
-
-def _l2_distance(a: bytes, b: bytes) -> float:
-    return -float(_similarities("l2", *_pair(a, b))[0])
-
-
-def _l1_distance(a: bytes, b: bytes) -> float:
-    return float(np.abs(from_blob(a) - from_blob(b)).sum())
-
-
-#: The sqlite-vec functions LangGraph's vector search SQL calls.
-_DISTANCES = {
-    "vec_distance_cosine": _cosine_distance,
-    "vec_distance_L2": _l2_distance,
-    "vec_distance_L1": _l1_distance,
-}
+#: Items per ``(prefix, key) IN (VALUES ...)`` statement (SQLite's bound on parameters).
+_PAIRS_PER_QUERY = 400

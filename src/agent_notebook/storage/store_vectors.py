@@ -8,10 +8,13 @@ SQLite one (:mod:`.langgraph_store`) and the PostgreSQL one (:mod:`agent_noteboo
   It remembers the embedding model's id beside the vectors (table ``store_index_model``):
   vectors of another model are not comparable, so after a model change the indexed items
   are embedded again with the new one. Each store says how it reads and writes that.
-* Vectors are float32 bytes; :func:`similarities` is the score LangGraph's stores give a
-  match (higher is nearer), computed with numpy: by brute force over a store's items, which
-  is fast enough for what apps keep there, and needs no extension in the database
-  (sqlite-vec, pgvector).
+* Vectors are float32 bytes. A search with a query scores every vector of the store in
+  one matrix product over an in-process copy of them that follows the store's change log
+  (:class:`~.store_vector_cache.VectorCache`): the score LangGraph's stores give a match
+  (:func:`~.store_vector_cache.similarities`, higher is nearer), with no extension in the
+  database (sqlite-vec, pgvector). The namespace is matched on the copy; a ``filter`` is
+  LangGraph's own SQL; only the page's values are read. Each store says in its SQL how it
+  reads the log, the vectors, the filtered items and the page's rows.
 """
 
 from __future__ import annotations
@@ -23,16 +26,16 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-from langgraph.store.base import IndexConfig, Op, PutOp, Result, SearchOp
+from langgraph.store.base import IndexConfig, Op, PutOp, Result, SearchItem, SearchOp
+
+from .store_vector_cache import Item, VectorCache
 
 __all__ = [
     "MODEL_TABLE",
     "IndexFactory",
     "IndexedStore",
     "StoreIndex",
-    "best_per_item",
     "from_blob",
-    "similarities",
     "to_blob",
 ]
 
@@ -64,6 +67,8 @@ class IndexedStore:
         self._index_factory = index_factory
         self._index_lock = threading.Lock()
         self._model_id: str | None = None
+        self._vector_cache: VectorCache | None = None
+        self._cache_lock = threading.Lock()
         if index is not None:
             self._use_index(index)
 
@@ -115,7 +120,76 @@ class IndexedStore:
         """The LangGraph store's own ``batch`` (no lazy index, no re-embedding)."""
         return super().batch(ops)  # type: ignore[misc,no-any-return]
 
+    # -- searches with a query: scored on the in-process copy of the vectors ---------------
+
+    def _batch_search_ops(
+        self, search_ops: Sequence[tuple[int, SearchOp]], results: list[Result], cur: Any
+    ) -> None:
+        by_meaning = [(i, op) for i, op in search_ops if op.query and self.index_config]
+        others = [(i, op) for i, op in search_ops if not (op.query and self.index_config)]
+        if others:
+            super()._batch_search_ops(others, results, cur)  # type: ignore[misc]
+        if not by_meaning:
+            return
+        queries = self.embeddings.embed_documents([op.query for _, op in by_meaning])
+        for (i, op), query in zip(by_meaning, queries, strict=True):
+            results[i] = self._search_by_meaning(op, np.asarray(query, dtype=np.float32), cur)
+
+    def _search_by_meaning(self, op: SearchOp, query: np.ndarray, cur: Any) -> list[SearchItem]:
+        """The items of the namespace (and the filter) ranked by their best field's score,
+        a page of them read from the store (an item deleted meanwhile is left out)."""
+        allowed = self._filtered_items(op, cur) if op.filter else None
+        distance = self.index_config.get("distance_type", "cosine")
+        with self._cache_lock:
+            cache = self._fresh_cache(cur, query.size)
+            ranked = cache.ranked(
+                distance, query, ".".join(op.namespace_prefix), allowed, op.offset + op.limit
+            )
+        return self._page_items(op, ranked[op.offset :], cur)
+
+    def _fresh_cache(self, cur: Any, dim: int) -> VectorCache:
+        """The cache, brought up to date with the log (all of it loaded again when it is
+        new, of another dimension, or behind the log's pruning horizon)."""
+        cache = self._vector_cache
+        horizon, newest = self._log_position(cur)
+        if cache is None or cache.dim != dim or cache.through < horizon:
+            cache = self._vector_cache = VectorCache(dim)
+            cache.replace((), self._item_vectors(cur, None))
+        elif newest > cache.through:
+            changed = self._changed_items(cur, cache.through, newest)
+            cache.replace(changed, self._item_vectors(cur, changed))
+        cache.through = newest
+        return cache
+
+    def change_log_position(self) -> tuple[int, int]:
+        """(the seq up to which the vector change log was pruned, its newest seq)."""
+        with self._cursor() as cur:  # type: ignore[attr-defined]
+            return self._log_position(cur)
+
     # -- what each store says in its own SQL ---------------------------------------------------
+
+    @abstractmethod
+    def _log_position(self, cur: Any) -> tuple[int, int]:
+        """(the seq up to which the change log was pruned, its newest seq)."""
+
+    @abstractmethod
+    def _changed_items(self, cur: Any, after: int, through: int) -> list[Item]:
+        """The items the log names in ``(after, through]``, each once."""
+
+    @abstractmethod
+    def _item_vectors(self, cur: Any, items: list[Item] | None) -> list[tuple[Item, bytes]]:
+        """The stored vectors of ``items`` (None: of every item)."""
+
+    @abstractmethod
+    def _filtered_items(self, op: SearchOp, cur: Any) -> set[Item]:
+        """The items ``op``'s namespace and filter select (LangGraph's own SQL for them)."""
+
+    @abstractmethod
+    def _page_items(
+        self, op: SearchOp, page: list[tuple[Item, float]], cur: Any
+    ) -> list[SearchItem]:
+        """The page's items with their scores, read from the store (their TTLs refreshed
+        when ``op`` asks); an item no longer there is left out."""
 
     @abstractmethod
     def _ensure_config(self, config: dict[str, Any]) -> tuple[Any, Any]:
@@ -143,26 +217,3 @@ def to_blob(vector: Sequence[float]) -> bytes:
 
 def from_blob(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32)
-
-
-def similarities(distance_type: str, vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """The score of each row of ``vectors`` for ``query``, as LangGraph's Postgres store
-    gives it (higher is nearer): cosine similarity (the default; 0 for a zero vector),
-    ``-`` the Euclidean distance for ``l2``, the dot product for ``inner_product``."""
-    if distance_type == "l2":
-        return np.asarray(-np.linalg.norm(vectors - query, axis=1))
-    dots = vectors @ query
-    if distance_type == "inner_product":
-        return np.asarray(dots)
-    norms = np.linalg.norm(vectors, axis=1) * float(np.linalg.norm(query))
-    return np.asarray(np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0))
-
-
-def best_per_item(keys: Sequence[Any], scores: np.ndarray) -> list[tuple[Any, float]]:
-    """Each key's best score (an item has a vector per indexed field), best first; equal
-    scores keep the order of ``keys``."""
-    best: dict[Any, float] = {}
-    for key, score in zip(keys, scores.tolist(), strict=True):
-        if key not in best or score > best[key]:
-            best[key] = score
-    return sorted(best.items(), key=lambda pair: -pair[1])
