@@ -19,7 +19,15 @@ from typing import Final
 
 import numpy as np
 
-__all__ = ["HORIZON_TABLE", "LOG_KEPT", "LOG_TABLE", "PRUNE_EVERY", "Item", "VectorCache", "similarities"]
+__all__ = [
+    "HORIZON_TABLE",
+    "LOG_KEPT",
+    "LOG_TABLE",
+    "PRUNE_EVERY",
+    "Item",
+    "VectorCache",
+    "similarities",
+]
 
 #: The store's change log of vector rows and the ``seq`` up to which it was pruned.
 LOG_TABLE: Final = "store_vector_log"
