@@ -21,6 +21,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 import pg
 from agent_notebook import Notebook
 from agent_notebook.embed import LangChainEmbedder
+from agent_notebook.model import moment_number
 from agent_notebook.search import semantic
 from agent_notebook.storage import StorageBackend
 from agent_notebook.storage.postgres import PostgresBackend
@@ -187,6 +188,7 @@ import os, sys, time
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from agent_notebook import Notebook
 from agent_notebook.embed import LangChainEmbedder
+from agent_notebook.model import moment_number
 from agent_notebook.storage.postgres import PostgresBackend
 
 class Stuck(DeterministicFakeEmbedding):
@@ -277,3 +279,29 @@ def test_a_notebook_of_the_first_schema_gets_its_vectors_numbered(tmp_path: Path
         assert changes == [(1, b"v1")] and through == backend.last_vector_change() > 0
     finally:
         backend.close()
+
+
+def test_old_tombstones_are_pruned_and_an_index_behind_them_loads_again(
+    two_servers: tuple[Notebook, Notebook], tmp_path: Path
+) -> None:
+    """``vector_drops`` keeps a tombstone for ``DROPS_KEPT``; a server that has not looked
+    since a pruned one reloads its index, so a removed vector is never found."""
+    import psycopg
+
+    a, b = two_servers
+    sessions = [a.start_session(f"s{i}").id for i in range(3)]
+    recorded = [a.record(sid, text) for sid, text in zip(sessions, TEXTS, strict=True)]
+    a.reindex()
+    assert vector_hits(b, TEXTS[0])[0] == recorded[0].id  # B's index holds all three
+    a.backend.delete_session(sessions[0])  # a tombstone B has not seen
+    with psycopg.connect(pg.database_url(), autocommit=True) as conn:
+        conn.execute(f"SET search_path = {pg.schema_for(tmp_path)}")
+        conn.execute("UPDATE vector_drops SET at = now() - interval '2 days'")
+        a.backend.delete_session(sessions[2])  # its drop prunes the aged one
+        assert conn.execute("SELECT count(*) FROM vector_drops").fetchone() == (1,)
+        (horizon,) = conn.execute("SELECT seq FROM vector_drops_horizon").fetchone()
+    assert b.semantic is not None and 0 < b.semantic.position < horizon  # type: ignore[operator]
+    assert vector_hits(b, TEXTS[1]) == [recorded[1].id]
+    index = b.semantic.index()  # what B holds, not only what its search shows
+    assert [moment_number(m.id) in index for m in recorded] == [False, True, False]
+    assert b.semantic.position == a.backend.last_vector_change()

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Final
 
 from ..errors import CorruptFile, StorageError
 from ..model import moment_number
+from ..storage.base import VectorChangesPruned
 
 if TYPE_CHECKING:
     import numpy as np
@@ -190,12 +191,20 @@ class SemanticIndex:
         ones they removed (a redaction there)."""
         import numpy as np
 
+        from .vectors import VectorIndex
+
         assert self._index is not None
         dim = self._index.dim
         while True:
-            changes, through = self.backend.vector_changes(
-                self.model_id, after=self._through, limit=4096
-            )
+            try:
+                changes, through = self.backend.vector_changes(
+                    self.model_id, after=self._through, limit=4096
+                )
+            except VectorChangesPruned:  # too long since the last look: start again
+                log.info("the vector changes since %d were pruned; reloading", self._through)
+                self._index = VectorIndex(dim, self.model_id)
+                self._through = 0
+                continue
             if not changes:
                 return
             # Runs of additions go in together; a removal is applied where it falls.

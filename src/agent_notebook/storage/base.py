@@ -22,6 +22,16 @@ from ..errors import InvalidInput
 from ..model import ArchiveEntry, ConceptEntry, Moment, Session, moment_number
 
 
+class VectorChangesPruned(Exception):
+    """:meth:`StorageBackend.vector_changes` from a position older than the changes it still
+    keeps (a removal there may be gone from its log): the caller loads the vectors again
+    from position 0."""
+
+    def __init__(self, after: int) -> None:
+        super().__init__(f"the vector changes after {after} were pruned: load from 0")
+        self.after = after
+
+
 @dataclass(frozen=True, slots=True)
 class Capabilities:
     """What a backend can promise; declared, never guessed."""
@@ -273,7 +283,9 @@ class StorageBackend(ABC):
         vector)`` (None: the moment's vector of ``model`` is gone), and the position to ask
         from next. A backend other processes write through (PostgreSQL) numbers its
         changes; by default the position is the moment number, and removals are not
-        reported: this process makes them, and tells its index itself."""
+        reported: this process makes them, and tells its index itself. Raises
+        :class:`VectorChangesPruned` when ``after`` (not 0) is older than what the
+        backend's log still holds."""
         found: list[tuple[int, bytes | None]] = list(self.get_vectors(model, after, limit))
         return found, found[-1][0] if found else after
 

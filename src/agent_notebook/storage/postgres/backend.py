@@ -26,7 +26,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -36,7 +36,7 @@ from pydantic import ValidationError
 from ...errors import Conflict, InvalidInput, StorageError
 from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
 from .. import rows, sql
-from ..base import Capabilities, MomentFilter
+from ..base import Capabilities, MomentFilter, VectorChangesPruned
 from ..sqlbase import SqlReads
 from ..sqlite import sealed
 from . import schema
@@ -59,6 +59,9 @@ MAINTENANCE_WAIT_S: Final = 5.0
 PURGE_WAIT_S: Final = 30.0
 #: How long a server's claim on a moment to embed holds (seconds); then anyone takes it.
 CLAIM_LEASE_S: Final = 30.0
+#: How long a tombstone of a removed vector is kept for the other servers' indexes to see;
+#: an index that has not looked for longer is loaded again (``VectorChangesPruned``).
+DROPS_KEPT: Final = timedelta(days=1)
 INSTALL_HINT: Final = "pip install 'agent-notebook[postgres]'"
 log = logging.getLogger(__name__)
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -382,13 +385,21 @@ class PostgresBackend(SqlReads):
 
     def _drop_vectors(self, nums: Sequence[int]) -> None:
         """Delete these moments' vectors, leaving a tombstone in the change log for every
-        server's index (see ``vector_changes``)."""
+        server's index (see ``vector_changes``), and prune the tombstones older than
+        :data:`DROPS_KEPT`, moving the horizon past them."""
         if nums:
             self._write(
                 "WITH gone AS (DELETE FROM moment_vectors WHERE num = ANY(%s::bigint[]) "
                 "RETURNING num, model) INSERT INTO vector_drops (num, model) "
                 "SELECT num, model FROM gone ORDER BY num",
                 (list(nums),),
+            )
+            self._write(
+                "WITH pruned AS (DELETE FROM vector_drops WHERE at < now() - %s "
+                "RETURNING seq) UPDATE vector_drops_horizon "
+                "SET seq = greatest(seq, (SELECT max(seq) FROM pruned)) "
+                "WHERE EXISTS (SELECT 1 FROM pruned)",
+                (DROPS_KEPT,),
             )
 
     def _brief_rows(self, nums: Sequence[int]) -> list[Any]:
@@ -513,6 +524,9 @@ class PostgresBackend(SqlReads):
             "WHERE seq > %s AND model = %s ORDER BY 1 LIMIT %s",
             (model, after, after, model, limit),
         )
+        # read after the changes: a pruning between the two is seen, never missed
+        if after and after < int(self._query("SELECT seq FROM vector_drops_horizon")[0][0]):
+            raise VectorChangesPruned(after)
         changes = [
             (int(num), None if blob is None else bytes(self._open_vector(num, blob)))
             for _, num, blob in found

@@ -136,6 +136,15 @@ MIGRATIONS: Final[list[list[str]]] = [
         "CREATE TABLE text_index_stale (one boolean PRIMARY KEY DEFAULT true CHECK (one))",
         "INSERT INTO text_index_stale SELECT true WHERE EXISTS (SELECT 1 FROM moments)",
     ],
+    # 5: tombstones are pruned once older than ``DROPS_KEPT`` (``backend._drop_vectors``);
+    # ``vector_drops_horizon`` holds the newest seq pruned, and an index that has not seen
+    # that far is loaded again from the start (``VectorChangesPruned``). The tombstones
+    # already there count from now.
+    [
+        "ALTER TABLE vector_drops ADD COLUMN at timestamptz NOT NULL DEFAULT now()",
+        "CREATE TABLE vector_drops_horizon (seq bigint NOT NULL)",
+        "INSERT INTO vector_drops_horizon VALUES (0)",
+    ],
 ]
 
 #: The longest lexeme a ``tsvector`` holds (bytes).
