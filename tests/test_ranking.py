@@ -256,3 +256,52 @@ def test_latest_turns_are_the_last_lines_of_a_dialogue_without_who_speaks() -> N
     # Lines that do not start with who speaks keep their first words.
     assert latest_turns("Note: one\nplain two\nplain three", 1) == "plain three"
     assert dialogue_words("[User] hi\n[Bot] the kayak?") == "hi\nthe kayak?"
+
+
+QUESTION = "Where does Ana walk her dog, and what did Bo adopt?"
+
+
+def test_explain_shows_what_query_coverage_did(lexical_nb: Notebook) -> None:
+    """Each hit says where it stood before the coverage step and how far it moved, and
+    which of the query's words it has; Bo's turn, the only one with "adopt", moved up."""
+    _two_sessions(lexical_nb)
+    hits = lexical_nb.search(QUESTION, limit=5)
+    adopted = next(h for h in hits if "adopted" in h.moment.content.text)
+    assert adopted.covered == ["bo", "adopt"]
+    assert adopted.explain["coverage_move"] > 0
+    before = [int(h.explain["coverage_before"]) for h in hits]
+    moves = [int(h.explain["coverage_move"]) for h in hits]
+    assert [b - m for b, m in zip(before, moves, strict=True)] == [1, 2, 3, 4, 5]  # places now
+    assert hits[0].explain["coverage_move"] == 0 and "walk" in hits[0].covered
+    assert adopted.without_explain().covered == [] and adopted.without_explain().explain == {}
+    # a dialogue-long query is not a list of things asked: no coverage step, nothing shown
+    dialogue = "\n".join([*EARLIER_TURNS, LATEST_TURN])
+    assert all(
+        not h.covered and "coverage_move" not in h.explain
+        for h in lexical_nb.search(dialogue, limit=5)
+    )
+
+
+def test_search_explain_on_the_command_line_shows_the_coverage_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clirun import cli, data
+
+    home = tmp_path / "nb"
+    no_embedder = {"AGENT_NOTEBOOK_EMBEDDER": "none"}
+    assert cli(home, "init", env=no_embedder).returncode == 0
+    monkeypatch.setenv("AGENT_NOTEBOOK_EMBEDDER", "none")
+    with Notebook.open(home) as nb:
+        _two_sessions(nb)
+    wide = {**no_embedder, "COLUMNS": "400"}  # the table whole, not cut to a terminal
+    shown = cli(home, "search", QUESTION, "--limit", "5", "--explain", env=wide)
+    assert shown.returncode == 0, shown.stderr
+    table = shown.stdout.decode()
+    assert "coverage" in table
+    line = next(row for row in table.splitlines() if "adopted" in row)
+    assert "bo,adopt" in line and "->#" in line
+    found = data(cli(home, "search", QUESTION, "-f", "json", "--explain", env=no_embedder))
+    adopted = next(h for h in found if "adopted" in h["moment"]["content"]["text"])
+    assert adopted["covered"] == ["bo", "adopt"] and adopted["explain"]["coverage_move"] > 0
+    plain = data(cli(home, "search", QUESTION, "-f", "json", env=no_embedder))
+    assert all(h["covered"] == [] and h["explain"] == {} for h in plain)

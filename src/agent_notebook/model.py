@@ -445,11 +445,19 @@ class SearchHit(BaseModel):
 
     moment: Moment
     score: float
-    #: What found it: each signal's share, rank and raw score, and each prior's factor.
+    #: What found it: each signal's share, rank and raw score, each prior's factor, and
+    #: the query coverage step's move (``coverage_before``: its place before the step,
+    #: ``coverage_move``: how many places it went up, negative down).
     explain: dict[str, float] = Field(default_factory=dict)
+    #: The query's words (stems) it has, when query coverage reordered the results.
+    covered: list[str] = Field(default_factory=list)
     #: ``active`` (a moment), ``rollup`` (a summary made by compaction) or ``archived``
     #: (from the cold archive, only with ``include_archive``).
     tier: Literal["active", "rollup", "archived"] = "active"
+
+    def without_explain(self) -> SearchHit:
+        """The hit without what says how it was found (``explain``, ``covered``)."""
+        return self.model_copy(update={"explain": {}, "covered": []})
 
 
 class NotebookStats(BaseModel):

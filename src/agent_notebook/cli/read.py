@@ -136,7 +136,10 @@ def search(
     mode: Annotated[
         SearchMode, typer.Option(help="hybrid (default), lexical or vector.")
     ] = SearchMode.HYBRID,
-    explain: Annotated[bool, flag("--explain", "Show each signal's share of each result.")] = False,
+    explain: Annotated[
+        bool,
+        flag("--explain", "Show each signal's share of each result, and what query coverage did."),
+    ] = False,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="How many results.")] = 10,
     include_archive: Annotated[
         bool,
@@ -210,8 +213,10 @@ def search(
         columns += [(signal, _share(signal)) for signal in signals]
         columns.append(("relevance", _relevance))
         columns.append(("priors", _priors))
+        if any(h.covered for h in hits):
+            columns.append(("coverage", _coverage))
     elif fmt is OutputFormat.JSON:
-        hits = [h.model_copy(update={"explain": {}}) for h in hits]
+        hits = [h.without_explain() for h in hits]
     emit(hits, fmt, columns)
 
 
@@ -229,6 +234,17 @@ def _share(signal: str) -> Callable[[SearchHit], object]:
 def _relevance(hit: SearchHit) -> str:
     value = hit.explain.get("relevance")
     return "-" if value is None else f"{value:.2f}"
+
+
+def _coverage(hit: SearchHit) -> str:
+    """The query coverage step: where it put the hit (``#5->#2``, or ``#2`` when it stayed)
+    and the query's words the hit has."""
+    before = hit.explain.get("coverage_before")
+    if before is None:
+        return "-"
+    after = int(before - hit.explain.get("coverage_move", 0.0))
+    place = f"#{int(before)}" if after == before else f"#{int(before)}->#{after}"
+    return f"{place} {','.join(hit.covered) or '-'}"
 
 
 def _priors(hit: SearchHit) -> str:

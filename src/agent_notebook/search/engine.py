@@ -16,6 +16,7 @@ from ..enrich import STOPWORDS, enrich, identifiers
 from ..model import Moment, SearchHit, moment_number, normalize_concept, now_utc
 from ..storage import MomentBrief, MomentFilter, StorageBackend
 from .hybrid import (
+    Coverage,
     CONCEPT,
     DATE,
     LEXICAL,
@@ -196,12 +197,21 @@ class SearchEngine:
         shown = max(request.limit, settings.coverage_window) if asked else request.limit
         window = ranked_hits[:shown]
         moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in window])}
+        coverage: dict[int, Coverage] = {}
         if asked:  # the best coverage_window, whatever the limit: the same head for any
             covered = settings.coverage_window
-            window = _cover_aspects(window[:covered], moments, asked, settings) + window[covered:]
+            reordered, coverage = _cover_aspects(window[:covered], moments, asked, settings)
+            window = reordered + window[covered:]
         head = window[: request.limit]
         return [
-            self._hit(moments[number], score, entry, factors, relevant.get(f"m_{number}"))
+            self._hit(
+                moments[number],
+                score,
+                entry,
+                factors,
+                relevant.get(f"m_{number}"),
+                coverage.get(number),
+            )
             for score, number, entry, factors in head
             if number in moments  # gone since it was ranked (archived, say)
         ]
@@ -402,7 +412,9 @@ class SearchEngine:
         entry: Fused,
         factors: dict[str, float],
         relevant: float | None,
+        coverage: Coverage | None = None,
     ) -> SearchHit:
+        moved = {} if coverage is None else coverage.explain()
         explain = {
             **({} if relevant is None else {"relevance": relevant}),
             "fused": entry.score,
@@ -411,8 +423,10 @@ class SearchEngine:
             **{f"{name}_raw": s.raw for name, s in entry.signals.items()},
             **{f"{name}_prior": f for name, f in factors.items()},
             **{f"{name}_gain": g for name, g in entry.gains.items()},
+            **moved,
         }
-        return SearchHit(moment=moment, score=score, explain=explain)
+        covered = [] if coverage is None else coverage.words
+        return SearchHit(moment=moment, score=score, explain=explain, covered=covered)
 
 
 def _cover_aspects(
@@ -420,11 +434,11 @@ def _cover_aspects(
     moments: dict[int, Moment],
     asked: list[str],
     settings: SearchSettings,
-) -> list[tuple[float, int, Fused, dict[str, float]]]:
+) -> tuple[list[tuple[float, int, Fused, dict[str, float]]], dict[int, Coverage]]:
     """``hits`` (best first) reordered by :func:`.hybrid.cover_query` over the stems
     ``asked``, each weighing ``log(1 + hits / hits having it) ** coverage_idf_power``: a
     word most of the candidates have says nothing new (a speaker's name), a word only one
-    has is what the others miss."""
+    has is what the others miss; and, by moment number, what the step did to each."""
     wanted = set(asked)
     covers = [
         wanted.intersection(terms(moments[n].content.text[:COVERAGE_CHARS]))
@@ -443,7 +457,11 @@ def _cover_aspects(
         len(hits),
         settings.coverage_residual,
     )
-    return [hits[i] for i in order]
+    done = {
+        hits[i][1]: Coverage(i + 1, after + 1, [w for w in asked if w in covers[i]])
+        for after, i in enumerate(order)
+    }
+    return [hits[i] for i in order], done
 
 
 def _spread_sessions(

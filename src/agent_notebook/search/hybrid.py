@@ -23,6 +23,7 @@ from ..storage.base import MomentBrief
 
 __all__ = [
     "DATE",
+    "Coverage",
     "LEXICAL_LATEST",
     "MEDIA",
     "MEDIA_WEIGHT",
@@ -143,6 +144,24 @@ def session_evidence(
         session = session_of.get(moment_id)
         if session is not None:
             entry.score += share * strength[session]
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """What :func:`cover_query` did to a result: its place (1 = first) before and after,
+    and the query's words (stems) it has, in the query's order."""
+
+    before: int
+    after: int
+    words: list[str]
+
+    def explain(self) -> dict[str, float]:
+        """For a hit's ``explain``: its place before the step and how far it moved up
+        (negative: down)."""
+        return {
+            "coverage_before": float(self.before),
+            "coverage_move": float(self.before - self.after),
+        }
 
 
 def cover_query(

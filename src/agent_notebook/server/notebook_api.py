@@ -488,7 +488,7 @@ def search(
     hint = weak_match_hint(q, cut) if not hits and cut > 0 else None
     hits = hits[offset:]
     if not explain:
-        hits = [h.model_copy(update={"explain": {}}) for h in hits]
+        hits = [h.without_explain() for h in hits]
     found = page(hits, offset, limit)
     return SearchPage(
         items=found.items,

@@ -139,11 +139,12 @@ MIGRATIONS: Final[list[list[str]]] = [
     # 5: tombstones are pruned once older than ``DROPS_KEPT`` (``backend._drop_vectors``);
     # ``vector_drops_horizon`` holds the newest seq pruned, and an index that has not seen
     # that far is loaded again from the start (``VectorChangesPruned``). The tombstones
-    # already there count from now.
+    # already there count from now. (Idempotent: a test replays it on a faked version.)
     [
-        "ALTER TABLE vector_drops ADD COLUMN at timestamptz NOT NULL DEFAULT now()",
-        "CREATE TABLE vector_drops_horizon (seq bigint NOT NULL)",
-        "INSERT INTO vector_drops_horizon VALUES (0)",
+        "ALTER TABLE vector_drops ADD COLUMN IF NOT EXISTS at timestamptz NOT NULL DEFAULT now()",
+        "CREATE TABLE IF NOT EXISTS vector_drops_horizon (seq bigint NOT NULL)",
+        "INSERT INTO vector_drops_horizon SELECT 0 "
+        "WHERE NOT EXISTS (SELECT 1 FROM vector_drops_horizon)",
     ],
 ]
 
