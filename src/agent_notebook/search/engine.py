@@ -16,7 +16,6 @@ from ..enrich import STOPWORDS, enrich, identifiers
 from ..model import Moment, SearchHit, moment_number, normalize_concept, now_utc
 from ..storage import MomentBrief, MomentFilter, StorageBackend
 from .hybrid import (
-    Coverage,
     CONCEPT,
     DATE,
     LEXICAL,
@@ -24,6 +23,7 @@ from .hybrid import (
     MEDIA,
     MEDIA_WEIGHT,
     VECTOR,
+    Coverage,
     Fused,
     cover_query,
     fuse,

@@ -23,10 +23,10 @@ from ..storage.base import MomentBrief
 
 __all__ = [
     "DATE",
-    "Coverage",
     "LEXICAL_LATEST",
     "MEDIA",
     "MEDIA_WEIGHT",
+    "Coverage",
     "Fused",
     "SignalScore",
     "cover_query",
