@@ -117,35 +117,53 @@ class Bm25Index:
         self._total_length -= self._lengths.pop(key)
         self._df.subtract(counts.keys())
 
+    def document_counts(self, wanted: Iterable[str]) -> dict[str, int]:
+        """How many documents hold each of the ``wanted`` terms that any holds."""
+        return {t: n for t in wanted if (n := self._df[t]) > 0}
+
     def score(self, query: str, keys: Iterable[int] | None = None) -> list[tuple[int, float]]:
-        """(key, score) for documents matching any query token, best first."""
-        tokens = list(dict.fromkeys(terms(query)))
+        """(key, score) for documents matching any term of ``query``, best first."""
+        return self.score_terms(list(dict.fromkeys(terms(query))), keys)
+
+    def score_terms(
+        self, chosen: list[str], keys: Iterable[int] | None = None, above: int = 0
+    ) -> list[tuple[int, float]]:
+        """(key, score) of the documents (among ``keys``, numbered above ``above``) that
+        have any of the ``chosen`` terms, best first and by key on a tie: FTS5's
+        ``bm25()`` (``fts5_aux.c``) as SQLite ranks the same terms, negated (higher is
+        better), so the in-process backends rank like SQLite."""
         n = len(self._docs)
-        if not tokens or not n:
+        if not chosen or not n:
             return []
         avg = self._total_length / n or 1.0
-        idf = {
-            t: math.log(1 + (n - self._df[t] + 0.5) / (self._df[t] + 0.5))
-            for t in tokens
-            if self._df[t] > 0
-        }
+        idf = {t: bm25_idf(n, self._df[t]) for t in dict.fromkeys(chosen) if self._df[t] > 0}
         if not idf:
             return []
         results = []
         for key in self._docs if keys is None else keys:
             counts = self._docs.get(key)
-            if counts is None:
+            if counts is None or key <= above:
                 continue
             norm = BM25_K1 * (1 - BM25_B + BM25_B * self._lengths[key] / avg)
             s = 0.0
+            matched = False
             for t, w in idf.items():
                 f = counts.get(t)
                 if f:
                     s += w * f * (BM25_K1 + 1) / (f + norm)
-            if s > 0:
+                    matched = True
+            if matched:
                 results.append((key, s))
         results.sort(key=lambda kv: (-kv[1], kv[0]))
         return results
+
+
+def bm25_idf(documents: int, with_term: int) -> float:
+    """FTS5's BM25 inverse document frequency (``fts5_aux.c``): ``log((N - n + 0.5) /
+    (n + 0.5))``, never below 1e-6 (a term in most documents says almost nothing; the
+    ``log(1 + ...)`` of other BM25s would still weigh it)."""
+    idf = math.log((documents - with_term + 0.5) / (with_term + 0.5))
+    return idf if idf > 0.0 else 1e-6
 
 
 def query_term_weights(

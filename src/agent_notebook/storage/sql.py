@@ -10,13 +10,12 @@ encrypted), so the same notebook ranks the same on both.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from ..model import ConceptEntry, Moment
-from ..search.lexical import BM25_B, BM25_K1, query_term_weights, stem, tokenize
+from ..search.lexical import BM25_B, BM25_K1, bm25_idf, query_term_weights, stem, tokenize
 from .base import MomentFilter
 from .rows import to_us
 
@@ -82,12 +81,6 @@ def choose_terms(
         chosen.append(term)
         postings += docs[term]
     return chosen, postings
-
-
-def bm25_idf(documents: int, with_term: int) -> float:
-    """FTS5's BM25 inverse document frequency (``fts5_aux.c``): never below 1e-6."""
-    idf = math.log((documents - with_term + 0.5) / (with_term + 0.5))
-    return idf if idf > 0.0 else 1e-6
 
 
 def frequency_change(

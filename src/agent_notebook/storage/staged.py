@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from ..model import ArchiveEntry, ConceptEntry, Moment, Session, moment_number
 from ..search.lexical import Bm25Index
+from . import sql
 from .base import Activity, MomentFilter, StorageBackend, activity_of
 
 
@@ -377,13 +378,24 @@ class StagedBackend(StorageBackend):
     # -- search -----------------------------------------------------------------------------
 
     def search_text(self, query: str, where: MomentFilter, limit: int) -> list[tuple[str, float]]:
+        """BM25 as FTS5 ranks it, on the terms SQLite would choose (``sql.choose_terms``,
+        with its bound on postings), so these backends rank like SQLite."""
+        words, order = sql.query_words(query)
+        if not words:
+            return []
         with self._reading() as state:
             if where.session is not None:
                 keys: list[int] | None = sorted(state.by_session.get(where.session, ()))
             else:
                 keys = None
+            index = state.text_index
+            total = max(state.moments, default=0)
+            chosen, postings = sql.choose_terms(
+                order, index.document_counts(words), total, sql.POSTINGS_BUDGET
+            )
+            above = total - sql.POSTINGS_BUDGET if postings > sql.POSTINGS_BUDGET else 0
             hits = []
-            for num, score in state.text_index.score(query, keys):
+            for num, score in index.score_terms(chosen, keys, above):
                 if where.matches(state.moments[num]):
                     hits.append((f"m_{num}", score))
                     if len(hits) >= limit:
