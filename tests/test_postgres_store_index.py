@@ -17,6 +17,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
 
 import pg
+from agent_notebook import Notebook
 from agent_notebook.storage import SqliteBackend, StorageBackend
 from agent_notebook.storage.langgraph_store import StoreIndex
 from agent_notebook.stores import open_store
@@ -223,3 +224,39 @@ def test_a_store_indexed_before_the_change_log_existed_still_searches(tmp_path: 
     finally:
         conn.close()
         backend.close()
+
+
+WRITER = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from agent_notebook import Notebook
+from test_postgres_store_index import BagOfWords, WORDS
+config = {"dims": len(WORDS) + 1, "embed": BagOfWords(), "fields": ["text"]}
+with Notebook.open(sys.argv[2], store_index=config) as nb:
+    nb.store.put(("notes",), "kitten", {"text": "cat cat cat"})
+    nb.store.delete(("notes",), "cat")
+"""
+
+
+def test_what_another_process_puts_or_deletes_the_next_search_sees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two notebooks on one home in this process and a third in another process: each
+    notebook's store keeps its own copy of the vectors, and follows the others' writes."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("AGENT_NOTEBOOK_EMBEDDER", "none")
+    config = {"dims": len(WORDS) + 1, "embed": BagOfWords(), "fields": ["text"]}
+    home = tmp_path / "home"
+    with (
+        Notebook.open(home, store_index=config) as first,
+        Notebook.open(home, store_index=config) as second,
+    ):
+        fill(first.store)
+        assert second.store.search(NOTES, query="cat")[0].key == "cat"  # its copy is loaded
+        tests = str(Path(__file__).parent)
+        subprocess.run([sys.executable, "-c", WRITER, tests, str(home)], check=True)
+        for nb in (first, second):
+            keys = [h.key for h in nb.store.search(NOTES, query="cat", limit=10)]
+            assert keys[0] == "kitten" and "cat" not in keys
