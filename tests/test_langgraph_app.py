@@ -254,13 +254,15 @@ def test_async_turns_leave_the_state_sync_turns_do(tmp_path: Path, keep: int | N
                     graph.invoke({"messages": [HumanMessage(text)]}, config)
             state = graph.get_state(config).values
             moments = [m.content.text for m in nb.moments(nb.thread_session("same"))]
-            return [m.text for m in state["messages"]], moments, len(
-                list(graph.get_state_history(config))
+            return (
+                [m.text for m in state["messages"]],
+                moments,
+                len(list(graph.get_state_history(config))),
             )
 
     sync, async_ = turns(tmp_path / "sync", False), turns(tmp_path / "async", True)
     assert async_ == sync
-    assert sync[0] == [text for pair in zip(texts, ["Noted."] * 3) for text in pair]
+    assert sync[0] == [text for pair in zip(texts, ["Noted."] * 3, strict=True) for text in pair]
     assert sync[2] == (keep or 4)
 
 
