@@ -130,7 +130,10 @@ def test_the_worker_embeds_shortest_texts_together(minilm: MiniLmEmbedder, tmp_p
         record(nb, texts)
         assert nb.reindex() == len(texts)
     sizes = [[len(text.split()) for text in batch] for batch in gated.batches]
-    assert sizes == [list(range(1, semantic.CHUNK + 1)), list(range(semantic.CHUNK + 1, 65))]
+    assert sizes == [
+        list(range(1, semantic.CHUNK + 1)),
+        list(range(semantic.CHUNK + 1, 2 * semantic.CHUNK + 1)),
+    ]
 
 
 def test_vectors_of_another_model_are_replaced_not_mixed(

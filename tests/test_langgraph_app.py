@@ -228,6 +228,44 @@ def test_the_chat_graph_runs_async(nb: Notebook) -> None:
     assert [len(s.values["messages"]) for s in history] == [6, 4, 2, 0]
 
 
+@pytest.mark.parametrize("keep", [None, 2])
+def test_async_turns_leave_the_state_sync_turns_do(tmp_path: Path, keep: int | None) -> None:
+    """The same turns through ``invoke`` and ``ainvoke`` on two notebooks: the same
+    messages in the state, the same moments, as many checkpoints (and with
+    ``keep_checkpoints`` the async turn's end still prunes)."""
+    texts = ["the Vienna train?", "and the platform?", "thanks"]
+
+    def turns(home: Path, run_async: bool) -> tuple[list[str], list[str], int]:
+        home.mkdir(mode=0o700)
+        if keep is not None:
+            (home / "config.yaml").write_text(f"chat:\n  keep_checkpoints: {keep}\n")
+        with Notebook.open(home, background_embedding=False) as nb:
+            graph = build_chat_graph(nb, model=FakeListChatModel(responses=["Noted."] * 3))
+            config = {"configurable": {"thread_id": "same"}}
+
+            async def run_all() -> None:
+                for text in texts:
+                    await graph.ainvoke({"messages": [HumanMessage(text)]}, config)
+
+            if run_async:
+                asyncio.run(run_all())
+            else:
+                for text in texts:
+                    graph.invoke({"messages": [HumanMessage(text)]}, config)
+            state = graph.get_state(config).values
+            moments = [m.content.text for m in nb.moments(nb.thread_session("same"))]
+            return (
+                [m.text for m in state["messages"]],
+                moments,
+                len(list(graph.get_state_history(config))),
+            )
+
+    sync, async_ = turns(tmp_path / "sync", False), turns(tmp_path / "async", True)
+    assert async_ == sync
+    assert sync[0] == [text for pair in zip(texts, ["Noted."] * 3, strict=True) for text in pair]
+    assert sync[2] == (keep or 4)
+
+
 def test_the_chat_graph_checkpoints_every_step_when_asked(nb: Notebook) -> None:
     chat = nb.config.chat.model_copy(update={"checkpoint_durability": "async"})
     model = FakeListChatModel(responses=["Noted."] * 4)

@@ -147,6 +147,43 @@ def test_the_message_embedded_for_the_query_is_not_embedded_again_as_its_moment(
         assert message in [h.moment.content.text for h in hits]
 
 
+def test_messages_keep_their_query_vectors_for_a_worker_many_turns_behind(
+    minilm: MiniLmEmbedder, tmp_path: Path
+) -> None:
+    """A worker that lags 20 turns (more than the prepared queries kept) still takes each
+    message's vector from its query: only the answers are embedded as documents."""
+    log = DocumentLog(minilm)
+    turns = 20
+    with hybrid_chat(tmp_path, log, LYON, answers=turns) as (nb, graph):
+        messages = [f"Question {i}: when does train {i} to Lyon leave?" for i in range(turns)]
+        for message in messages:
+            graph.invoke({"messages": [HumanMessage(message)]}, THREAD)
+        log.documents.clear()
+        assert nb.reindex() == 2 * turns
+        assert log.documents == ["Noted."] * turns
+        assert [text for text, _ in log.queries] == messages  # each message embedded once
+
+
+def test_a_prepared_query_holds_the_worker_until_its_search_takes_it(
+    minilm: MiniLmEmbedder, tmp_path: Path
+) -> None:
+    """From the moment a turn starts embedding its message to its search, the worker
+    leaves the cores to the turn; the search lets it go, and so does a redaction that
+    drops the prepared query."""
+    with hybrid_chat(tmp_path, QueryLog(minilm), LYON) as (nb, _):
+        semantic = nb.semantic
+        assert semantic is not None
+        semantic.prepare_query("Which platform for Lyon?")
+        assert semantic._live == 1  # held while embedded and until searched
+        semantic._prepared["Which platform for Lyon?"].result()
+        assert semantic._live == 1
+        nb.search("Which platform for Lyon?", mode="vector")
+        assert semantic._live == 0
+        semantic.prepare_query("And the return train?")
+        semantic.forget([])
+        assert semantic._live == 0 and not semantic._prepared
+
+
 def test_a_redaction_leaves_no_kept_query_text_or_vector(
     minilm: MiniLmEmbedder, tmp_path: Path
 ) -> None:

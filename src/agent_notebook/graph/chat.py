@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -115,18 +115,20 @@ def build_chat_graph(
         session_id = notebook.thread_session(thread_id)
         recorded = mark_after(messages, ActivityMark(message_id=state.get("recorded_through")))
         notes = notebook.session_notebook(thread_id).sync
+        rendered_notes = notes.render_for_compaction()  # one read for the cut and the context
         condensed = state.get("condensed_history") or ""
-        fitted = compacted(messages, condensed, notes.render_for_compaction())
+        fitted = compacted(messages, condensed, lambda: rendered_notes)
         if fitted is not None:
             messages, condensed = fitted[0].keep, fitted[1]
+        session = notebook.get_session(session_id)  # read once for the context and the prompt
         built = context_builder.build(
             message=message,
             session_id=session_id,
-            session_notebook=notes.render_for_compaction(),
+            session_notebook=rendered_notes,
             condensed_history=condensed,
             context_config=state.get("context_config"),
+            session=session,
         )
-        session = notebook.get_session(session_id)
         ours = {"session_id": session_id, "task": session.task}
         system_prompt = prompter.render(
             "chat/system",
@@ -172,17 +174,18 @@ def build_chat_graph(
     )
 
     def compacted(
-        messages: list[BaseMessage], previous: str, guidance: str
+        messages: list[BaseMessage], previous: str, guidance: Callable[[], str]
     ) -> tuple[CompactionPlan, str] | None:
         """The plan that fits ``messages`` to the live budget and the condensed history
-        with what it removes; None when they fit (or nothing can go)."""
+        with what it removes; None when they fit (or nothing can go). ``guidance`` (the
+        session notebook rendered) is read only when something goes."""
         plan = plan_compaction(messages, chat.live_budget_tokens)
         if plan is None or not plan.remove:
             return None
         condensed = summarizer.summarize(
             messages_as_texts(plan.remove),
             previous=previous,
-            guidance=guidance,
+            guidance=guidance(),
             max_tokens=chat.condensed_history_tokens,
         )
         return plan, condensed
@@ -201,7 +204,7 @@ def build_chat_graph(
         }
         cuts = [turn.fitted] if turn.fitted is not None else []
         previous = turn.fitted[1] if turn.fitted else state.get("condensed_history") or ""
-        if (after := compacted(messages, previous, notes.render_for_compaction())) is not None:
+        if (after := compacted(messages, previous, notes.render_for_compaction)) is not None:
             cuts.append(after)
         if cuts:
             condensed = cuts[-1][1]

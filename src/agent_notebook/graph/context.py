@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Final, Literal, cast, get_args
 
 from ..errors import InvalidInput
-from ..model import Decision, Moment, PendingItem
+from ..model import Decision, Moment, PendingItem, Session
 from ..notebook import MAX_SEARCH_LIMIT, Notebook
 from ..session.sections import SECTION_NAMES, SECTIONS
 from ..tokens import DEFAULT_COUNTER, TokenCounter
@@ -261,14 +261,17 @@ class ContextBuilder:
         session_notebook: str | None = None,
         condensed_history: str = "",
         context_config: Mapping[str, str] | None = None,
+        session: Session | None = None,
     ) -> BuiltContext:
         """``condensed_history`` falls back to the session's ``context.condensed_history``;
-        an unknown ``session_id`` raises :class:`NotFound`, an unknown mode InvalidInput."""
+        an unknown ``session_id`` raises :class:`NotFound`, an unknown mode InvalidInput.
+        ``session``: that session as the caller just read it (else it is read here)."""
         candidates = self.candidates(
             message=message,
             session_id=session_id,
             session_notebook=session_notebook,
             condensed_history=condensed_history,
+            session=session,
         )
         modes = resolve_modes(candidates, context_config)
         return fit(candidates, modes, self.budget_tokens, self.tokens)
@@ -280,9 +283,13 @@ class ContextBuilder:
         session_id: str | None,
         session_notebook: str | None = None,
         condensed_history: str = "",
+        session: Session | None = None,
     ) -> list[Candidate]:
         """Every item that could go in, in priority order."""
-        session = None if session_id is None else self.notebook.get_session(session_id)
+        if session_id is None:
+            session = None
+        elif session is None or session.id != session_id:
+            session = self.notebook.get_session(session_id)
         found: list[Candidate] = []
         if session_notebook and session_notebook.strip():
             found.append(session_notebook_candidate(session_notebook))

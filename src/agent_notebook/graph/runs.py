@@ -107,4 +107,7 @@ class ChatGraph(CompiledStateGraph[Any, Any, Any, Any]):
         except BaseException:
             await asyncio.shield(asyncio.to_thread(saver.end_turn, mark, failed=True))
             raise
-        await asyncio.to_thread(saver.end_turn, mark, failed=False)
+        if saver.keep is None:  # a good turn's end only counts it out: no I/O, no hop
+            saver.end_turn(mark, failed=False)
+        else:  # it prunes the thread
+            await asyncio.to_thread(saver.end_turn, mark, failed=False)

@@ -44,13 +44,18 @@ __all__ = ["BATCH", "CHUNK", "SemanticIndex", "decode_vector", "encode_vector"]
 #: run together (padded to the longest of them) have about the same length.
 BATCH = 256
 #: Moments embedded and stored together (one model run, one transaction): between two of
-#: them the worker stops when told to and waits while a search runs.
-CHUNK = 32
+#: them the worker stops when told to and waits while a search runs. Small, because a chunk
+#: under way is not interrupted: a turn that starts meanwhile shares the cores with it until
+#: it ends (MiniLM costs about the same per text in a run of 1 as of 32 on two cores).
+CHUNK = 8
 #: How long the worker waits at most for a search to end before its next chunk.
 YIELD_S = 0.5
 #: Query vectors kept for reuse: a chat turn searches with the message it records next, so
-#: the worker can take that moment's vector from here instead of embedding the text again.
-RECENT_QUERIES = 16
+#: the worker can take that moment's vector from here instead of embedding the text again;
+#: as many as the worker reads at a time, so that a worker some turns behind still finds them.
+RECENT_QUERIES = BATCH
+#: Queries being prepared (or prepared and not yet searched) at most: each holds the worker.
+PREPARED_QUERIES = 16
 #: Where servers share the embedding work, how often (seconds) the worker looks again from
 #: the first moment: a claim of a server killed mid-batch lapses after its lease (30 s).
 TAKEOVER_S = 30.0
@@ -253,8 +258,9 @@ class SemanticIndex:
                 self._live_done.notify_all()
 
     def _yield_to_searches(self) -> None:
-        """Wait (a little at most) while a search runs: a live turn's query embedding gets
-        the cores, and the worker's next chunk starts after it."""
+        """Wait (a little at most) while a search runs or a prepared query waits for its
+        search: a live turn's context step (its query embedding, then the search with it)
+        gets the cores, and the worker's next chunk starts after it."""
         with self._live_done:
             self._live_done.wait_for(lambda: not self._live or self._stopping, YIELD_S)
 
@@ -269,22 +275,27 @@ class SemanticIndex:
                 return
             if self._preparer is None:  # one thread, kept: a turn starts none
                 self._preparer = ThreadPoolExecutor(1, thread_name_prefix="agent-notebook-query")
-            future = self._preparer.submit(self.embedder.embed_query, query)
-            with self._live_done:  # the worker leaves the cores to it (a turn waits on it)
+            # The worker leaves the cores to the turn from here until the search takes the
+            # vector (not only while it is embedded: the turn's search follows).
+            with self._live_done:
                 self._live += 1
-            future.add_done_callback(self._prepared_done)
-            self._prepared[query] = future
-            while len(self._prepared) > RECENT_QUERIES:
+            self._prepared[query] = self._preparer.submit(self.embedder.embed_query, query)
+            while len(self._prepared) > PREPARED_QUERIES:  # never searched: let go
                 self._prepared.popitem(last=False)
+                self._release(1)
 
-    def _prepared_done(self, _: Future[NDArray[np.float32]]) -> None:
-        with self._live_done:
-            self._live -= 1
-            self._live_done.notify_all()
+    def _release(self, prepared: int) -> None:
+        """``prepared`` queries were taken by their search (or dropped): the worker may go."""
+        if prepared:
+            with self._live_done:
+                self._live -= prepared
+                self._live_done.notify_all()
 
     def _prepared_vector(self, query: str) -> NDArray[np.float32] | None:
         with self._recent_lock:
             prepared = self._prepared.pop(query, None)
+        if prepared is not None:
+            self._release(1)  # the search holds the worker itself from here
         if prepared is None or prepared.exception() is not None:
             return None  # a failed one is embedded again by the caller, which reports why
         return prepared.result()
@@ -321,7 +332,9 @@ class SemanticIndex:
                 self._index.remove(numbers)
         with self._recent_lock:  # no text of theirs stays, nor a vector made of it
             self._recent_queries.clear()
+            dropped = len(self._prepared)
             self._prepared.clear()
+        self._release(dropped)
 
     def purge(self) -> None:
         """Rewrite the saved index file now, without the vectors forgotten since it was
