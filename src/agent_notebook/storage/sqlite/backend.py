@@ -449,6 +449,9 @@ class SqliteBackend(SqlReads):
     # -- text vectors -----------------------------------------------------------------------
 
     def put_vectors(self, model: str, vectors: Sequence[tuple[int, str, bytes]]) -> None:
+        # In number order: rows inserted out of order split the table's pages half full (the
+        # embedder takes a batch shortest text first), a fifth more bytes per vector.
+        vectors = sorted(vectors, key=lambda v: v[0])
         if (cipher := self.cipher) is not None:  # the text column holds the index's tokens
             vectors = [
                 (num, sealed.index_text(cipher, text), cipher.encrypt(blob, sealed.vector_aad(num)))
