@@ -86,33 +86,6 @@ def test_a_thread_written_by_sqlitesaver_reads_and_grows(tmp_path: Path) -> None
             "." not in str(v) for v in new_versions.values() if v not in old_versions.values()
         )
         assert max(new_versions.values()) > max(old_versions.values())  # newer sorts above
-        assert without_rowid(conn) == set()  # the file's tables stay as they were made
-    finally:
-        conn.close()
-
-
-def without_rowid(conn: sqlite3.Connection) -> set[str]:
-    rows = conn.execute(
-        "SELECT name, sql FROM sqlite_schema WHERE name IN ('checkpoints', 'writes')"
-    )
-    return {name for name, sql in rows if sql.rstrip().endswith("WITHOUT ROWID")}
-
-
-def test_a_new_file_keeps_checkpoints_and_writes_by_their_keys_alone(tmp_path: Path) -> None:
-    """No rowid, so no second copy of the key columns (issue 17: bytes on disk)."""
-    conn = sqlite3.connect(tmp_path / "checkpoints.db", check_same_thread=False)
-    try:
-        saver = NotebookSaver(conn)
-        graph = graph_on(saver)
-        graph.invoke({"messages": [HumanMessage("one")]}, THREAD)
-        assert without_rowid(conn) == {"checkpoints", "writes"}
-        indexes = conn.execute("SELECT name FROM sqlite_schema WHERE type = 'index'").fetchall()
-        assert indexes == []
-        saver.copy_thread("t", "u")
-        graph.invoke({"messages": [HumanMessage("two")]}, THREAD)
-        assert texts(graph) == ["one", "noted: one", "two", "noted: two"]
-        copied: RunnableConfig = {"configurable": {"thread_id": "u"}}
-        assert [m.text for m in graph.get_state(copied).values["messages"]] == ["one", "noted: one"]
     finally:
         conn.close()
 

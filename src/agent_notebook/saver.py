@@ -57,36 +57,6 @@ _NEWEST_WRITES = (
 )
 
 
-#: ``SqliteSaver``'s tables, made ``WITHOUT ROWID`` in a new file: the rows are stored in
-#: their primary key's order, so no second copy of the key columns (the autoindex: a fifth
-#: of the writes table's bytes, issue 17). Files made before keep their tables as they are;
-#: the statements on them are the same either way.
-_TABLES_WITHOUT_ROWID = """
-    CREATE TABLE IF NOT EXISTS checkpoints (
-        thread_id TEXT NOT NULL,
-        checkpoint_ns TEXT NOT NULL DEFAULT '',
-        checkpoint_id TEXT NOT NULL,
-        parent_checkpoint_id TEXT,
-        type TEXT,
-        checkpoint BLOB,
-        metadata BLOB,
-        PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
-    ) WITHOUT ROWID;
-    CREATE TABLE IF NOT EXISTS writes (
-        thread_id TEXT NOT NULL,
-        checkpoint_ns TEXT NOT NULL DEFAULT '',
-        checkpoint_id TEXT NOT NULL,
-        task_id TEXT NOT NULL,
-        task_path TEXT NOT NULL DEFAULT '',
-        idx INTEGER NOT NULL,
-        channel TEXT NOT NULL,
-        type TEXT,
-        value BLOB,
-        PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
-    ) WITHOUT ROWID;
-"""
-
-
 class NotebookSaver(SaverSemantics, SqliteSaver):
     """``SqliteSaver`` with async methods, optional pruning and the extended capabilities
     (what is not SQL here is :class:`~agent_notebook.saver_base.SaverSemantics`)."""
@@ -105,12 +75,6 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
         super().__init__(conn)
         self.serde = CompressedSerializer(self.serde)  # plain rows written before read too
         self._init_semantics(keep, delta_reducers)
-
-    def setup(self) -> None:
-        """``SqliteSaver``'s setup, its tables made without rowid first (see above)."""
-        if not self.is_setup:
-            self.conn.executescript(_TABLES_WITHOUT_ROWID)
-        super().setup()
 
     def get_next_version(self, current: str | int | None, channel: None) -> str:
         """``SqliteSaver``'s versions (32 zero-padded digits) without their random
