@@ -43,6 +43,7 @@ from agent_notebook.session import (
     SessionNotebookSync,
 )
 from agent_notebook.session.sections import SECTION_NAMES, parse, part, render_parts, template
+from agent_notebook.storage.base import MomentFilter
 from agent_notebook.tokens import CharEstimate
 from waiting import HANG_GUARD_S
 
@@ -509,6 +510,9 @@ def test_one_change_cutting_several_sections_records_one_moment(tmp_path: Path) 
         (cut,) = [m for m in notebook.moments() if m.speaker == "session-notebook"]
         assert refs == {name: f"moment {cut.id} ({name})" for name in originals}
         assert cut.relations.links == [f"session-notebook:t#{name}" for name in originals]
+        # derived text: indexed by its words, not by concepts of its own
+        assert cut.metadata.concepts == [] and cut.metadata.retrieval_keys == []
+        assert [m for m, _ in notebook.backend.search_text("w49.5", MomentFilter(), 5)] == [cut.id]
         for name, original in originals.items():
             kept = nb.get_section(name).rsplit("\n", 1)[0]
             assert nb.fetch_cut(refs[name]) + kept == original, name

@@ -174,7 +174,7 @@ def test_a_moment_body_holds_only_what_its_columns_do_not(tmp_path: Path) -> Non
     backend.put_moments([said])
     (body,) = backend.connection.execute("SELECT body FROM moments WHERE num = 3").fetchone()
     stored = json.loads(body)
-    assert not {"id", "session", "timestamp", "role", "speaker"} & set(stored)
+    assert not {"id", "session", "timestamp", "role", "speaker", "content"} & set(stored)
     assert stored["metadata"] == {"concepts": ["deploy"]} and stored["schema_version"] == 1
     assert backend.get_moment("m_3") == said
     assert backend.list_moments(SESSION) == [said]

@@ -407,6 +407,10 @@ class SessionNotebookSync:
             next(iter(compressed.values())) if single else sections.render_parts(compressed),
             role="system",
             speaker=CUT_SPEAKER,
+            # Derived text: its concepts and keys are its sources' (or, quoted, the words
+            # "worklog", "condensed", "m_12"...); the moments it came from are indexed so.
+            concepts=[],
+            retrieval_keys=[],
             links=[f"session-notebook:{self.thread_id}#{name}" for name in removed],
             source_id=f"{self.thread_id}#{'+'.join(removed)}",
         )

@@ -41,6 +41,8 @@ def moment_row(moment: Moment) -> tuple[int, str, int, str, str, str, str]:
     body = moment.model_dump(mode="json", exclude_defaults=True, exclude=set(_IN_COLUMNS))
     body["schema_version"] = moment.schema_version
     text = body.get("content", {}).pop("text", "")
+    if body.get("content") == {}:  # most moments: the text was all their content
+        del body["content"]
     return (
         moment.number,
         moment.session,
