@@ -322,7 +322,7 @@ class SqliteBackend(SqlReads):
         self._conn.execute("UPDATE upkeep SET indexed_through = ?", (through,))
         return through
 
-    def _index_inputs(self, rows: Sequence[Sequence[Any]]) -> list[tuple[int, str, list[str]]]:
+    def _index_inputs(self, rows: list[Any]) -> list[tuple[int, str, list[str]]]:
         """``(number, text, concepts)`` of stored rows (:data:`MOMENT_READ`'s columns); a
         plain body is read as JSON alone (no moment is validated), a sealed one is opened."""
         if self.cipher is None:
