@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
@@ -40,7 +42,8 @@ from agent_notebook.session import (
     SessionNotebook,
     SessionNotebookSync,
 )
-from agent_notebook.session.sections import parse, template
+from agent_notebook.session.sections import SECTION_NAMES, parse, part, render_parts, template
+from agent_notebook.storage.base import MomentFilter
 from agent_notebook.tokens import CharEstimate
 from waiting import HANG_GUARD_S
 
@@ -359,7 +362,9 @@ def test_notebook_store_keeps_the_notebook_in_notebook_db(tmp_path: Path) -> Non
 
 # -- budgets ------------------------------------------------------------------------------------
 
-MARKER = re.compile(r"\[condensed: earlier text moved to (moment (m_\d+)|store item \S+)\]")
+MARKER = re.compile(
+    r"\[condensed: earlier text moved to (moment (m_\d+)(?: \([A-Za-z ]+\))?|store item \S+)\]"
+)
 HUGE = "Workflow"  # the section filled with one long line without newlines
 
 
@@ -459,21 +464,63 @@ def test_enforce_budget_fits_and_loses_nothing(tmp_path: Path, budgets: SessionB
         assert over and set(refs) >= over
         assert all(r.startswith("moment m_") for r in refs.values())
         sections = check_within_budget(nb.sync, budgets)
-
-        def moment_text(reference: str) -> str:
-            return notebook.get_moment(reference.removeprefix("moment ")).content.text
-
-        seen = check_nothing_lost(sections, originals, moment_text)
+        seen = check_nothing_lost(sections, originals, nb.sync.fetch_cut)
         assert sorted(seen) == sorted(refs.values())
-        # the moments belong to one long-term session of this thread
-        sessions = {notebook.get_moment(r.removeprefix("moment ")).session for r in seen}
-        assert len(sessions) == 1
+        # the cuts of one change are one moment, of the thread's long-term session
+        (cut,) = {r.split()[1] for r in seen}
+        assert notebook.get_moment(cut).session == notebook.thread_session("t")
+        assert [m.id for m in notebook.moments() if m.speaker == "session-notebook"] == [cut]
 
         # a second call finds nothing to do and changes nothing
         before, moments = nb.sync.load(), len(notebook.moments())
         assert asyncio.run(nb.enforce_budget(budgets.max_total_tokens)) == {}
         assert nb.sync.load() == before
         assert len(notebook.moments()) == moments
+
+
+# Lines that read as headers (escaped or not), blank lines, trailing newlines, quote references.
+_CUT_LINES = st.sampled_from(
+    ["", "## Worklog", "\\## Worklog", "\\\\## Key Results  ", "- ⟦m_3@0+60⟧", "- done", "##"]
+)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(SECTION_NAMES),
+        st.lists(_CUT_LINES | st.text(max_size=30), max_size=6).map("\n".join),
+        min_size=1,
+    )
+)
+def test_the_cuts_of_several_sections_read_back_exactly(cuts: dict[str, str]) -> None:
+    together = render_parts(cuts)
+    assert {name: part(together, name) for name in cuts} == cuts
+    assert all(part(together, name) is None for name in SECTION_NAMES if name not in cuts)
+
+
+def test_one_change_cutting_several_sections_records_one_moment(tmp_path: Path) -> None:
+    with Notebook.open(tmp_path / "home", background_embedding=False) as notebook:
+        nb = notebook.session_notebook("t").sync
+        originals = {  # in the sections' order, one of them with a header-like line
+            "Key Results": "## Worklog\n" + _lines("Key Results", 900),
+            "Worklog": _lines("Worklog", 1000),
+        }
+        for name, text in originals.items():
+            nb.update_section(name, text)
+        refs = nb.enforce_budget()
+        (cut,) = [m for m in notebook.moments() if m.speaker == "session-notebook"]
+        assert refs == {name: f"moment {cut.id} ({name})" for name in originals}
+        assert cut.relations.links == [f"session-notebook:t#{name}" for name in originals]
+        # derived text: indexed by its words, not by concepts of its own
+        assert cut.metadata.concepts == [] and cut.metadata.retrieval_keys == []
+        assert [m for m, _ in notebook.backend.search_text("w49.5", MomentFilter(), 5)] == [cut.id]
+        for name, original in originals.items():
+            kept = nb.get_section(name).rsplit("\n", 1)[0]
+            assert nb.fetch_cut(refs[name]) + kept == original, name
+        # a section's part whose header a redaction took reads as redacted, not as another's
+        text = cut.content.text.replace("\n## Worklog\n", "\n[redacted]\n")
+        content = cut.content.model_copy(update={"text": text})
+        notebook.backend.put_moments([cut.model_copy(update={"content": content})])
+        assert nb.fetch_cut(refs["Worklog"]) == f"[the Worklog part of {cut.id}: redacted]"
 
 
 def test_enforce_budget_with_a_smaller_total(tmp_path: Path) -> None:

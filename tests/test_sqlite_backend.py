@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -155,3 +156,52 @@ def test_a_remembered_ranking_never_outlives_a_write(tmp_path: Path) -> None:
         backend.put_moments([moment(8, "kayak " * 6, [])])
         assert backend.search_text("kayak", MomentFilter(), limit=1)[0][0] == "m_8"
     backend.close()
+
+
+def test_a_moment_body_holds_only_what_its_columns_do_not(tmp_path: Path) -> None:
+    backend = open_with(tmp_path)
+    said = Moment.model_validate(
+        {
+            "id": "m_3",
+            "session": SESSION,
+            "timestamp": datetime(2026, 3, 1, 9, 0, 0, 123456, tzinfo=UTC),
+            "role": "assistant",
+            "speaker": "planner",
+            "content": {"text": "the deploy failed"},
+            "metadata": {"concepts": ["deploy"]},
+        }
+    )
+    backend.put_moments([said])
+    (body,) = backend.connection.execute("SELECT body FROM moments WHERE num = 3").fetchone()
+    stored = json.loads(body)
+    assert not {"id", "session", "timestamp", "role", "speaker", "content"} & set(stored)
+    assert stored["metadata"] == {"concepts": ["deploy"]} and stored["schema_version"] == 1
+    assert backend.get_moment("m_3") == said
+    assert backend.list_moments(SESSION) == [said]
+
+
+def test_a_moment_body_written_before_issue_17_reads_the_same(tmp_path: Path) -> None:
+    """Bodies used to repeat the id, session, time, role and speaker of their columns."""
+    backend = open_with(tmp_path)
+    old_body = (
+        '{"id":"m_5","session":"s_2026-03-01_001","timestamp":"2026-03-01T09:00:00.000042Z",'
+        '"role":"assistant","speaker":"planner","content":{},'
+        '"metadata":{"concepts":["deploy"],"importance":0.7},"schema_version":1}'
+    )
+    backend.connection.execute(
+        schema.UPSERT_MOMENT,
+        (5, SESSION, 1772355600000042, "planner", "assistant", "deploy again", old_body),
+    )
+    found = backend.get_moment("m_5")
+    assert found is not None
+    assert (found.id, found.session, found.role, found.speaker) == (
+        "m_5",
+        SESSION,
+        "assistant",
+        "planner",
+    )
+    assert found.timestamp == datetime(2026, 3, 1, 9, 0, 0, 42, tzinfo=UTC)
+    assert found.content.text == "deploy again" and found.metadata.importance == 0.7
+    assert backend.get_concept("deploy") is not None  # indexed from the old body too
+    backend.put_moments([found.model_copy(update={"speaker": "reviewer"})])
+    assert backend.get_moment("m_5") == found.model_copy(update={"speaker": "reviewer"})

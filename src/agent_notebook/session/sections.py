@@ -102,6 +102,23 @@ def parse(content: str) -> Sections:
     return sections
 
 
+def render_parts(parts: Sections) -> str:
+    """Some sections' texts as one, each under its header (no title, no guidance lines), so
+    :func:`part` gives each back byte for byte."""
+    return "\n".join(f"## {check_section(name)}\n{_escape(text)}" for name, text in parts.items())
+
+
+def part(content: str, name: str) -> str | None:
+    """Section ``name``'s text in what :func:`render_parts` made; None without its header
+    (a redaction may have taken the line)."""
+    matches = list(_HEADER.finditer(content))
+    for i, m in enumerate(matches):
+        if m[1] == name:
+            end = matches[i + 1].start() - 1 if i + 1 < len(matches) else len(content)
+            return _unescape(content[m.end() + 1 : end])
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Cut:
     """The result of condensing one text: what stays, and what was cut (oldest first)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -49,6 +50,9 @@ CUT_SPEAKER: Final = "session-notebook"
 #: Cut text is checked for quotes of this many of the session's latest moments.
 QUOTABLE_MOMENTS: Final = 64
 MAX_FAILURES_KEPT: Final = 20
+#: "moment m_42", or "moment m_42 (Worklog)" for one section's part of a moment holding
+#: the cuts of several sections.
+_MOMENT_REFERENCE: Final = re.compile(r"moment (m_\d+)(?: \((.+)\))?")
 WRITE_ATTEMPTS: Final = 5
 
 __all__ = [
@@ -153,10 +157,9 @@ class SessionNotebookSync:
         self.notebook = notebook
         self.budgets = budgets or SessionBudgets()
         self.tokens = token_counter
-        # As long as any reference _keep_cut may write, so markers are measured generously.
-        self._placeholder = max(
-            budget.PLACEHOLDER_REFERENCE, self._store_reference(10**12), key=len
-        )
+        # As long as any reference _keep_cuts may write, so markers are measured generously.
+        longest_part = _moment_reference("m_99999999999999", max(sections.SECTIONS, key=len))
+        self._placeholder = max(longest_part, self._store_reference(10**12), key=len)
 
     # -- storage ----------------------------------------------------------------------------
 
@@ -382,24 +385,41 @@ class SessionNotebookSync:
         self, state: StoredNotebook, current: sections.Sections, cuts: dict[str, budget.SectionCut]
     ) -> dict[str, str]:
         """Keep every cut text durably first, then write the sections with their markers."""
-        references = {name: self._keep_cut(state, name, cut.removed) for name, cut in cuts.items()}
+        references = self._keep_cuts(state, {name: cut.removed for name, cut in cuts.items()})
         for name, cut in cuts.items():
             current[name] = budget.with_marker(cut.kept, references[name])
         state.content = sections.render(current)
         return references
 
-    def _keep_cut(self, state: StoredNotebook, section: str, text: str) -> str:
-        if self.notebook is not None:
-            session_id = self._long_term_session(state)
-            moment = self.notebook.record(
-                session_id,
-                quotes.compress(text, self._quotable(session_id)),
-                role="system",
-                speaker=CUT_SPEAKER,
-                links=[f"session-notebook:{self.thread_id}#{section}"],
-                source_id=f"{self.thread_id}#{section}",
-            )
-            return f"moment {moment.id}"
+    def _keep_cuts(self, state: StoredNotebook, removed: dict[str, str]) -> dict[str, str]:
+        """Keep the text cut from each section; return the reference each marker names.
+        Into the long-term notebook the cuts of one change go as one moment, each section's
+        under its header (:func:`sections.render_parts`) when there are several: a moment's
+        vector, index rows and concept pairs cost more than a cut's text (issue 17)."""
+        if self.notebook is None or not removed:
+            return {name: self._store_cut(state, name, text) for name, text in removed.items()}
+        session_id = self._long_term_session(state)
+        quotable = self._quotable(session_id)
+        compressed = {name: quotes.compress(text, quotable) for name, text in removed.items()}
+        single = len(compressed) == 1
+        moment = self.notebook.record(
+            session_id,
+            next(iter(compressed.values())) if single else sections.render_parts(compressed),
+            role="system",
+            speaker=CUT_SPEAKER,
+            # Derived text: its concepts and keys are its sources' (or, quoted, the words
+            # "worklog", "condensed", "m_12"...); the moments it came from are indexed so.
+            concepts=[],
+            retrieval_keys=[],
+            links=[f"session-notebook:{self.thread_id}#{name}" for name in removed],
+            source_id=f"{self.thread_id}#{'+'.join(removed)}",
+        )
+        return {
+            name: f"moment {moment.id}" if single else _moment_reference(moment.id, name)
+            for name in removed
+        }
+
+    def _store_cut(self, state: StoredNotebook, section: str, text: str) -> str:
         state.cuts += 1
         value = {"section": section, "text": text, "at": now_utc().isoformat()}
         key = f"cut_{state.cuts}"
@@ -427,10 +447,17 @@ class SessionNotebookSync:
         }
 
     def fetch_cut(self, reference: str) -> str:
-        """The text a marker's reference names ("moment m_42" or "store item …/cut_3")."""
-        if reference.startswith("moment ") and self.notebook is not None:
+        """The text a marker's reference names ("moment m_42", "moment m_42 (Worklog)" or
+        "store item …/cut_3")."""
+        named = _MOMENT_REFERENCE.fullmatch(reference)
+        if named is not None and self.notebook is not None:
             notebook = self.notebook
-            text = notebook.get_moment(reference.removeprefix("moment ")).content.text
+            text = notebook.get_moment(named[1]).content.text
+            if named[2] is not None:
+                found = sections.part(text, named[2])
+                if found is None:
+                    return f"[the {named[2]} part of {named[1]}: redacted]"
+                text = found
 
             def moment_text(number: int) -> str | None:
                 try:
@@ -445,6 +472,10 @@ class SessionNotebookSync:
             if item is not None:
                 return str(item.value["text"])
         raise NotFound(f"no condensed text at {reference!r} for thread {self.thread_id}")
+
+
+def _moment_reference(moment_id: str, section: str) -> str:
+    return f"moment {moment_id} ({section})"
 
 
 def _vanished(

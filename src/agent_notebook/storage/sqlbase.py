@@ -96,7 +96,9 @@ class SqlReads(StorageBackend):
 
     def get_moment(self, moment_id: str) -> Moment | None:
         num = moment_number(moment_id)
-        found = self._query(f"SELECT text, body FROM moments WHERE num = {self._mark}", (num,))
+        found = self._query(
+            f"SELECT {rows.MOMENT_READ} FROM moments WHERE num = {self._mark}", (num,)
+        )
         return self._moments_from(found)[0] if found else None
 
     def get_moments(self, moment_ids: Sequence[str]) -> list[Moment]:
@@ -189,18 +191,17 @@ class SqlReads(StorageBackend):
         while True:
             with self.atomic():
                 found = self._query(
-                    f"SELECT num, text, body FROM moments WHERE num > {m} ORDER BY num LIMIT {m}",
+                    f"SELECT {rows.MOMENT_READ} FROM moments WHERE num > {m} "
+                    f"ORDER BY num LIMIT {m}",
                     (after, batch),
                 )
                 if not found:
                     break
                 after = found[-1][0]
-                moments = self._moments_from(
-                    [(text, body) for _, text, body in found if stale(body)]
-                )
+                moments = self._moments_from([row for row in found if stale(row[-1])])
                 self._write_many(self._upsert_moment, [self._moment_row(x) for x in moments])
                 vectors = self._rows_by_num(
-                    "SELECT num, vector FROM moment_vectors WHERE num IN", [n for n, _, _ in found]
+                    "SELECT num, vector FROM moment_vectors WHERE num IN", [row[0] for row in found]
                 )
                 resealed = [
                     (cipher.encrypt(self._open_vector(n, v), sealed.vector_aad(n)), n)

@@ -204,14 +204,14 @@ class PostgresBackend(SqlReads):
         count = length = 0
         after = 0
         while found := conn.execute(
-            "SELECT num, text, body FROM moments WHERE num > %s ORDER BY num LIMIT %s",
+            f"SELECT {rows.MOMENT_READ} FROM moments WHERE num > %s ORDER BY num LIMIT %s",
             (after, batch),
         ).fetchall():
             after = found[-1][0]
             if self.cipher is None:  # the text column is the text: no moment to validate
-                texts = [(num, text) for num, text, _ in found]
+                texts = [(row[0], row[5]) for row in found]
             else:
-                opened = self._moments_from([(text, body) for _, text, body in found])
+                opened = self._moments_from(found)
                 texts = [(m.number, m.content.text) for m in opened]
             updates = []
             for num, text in texts:
@@ -299,7 +299,7 @@ class PostgresBackend(SqlReads):
 
     def _moments_from(self, found: list[Any]) -> list[Moment]:
         try:
-            return [sealed.moment_from_row(self.cipher, text, body) for text, body in found]
+            return [sealed.moment_from_row(self.cipher, row) for row in found]
         except (ValueError, ValidationError) as err:
             raise StorageError(f"{self.location}: a stored moment does not load: {err}") from err
 
@@ -408,10 +408,9 @@ class PostgresBackend(SqlReads):
     def _moments_by_num(self, nums: Sequence[int]) -> dict[int, Moment]:
         """The stored moments among ``nums``, by number."""
         found = self._query(
-            "SELECT num, text, body FROM moments WHERE num = ANY(%s::bigint[])", (list(nums),)
+            f"SELECT {rows.MOMENT_READ} FROM moments WHERE num = ANY(%s::bigint[])", (list(nums),)
         )
-        loaded = self._moments_from([(text, body) for _, text, body in found])
-        return dict(zip((num for num, _, _ in found), loaded, strict=True))
+        return {row[0]: m for row, m in zip(found, self._moments_from(found), strict=True)}
 
     def _index_terms(
         self, moments: Sequence[Moment], replaced: dict[int, Moment], removed: int = 0
@@ -474,7 +473,7 @@ class PostgresBackend(SqlReads):
     ) -> list[Moment]:
         where, params = ("", ()) if session_id is None else ("WHERE session_id = %s", (session_id,))
         found = self._query(
-            f"SELECT text, body FROM moments {where} ORDER BY num LIMIT %s OFFSET %s",
+            f"SELECT {rows.MOMENT_READ} FROM moments {where} ORDER BY num LIMIT %s OFFSET %s",
             (*params, limit, offset),
         )
         return self._moments_from(found)

@@ -26,6 +26,7 @@ from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session,
 from .. import sql
 from ..base import Activity, Capabilities, MomentFilter
 from ..files import ensure_private_dir, ensure_private_file
+from ..rows import MOMENT_READ
 from ..sql import concept_entry as _concept_entry
 from ..sqlbase import SqlReads
 from . import schema, sealed
@@ -187,7 +188,7 @@ class SqliteBackend(SqlReads):
 
     def _moments_from(self, rows: list[Any]) -> list[Moment]:
         try:
-            return [sealed.moment_from_row(self.cipher, text, body) for text, body in rows]
+            return [sealed.moment_from_row(self.cipher, row) for row in rows]
         except (ValueError, ValidationError) as err:
             raise StorageError(f"{self.path}: a stored moment does not load: {err}") from err
 
@@ -301,7 +302,7 @@ class SqliteBackend(SqlReads):
         """Index every moment above the mark (inside a transaction); return the new mark."""
         through = self._indexed_through()
         while rows := self._conn.execute(
-            "SELECT num, text, body FROM moments WHERE num > ? ORDER BY num LIMIT ?",
+            f"SELECT {MOMENT_READ} FROM moments WHERE num > ? ORDER BY num LIMIT ?",
             (through, batch),
         ).fetchall():
             last = rows[-1][0]
@@ -321,17 +322,15 @@ class SqliteBackend(SqlReads):
         self._conn.execute("UPDATE upkeep SET indexed_through = ?", (through,))
         return through
 
-    def _index_inputs(
-        self, rows: Sequence[tuple[int, str, str]]
-    ) -> list[tuple[int, str, list[str]]]:
-        """``(number, text, concepts)`` of stored rows; a plain body is read as JSON alone
-        (no moment is validated), a sealed one is opened."""
+    def _index_inputs(self, rows: list[Any]) -> list[tuple[int, str, list[str]]]:
+        """``(number, text, concepts)`` of stored rows (:data:`MOMENT_READ`'s columns); a
+        plain body is read as JSON alone (no moment is validated), a sealed one is opened."""
         if self.cipher is None:
             return [
-                (num, text, json.loads(body).get("metadata", {}).get("concepts", []))
-                for num, text, body in rows
+                (row[0], row[5], json.loads(row[6]).get("metadata", {}).get("concepts", []))
+                for row in rows
             ]
-        moments = self._moments_from([(text, body) for _, text, body in rows])
+        moments = self._moments_from(rows)
         return [(m.number, m.content.text, list(m.metadata.concepts)) for m in moments]
 
     # -- moments ----------------------------------------------------------------------------
@@ -374,9 +373,8 @@ class SqliteBackend(SqlReads):
 
     def _moments_by_num(self, nums: Sequence[int]) -> dict[int, Moment]:
         """The stored moments among ``nums``, by number."""
-        rows = self._rows_by_num("SELECT num, text, body FROM moments WHERE num IN", nums)
-        loaded = self._moments_from([(text, body) for _, text, body in rows])
-        return dict(zip((num for num, _, _ in rows), loaded, strict=True))
+        rows = self._rows_by_num(f"SELECT {MOMENT_READ} FROM moments WHERE num IN", nums)
+        return {row[0]: moment for row, moment in zip(rows, self._moments_from(rows), strict=True)}
 
     def _index_terms(self, moments: Sequence[Moment], replaced: dict[int, Moment]) -> None:
         self._add_term_docs(sql.frequency_change(moments, replaced, self._terms))
@@ -416,10 +414,11 @@ class SqliteBackend(SqlReads):
     ) -> list[Moment]:
         params: tuple[str, ...] = ()
         if session_id is None:
-            sql = "SELECT text, body FROM moments ORDER BY num LIMIT ? OFFSET ?"
+            sql = f"SELECT {MOMENT_READ} FROM moments ORDER BY num LIMIT ? OFFSET ?"
         else:
             sql = (
-                "SELECT text, body FROM moments WHERE session_id = ? ORDER BY num LIMIT ? OFFSET ?"
+                f"SELECT {MOMENT_READ} FROM moments WHERE session_id = ? "
+                "ORDER BY num LIMIT ? OFFSET ?"
             )
             params = (session_id,)
         return self._moments_from(self._query(sql, (*params, _limit(limit), offset)))
@@ -450,6 +449,9 @@ class SqliteBackend(SqlReads):
     # -- text vectors -----------------------------------------------------------------------
 
     def put_vectors(self, model: str, vectors: Sequence[tuple[int, str, bytes]]) -> None:
+        # In number order: rows inserted out of order split the table's pages half full (the
+        # embedder takes a batch shortest text first), a fifth more bytes per vector.
+        vectors = sorted(vectors, key=lambda v: v[0])
         if (cipher := self.cipher) is not None:  # the text column holds the index's tokens
             vectors = [
                 (num, sealed.index_text(cipher, text), cipher.encrypt(blob, sealed.vector_aad(num)))

@@ -14,7 +14,8 @@ PostgreSQL share them): what is sealed and how.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Final
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from ...errors import InvalidInput
 from ...model import DEFAULT_DECAY_RATE, DEFAULT_IMPORTANCE, ArchiveEntry, Moment, Session
@@ -44,7 +45,7 @@ def check_key(cipher: Cipher | None, body: str, where: str) -> None:
     if not is_sealed(body):
         return
     if cipher is None:
-        moment_from_row(None, "", body)  # raises: needs the key
+        _require(cipher)  # raises: needs the key
     elif (kid := cipher.text_key_id(sealed_part(body))) and not cipher.knows(kid):
         raise cipher.wrong_key(kid, where)
 
@@ -80,9 +81,12 @@ def moment_row(cipher: Cipher, moment: Moment) -> tuple[int, str, int, str, str,
     return (num, session, ts, speaker, role, index_text(cipher, moment.content.text), _json(body))
 
 
-def moment_from_row(cipher: Cipher | None, text: str, body: str) -> Moment:
+def moment_from_row(cipher: Cipher | None, row: Sequence[Any]) -> Moment:
+    """The moment of a row of ``MOMENT_READ``'s columns. A sealed record is whole (its id,
+    session, time and speaker too): the plain columns beside it are not trusted."""
+    body = row[-1]
     if not is_sealed(body):
-        return schema.moment_from_row(text, body)
+        return schema.moment_from_row(row)
     record = _require(cipher).decrypt_text(sealed_part(body), MOMENT_AAD, "a stored moment")
     return Moment.model_validate_json(record)
 
