@@ -285,7 +285,7 @@ def test_explain_shows_what_query_coverage_did(lexical_nb: Notebook) -> None:
 def test_search_explain_on_the_command_line_shows_the_coverage_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from clirun import cli, data
+    from clirun import cli, cli_process, data
 
     home = tmp_path / "nb"
     no_embedder = {"AGENT_NOTEBOOK_EMBEDDER": "none"}
@@ -293,8 +293,10 @@ def test_search_explain_on_the_command_line_shows_the_coverage_step(
     monkeypatch.setenv("AGENT_NOTEBOOK_EMBEDDER", "none")
     with Notebook.open(home) as nb:
         _two_sessions(nb)
-    wide = {**no_embedder, "COLUMNS": "400"}  # the table whole, not cut to a terminal
-    shown = cli(home, "search", QUESTION, "--limit", "5", "--explain", env=wide)
+    # the table whole, not cut to a terminal: a process of its own, since the console of
+    # this one took its width when it was made
+    wide = {**no_embedder, "COLUMNS": "400"}
+    shown = cli_process(home, "search", QUESTION, "--limit", "5", "--explain", env=wide)
     assert shown.returncode == 0, shown.stderr
     table = shown.stdout.decode()
     assert "coverage" in table
