@@ -32,7 +32,7 @@ from .hybrid import (
     session_evidence,
 )
 from .lexical import stem, terms, tokenize
-from .query import dialogue_words, latest_turns, query_dates
+from .query import dialogue_words, latest_turns, query_dates, speaker_turns
 from .semantic import SemanticIndex
 
 __all__ = [
@@ -118,7 +118,10 @@ class SearchEngine:
         words = request.example is None or bool(request.query.strip())
         settings = self.settings
         latest = latest_turns(request.query, settings.latest_turns) if words else None
-        lexical = words and request.mode in ("hybrid", "lexical")
+        said, lexical_scale = self._dialogue(request) if words else (None, 1.0)
+        if said is not None:
+            request = replace(request, min_score=min(request.min_score, settings.dialogue_min_score))
+        lexical = words and request.mode in ("hybrid", "lexical") and lexical_scale > 0
         # Beside a vector signal a match on stopwords alone stays in the lexical ranking, as
         # weak evidence the vector signal and min_score judge (leave-one-conversation-out
         # on LoCoMo chose that in hybrid, and dropping them in lexical mode).
@@ -143,14 +146,14 @@ class SearchEngine:
                     having = None
                 ranked[LEXICAL_LATEST] = self._lexical(later, pool, allowed, having)
         if words and request.mode in ("hybrid", "vector") and self.semantic is not None:
-            ranked[VECTOR] = self._vector(request, pool, allowed, latest)
+            ranked[VECTOR] = self._vector(request, pool, allowed, latest, said)
         if words and request.mode == "hybrid":
             ranked[CONCEPT] = self._concepts(request.query, pool, allowed)
         if words and request.mode != "vector" and settings.date_weight > 0:
             ranked[DATE] = self._dated(request, pool, allowed)
         if request.example is not None:
             ranked[MEDIA] = self._media(request, request.example, pool, allowed)
-        lexical_weight = settings.lexical_weight if request.mode != "lexical" else 1.0
+        lexical_weight = lexical_scale * (settings.lexical_weight if request.mode != "lexical" else 1.0)
         weights = {
             LEXICAL: lexical_weight * wordiness,
             LEXICAL_LATEST: lexical_weight * settings.latest_turn_weight,
@@ -226,6 +229,17 @@ class SearchEngine:
             found = [(mid, s) for mid, s in found if mid in having]
         return found
 
+    def _dialogue(self, request: SearchRequest) -> tuple[str | None, float]:
+        """For a speaker-tagged dialogue, what the user said lately (``dialogue_turns``: the
+        vector signal reads it alone) and the scale of the lexical signals' weights
+        (``dialogue_lexical_weight`` beside a vector signal; 0: not ranked at all); for
+        any other query, None and 1."""
+        settings = self.settings
+        said = speaker_turns(request.query, settings.dialogue_speaker, settings.dialogue_turns)
+        if said is None or request.mode != "hybrid" or self.semantic is None:
+            return said, 1.0
+        return said, settings.dialogue_lexical_weight
+
     def _aspects(self, query: str) -> list[str]:
         """The stems a question asks about, for :func:`.hybrid.cover_query`: its words
         that are not stopwords, when it has two to ``long_query_terms`` of them (a long
@@ -266,11 +280,17 @@ class SearchEngine:
         pool: int,
         allowed: set[int] | None,
         latest: str | None = None,
+        said: str | None = None,
     ) -> list[tuple[str, float]]:
+        """Moments nearest the query by meaning; a dialogue's by what the user ``said``
+        lately alone (see ``dialogue_turns``), another query of several lines by the whole
+        and its ``latest`` turns."""
         assert self.semantic is not None
         restrict = self._restrict(request, allowed)
         if restrict is not None and not restrict:
             return []
+        if said is not None:
+            return self.semantic.search(said, pool, allowed=restrict)
         return self.semantic.search(
             request.query,
             pool,
