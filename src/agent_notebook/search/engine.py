@@ -52,6 +52,9 @@ MIN_CONCEPT_CAP = 10
 #: Query coverage reads this much of each moment's text: a turn whole, a long document by
 #: its opening (a moment may hold a MiB of text; the search must stay a few ms).
 COVERAGE_CHARS = 4000
+#: What the vector signal embeds of a dialogue: its newest words, at most this many (an
+#: embedder cuts a long text's end: MiniLM's 256 word pieces are about 190 words).
+DIALOGUE_WORDS = 160
 _PUNCTUATION = "\"'`.,;:!?()[]{}<>\u00ab\u00bb\u201c\u201d\u2018"
 
 
@@ -235,7 +238,9 @@ class SearchEngine:
         (``dialogue_lexical_weight`` beside a vector signal; 0: not ranked at all); for
         any other query, None and 1."""
         settings = self.settings
-        said = speaker_turns(request.query, settings.dialogue_speaker, settings.dialogue_turns)
+        said = speaker_turns(
+            request.query, settings.dialogue_speaker, settings.dialogue_turns, DIALOGUE_WORDS
+        )
         if said is None or request.mode != "hybrid" or self.semantic is None:
             return said, 1.0
         return said, settings.dialogue_lexical_weight

@@ -47,12 +47,12 @@ def _tagged(lines: list[str]) -> bool:
     return len(lines) >= 2 and 2 * sum(bool(_SPEAKER_TAG.match(ln)) for ln in lines) >= len(lines)
 
 
-def speaker_turns(query: str, speaker: str, n: int) -> str | None:
+def speaker_turns(query: str, speaker: str, n: int, max_words: int = 0) -> str | None:
     """The last ``n`` turns of ``speaker`` (its tag, "User" of "User: ...", compared
-    without case), tags cut, when the query is a speaker-tagged dialogue in which they
-    speak; else None. A user's memory is evoked by what the user says of their situation,
-    lately: the other side's questions ("How did it go?") and the dialogue's start blur
-    it."""
+    without case), tags cut, at most their last ``max_words`` words (0: all), when the
+    query is a speaker-tagged dialogue in which they speak; else None. A user's memory is
+    evoked by what the user says of their situation, lately: the other side's questions
+    ("How did it go?") and the dialogue's start blur it."""
     lines = _lines(query)
     if n <= 0 or not _tagged(lines):
         return None
@@ -62,7 +62,12 @@ def speaker_turns(query: str, speaker: str, n: int) -> str | None:
         tag = _SPEAKER_TAG.match(line)
         if tag is not None and tag.group(0).strip().strip("[]:").strip().casefold() == wanted:
             said.append(line[tag.end() :])
-    return "\n".join(said[-n:]) if said else None
+    if not said:
+        return None
+    text = "\n".join(said[-n:])
+    if max_words and len(text.split()) > max_words:  # the newest words, where it ends
+        text = " ".join(text.split()[-max_words:])
+    return text
 
 
 def dialogue_words(query: str) -> str:
