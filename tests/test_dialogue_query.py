@@ -92,7 +92,9 @@ def test_the_user_turns_of_a_dialogue() -> None:
     assert speaker_turns(dialogue, "user", 3, max_words=3) == "four five six"  # the newest
     assert speaker_turns(dialogue, "assistant", 3) == "three?"
     assert speaker_turns(dialogue, "user", 0) is None
-    assert speaker_turns(dialogue, "Bo", 3) is None  # never speaks
+    assert speaker_turns(dialogue, "Bo", 2) == "four\nfive six"  # never speaks: the last one
+    assert speaker_turns("Ana: hi\nBo: yes\nAna: the kayak?", "user", 1) == "the kayak?"
+    assert speaker_turns("Ana: hi\nBo: yes\nthe kayak?", "user", 1) is None  # untagged last
     assert speaker_turns("User: a one-line question?", "user", 3) is None
     assert speaker_turns("a note\nof two lines", "user", 3) is None  # no speaker tags
 

@@ -154,10 +154,10 @@ class SearchSettings(BaseModel):
     latest_turn_weight: float = Field(1.0, ge=0)
     latest_turns: int = Field(1, ge=1, le=100)
     #: In a speaker-tagged dialogue ("User: ...\nAssistant: ...") the vector signal embeds
-    #: the last ``dialogue_turns`` turns of ``dialogue_speaker`` (the tag, any case) and
-    #: nothing else: what the user says of their situation lately is what evokes their
-    #: memories, and a short text embeds fast (0, or a dialogue where that speaker never
-    #: speaks: the whole query and its latest turns, as for any query of several lines).
+    #: the last ``dialogue_turns`` turns of ``dialogue_speaker`` (the tag, any case; when
+    #: they never speak, of whoever speaks last) and nothing else: what the user says of
+    #: their situation lately is what evokes their memories, and a short text embeds fast
+    #: (0: the whole query and its latest turns, as for any other query of several lines).
     dialogue_speaker: str = Field("user", min_length=1, max_length=30)
     dialogue_turns: int = Field(3, ge=0, le=100)
     #: ... and in such a dialogue the lexical signals weigh this much more (less): a

@@ -49,20 +49,22 @@ def _tagged(lines: list[str]) -> bool:
 
 def speaker_turns(query: str, speaker: str, n: int, max_words: int = 0) -> str | None:
     """The last ``n`` turns of ``speaker`` (its tag, "User" of "User: ...", compared
-    without case), tags cut, at most their last ``max_words`` words (0: all), when the
-    query is a speaker-tagged dialogue in which they speak; else None. A user's memory is
-    evoked by what the user says of their situation, lately: the other side's questions
-    ("How did it go?") and the dialogue's start blur it."""
+    without case; when they never speak, whoever speaks last), tags cut, at most their
+    last ``max_words`` words (0: all), when the query is a speaker-tagged dialogue; else
+    None. A user's memory is evoked by what the user says of their situation, lately: the
+    other side's questions ("How did it go?") and the dialogue's start blur it."""
     lines = _lines(query)
     if n <= 0 or not _tagged(lines):
         return None
-    wanted = speaker.strip().casefold()
-    said = []
+    by_speaker: dict[str, list[str]] = {}
+    last = ""
     for line in lines:
         tag = _SPEAKER_TAG.match(line)
-        if tag is not None and tag.group(0).strip().strip("[]:").strip().casefold() == wanted:
-            said.append(line[tag.end() :])
-    if not said:
+        last = "" if tag is None else tag.group(0).strip().strip("[]:").strip().casefold()
+        if tag is not None:
+            by_speaker.setdefault(last, []).append(line[tag.end() :])
+    said = by_speaker.get(speaker.strip().casefold()) or by_speaker.get(last)
+    if not said:  # the last line has no tag
         return None
     text = "\n".join(said[-n:])
     if max_words and len(text.split()) > max_words:  # the newest words, where it ends
