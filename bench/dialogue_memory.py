@@ -49,10 +49,7 @@ VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
     ("vector-whole", "vector", {"dialogue_turns": 0}),
     ("vector-user2", "vector", {"dialogue_turns": 2}),
     ("vector-user4", "vector", {"dialogue_turns": 4}),
-    *(
-        (f"vector-min{m}", "vector", {"dialogue_min_score": m})
-        for m in (0.0, 0.1, 0.2)
-    ),
+    *((f"vector-min{m}", "vector", {"dialogue_min_score": m}) for m in (0.0, 0.1, 0.2)),
     ("hybrid-whole", "hybrid", {"dialogue_turns": 0}),
     ("hybrid-no-latest", "hybrid", {"latest_turn_weight": 0}),
     ("hybrid-no-concepts", "hybrid", {"concept_weight": 0}),

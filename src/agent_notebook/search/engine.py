@@ -123,7 +123,9 @@ class SearchEngine:
         latest = latest_turns(request.query, settings.latest_turns) if words else None
         said, lexical_scale = self._dialogue(request) if words else (None, 1.0)
         if said is not None:
-            request = replace(request, min_score=min(request.min_score, settings.dialogue_min_score))
+            request = replace(
+                request, min_score=min(request.min_score, settings.dialogue_min_score)
+            )
         lexical = words and request.mode in ("hybrid", "lexical") and lexical_scale > 0
         # Beside a vector signal a match on stopwords alone stays in the lexical ranking, as
         # weak evidence the vector signal and min_score judge (leave-one-conversation-out
@@ -156,7 +158,9 @@ class SearchEngine:
             ranked[DATE] = self._dated(request, pool, allowed)
         if request.example is not None:
             ranked[MEDIA] = self._media(request, request.example, pool, allowed)
-        lexical_weight = lexical_scale * (settings.lexical_weight if request.mode != "lexical" else 1.0)
+        lexical_weight = lexical_scale * (
+            settings.lexical_weight if request.mode != "lexical" else 1.0
+        )
         weights = {
             LEXICAL: lexical_weight * wordiness,
             LEXICAL_LATEST: lexical_weight * settings.latest_turn_weight,
