@@ -53,8 +53,10 @@ MIN_CONCEPT_CAP = 10
 #: its opening (a moment may hold a MiB of text; the search must stay a few ms).
 COVERAGE_CHARS = 4000
 #: What the vector signal embeds of a dialogue: its newest words, at most this many (an
-#: embedder cuts a long text's end: MiniLM's 256 word pieces are about 190 words).
-DIALOGUE_WORDS = 160
+#: embedder cuts a long text's end, and embedding time grows with the length: 96 words are
+#: about 125 of MiniLM's word pieces; a user's last three turns are 33-51 words in the
+#: dialogue dev cases, and LoCoMo's long turns reach 256).
+DIALOGUE_WORDS = 96
 _PUNCTUATION = "\"'`.,;:!?()[]{}<>\u00ab\u00bb\u201c\u201d\u2018"
 
 
@@ -137,7 +139,15 @@ class SearchEngine:
         wordiness = self._wordiness(spoken.query)
         if wordiness < 1:  # a dialogue: its stopwords say nothing; one search, not two
             spoken = replace(spoken, query=" ".join(content_words(spoken.query)))
-        content = self._content_hits(spoken, pool, allowed) if words and wanted_content else None
+        # A dialogue read by meaning: sharing some of its many ordinary words makes no
+        # memory relevant (and looking them up at 100k moments costs a lexical search).
+        by_meaning = said is not None and self.semantic is not None and request.mode != "lexical"
+        if by_meaning:
+            content: list[str] | None = []
+        else:
+            content = (
+                self._content_hits(spoken, pool, allowed) if words and wanted_content else None
+            )
         if lexical:
             # A query of stopwords only ("what is it") has nothing else to match by.
             having = content if drop_stopword_only and content_words(spoken.query) else None
