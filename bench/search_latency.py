@@ -20,7 +20,8 @@ each timed in lexical then hybrid mode (``nb.search(q, limit=10)``); the
 hybrid time includes embedding the query. Reported: p50/p95/mean per size and mode against
 the targets (p95 <= 20 ms lexical, <= 100 ms hybrid at 100k), and ratios. Dialogue-long
 queries (issue 16: eight consecutive turns of the corpus, ``<speaker>: <text>`` a line) are
-timed the same way, reported as ``lexical-dialogue`` and ``hybrid-dialogue``; the
+timed the same way, reported as ``lexical-dialogue`` and ``hybrid-dialogue`` (and read
+whole, ``search.dialogue_turns=0``, interleaved, as ``<mode>-dialogue-whole``); the
 questions once more without query coverage (``search.coverage_gain=0``), interleaved, as
 ``lexical-nocover`` and ``hybrid-nocover``. With
 ``--lexical-only`` nothing is embedded and only the lexical modes are timed (for sizes too
@@ -283,22 +284,27 @@ def timed(
     modes: tuple[str, ...],
 ) -> None:
     """Warm up, then time each question in each mode, interleaved (noise hits all alike);
-    the dialogue-long queries are timed as ``<mode>-dialogue``, the questions once more
-    without query coverage (``search.coverage_gain=0``) as ``<mode>-nocover``."""
+    the dialogue-long queries are timed as ``<mode>-dialogue``, and once more read whole
+    (``search.dialogue_turns=0``: the whole dialogue embedded, its words ranked) as
+    ``<mode>-dialogue-whole``; the questions once more without query coverage
+    (``search.coverage_gain=0``) as ``<mode>-nocover``."""
     shipped = nb.config
     uncovered = NotebookConfig(search=SearchSettings(coverage_gain=0))
+    whole = NotebookConfig(search=SearchSettings(dialogue_turns=0))
     for q in questions[:WARMUP] + dialogues[:WARMUP]:
         for mode in modes:
             nb.search(q, limit=limit, mode=mode)  # type: ignore[arg-type]
     # Each timed search starts cold: the SQLite backend remembers the rankings of the last
     # searches, and the next mode's search of the same query would reuse them.
     forget = getattr(nb.backend, "forget_rankings", lambda: None)
+    configs = {
+        "": ((shipped, ""), (uncovered, "-nocover")),
+        "-dialogue": ((shipped, ""), (whole, "-whole")),
+    }
     for kind, queries in (("", questions), ("-dialogue", dialogues)):
         for q in queries[WARMUP:]:
             for mode in modes:
-                for config, suffix in ((shipped, ""), (uncovered, "-nocover")):
-                    if suffix and kind:
-                        continue
+                for config, suffix in configs[kind]:
                     nb.config = config
                     forget()
                     t1 = time.perf_counter()

@@ -153,6 +153,20 @@ class SearchSettings(BaseModel):
     #: it ends on is what it asks about (0 turns it off).
     latest_turn_weight: float = Field(1.0, ge=0)
     latest_turns: int = Field(1, ge=1, le=100)
+    #: In a speaker-tagged dialogue ("User: ...\nAssistant: ...") the vector signal embeds
+    #: the last ``dialogue_turns`` turns of ``dialogue_speaker`` (the tag, any case; when
+    #: they never speak, of whoever speaks last) and nothing else: what the user says of
+    #: their situation lately is what evokes their memories, and a short text embeds fast
+    #: (0: the whole query and its latest turns, as for any other query of several lines).
+    dialogue_speaker: str = Field("user", min_length=1, max_length=30)
+    dialogue_turns: int = Field(3, ge=0, le=100)
+    #: ... and in such a dialogue the lexical signals weigh this much more (less): a
+    #: dialogue shares many ordinary words with memories it is not about.
+    dialogue_lexical_weight: float = Field(0.0, ge=0)
+    #: ... and a result needs at most this relevance (``min_score``): a memory evoked by
+    #: the situation shares no words with the dialogue, and its vector is further from
+    #: the query's than a question's answer is.
+    dialogue_min_score: float = Field(0.2, ge=0, le=1)
     #: A query with more distinct words (not stopwords) than this, a dialogue so far, has
     #: its whole-query lexical weight scaled by ``long_query_terms / words``: matching a
     #: few of its many ordinary words says little (0: never scaled).

@@ -33,7 +33,7 @@ from .hybrid import (
     session_evidence,
 )
 from .lexical import stem, terms, tokenize
-from .query import dialogue_words, latest_turns, query_dates
+from .query import dialogue_words, latest_turns, query_dates, speaker_turns
 from .semantic import SemanticIndex
 
 __all__ = [
@@ -53,6 +53,11 @@ MIN_CONCEPT_CAP = 10
 #: Query coverage reads this much of each moment's text: a turn whole, a long document by
 #: its opening (a moment may hold a MiB of text; the search must stay a few ms).
 COVERAGE_CHARS = 4000
+#: What the vector signal embeds of a dialogue: its newest words, at most this many (an
+#: embedder cuts a long text's end, and embedding time grows with the length: 96 words are
+#: about 125 of MiniLM's word pieces; a user's last three turns are 33-51 words in the
+#: dialogue dev cases, and LoCoMo's long turns reach 256).
+DIALOGUE_WORDS = 96
 _PUNCTUATION = "\"'`.,;:!?()[]{}<>\u00ab\u00bb\u201c\u201d\u2018"
 
 
@@ -119,7 +124,12 @@ class SearchEngine:
         words = request.example is None or bool(request.query.strip())
         settings = self.settings
         latest = latest_turns(request.query, settings.latest_turns) if words else None
-        lexical = words and request.mode in ("hybrid", "lexical")
+        said, lexical_scale = self._dialogue(request) if words else (None, 1.0)
+        if said is not None:
+            request = replace(
+                request, min_score=min(request.min_score, settings.dialogue_min_score)
+            )
+        lexical = words and request.mode in ("hybrid", "lexical") and lexical_scale > 0
         # Beside a vector signal a match on stopwords alone stays in the lexical ranking, as
         # weak evidence the vector signal and min_score judge (leave-one-conversation-out
         # on LoCoMo chose that in hybrid, and dropping them in lexical mode).
@@ -130,7 +140,15 @@ class SearchEngine:
         wordiness = self._wordiness(spoken.query)
         if wordiness < 1:  # a dialogue: its stopwords say nothing; one search, not two
             spoken = replace(spoken, query=" ".join(content_words(spoken.query)))
-        content = self._content_hits(spoken, pool, allowed) if words and wanted_content else None
+        # A dialogue read by meaning: sharing some of its many ordinary words makes no
+        # memory relevant (and looking them up at 100k moments costs a lexical search).
+        by_meaning = said is not None and self.semantic is not None and request.mode != "lexical"
+        if by_meaning:
+            content: list[str] | None = []
+        else:
+            content = (
+                self._content_hits(spoken, pool, allowed) if words and wanted_content else None
+            )
         if lexical:
             # A query of stopwords only ("what is it") has nothing else to match by.
             having = content if drop_stopword_only and content_words(spoken.query) else None
@@ -144,14 +162,16 @@ class SearchEngine:
                     having = None
                 ranked[LEXICAL_LATEST] = self._lexical(later, pool, allowed, having)
         if words and request.mode in ("hybrid", "vector") and self.semantic is not None:
-            ranked[VECTOR] = self._vector(request, pool, allowed, latest)
+            ranked[VECTOR] = self._vector(request, pool, allowed, latest, said)
         if words and request.mode == "hybrid":
             ranked[CONCEPT] = self._concepts(request.query, pool, allowed)
         if words and request.mode != "vector" and settings.date_weight > 0:
             ranked[DATE] = self._dated(request, pool, allowed)
         if request.example is not None:
             ranked[MEDIA] = self._media(request, request.example, pool, allowed)
-        lexical_weight = settings.lexical_weight if request.mode != "lexical" else 1.0
+        lexical_weight = lexical_scale * (
+            settings.lexical_weight if request.mode != "lexical" else 1.0
+        )
         weights = {
             LEXICAL: lexical_weight * wordiness,
             LEXICAL_LATEST: lexical_weight * settings.latest_turn_weight,
@@ -236,6 +256,19 @@ class SearchEngine:
             found = [(mid, s) for mid, s in found if mid in having]
         return found
 
+    def _dialogue(self, request: SearchRequest) -> tuple[str | None, float]:
+        """For a speaker-tagged dialogue, what the user said lately (``dialogue_turns``: the
+        vector signal reads it alone) and the scale of the lexical signals' weights
+        (``dialogue_lexical_weight`` beside a vector signal; 0: not ranked at all); for
+        any other query, None and 1."""
+        settings = self.settings
+        said = speaker_turns(
+            request.query, settings.dialogue_speaker, settings.dialogue_turns, DIALOGUE_WORDS
+        )
+        if said is None or request.mode != "hybrid" or self.semantic is None:
+            return said, 1.0
+        return said, settings.dialogue_lexical_weight
+
     def _aspects(self, query: str) -> list[str]:
         """The stems a question asks about, for :func:`.hybrid.cover_query`: its words
         that are not stopwords, when it has two to ``long_query_terms`` of them (a long
@@ -276,11 +309,17 @@ class SearchEngine:
         pool: int,
         allowed: set[int] | None,
         latest: str | None = None,
+        said: str | None = None,
     ) -> list[tuple[str, float]]:
+        """Moments nearest the query by meaning; a dialogue's by what the user ``said``
+        lately alone (see ``dialogue_turns``), another query of several lines by the whole
+        and its ``latest`` turns."""
         assert self.semantic is not None
         restrict = self._restrict(request, allowed)
         if restrict is not None and not restrict:
             return []
+        if said is not None:
+            return self.semantic.search(said, pool, allowed=restrict)
         return self.semantic.search(
             request.query,
             pool,

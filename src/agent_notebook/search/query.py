@@ -14,7 +14,14 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from ..enrich import identifiers
 
-__all__ = ["DateSpan", "dialogue_words", "latest_turns", "query_dates", "turns"]
+__all__ = [
+    "DateSpan",
+    "dialogue_words",
+    "latest_turns",
+    "query_dates",
+    "speaker_turns",
+    "turns",
+]
 
 
 #: "Ana: ..." or "[User] ...": who speaks, at the start of a turn.
@@ -25,10 +32,44 @@ def turns(query: str) -> list[str]:
     """The query's non-empty lines: one per turn when it is a dialogue. When most of them
     start with who speaks ("Ana: "), those tags are cut: a speaker's name on every line
     is not what the dialogue is about, and would match every moment that names them."""
-    lines = [line.strip() for line in query.splitlines() if line.strip()]
-    if len(lines) >= 2 and 2 * sum(bool(_SPEAKER_TAG.match(ln)) for ln in lines) >= len(lines):
+    lines = _lines(query)
+    if _tagged(lines):
         lines = [_SPEAKER_TAG.sub("", ln, count=1) for ln in lines]
     return lines
+
+
+def _lines(query: str) -> list[str]:
+    return [line.strip() for line in query.splitlines() if line.strip()]
+
+
+def _tagged(lines: list[str]) -> bool:
+    """Whether ``lines`` are a dialogue: two or more, most of them starting with who speaks."""
+    return len(lines) >= 2 and 2 * sum(bool(_SPEAKER_TAG.match(ln)) for ln in lines) >= len(lines)
+
+
+def speaker_turns(query: str, speaker: str, n: int, max_words: int = 0) -> str | None:
+    """The last ``n`` turns of ``speaker`` (its tag, "User" of "User: ...", compared
+    without case; when they never speak, whoever speaks last), tags cut, at most their
+    last ``max_words`` words (0: all), when the query is a speaker-tagged dialogue; else
+    None. A user's memory is evoked by what the user says of their situation, lately: the
+    other side's questions ("How did it go?") and the dialogue's start blur it."""
+    lines = _lines(query)
+    if n <= 0 or not _tagged(lines):
+        return None
+    by_speaker: dict[str, list[str]] = {}
+    last = ""
+    for line in lines:
+        tag = _SPEAKER_TAG.match(line)
+        last = "" if tag is None else tag.group(0).strip().strip("[]:").strip().casefold()
+        if tag is not None:
+            by_speaker.setdefault(last, []).append(line[tag.end() :])
+    said = by_speaker.get(speaker.strip().casefold()) or by_speaker.get(last)
+    if not said:  # the last line has no tag
+        return None
+    text = "\n".join(said[-n:])
+    if max_words and len(text.split()) > max_words:  # the newest words, where it ends
+        text = " ".join(text.split()[-max_words:])
+    return text
 
 
 def dialogue_words(query: str) -> str:

@@ -1,0 +1,185 @@
+"""A dialogue so far as the query (issue 16): the vector signal embeds what the user said
+lately, the lexical signals step aside beside it, a memory evoked by the situation passes
+a lower bar; one-line questions are untouched. Real notebooks, real MiniLM, made-up talk."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from agent_notebook import Notebook
+from agent_notebook.config import NotebookConfig, SearchSettings, load_config
+from agent_notebook.embed import default_embedder
+from agent_notebook.errors import InvalidInput
+from agent_notebook.search.query import speaker_turns
+from agent_notebook.storage import SqliteBackend
+
+T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
+
+#: A long dialogue (well over MiniLM's 256 word pieces) about a weekend of chores; only its
+#: newest user turn is about the kayak.
+EARLY_TURNS = [
+    "User: Morning! I spent the whole weekend repainting the garden fence and the shed, "
+    "two coats of grey, and my neighbour complained about the smell of the paint all Sunday.",
+    "Assistant: Neighbours do complain. Did the paint dry well in the end, or did the rain on "
+    "Saturday night spoil the second coat along the fence by the road?",
+    "User: It dried fine, although the brushes are ruined and the ladder is still leaning "
+    "against the shed because I was too tired to carry it back into the garage.",
+    "Assistant: Understandable after a weekend like that. What is left on your list of "
+    "chores now, apart from putting the ladder away and cleaning the brushes?",
+    "User: The gutters are full of leaves, the lawn mower needs a new blade, and the "
+    "bathroom tap drips every night, which drives my partner mad when she tries to sleep.",
+    "Assistant: A dripping tap is usually a worn washer, an easy fix with the right spanner. "
+    "Do you have one, or will you borrow one from the neighbour you mentioned?",
+    "User: I will borrow his, he owes me a favour since I watered his tomatoes in August "
+    "while his family was away at the seaside for three weeks.",
+    "Assistant: That sounds like a fair trade. Is there anything you are looking forward to "
+    "once the chores are done, something for yourself this time?",
+]
+LATEST_USER_TURN = "User: Paddling again! Where did we store the kayak and its paddles?"
+MEMORIES = [
+    "Repainted the garden fence and the shed grey; the neighbour complained about the smell.",
+    "The gutters are full of leaves and the lawn mower needs a new blade.",
+    "Watered the neighbour's tomatoes in August while his family was at the seaside.",
+    "The bathroom tap drips at night: a worn washer, fixed with a borrowed spanner.",
+    "The kayak and its paddles hang on hooks behind the bicycles in the cellar.",
+    "Lay in the hammock all afternoon with a book on the first warm day of spring.",
+]
+
+
+class SpyEmbedder:
+    """The real MiniLM, remembering the query texts it is asked to embed."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.queries = inner, []  # type: tuple[Any, list[str]]
+        self.model_id, self.dim, self.symmetric = inner.model_id, inner.dim, inner.symmetric
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Any:
+        self.queries.append(text)
+        return self.inner.embed_query(text)
+
+
+@pytest.fixture
+def spy() -> SpyEmbedder:
+    inner = default_embedder()
+    if inner is None:
+        pytest.skip("the offline embedder is not installed")
+    return SpyEmbedder(inner)
+
+
+@pytest.fixture
+def chores(spy: SpyEmbedder, tmp_path: Path) -> Iterator[Notebook]:
+    with Notebook(SqliteBackend(tmp_path / "chores.db"), embedder=spy) as nb:
+        session = nb.start_session("Chores", started=T0)
+        for i, text in enumerate(MEMORIES):
+            nb.record(session.id, text, speaker="User", timestamp=T0 + timedelta(minutes=i))
+        nb.reindex()
+        yield nb
+
+
+def test_the_user_turns_of_a_dialogue() -> None:
+    dialogue = "User: one two\nAssistant: three?\nuser: four\n[User] five six"
+    assert speaker_turns(dialogue, "user", 2) == "four\nfive six"
+    assert speaker_turns(dialogue, "User", 9) == "one two\nfour\nfive six"
+    assert speaker_turns(dialogue, "user", 3, max_words=3) == "four five six"  # the newest
+    assert speaker_turns(dialogue, "assistant", 3) == "three?"
+    assert speaker_turns(dialogue, "user", 0) is None
+    assert speaker_turns(dialogue, "Bo", 2) == "four\nfive six"  # never speaks: the last one
+    assert speaker_turns("Ana: hi\nBo: yes\nAna: the kayak?", "user", 1) == "the kayak?"
+    assert speaker_turns("Ana: hi\nBo: yes\nthe kayak?", "user", 1) is None  # untagged last
+    assert speaker_turns("User: a one-line question?", "user", 3) is None
+    assert speaker_turns("a note\nof two lines", "user", 3) is None  # no speaker tags
+
+
+def test_the_dialogue_is_long_and_its_kayak_is_in_the_newest_turn_only(spy: SpyEmbedder) -> None:
+    whole = "\n".join([*EARLY_TURNS, LATEST_USER_TURN])
+    assert len(spy.inner.token_ids(whole)) >= 256  # the embedder would cut the kayak off
+    assert "kayak" not in spy.inner._tokenizer.decode(spy.inner.token_ids(whole))
+    assert all("kayak" not in turn for turn in EARLY_TURNS)
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_the_newest_user_turn_decides_the_vector_hit(
+    chores: Notebook, spy: SpyEmbedder, mode: str
+) -> None:
+    query = "\n".join([*EARLY_TURNS, LATEST_USER_TURN])
+    spy.queries.clear()
+    hits = chores.search(query, mode=mode, limit=5)
+    first = [h for h in hits if h.explain.get("vector_rank") == 1.0]
+    assert first and first[0].moment.content.text.startswith("The kayak")
+    if mode == "vector":
+        assert hits[0] is first[0]
+    # What the embedding saw: the user's last three turns, tags cut, nothing else.
+    user_turns = [t.removeprefix("User: ") for t in [*EARLY_TURNS, LATEST_USER_TURN]][-5::2]
+    assert spy.queries == ["\n".join(user_turns)]
+    if mode == "hybrid":  # beside the vector signal the dialogue's words weigh nothing
+        assert not any(k.startswith("lexical") for h in hits for k in h.explain)
+
+
+def test_the_whole_dialogue_is_embedded_when_turned_off(chores: Notebook, spy: SpyEmbedder) -> None:
+    chores.config = NotebookConfig(search=SearchSettings(dialogue_turns=0))
+    query = "\n".join([*EARLY_TURNS, LATEST_USER_TURN])
+    spy.queries.clear()
+    chores.search(query, mode="vector", limit=3)
+    assert spy.queries == [query, "Paddling again! Where did we store the kayak and its paddles?"]
+
+
+def test_a_one_line_question_is_searched_as_before(chores: Notebook, spy: SpyEmbedder) -> None:
+    spy.queries.clear()
+    hits = chores.search("User: where is the kayak?", limit=3)
+    assert spy.queries == ["User: where is the kayak?"]
+    assert hits[0].moment.content.text.startswith("The kayak")
+    assert "lexical_rank" in hits[0].explain  # its words still count
+
+
+def test_a_memory_evoked_by_the_situation_passes_the_dialogue_bar(chores: Notebook) -> None:
+    hammock = MEMORIES[-1]
+    # No word in common with the hammock: only the vector signal finds it.
+    query = "User: Work was crazy.\nAssistant: And now?\nUser: Now I just want to do nothing at all in the sun."
+    hits = chores.search(query, mode="vector")
+    assert hits[0].moment.content.text == hammock
+    similarity = [h.explain["vector_raw"] for h in hits]
+    assert min(similarity) >= 0.2 and any(s < 0.3 for s in similarity)  # the dialogue bar
+    chores.config = NotebookConfig(search=SearchSettings(dialogue_min_score=0.3))
+    strict = chores.search(query, mode="vector")
+    assert strict[0].moment.id == hits[0].moment.id
+    assert len(strict) < len(hits) and min(h.explain["vector_raw"] for h in strict) >= 0.3
+
+
+def test_without_an_embedder_a_dialogue_is_still_searched_by_its_words(tmp_path: Path) -> None:
+    with Notebook(SqliteBackend(tmp_path / "words.db"), embedder=None) as nb:
+        session = nb.start_session("Chores", started=T0)
+        for text in MEMORIES:
+            nb.record(session.id, text)
+        query = "\n".join([*EARLY_TURNS, LATEST_USER_TURN])
+        for mode in ("hybrid", "lexical"):
+            hits = nb.search(query, mode=mode, limit=3)
+            assert hits[0].moment.content.text.startswith("The kayak"), mode
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"dialogue_turns": -1},
+        {"dialogue_turns": 101},
+        {"dialogue_speaker": ""},
+        {"dialogue_lexical_weight": -0.5},
+        {"dialogue_min_score": 1.5},
+    ],
+)
+def test_dialogue_settings_are_checked(setting: dict[str, Any], tmp_path: Path) -> None:
+    with pytest.raises(ValidationError):
+        SearchSettings(**setting)
+    name, value = next(iter(setting.items()))
+    (tmp_path / "config.yaml").write_text(f"search:\n  {name}: '{value}'\n", encoding="utf-8")
+    with pytest.raises(InvalidInput) as refused:
+        load_config(tmp_path)
+    assert name in str(refused.value) and "config.yaml" in str(refused.value)
