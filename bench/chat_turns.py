@@ -26,8 +26,14 @@ whether latency stays flat), total seconds (of its own turns), bytes on disk in 
 variant's directory (after embedding ours' backlog untimed, closing connections and a
 ``wal_checkpoint(TRUNCATE)``) against the raw UTF-8 text bytes; then the issue's targets for ours against (d) and (a) of this run.
 
+With ``--processes`` each variant is built and run in a process of its own, still interleaved
+turn by turn by this one (each turn timed in its own process, the pipe not counted): its
+embedding worker and threads then compete for the machine's cores, not for the timed
+process's interpreter lock, as in an app that runs one notebook. Without it all variants
+share one process, and each notebook's background work lands on the other variants' turns.
+
     python bench/chat_turns.py [--turns 2000] [--only a,b,c,d,e,f,g,q] [--a-turns N]
-        [--seed 0] [--keep-checkpoints N]
+        [--seed 0] [--keep-checkpoints N] [--processes]
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import multiprocessing
 import random
 import re
 import shutil
@@ -45,7 +52,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Optional, TypedDict
+from typing import Annotated, Any, Optional, TypedDict, cast
 
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -483,7 +490,83 @@ class Unsupported(Exception):
     """A variant that cannot run in this tree or on this machine (said why, then skipped)."""
 
 
-def run_interleaved(variants: list[Variant], turns: int) -> list[Result]:
+class OwnProcess:
+    """A variant built and run in a process of its own (``--processes``), driven like an
+    in-process one: :meth:`turn` returns the seconds the turn took there."""
+
+    def __init__(self, key: str, args: argparse.Namespace) -> None:
+        context = multiprocessing.get_context("spawn")  # nothing inherited: a fresh app
+        self._pipe, theirs = context.Pipe()
+        self._process = context.Process(target=_serve_variant, args=(key, args, theirs))
+        self._process.start()
+        self.key, self.name, self._turns = self._answer()
+        self.times: list[float] = []
+
+    def _answer(self) -> Any:
+        reply = self._pipe.recv()
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    def turns(self) -> int:
+        return int(self._turns)
+
+    def turn(self, i: int) -> float:
+        self._pipe.send(("turn", i))
+        elapsed = float(self._answer())
+        self.times.append(elapsed)
+        return elapsed
+
+    def finish(self) -> Result:
+        self._pipe.send(("finish", 0))
+        try:
+            return cast(Result, self._answer())
+        finally:
+            self._process.join()
+
+
+def own_processes(only: set[str], args: argparse.Namespace) -> list[Any]:
+    """The variants of ``only``, each in its own process (one that is skipped says so)."""
+    started = []
+    for key in ALL_VARIANTS:
+        if key in only:
+            try:
+                started.append(OwnProcess(key, args))
+            except Unsupported as err:
+                print(f"SKIPPED ({key}): {err}")
+    return started
+
+
+def _serve_variant(key: str, args: argparse.Namespace, pipe: Any) -> None:
+    """The child's side of :class:`OwnProcess`: build variant ``key`` as the bench would,
+    then run what the parent asks, answering each with its result or its exception."""
+    try:
+        found = build_variants({key}, *texts_and_base(args), args)
+        if not found:
+            raise Unsupported("skipped (said above)")
+        [variant] = found
+        pipe.send((variant.key, variant.name, variant.turns()))
+    except BaseException as err:  # noqa: BLE001 (the parent raises it)
+        pipe.send(err)
+        return
+    while True:
+        what, i = pipe.recv()
+        try:
+            pipe.send(variant.turn(i) if what == "turn" else variant.finish())
+        except BaseException as err:  # noqa: BLE001 (the parent raises it)
+            pipe.send(err)
+        if what == "finish":
+            return
+
+
+def texts_and_base(args: argparse.Namespace) -> tuple[Path, list[str], list[str]]:
+    """Where the variants' directories go, and the run's user messages and answers."""
+    a_turns = args.a_turns or args.turns
+    users, answers = make_texts(max(args.turns, a_turns), args.seed)
+    return args.dir or Path(tempfile.gettempdir()), users, answers
+
+
+def run_interleaved(variants: Sequence[Any], turns: int) -> list[Result]:
     """Turn ``i`` of every variant, the order rotated by one each turn, then turn ``i + 1``.
     A variant whose first turn fails with ``NotImplementedError`` is dropped (said so)."""
     live = list(variants)
@@ -739,19 +822,26 @@ def main() -> None:
         default=None,
         help="chat.keep_checkpoints for ours (default: the notebook's default)",
     )
+    parser.add_argument(
+        "--processes",
+        action="store_true",
+        help="run each variant in a process of its own (see the module's docstring)",
+    )
     args = parser.parse_args()
     only = {v.strip() for v in args.only.split(",") if v.strip()}
     if not only <= set(ALL_VARIANTS):
         parser.error(f"--only takes a comma-separated subset of {','.join(ALL_VARIANTS)}")
     a_turns = args.a_turns or args.turns
-    base = args.dir or Path(tempfile.gettempdir())
-    users, answers = make_texts(max(args.turns, a_turns), args.seed)
     print(
         f"chat turns: {args.turns} turns ({USER_CHARS}-char user message, {ANSWER_CHARS}-char "
         f"fake answer, seed {args.seed}), variants {','.join(sorted(only))}, interleaved"
         + (f"; (a)/(b) {a_turns} turns" if a_turns != args.turns and only & {"a", "b"} else "")
+        + (", each in its own process" if args.processes else ", in one process")
     )
-    variants = build_variants(only, base, users, answers, args)
+    if args.processes:
+        variants: Sequence[Any] = own_processes(only, args)
+    else:
+        variants = build_variants(only, *texts_and_base(args), args)
     results = run_interleaved(variants, max(args.turns, a_turns))
     if results:
         print()
