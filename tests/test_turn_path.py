@@ -184,6 +184,19 @@ def test_a_prepared_query_holds_the_worker_until_its_search_takes_it(
         assert semantic._live == 0 and not semantic._prepared
 
 
+def test_a_turn_whose_search_takes_another_text_leaves_the_worker_free(
+    minilm: MiniLmEmbedder, tmp_path: Path
+) -> None:
+    """A pasted dialogue is searched by what its user said lately, not by the message the
+    turn prepared: the turn's end lets that vector go, so the worker does not wait on it."""
+    pasted = "User: I booked the train to Lyon.\nAssistant: Which one?\nUser: The 7:04 from Paris."
+    with hybrid_chat(tmp_path, QueryLog(minilm), LYON) as (nb, graph):
+        semantic = nb.semantic
+        assert semantic is not None
+        graph.invoke({"messages": [HumanMessage(pasted)]}, THREAD)
+        assert semantic._live == 0 and not semantic._prepared
+
+
 def test_a_redaction_leaves_no_kept_query_text_or_vector(
     minilm: MiniLmEmbedder, tmp_path: Path
 ) -> None:

@@ -112,23 +112,26 @@ def build_chat_graph(
         messages: list[BaseMessage] = list(state.get("messages") or [])
         message = _latest_human_text(messages)
         context_builder.prepare(message)  # the message's vector is made meanwhile
-        session_id = notebook.thread_session(thread_id)
-        recorded = mark_after(messages, ActivityMark(message_id=state.get("recorded_through")))
-        notes = notebook.session_notebook(thread_id).sync
-        rendered_notes = notes.render_for_compaction()  # one read for the cut and the context
-        condensed = state.get("condensed_history") or ""
-        fitted = compacted(messages, condensed, lambda: rendered_notes)
-        if fitted is not None:
-            messages, condensed = fitted[0].keep, fitted[1]
-        session = notebook.get_session(session_id)  # read once for the context and the prompt
-        built = context_builder.build(
-            message=message,
-            session_id=session_id,
-            session_notebook=rendered_notes,
-            condensed_history=condensed,
-            context_config=state.get("context_config"),
-            session=session,
-        )
+        try:
+            session_id = notebook.thread_session(thread_id)
+            recorded = mark_after(messages, ActivityMark(message_id=state.get("recorded_through")))
+            notes = notebook.session_notebook(thread_id).sync
+            rendered_notes = notes.render_for_compaction()  # one read for the cut and the context
+            condensed = state.get("condensed_history") or ""
+            fitted = compacted(messages, condensed, lambda: rendered_notes)
+            if fitted is not None:
+                messages, condensed = fitted[0].keep, fitted[1]
+            session = notebook.get_session(session_id)  # read once for the context and the prompt
+            built = context_builder.build(
+                message=message,
+                session_id=session_id,
+                session_notebook=rendered_notes,
+                condensed_history=condensed,
+                context_config=state.get("context_config"),
+                session=session,
+            )
+        finally:  # a vector its search did not take (it failed first) holds the worker no more
+            context_builder.done(message)
         ours = {"session_id": session_id, "task": session.task}
         system_prompt = prompter.render(
             "chat/system",

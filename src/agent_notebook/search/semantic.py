@@ -291,6 +291,14 @@ class SemanticIndex:
                 self._live -= prepared
                 self._live_done.notify_all()
 
+    def drop_prepared(self, query: str) -> None:
+        """Let go of ``query``'s prepared vector if no search took it: it holds the worker
+        (see :meth:`prepare_query`) until then."""
+        with self._recent_lock:
+            dropped = self._prepared.pop(query, None)
+        if dropped is not None:
+            self._release(1)
+
     def _prepared_vector(self, query: str) -> NDArray[np.float32] | None:
         with self._recent_lock:
             prepared = self._prepared.pop(query, None)
