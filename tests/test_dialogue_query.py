@@ -4,7 +4,7 @@ a lower bar; one-line questions are untouched. Real notebooks, real MiniLM, made
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,10 +14,11 @@ from pydantic import ValidationError
 
 from agent_notebook import Notebook
 from agent_notebook.config import NotebookConfig, SearchSettings, load_config
-from agent_notebook.embed import default_embedder
+from agent_notebook.embed import MiniLmEmbedder, default_embedder
 from agent_notebook.errors import InvalidInput
 from agent_notebook.search.query import speaker_turns
 from agent_notebook.storage import SqliteBackend
+from test_turn_path import QueryLog
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -52,31 +53,17 @@ MEMORIES = [
 ]
 
 
-class SpyEmbedder:
-    """The real MiniLM, remembering the query texts it is asked to embed."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.queries = inner, []  # type: tuple[Any, list[str]]
-        self.model_id, self.dim, self.symmetric = inner.model_id, inner.dim, inner.symmetric
-
-    def embed_documents(self, texts: Sequence[str]) -> Any:
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> Any:
-        self.queries.append(text)
-        return self.inner.embed_query(text)
-
-
 @pytest.fixture
-def spy() -> SpyEmbedder:
+def spy() -> QueryLog:
+    """The real MiniLM, noting the query texts it is asked to embed."""
     inner = default_embedder()
-    if inner is None:
+    if not isinstance(inner, MiniLmEmbedder):
         pytest.skip("the offline embedder is not installed")
-    return SpyEmbedder(inner)
+    return QueryLog(inner)
 
 
 @pytest.fixture
-def chores(spy: SpyEmbedder, tmp_path: Path) -> Iterator[Notebook]:
+def chores(spy: QueryLog, tmp_path: Path) -> Iterator[Notebook]:
     with Notebook(SqliteBackend(tmp_path / "chores.db"), embedder=spy) as nb:
         session = nb.start_session("Chores", started=T0)
         for i, text in enumerate(MEMORIES):
@@ -99,7 +86,7 @@ def test_the_user_turns_of_a_dialogue() -> None:
     assert speaker_turns("a note\nof two lines", "user", 3) is None  # no speaker tags
 
 
-def test_the_dialogue_is_long_and_its_kayak_is_in_the_newest_turn_only(spy: SpyEmbedder) -> None:
+def test_the_dialogue_is_long_and_its_kayak_is_in_the_newest_turn_only(spy: QueryLog) -> None:
     whole = "\n".join([*EARLY_TURNS, LATEST_USER_TURN])
     assert len(spy.inner.token_ids(whole)) >= 256  # the embedder would cut the kayak off
     assert "kayak" not in spy.inner._tokenizer.decode(spy.inner.token_ids(whole))
@@ -108,7 +95,7 @@ def test_the_dialogue_is_long_and_its_kayak_is_in_the_newest_turn_only(spy: SpyE
 
 @pytest.mark.parametrize("mode", ["vector", "hybrid"])
 def test_the_newest_user_turn_decides_the_vector_hit(
-    chores: Notebook, spy: SpyEmbedder, mode: str
+    chores: Notebook, spy: QueryLog, mode: str
 ) -> None:
     query = "\n".join([*EARLY_TURNS, LATEST_USER_TURN])
     spy.queries.clear()
@@ -119,23 +106,23 @@ def test_the_newest_user_turn_decides_the_vector_hit(
         assert hits[0] is first[0]
     # What the embedding saw: the user's last three turns, tags cut, nothing else.
     user_turns = [t.removeprefix("User: ") for t in [*EARLY_TURNS, LATEST_USER_TURN]][-5::2]
-    assert spy.queries == ["\n".join(user_turns)]
+    assert spy.texts == ["\n".join(user_turns)]
     if mode == "hybrid":  # beside the vector signal the dialogue's words weigh nothing
         assert not any(k.startswith("lexical") for h in hits for k in h.explain)
 
 
-def test_the_whole_dialogue_is_embedded_when_turned_off(chores: Notebook, spy: SpyEmbedder) -> None:
+def test_the_whole_dialogue_is_embedded_when_turned_off(chores: Notebook, spy: QueryLog) -> None:
     chores.config = NotebookConfig(search=SearchSettings(dialogue_turns=0))
     query = "\n".join([*EARLY_TURNS, LATEST_USER_TURN])
     spy.queries.clear()
     chores.search(query, mode="vector", limit=3)
-    assert spy.queries == [query, "Paddling again! Where did we store the kayak and its paddles?"]
+    assert spy.texts == [query, "Paddling again! Where did we store the kayak and its paddles?"]
 
 
-def test_a_one_line_question_is_searched_as_before(chores: Notebook, spy: SpyEmbedder) -> None:
+def test_a_one_line_question_is_searched_as_before(chores: Notebook, spy: QueryLog) -> None:
     spy.queries.clear()
     hits = chores.search("User: where is the kayak?", limit=3)
-    assert spy.queries == ["User: where is the kayak?"]
+    assert spy.texts == ["User: where is the kayak?"]
     assert hits[0].moment.content.text.startswith("The kayak")
     assert "lexical_rank" in hits[0].explain  # its words still count
 

@@ -47,6 +47,11 @@ class QueryLog:
         self.queries.append((text, threading.current_thread().name))
         return self.inner.embed_query(text)
 
+    @property
+    def texts(self) -> list[str]:
+        """The query texts embedded, in order."""
+        return [text for text, _ in self.queries]
+
 
 @contextmanager
 def hybrid_chat(

@@ -135,17 +135,15 @@ class VectorCache:
 
 
 def similarities(
-    distance_type: str, vectors: np.ndarray, query: np.ndarray, norms: np.ndarray | None = None
+    distance_type: str, vectors: np.ndarray, query: np.ndarray, norms: np.ndarray
 ) -> np.ndarray:
-    """The score of each row of ``vectors`` for ``query``, as LangGraph's Postgres store
-    gives it (higher is nearer): cosine similarity (the default; 0 for a zero vector),
-    ``-`` the Euclidean distance for ``l2``, the dot product for ``inner_product``; all
-    from one matrix product (``norms``: the rows' norms, when known)."""
+    """The score of each row of ``vectors`` (whose norms are ``norms``) for ``query``, as
+    LangGraph's Postgres store gives it (higher is nearer): cosine similarity (the default;
+    0 for a zero vector), ``-`` the Euclidean distance for ``l2``, the dot product for
+    ``inner_product``; all from one matrix product."""
     dots = np.asarray(vectors @ query, dtype=np.float64)
     if distance_type == "inner_product":
         return dots
-    if norms is None:
-        norms = np.linalg.norm(vectors, axis=1)
     norms = np.asarray(norms, dtype=np.float64)
     query_norm = float(np.linalg.norm(query))
     if distance_type == "l2":  # |v - q|^2 = |v|^2 - 2 v.q + |q|^2

@@ -209,7 +209,7 @@ class PostgresBackend(SqlReads):
         ).fetchall():
             after = found[-1][0]
             if self.cipher is None:  # the text column is the text: no moment to validate
-                texts = [(row[0], row[5]) for row in found]
+                texts = [(num, text) for num, *_, text, _ in found]
             else:
                 opened = self._moments_from(found)
                 texts = [(m.number, m.content.text) for m in opened]

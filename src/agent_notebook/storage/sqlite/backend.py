@@ -327,8 +327,8 @@ class SqliteBackend(SqlReads):
         plain body is read as JSON alone (no moment is validated), a sealed one is opened."""
         if self.cipher is None:
             return [
-                (row[0], row[5], json.loads(row[6]).get("metadata", {}).get("concepts", []))
-                for row in rows
+                (num, text, json.loads(body).get("metadata", {}).get("concepts", []))
+                for num, *_, text, body in rows
             ]
         moments = self._moments_from(rows)
         return [(m.number, m.content.text, list(m.metadata.concepts)) for m in moments]
