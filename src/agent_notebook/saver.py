@@ -27,6 +27,7 @@ and the async API, with the conformance suite's extended capabilities.
 
 from __future__ import annotations
 
+import copy
 import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -44,6 +45,7 @@ from .saver_base import (
     newest_of_each_namespace,
 )
 from .saver_codec import CompressedSerializer
+from .saver_history import HISTORY_EPOCH_DDL, DeltaHistoryCache, read_epoch, walk_to_cached
 
 __all__ = ["CheckpointPruned", "NotebookSaver", "TurnMark", "last_write"]
 
@@ -75,6 +77,15 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
         super().__init__(conn)
         self.serde = CompressedSerializer(self.serde)  # plain rows written before read too
         self._init_semantics(keep, delta_reducers)
+        self._history = DeltaHistoryCache()
+
+    def setup(self) -> None:
+        """``SqliteSaver``'s tables, and the triggers that tell a rebuilt delta-channel
+        value kept from an earlier read is stale (:mod:`.saver_history`)."""
+        if self.is_setup:
+            return
+        super().setup()
+        self.conn.executescript(HISTORY_EPOCH_DDL)
 
     def get_next_version(self, current: str | int | None, channel: None) -> str:
         """``SqliteSaver``'s versions (32 zero-padded digits) without their random
@@ -124,6 +135,41 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
             )
 
     # -- delta channels: the rows behind SaverSemantics._keep_readable and materialise ------
+
+    def _delta_values(self, found: CheckpointTuple, names: list[str]) -> dict[str, Any]:
+        """The values of the delta channels ``names`` at ``found``: replayed from the value
+        kept from the last read of its thread when that checkpoint is one of its ancestors
+        and nothing changed the thread's history since (:mod:`.saver_history`), else from
+        the nearest snapshot; kept for the next read."""
+        where = found.config["configurable"]
+        key = (str(where["thread_id"]), str(where.get("checkpoint_ns", "")))
+        checkpoint_id = str(where["checkpoint_id"])
+        with self.cursor(transaction=False) as cur:
+            began = not self.conn.in_transaction
+            if began:  # the counter and the rows read in one snapshot
+                cur.execute("BEGIN")
+            try:
+                epoch = read_epoch(cur)
+                cached = self._history.get(key, epoch, names)
+                if cached is not None and cached.checkpoint_id == checkpoint_id:
+                    values = dict(cached.values)
+                else:
+                    histories = walk_to_cached(
+                        cur,
+                        serde=self.serde,
+                        has_task_path=self._has_task_path,
+                        thread_id=key[0],
+                        checkpoint_ns=key[1],
+                        checkpoint_id=checkpoint_id,
+                        channels=names,
+                        cached=cached,
+                    )
+                    values = self._replayed(histories, names)
+            finally:
+                if began:
+                    cur.execute("COMMIT")
+        self._history.put(key, epoch, checkpoint_id, values)
+        return {name: copy.copy(value) for name, value in values.items()}
 
     def _checkpoint_rows(self, thread: str) -> list[tuple[str, str, str | None]]:
         with self.cursor(transaction=False) as cur:

@@ -280,12 +280,18 @@ class SaverSemantics:
 
     def _delta_values(self, found: CheckpointTuple, names: list[str]) -> dict[str, Any]:
         """The values of the delta channels ``names`` at ``found``, rebuilt from its ancestors."""
-        from langgraph._internal._typing import MISSING
-        from langgraph.channels.delta import DeltaChannel
-
         histories = self.get_delta_channel_history(  # type: ignore[attr-defined]
             config=found.config, channels=names
         )
+        return self._replayed(histories, names)
+
+    def _replayed(
+        self, histories: Mapping[str, DeltaChannelHistory], names: list[str]
+    ) -> dict[str, Any]:
+        """The value of each delta channel of ``names``: its seed with its writes replayed."""
+        from langgraph._internal._typing import MISSING
+        from langgraph.channels.delta import DeltaChannel
+
         values = {}
         for name in names:
             channel: DeltaChannel[Any] = DeltaChannel(self.delta_reducers[name]).from_checkpoint(

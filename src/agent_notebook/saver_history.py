@@ -1,0 +1,175 @@
+"""The SQLite checkpointer's last rebuilt delta-channel values, kept between turns.
+
+A chat thread's ``messages`` is a LangGraph ``DeltaChannel``: reading a checkpoint replays
+the writes of every ancestor back to the nearest snapshot (up to ``snapshot_frequency``
+checkpoints). The next turn reads the checkpoint the last one wrote, whose ancestors are
+the same plus a few: :class:`DeltaHistoryCache` keeps the value rebuilt at the checkpoint
+last read of each thread and namespace, and :func:`walk_to_cached` replays only the writes
+since it.
+
+The value of a delta channel at checkpoint ``C`` depends on the checkpoints from ``C`` up
+to its seed and on the writes of ``C``'s strict ancestors; nothing else. Triggers
+(:data:`HISTORY_EPOCH_DDL`) bump a counter in the database on whatever may change that for
+some ``C``: any UPDATE or DELETE of a checkpoint or a write (redaction, key rotation,
+pruning, rollback, ``delete_thread``, a rewrite), a checkpoint inserted under an id not
+newer than every one of its thread and namespace (``put`` again, ``copy_thread``), and a
+write to a checkpoint that already has a newer one. They fire whichever connection or
+process writes; a turn's own writes (to the newest checkpoint, then a newer checkpoint)
+fire none. A cached value is used only while the counter is what it was when the value
+was rebuilt, read in the same read transaction as the walk.
+
+Like LangGraph's ``rollback`` and this saver's, this relies on checkpoint ids growing with
+time (an ancestor's id sorts below its descendants').
+"""
+
+from __future__ import annotations
+
+import copy
+import sqlite3
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from langgraph.checkpoint.base import DeltaChannelHistory
+from langgraph.checkpoint.sqlite._delta import (
+    DELTA_STAGE1_SQL,
+    build_delta_channels_writes_history,
+    build_delta_stage2_sql,
+    step_walk_with_row,
+)
+
+__all__ = ["HISTORY_EPOCH_DDL", "DeltaHistoryCache", "read_epoch", "walk_to_cached"]
+
+_BUMP = "BEGIN UPDATE checkpoint_history_epoch SET n = n + 1; END;"
+HISTORY_EPOCH_DDL = f"""
+CREATE TABLE IF NOT EXISTS checkpoint_history_epoch (
+    id INTEGER PRIMARY KEY CHECK (id = 0), n INTEGER NOT NULL);
+INSERT OR IGNORE INTO checkpoint_history_epoch (id, n) VALUES (0, 0);
+CREATE TRIGGER IF NOT EXISTS checkpoint_history_cp_update AFTER UPDATE ON checkpoints {_BUMP}
+CREATE TRIGGER IF NOT EXISTS checkpoint_history_cp_delete AFTER DELETE ON checkpoints {_BUMP}
+CREATE TRIGGER IF NOT EXISTS checkpoint_history_w_update AFTER UPDATE ON writes {_BUMP}
+CREATE TRIGGER IF NOT EXISTS checkpoint_history_w_delete AFTER DELETE ON writes {_BUMP}
+CREATE TRIGGER IF NOT EXISTS checkpoint_history_cp_insert BEFORE INSERT ON checkpoints
+WHEN EXISTS (SELECT 1 FROM checkpoints AS c WHERE c.thread_id = NEW.thread_id
+    AND c.checkpoint_ns = NEW.checkpoint_ns AND c.checkpoint_id >= NEW.checkpoint_id)
+{_BUMP}
+CREATE TRIGGER IF NOT EXISTS checkpoint_history_w_insert BEFORE INSERT ON writes
+WHEN EXISTS (SELECT 1 FROM checkpoints AS c WHERE c.thread_id = NEW.thread_id
+    AND c.checkpoint_ns = NEW.checkpoint_ns AND c.checkpoint_id > NEW.checkpoint_id)
+{_BUMP}
+"""
+
+#: Threads (and namespaces) whose last rebuilt value is kept.
+CACHED_THREADS = 64
+
+
+def read_epoch(cur: sqlite3.Cursor) -> int:
+    """The counter the triggers bump (0 when the table is missing: nothing is cached)."""
+    row = cur.execute("SELECT n FROM checkpoint_history_epoch WHERE id = 0").fetchone()
+    return int(row[0]) if row else 0
+
+
+@dataclass(frozen=True, slots=True)
+class CachedValues:
+    epoch: int
+    checkpoint_id: str
+    values: Mapping[str, Any]
+
+
+class DeltaHistoryCache:
+    """The delta-channel values rebuilt at the checkpoint last read, per (thread,
+    namespace), for the :data:`CACHED_THREADS` threads read last. Values go in and come out
+    as shallow copies: a reducer or a caller changing its list leaves the cache's alone."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[str, str], CachedValues] = OrderedDict()
+
+    def get(self, key: tuple[str, str], epoch: int, names: Sequence[str]) -> CachedValues | None:
+        entry = self._entries.get(key)
+        if entry is None or entry.epoch != epoch or not set(names) <= entry.values.keys():
+            return None
+        self._entries.move_to_end(key)
+        return entry
+
+    def put(
+        self, key: tuple[str, str], epoch: int, checkpoint_id: str, values: Mapping[str, Any]
+    ) -> None:
+        self._entries[key] = CachedValues(
+            epoch, checkpoint_id, {k: copy.copy(v) for k, v in values.items()}
+        )
+        self._entries.move_to_end(key)
+        while len(self._entries) > CACHED_THREADS:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+def walk_to_cached(
+    cur: sqlite3.Cursor,
+    *,
+    serde: Any,
+    has_task_path: bool,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    channels: Sequence[str],
+    cached: CachedValues | None,
+) -> dict[str, DeltaChannelHistory]:
+    """``SqliteSaver.get_delta_channel_history`` for checkpoint ``checkpoint_id``, whose walk
+    up the ancestors stops at the cached checkpoint when it meets it: the cached value is
+    the seed, the writes of it and of the checkpoints after it are replayed."""
+    chain_by_ch: dict[str, list[str]] = {ch: [] for ch in channels}
+    seed_val_by_ch: dict[str, Any] = {}
+    walk_state: dict[str, Any] = {}
+    seeded: set[str] = set()
+    cur.execute(
+        DELTA_STAGE1_SQL, (thread_id, checkpoint_ns, checkpoint_id, thread_id, checkpoint_ns)
+    )
+    for cid, type_tag, blob in cur:
+        if (
+            cached is not None
+            and cid == cached.checkpoint_id
+            and walk_state.get("started")
+            and cid not in walk_state["walked"]
+        ):
+            for ch in walk_state["active"]:
+                chain_by_ch[ch].append(cid)
+                seed_val_by_ch[ch] = copy.copy(cached.values[ch])
+                seeded.add(ch)
+            break
+        if step_walk_with_row(
+            cid=cid,
+            type_tag=type_tag,
+            blob=blob,
+            target_id=checkpoint_id,
+            serde=serde,
+            chain_by_ch=chain_by_ch,
+            seed_val_by_ch=seed_val_by_ch,
+            walk_state=walk_state,
+            seeded=seeded,
+            channels=channels,
+        ):
+            break
+    with_chain = [ch for ch in channels if chain_by_ch[ch]]
+    stage2_sql = build_delta_stage2_sql(
+        has_task_path=has_task_path, chain_lens=[len(chain_by_ch[ch]) for ch in with_chain]
+    )
+    rows: list[tuple[str, str, str, int, str, bytes, str]] = []
+    if stage2_sql:
+        params: list[Any] = []
+        for ch in with_chain:
+            params.extend([thread_id, checkpoint_ns, ch, *chain_by_ch[ch]])
+        rows = cast(
+            "list[tuple[str, str, str, int, str, bytes, str]]",
+            cur.execute(stage2_sql, params).fetchall(),
+        )
+    return build_delta_channels_writes_history(
+        channels=channels,
+        chain_by_ch=chain_by_ch,
+        seed_val_by_ch=seed_val_by_ch,
+        seeded=seeded,
+        stage2_rows=rows,
+        serde=serde,
+    )
