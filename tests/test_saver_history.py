@@ -16,6 +16,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent_notebook import Notebook
 from agent_notebook.graph import build_chat_graph
@@ -53,7 +54,9 @@ def read(saver: NotebookSaver, name: str = "t") -> list[tuple[str, str]]:
 
 def epoch(saver: NotebookSaver) -> int:
     with saver.cursor(transaction=False) as cur:
-        return read_epoch(cur)
+        found = read_epoch(cur)
+    assert found is not None
+    return found
 
 
 def configs(saver: NotebookSaver, name: str = "t") -> list[Any]:
@@ -192,3 +195,32 @@ def test_a_rewritten_checkpoint_is_seen(saver: NotebookSaver, db: Path) -> None:
     checkpoint["channel_values"]["messages"] = _DeltaSnapshot([HumanMessage("rewritten")])
     saver._rewrite_checkpoint(kept, checkpoint)
     assert read(saver) == [("human", "rewritten"), *expected(8, 7)] == fresh_read(db)
+
+
+def test_a_database_without_the_counter_keeps_nothing_and_reads_exactly(db: Path) -> None:
+    """A file LangGraph's own SqliteSaver wrote, opened read-only: no counter can be
+    installed, so every read replays from the snapshot; opened writable, it gets one."""
+    conn = sqlite3.connect(db, check_same_thread=False)
+    run(chat_graph(SqliteSaver(conn)), range(3))
+    conn.close()
+    ro = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    try:
+        reader = NotebookSaver(ro)
+        assert read(reader) == expected(3)
+        assert read(reader) == expected(3)
+        assert not reader._history._entries
+    finally:
+        ro.close()
+    conn = sqlite3.connect(db, check_same_thread=False)
+    try:
+        saver = NotebookSaver(conn)
+        run(chat_graph(saver), range(3, 5))
+        assert saver._history._entries
+        assert read(saver) == expected(5) == fresh_read(db)
+        conn.execute("DROP TRIGGER checkpoint_history_w_update")  # then nothing is kept
+        conn.commit()
+        saver._history.clear()
+        assert read(saver) == expected(5)
+        assert not saver._history._entries
+    finally:
+        conn.close()

@@ -45,7 +45,7 @@ from .saver_base import (
     newest_of_each_namespace,
 )
 from .saver_codec import CompressedSerializer
-from .saver_history import HISTORY_EPOCH_DDL, DeltaHistoryCache, read_epoch, walk_to_cached
+from .saver_history import DeltaHistoryCache, install_epoch, read_epoch, walk_to_cached
 
 __all__ = ["CheckpointPruned", "NotebookSaver", "TurnMark", "last_write"]
 
@@ -85,7 +85,7 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
         if self.is_setup:
             return
         super().setup()
-        self.conn.executescript(HISTORY_EPOCH_DDL)
+        install_epoch(self.conn)
 
     def get_next_version(self, current: str | int | None, channel: None) -> str:
         """``SqliteSaver``'s versions (32 zero-padded digits) without their random
@@ -150,7 +150,7 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
                 cur.execute("BEGIN")
             try:
                 epoch = read_epoch(cur)
-                cached = self._history.get(key, epoch, names)
+                cached = None if epoch is None else self._history.get(key, epoch, names)
                 if cached is not None and cached.checkpoint_id == checkpoint_id:
                     values = dict(cached.values)
                 else:
@@ -168,7 +168,8 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
             finally:
                 if began:
                     cur.execute("COMMIT")
-        self._history.put(key, epoch, checkpoint_id, values)
+        if epoch is not None:
+            self._history.put(key, epoch, checkpoint_id, values)
         return {name: copy.copy(value) for name, value in values.items()}
 
     def _checkpoint_rows(self, thread: str) -> list[tuple[str, str, str | None]]:

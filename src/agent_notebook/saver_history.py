@@ -39,7 +39,13 @@ from langgraph.checkpoint.sqlite._delta import (
     step_walk_with_row,
 )
 
-__all__ = ["HISTORY_EPOCH_DDL", "DeltaHistoryCache", "read_epoch", "walk_to_cached"]
+__all__ = [
+    "HISTORY_EPOCH_DDL",
+    "DeltaHistoryCache",
+    "install_epoch",
+    "read_epoch",
+    "walk_to_cached",
+]
 
 _BUMP = "BEGIN UPDATE checkpoint_history_epoch SET n = n + 1; END;"
 HISTORY_EPOCH_DDL = f"""
@@ -64,10 +70,37 @@ WHEN EXISTS (SELECT 1 FROM checkpoints AS c WHERE c.thread_id = NEW.thread_id
 CACHED_THREADS = 64
 
 
-def read_epoch(cur: sqlite3.Cursor) -> int:
-    """The counter the triggers bump (0 when the table is missing: nothing is cached)."""
+#: The schema objects :data:`HISTORY_EPOCH_DDL` creates.
+EPOCH_OBJECTS = frozenset(
+    {"checkpoint_history_epoch"}
+    | {f"checkpoint_history_{t}_{op}" for t in ("cp", "w") for op in ("update", "delete", "insert")}
+)
+
+
+def install_epoch(conn: sqlite3.Connection) -> None:
+    """Create the counter and its triggers unless they are there; on a database this
+    connection cannot write, leave it without (then nothing is kept: :func:`read_epoch`)."""
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    if names >= EPOCH_OBJECTS:
+        return
+    try:
+        conn.executescript(HISTORY_EPOCH_DDL)
+    except sqlite3.OperationalError:  # read-only: read as LangGraph does, every time
+        if conn.in_transaction:
+            conn.rollback()
+
+
+def read_epoch(cur: sqlite3.Cursor) -> int | None:
+    """The counter the triggers bump; None without it (or without all its triggers): a
+    value kept then could go stale unseen, so none is."""
+    found = cur.execute(
+        f"SELECT count(*) FROM sqlite_master WHERE name IN ({', '.join('?' * len(EPOCH_OBJECTS))})",
+        sorted(EPOCH_OBJECTS),
+    ).fetchone()
+    if found[0] != len(EPOCH_OBJECTS):
+        return None
     row = cur.execute("SELECT n FROM checkpoint_history_epoch WHERE id = 0").fetchone()
-    return int(row[0]) if row else 0
+    return int(row[0]) if row else None
 
 
 @dataclass(frozen=True, slots=True)
