@@ -168,8 +168,8 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
             finally:
                 if began:
                     cur.execute("COMMIT")
-        if epoch is not None:
-            self._history.put(key, epoch, checkpoint_id, values)
+            if epoch is not None:  # under the saver's lock, like the get above
+                self._history.put(key, epoch, checkpoint_id, values)
         return {name: copy.copy(value) for name, value in values.items()}
 
     def _checkpoint_rows(self, thread: str) -> list[tuple[str, str, str | None]]:
