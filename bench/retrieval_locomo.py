@@ -101,6 +101,7 @@ def axis(name: str, *values: Any) -> tuple[Point, ...]:
 
 
 SPREAD = axis("session_decay", 1.0, 0.7)
+HYBRID_GRID = (axis("coverage_gain", 0.0, 1.0), axis("coverage_residual", 0.0, 0.3), SPREAD)
 VARIANTS = [
     Variant("bm25", "lexical", PLAIN, note="FTS5 BM25 alone, raw question"),
     Variant("minilm", "vector", PLAIN, note="MiniLM alone, raw question"),
@@ -111,11 +112,27 @@ VARIANTS = [
         note="LOCO",
     ),
     Variant("vector", "vector", grid=(axis("coverage_gain", 0.0, 1.0), SPREAD), note="LOCO"),
+    Variant("hybrid", "hybrid", grid=HYBRID_GRID, note="LOCO"),
     Variant(
+        "hybrid-neighbour",
         "hybrid",
+        grid=(axis("neighbour_share", 0.0, 0.02, 0.05, 0.1, 0.2),),
+        note="LOCO: a share of each turn's score to its neighbours (the defaults else)",
+    ),
+    Variant(
+        "hybrid-speaker",
         "hybrid",
-        grid=(axis("coverage_gain", 0.0, 1.0), axis("coverage_residual", 0.0, 0.3), SPREAD),
-        note="LOCO",
+        grid=(axis("speaker_bonus", 0.0, 0.05, 0.1, 0.2, 0.4),),
+        note="LOCO: a bonus for the turns of a speaker the question names (the defaults else)",
+    ),
+    Variant(
+        "hybrid-speaker-neighbour",
+        "hybrid",
+        grid=(
+            axis("speaker_bonus", 0.0, 0.05, 0.1, 0.15),
+            axis("neighbour_share", 0.0, 0.02, 0.05),
+        ),
+        note="LOCO: the speaker bonus and the neighbours' share together",
     ),
     Variant("hybrid-no-date", "hybrid", {"date_weight": 0}, note="the defaults, no date signal"),
     Variant("hybrid-no-cutoff", "hybrid", {"min_score": 0}, note="every match, however weak"),

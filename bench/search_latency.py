@@ -23,7 +23,8 @@ queries (issue 16: eight consecutive turns of the corpus, ``<speaker>: <text>`` 
 timed the same way, reported as ``lexical-dialogue`` and ``hybrid-dialogue`` (and read
 whole, ``search.dialogue_turns=0``, interleaved, as ``<mode>-dialogue-whole``); the
 questions once more without query coverage (``search.coverage_gain=0``), interleaved, as
-``lexical-nocover`` and ``hybrid-nocover``. With
+``lexical-nocover`` and ``hybrid-nocover``, and without the speaker bonus
+(``search.speaker_bonus=0``) as ``<mode>-nospeaker``. With
 ``--lexical-only`` nothing is embedded and only the lexical modes are timed (for sizes too
 large to embed on a shared machine).
 
@@ -287,9 +288,11 @@ def timed(
     the dialogue-long queries are timed as ``<mode>-dialogue``, and once more read whole
     (``search.dialogue_turns=0``: the whole dialogue embedded, its words ranked) as
     ``<mode>-dialogue-whole``; the questions once more without query coverage
-    (``search.coverage_gain=0``) as ``<mode>-nocover``."""
+    (``search.coverage_gain=0``) as ``<mode>-nocover`` and without the speaker bonus
+    (``search.speaker_bonus=0``) as ``<mode>-nospeaker``."""
     shipped = nb.config
     uncovered = NotebookConfig(search=SearchSettings(coverage_gain=0))
+    anyone = NotebookConfig(search=SearchSettings(speaker_bonus=0))
     whole = NotebookConfig(search=SearchSettings(dialogue_turns=0))
     for q in questions[:WARMUP] + dialogues[:WARMUP]:
         for mode in modes:
@@ -298,13 +301,17 @@ def timed(
     # searches, and the next mode's search of the same query would reuse them.
     forget = getattr(nb.backend, "forget_rankings", lambda: None)
     configs = {
-        "": ((shipped, ""), (uncovered, "-nocover")),
+        "": ((shipped, ""), (uncovered, "-nocover"), (anyone, "-nospeaker")),
         "-dialogue": ((shipped, ""), (whole, "-whole")),
     }
     for kind, queries in (("", questions), ("-dialogue", dialogues)):
-        for q in queries[WARMUP:]:
+        for i, q in enumerate(queries[WARMUP:]):
+            # The first search of a query embeds it, the next reuse its vector: the order
+            # of the configurations rotates query by query, so each pays alike.
+            turn = i % len(configs[kind])
+            rotated = configs[kind][turn:] + configs[kind][:turn]
             for mode in modes:
-                for config, suffix in configs[kind]:
+                for config, suffix in rotated:
                     nb.config = config
                     forget()
                     t1 = time.perf_counter()

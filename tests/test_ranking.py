@@ -14,8 +14,8 @@ from agent_notebook import Notebook
 from agent_notebook.config import NotebookConfig, SearchSettings
 from agent_notebook.dates import relative_dates
 from agent_notebook.enrich import enrich
-from agent_notebook.search.hybrid import Fused, cover_query, session_evidence
-from agent_notebook.search.lexical import terms
+from agent_notebook.search.hybrid import Fused, cover_query, named_speakers, session_evidence
+from agent_notebook.search.lexical import terms, tokenize
 from agent_notebook.search.query import dialogue_words, latest_turns, query_dates
 from agent_notebook.storage import MomentFilter, SqliteBackend
 from conftest import make_backend
@@ -307,3 +307,41 @@ def test_search_explain_on_the_command_line_shows_the_coverage_step(
     assert adopted["covered"] == ["bo", "adopt"] and adopted["explain"]["coverage_move"] > 0
     plain = data(cli(home, "search", QUESTION, "-f", "json", env=no_embedder))
     assert all(h["covered"] == [] and h["explain"] == {} for h in plain)
+
+
+# -- speakers ---------------------------------------------------------------------------------
+
+
+def test_named_speakers_are_those_whose_every_word_the_query_has() -> None:
+    words = tokenize("What did Caroline's friend Ana Ruiz research?")
+    speakers = ["Caroline", "Ana Ruiz", "Ana Lopez", "Melanie", ""]
+    assert named_speakers(words, speakers) == {"Caroline", "Ana Ruiz"}
+    assert named_speakers(tokenize("what was researched?"), speakers) == set()
+
+
+def test_a_question_naming_a_speaker_lifts_what_that_speaker_said(lexical_nb: Notebook) -> None:
+    nb = lexical_nb
+    chat = nb.start_session("chat", started=T0)
+    said = [
+        ("Melanie", "I painted a sunset last week; painting calms me, I paint every Sunday."),
+        ("Caroline", "I painted a lake at dawn."),
+        ("Melanie", "The kids loved the museum."),
+    ]
+    ids = [
+        nb.record(chat.id, text, speaker=who, timestamp=T0 + timedelta(minutes=i)).id
+        for i, (who, text) in enumerate(said)
+    ]
+    question = "What did Caroline paint?"
+    nb.config = NotebookConfig(search=SearchSettings(speaker_bonus=0))  # off
+    off = nb.search(question, limit=3)
+    assert [h.moment.id for h in off][:2] == [ids[0], ids[1]]  # Melanie's words match more
+    nb.config = NotebookConfig()  # the default, 0.1
+    on = nb.search(question, limit=3)
+    assert [h.moment.id for h in on][:2] == [ids[1], ids[0]]
+    assert on[0].explain["speaker_prior"] == pytest.approx(1.1)
+    assert "speaker_prior" not in on[1].explain
+    # A question naming no speaker is ranked as before.
+    assert [h.moment.id for h in nb.search("What was painted?", limit=3)][:2] == [ids[0], ids[1]]
+    # Nor is a query of several lines (a dialogue so far).
+    hits = nb.search("We talked about art.\nWhat did Caroline paint?", limit=3)
+    assert hits and not any("speaker_prior" in h.explain for h in hits)

@@ -132,6 +132,10 @@ class SearchSettings(BaseModel):
     #: Share of a turn's fused score given to each of its neighbouring turns (the same
     #: session), so an answer's context is found with it. 0 turns it off.
     neighbour_share: float = Field(0.0, ge=0, le=1)
+    #: A question naming a speaker ("what did Caroline ...") scales the score of the
+    #: turns that speaker said by ``1 + speaker_bonus`` (0 turns it off; a query of
+    #: several lines, a dialogue, never: its tags name its speakers in every turn).
+    speaker_bonus: float = Field(0.1, ge=0, le=1)
     #: Share of a question's fused score (a turn with a '?') given to the next turn of its
     #: session: in a conversation the answer is the reply, which rarely repeats the words.
     reply_share: float = Field(0.5, ge=0, le=1)

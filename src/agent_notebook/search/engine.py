@@ -27,6 +27,7 @@ from .hybrid import (
     Fused,
     cover_query,
     fuse,
+    named_speakers,
     neighbour_spread,
     prior_factors,
     relevance,
@@ -194,6 +195,9 @@ class SearchEngine:
                 content = [mid for mid, _ in found]
             relevant = relevance(fused, set(content), givers)
         now = request.now or now_utc()
+        # A question's named speaker; a dialogue's tags name its speakers in every turn.
+        asking = words and said is None and latest is None
+        named = self._named(request.query, briefs) if asking else set()
         ranked_hits: list[tuple[float, int, Fused, dict[str, float]]] = []
         for moment_id, entry in fused.items():
             brief = briefs.get(moment_id)
@@ -206,6 +210,8 @@ class SearchEngine:
             if relevant.get(moment_id, 1.0) < request.min_score:
                 continue
             factors = prior_factors(brief, now, self.settings) if words else {}
+            if brief.speaker in named:
+                factors["speaker"] = 1 + settings.speaker_bonus
             score = entry.score * math.prod(factors.values())
             ranked_hits.append((score, brief.number, entry, factors))
         ranked_hits.sort(key=lambda h: (-h[0], h[1]))
@@ -278,6 +284,12 @@ class SearchEngine:
         asked = list(dict.fromkeys(stem(word) for word in content_words(query)))
         longest = self.settings.long_query_terms
         return asked if len(asked) >= 2 and (not longest or len(asked) <= longest) else []
+
+    def _named(self, query: str, briefs: dict[str, MomentBrief]) -> set[str]:
+        """The speakers of the candidates that ``query`` names, for ``speaker_bonus``."""
+        if self.settings.speaker_bonus <= 0:
+            return set()
+        return named_speakers(tokenize(query), {b.speaker for b in briefs.values()})
 
     def _wordiness(self, query: str) -> float:
         """The whole query's lexical weight, 1 for a question: a dialogue-long query matches

@@ -14,12 +14,13 @@ the query that is not a stopword, on a concept or by example, else the vector si
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..config import SearchSettings
 from ..storage.base import MomentBrief
+from .lexical import tokenize
 
 __all__ = [
     "DATE",
@@ -31,6 +32,7 @@ __all__ = [
     "SignalScore",
     "cover_query",
     "fuse",
+    "named_speakers",
     "neighbour_spread",
     "prior_factors",
     "relevance",
@@ -217,6 +219,18 @@ def prior_factors(moment: MomentBrief, now: datetime, settings: SearchSettings) 
     if settings.recency_prior:
         factors["recency"] = 1 + settings.recency_prior * (recency - 0.5)
     return factors
+
+
+def named_speakers(query_words: Collection[str], speakers: Iterable[str]) -> set[str]:
+    """The ``speakers`` the query names: each of their words is one of ``query_words``
+    (casefolded, as :func:`.lexical.tokenize` splits them)."""
+    wanted = set(query_words)
+    named = set()
+    for speaker in speakers:
+        words = tokenize(speaker)
+        if words and wanted.issuperset(words):
+            named.add(speaker)
+    return named
 
 
 def relevance(
