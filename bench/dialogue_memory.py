@@ -49,8 +49,30 @@ VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
     ("vector-whole", "vector", {"dialogue_turns": 0}),
     ("vector-user2", "vector", {"dialogue_turns": 2}),
     ("vector-user4", "vector", {"dialogue_turns": 4}),
+    ("vector-no-context", "vector", {"dialogue_context_weight": 0}),
+    *(
+        (
+            f"vector-context{n}-w{w}",
+            "vector",
+            {"dialogue_context_turns": n, "dialogue_context_weight": w},
+        )
+        for n in (5, 7, 9)
+        for w in (0.25, 0.5, 1.0)
+        if (n, w) != (7, 0.5)
+    ),
     *((f"vector-min{m}", "vector", {"dialogue_min_score": m}) for m in (0.0, 0.1, 0.2)),
     ("hybrid-whole", "hybrid", {"dialogue_turns": 0}),
+    ("hybrid-no-context", "hybrid", {"dialogue_context_weight": 0}),
+    *(
+        (
+            f"hybrid-context{n}-w{w}",
+            "hybrid",
+            {"dialogue_context_turns": n, "dialogue_context_weight": w},
+        )
+        for n in (5, 7, 9)
+        for w in (0.25, 0.5, 1.0)
+        if (n, w) != (7, 0.5)
+    ),
     ("hybrid-no-latest", "hybrid", {"latest_turn_weight": 0}),
     ("hybrid-no-concepts", "hybrid", {"concept_weight": 0}),
     ("hybrid-long-off", "hybrid", {"long_query_terms": 0}),

@@ -16,6 +16,7 @@ from ..enrich import identifiers
 
 __all__ = [
     "DateSpan",
+    "dialogue_context",
     "dialogue_words",
     "latest_turns",
     "query_dates",
@@ -67,6 +68,20 @@ def speaker_turns(query: str, speaker: str, n: int, max_words: int = 0) -> str |
     if not said:  # the last line has no tag
         return None
     text = "\n".join(said[-n:])
+    if max_words and len(text.split()) > max_words:  # the newest words, where it ends
+        text = " ".join(text.split()[-max_words:])
+    return text
+
+
+def dialogue_context(query: str, n: int, max_words: int = 0) -> str | None:
+    """The last ``n`` turns of a speaker-tagged dialogue, whoever speaks, tags cut, at most
+    their last ``max_words`` words (0: all); else None. The exchange around the user's
+    last turns: the other side's replies name the situation in other words ("Those
+    moments of shared joy are unforgettable")."""
+    lines = _lines(query)
+    if n <= 0 or not _tagged(lines):
+        return None
+    text = "\n".join(turns(query)[-n:])
     if max_words and len(text.split()) > max_words:  # the newest words, where it ends
         text = " ".join(text.split()[-max_words:])
     return text
