@@ -1,6 +1,7 @@
 """A dialogue so far as the query (issue 16): the vector signal embeds what the user said
-lately and, weighing less, the exchange around it, the lexical signals step aside beside it, a memory evoked by the situation passes
-a lower bar; one-line questions are untouched. Real notebooks, real MiniLM, made-up talk."""
+lately and, weighing less, the rest of the exchange around it, the lexical signals step
+aside beside it, a memory evoked by the situation passes a lower bar; one-line questions
+are untouched. Real notebooks, real MiniLM, made-up talk."""
 
 from __future__ import annotations
 
@@ -104,25 +105,29 @@ def test_the_newest_user_turn_decides_the_vector_hit(
     assert first and first[0].moment.content.text.startswith("The kayak")
     if mode == "vector":
         assert hits[0] is first[0]
-    # What the embeddings saw: the user's last three turns, tags cut; and the last seven
-    # turns, whoever speaks, tags cut, their newest 128 words (the kayak turn is whole).
+    # What the embeddings saw: the user's last three turns, tags cut; and the rest of the
+    # last seven turns (the replies between them and the user's turn before), tags cut,
+    # their newest 96 words.
     tagless = [t.split(": ", 1)[1] for t in [*EARLY_TURNS, LATEST_USER_TURN]]
-    exchange = " ".join("\n".join(tagless[-7:]).split()[-128:])
-    assert spy.texts == ["\n".join(tagless[-5::2]), exchange]
-    assert exchange.endswith(tagless[-1]) and len(exchange.split()) == 128
+    rest = "\n".join([tagless[-7], tagless[-6], tagless[-4], tagless[-2]])
+    assert spy.texts == ["\n".join(tagless[-5::2]), " ".join(rest.split()[-96:])]
+    assert len(rest.split()) > 96 and "kayak" not in rest
     if mode == "hybrid":  # beside the vector signal the dialogue's words weigh nothing
         assert not any(k.startswith("lexical") for h in hits for k in h.explain)
 
 
 def test_the_exchange_around_the_user_turns() -> None:
     dialogue = "User: one two\nAssistant: three?\nuser: four\n[User] five six"
-    assert dialogue_context(dialogue, 2) == "four\nfive six"
-    assert dialogue_context(dialogue, 3) == "three?\nfour\nfive six"  # whoever speaks
-    assert dialogue_context(dialogue, 9) == "one two\nthree?\nfour\nfive six"
-    assert dialogue_context(dialogue, 9, max_words=4) == "three? four five six"  # newest
-    assert dialogue_context(dialogue, 0) is None
-    assert dialogue_context("User: a one-line question?", 3) is None
-    assert dialogue_context("a note\nof two lines", 3) is None  # no speaker tags
+    # The last n turns, whoever speaks, but the user's last ones (embedded on their own).
+    assert dialogue_context(dialogue, "user", 2, 9) == "one two\nthree?"
+    assert dialogue_context(dialogue, "user", 1, 3) == "three?\nfour"
+    assert dialogue_context(dialogue, "user", 0, 3) == "three?\nfour\nfive six"
+    assert dialogue_context(dialogue, "user", 2, 9, max_words=2) == "two three?"  # newest
+    assert dialogue_context(dialogue, "user", 2, 2) is None  # nothing else in them
+    assert dialogue_context(dialogue, "Bo", 1, 2) == "four"  # never speaks: the last one
+    assert dialogue_context(dialogue, "user", 3, 0) is None
+    assert dialogue_context("User: a one-line question?", "user", 3, 7) is None
+    assert dialogue_context("a note\nof two lines", "user", 3, 7) is None  # no speaker tags
 
 
 #: Memories of airports: the user's words are of flights and gates, the assistant's reply

@@ -65,10 +65,10 @@ COVERAGE_CHARS = 4000
 #: about 125 of MiniLM's word pieces; a user's last three turns are 33-51 words in the
 #: dialogue dev cases, and LoCoMo's long turns reach 256).
 DIALOGUE_WORDS = 96
-#: ... and of the dialogue's last turns, whoever speaks (``dialogue_context_turns``), at most
-#: this many newest words (seven turns of the dialogue dev cases are 66-112 words; under
-#: MiniLM's 256 word pieces, which would cut the newest turn off).
-CONTEXT_WORDS = 128
+#: ... and of the rest of the dialogue's last turns (``dialogue_context_turns``), at most this
+#: many newest words (in the dialogue dev cases that rest is the other side's three replies
+#: and the user's turn before: 30-60 words).
+CONTEXT_WORDS = 96
 _PUNCTUATION = "\"'`.,;:!?()[]{}<>\u00ab\u00bb\u201c\u201d\u2018"
 
 
@@ -346,13 +346,17 @@ class SearchEngine:
             context = None
             if settings.dialogue_context_weight > 0:
                 context = dialogue_context(
-                    request.query, settings.dialogue_context_turns, CONTEXT_WORDS
+                    request.query,
+                    settings.dialogue_speaker,
+                    settings.dialogue_turns,
+                    settings.dialogue_context_turns,
+                    CONTEXT_WORDS,
                 )
             return self.semantic.search(
                 said,
                 pool,
                 allowed=restrict,
-                latest=None if context == said else context,
+                latest=context,
                 latest_weight=settings.dialogue_context_weight,
             )
         return self.semantic.search(
