@@ -11,9 +11,13 @@ MiniLM alone, on the raw dialogue) from the same run; then the **held-out** figu
 dialogues in ``FOLDS`` folds (by position), each fold's setting chosen among a mode's
 variants by R@5 + R@10 on the other folds, its recall counted on that fold, rotated.
 The cases are the project's own: a held-out figure on them says whether a setting carries
-over between dialogues, not what the hidden benchmark will say.
+over between dialogues, not what the hidden benchmark will say. With ``--latency``, first the
+hybrid search time per dialogue (the real embedder, no vector reused): the shipped
+settings against ``dialogue_context_weight: 0`` (the user's turns embedded alone),
+interleaved, 5 rounds.
 
-    python bench/dialogue_memory.py [--data bench/data/dialogue_memory.json]
+    python bench/dialogue_memory.py [--data bench/data/dialogue_memory.json] [--latency]
+        [--embedder minilm|e5-small]
 """
 
 from __future__ import annotations
@@ -23,14 +27,16 @@ import json
 import statistics
 import sys
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _common import percentile
 from agent_notebook import Notebook
 from agent_notebook.config import NotebookConfig, SearchSettings
-from agent_notebook.embed import default_embedder
+from agent_notebook.embed import EMBEDDERS, default_embedder
 from agent_notebook.search.lexical import terms
 from agent_notebook.storage import open_backend
 from embed_cache import CachedEmbedder
@@ -49,8 +55,30 @@ VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
     ("vector-whole", "vector", {"dialogue_turns": 0}),
     ("vector-user2", "vector", {"dialogue_turns": 2}),
     ("vector-user4", "vector", {"dialogue_turns": 4}),
+    ("vector-no-context", "vector", {"dialogue_context_weight": 0}),
+    *(
+        (
+            f"vector-context{n}-w{w}",
+            "vector",
+            {"dialogue_context_turns": n, "dialogue_context_weight": w},
+        )
+        for n in (5, 7, 9)
+        for w in (0.2, 0.35, 0.5, 1.0)
+        if (n, w) != (7, 0.35)
+    ),
     *((f"vector-min{m}", "vector", {"dialogue_min_score": m}) for m in (0.0, 0.1, 0.2)),
     ("hybrid-whole", "hybrid", {"dialogue_turns": 0}),
+    ("hybrid-no-context", "hybrid", {"dialogue_context_weight": 0}),
+    *(
+        (
+            f"hybrid-context{n}-w{w}",
+            "hybrid",
+            {"dialogue_context_turns": n, "dialogue_context_weight": w},
+        )
+        for n in (5, 7, 9)
+        for w in (0.2, 0.35, 0.5, 1.0)
+        if (n, w) != (7, 0.35)
+    ),
     ("hybrid-no-latest", "hybrid", {"latest_turn_weight": 0}),
     ("hybrid-no-concepts", "hybrid", {"concept_weight": 0}),
     ("hybrid-long-off", "hybrid", {"long_query_terms": 0}),
@@ -100,13 +128,65 @@ def mean_recall(recalls: Recalls) -> tuple[float, float]:
     return tuple(100 * statistics.fmean(r[k] for r in recalls) for k in (0, 1))  # type: ignore[return-value]
 
 
+def latency(
+    memories: list[dict[str, Any]],
+    dialogues: list[dict[str, Any]],
+    name: str = "default",
+    rounds: int = 5,
+) -> None:
+    """Hybrid search ms per dialogue (``limit=10``, the real embedder, no vector reused:
+    every dialogue so far is a new text): the shipped settings against
+    ``dialogue_context_weight: 0``, interleaved, the order alternating."""
+    embedder = default_embedder(name)
+    if embedder is None:
+        print("latency: no embedder\n")
+        return
+    configs = {
+        "hybrid": NotebookConfig(),
+        "hybrid-no-context": NotebookConfig(search=SearchSettings(dialogue_context_weight=0)),
+    }
+    times: dict[str, list[float]] = {name: [] for name in configs}
+    with tempfile.TemporaryDirectory() as tmp:
+        nb = Notebook(open_backend(str(Path(tmp) / "memories.db")), embedder=embedder)
+        session = nb.start_session("memories")
+        for memory in memories:
+            nb.record(session.id, memory["text"], speaker="User")
+        nb.reindex()
+        assert nb.semantic is not None
+        queries = ["\n".join(d["turns"]) for d in dialogues]
+        nb.search(queries[0], limit=10)  # warm up
+        ways = list(configs.items())
+        for r in range(rounds):
+            for i, query in enumerate(queries):
+                for name, config in ways if (i + r) % 2 else ways[::-1]:
+                    nb.config = config
+                    nb.semantic._recent_queries.clear()  # bench only: embed it afresh
+                    t0 = time.perf_counter()
+                    nb.search(query, limit=10)
+                    times[name].append(time.perf_counter() - t0)
+        nb.close()
+    print(f"hybrid search, {len(queries)} dialogues x {rounds} rounds, interleaved:")
+    base = percentile(times["hybrid-no-context"], 0.5)
+    for name, ts in times.items():
+        p50, p95 = percentile(ts, 0.5), percentile(ts, 0.95)
+        print(
+            f"           {name:<24} p50 {1000 * p50:6.1f} ms  p95 {1000 * p95:6.1f} ms  "
+            f"({p50 / base:.2f}x p50)"
+        )
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--latency", action="store_true", help="time the query embedding too")
+    parser.add_argument("--embedder", default="default", choices=("default", *EMBEDDERS))
     args = parser.parse_args()
     cases = json.loads(args.data.read_text(encoding="utf-8"))
     dialogues = cases["dialogues"]
-    inner = default_embedder()
+    if args.latency:
+        latency(cases["memories"], dialogues, args.embedder)
+    inner = default_embedder(args.embedder)
     embedder = CachedEmbedder(inner) if inner is not None else None
     table: dict[str, Recalls] = {}
     modes = {name: mode for name, mode, _ in VARIANTS}

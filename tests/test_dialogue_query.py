@@ -1,6 +1,7 @@
 """A dialogue so far as the query (issue 16): the vector signal embeds what the user said
-lately, the lexical signals step aside beside it, a memory evoked by the situation passes
-a lower bar; one-line questions are untouched. Real notebooks, real MiniLM, made-up talk."""
+lately and, weighing less, the rest of the exchange around it, the lexical signals step
+aside beside it, a memory evoked by the situation passes a lower bar; one-line questions
+are untouched. Real notebooks, real MiniLM, made-up talk."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from agent_notebook import Notebook
 from agent_notebook.config import NotebookConfig, SearchSettings, load_config
 from agent_notebook.embed import MiniLmEmbedder, default_embedder
 from agent_notebook.errors import InvalidInput
-from agent_notebook.search.query import speaker_turns
+from agent_notebook.search.query import dialogue_context, speaker_turns
 from agent_notebook.storage import SqliteBackend
 from test_turn_path import QueryLog
 
@@ -104,11 +105,61 @@ def test_the_newest_user_turn_decides_the_vector_hit(
     assert first and first[0].moment.content.text.startswith("The kayak")
     if mode == "vector":
         assert hits[0] is first[0]
-    # What the embedding saw: the user's last three turns, tags cut, nothing else.
-    user_turns = [t.removeprefix("User: ") for t in [*EARLY_TURNS, LATEST_USER_TURN]][-5::2]
-    assert spy.texts == ["\n".join(user_turns)]
+    # What the embeddings saw: the user's last three turns, tags cut; and the rest of the
+    # last seven turns (the replies between them and the user's turn before), tags cut,
+    # their newest 96 words.
+    tagless = [t.split(": ", 1)[1] for t in [*EARLY_TURNS, LATEST_USER_TURN]]
+    rest = "\n".join([tagless[-7], tagless[-6], tagless[-4], tagless[-2]])
+    assert spy.texts == ["\n".join(tagless[-5::2]), " ".join(rest.split()[-96:])]
+    assert len(rest.split()) > 96 and "kayak" not in rest
     if mode == "hybrid":  # beside the vector signal the dialogue's words weigh nothing
         assert not any(k.startswith("lexical") for h in hits for k in h.explain)
+
+
+def test_the_exchange_around_the_user_turns() -> None:
+    dialogue = "User: one two\nAssistant: three?\nuser: four\n[User] five six"
+    # The last n turns, whoever speaks, but the user's last ones (embedded on their own).
+    assert dialogue_context(dialogue, "user", 2, 9) == "one two\nthree?"
+    assert dialogue_context(dialogue, "user", 1, 3) == "three?\nfour"
+    assert dialogue_context(dialogue, "user", 0, 3) == "three?\nfour\nfive six"
+    assert dialogue_context(dialogue, "user", 2, 9, max_words=2) == "two three?"  # newest
+    assert dialogue_context(dialogue, "user", 2, 2) is None  # nothing else in them
+    assert dialogue_context(dialogue, "Bo", 1, 2) == "four"  # never speaks: the last one
+    assert dialogue_context(dialogue, "user", 3, 0) is None
+    assert dialogue_context("User: a one-line question?", "user", 3, 7) is None
+    assert dialogue_context("a note\nof two lines", "user", 3, 7) is None  # no speaker tags
+
+
+#: Memories of airports: the user's words are of flights and gates, the assistant's reply
+#: names the situation (a reunion after years apart).
+AIRPORTS = [
+    "At the airport on Christmas Eve, my flight was cancelled and I felt lost.",
+    "At the train station, I waved my daughter off to university and felt empty.",
+    "At the airport arrivals hall, I saw my brother after five years apart and we both wept.",
+    "On the night ferry, I watched dolphins in the wake and felt completely calm.",
+    "In my first flat's kitchen, I burned the risotto for my in-laws and felt mortified.",
+]
+REUNION = [
+    "User: My mum called this morning.",
+    "Assistant: Oh? Is everything all right?",
+    "User: My brother booked his flight from Sydney, he lands in May.",
+    "Assistant: After five years apart, seeing each other again will be such an emotional reunion.",
+    "User: I keep picturing the moment he walks through the gate.",
+]
+
+
+def test_the_reply_that_names_the_situation_finds_the_memory(spy: QueryLog, tmp_path: Path) -> None:
+    with Notebook(SqliteBackend(tmp_path / "airports.db"), embedder=spy) as nb:
+        session = nb.start_session("Memories", started=T0)
+        for i, text in enumerate(AIRPORTS):
+            nb.record(session.id, text, speaker="User", timestamp=T0 + timedelta(days=i))
+        nb.reindex()
+        query = "\n".join(REUNION)
+        for mode in ("vector", "hybrid"):
+            assert nb.search(query, mode=mode, limit=3)[0].moment.content.text == AIRPORTS[2]
+        # The user's turns alone point to the cancelled flight.
+        nb.config = NotebookConfig(search=SearchSettings(dialogue_context_weight=0))
+        assert nb.search(query, mode="vector", limit=3)[0].moment.content.text == AIRPORTS[0]
 
 
 def test_the_whole_dialogue_is_embedded_when_turned_off(chores: Notebook, spy: QueryLog) -> None:
@@ -160,6 +211,8 @@ def test_without_an_embedder_a_dialogue_is_still_searched_by_its_words(tmp_path:
         {"dialogue_speaker": ""},
         {"dialogue_lexical_weight": -0.5},
         {"dialogue_min_score": 1.5},
+        {"dialogue_context_weight": -0.5},
+        {"dialogue_context_turns": 101},
     ],
 )
 def test_dialogue_settings_are_checked(setting: dict[str, Any], tmp_path: Path) -> None:

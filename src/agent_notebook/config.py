@@ -171,6 +171,12 @@ class SearchSettings(BaseModel):
     #: the situation shares no words with the dialogue, and its vector is further from
     #: the query's than a question's answer is.
     dialogue_min_score: float = Field(0.2, ge=0, le=1)
+    #: ... and the vector signal adds, with this weight, the embedding of the rest of the
+    #: dialogue's last ``dialogue_context_turns`` turns (whoever speaks, but the user's
+    #: turns already embedded; tags cut, its newest 96 words at most): the exchange around
+    #: what the user said, whose replies name the situation in other words (0 turns it off).
+    dialogue_context_weight: float = Field(0.35, ge=0)
+    dialogue_context_turns: int = Field(7, ge=0, le=100)
     #: A query with more distinct words (not stopwords) than this, a dialogue so far, has
     #: its whole-query lexical weight scaled by ``long_query_terms / words``: matching a
     #: few of its many ordinary words says little (0: never scaled).

@@ -34,7 +34,13 @@ from .hybrid import (
     session_evidence,
 )
 from .lexical import stem, terms, tokenize
-from .query import dialogue_words, latest_turns, query_dates, speaker_turns
+from .query import (
+    dialogue_context,
+    dialogue_words,
+    latest_turns,
+    query_dates,
+    speaker_turns,
+)
 from .semantic import SemanticIndex
 
 __all__ = [
@@ -59,6 +65,10 @@ COVERAGE_CHARS = 4000
 #: about 125 of MiniLM's word pieces; a user's last three turns are 33-51 words in the
 #: dialogue dev cases, and LoCoMo's long turns reach 256).
 DIALOGUE_WORDS = 96
+#: ... and of the rest of the dialogue's last turns (``dialogue_context_turns``), at most this
+#: many newest words (in the dialogue dev cases that rest is the other side's three replies
+#: and the user's turn before: 30-60 words).
+CONTEXT_WORDS = 96
 _PUNCTUATION = "\"'`.,;:!?()[]{}<>\u00ab\u00bb\u201c\u201d\u2018"
 
 
@@ -324,14 +334,31 @@ class SearchEngine:
         said: str | None = None,
     ) -> list[tuple[str, float]]:
         """Moments nearest the query by meaning; a dialogue's by what the user ``said``
-        lately alone (see ``dialogue_turns``), another query of several lines by the whole
-        and its ``latest`` turns."""
+        lately and, weighing less, the exchange around it (see ``dialogue_turns`` and
+        ``dialogue_context_turns``), another query of several lines by the whole and its
+        ``latest`` turns."""
         assert self.semantic is not None
         restrict = self._restrict(request, allowed)
         if restrict is not None and not restrict:
             return []
         if said is not None:
-            return self.semantic.search(said, pool, allowed=restrict)
+            settings = self.settings
+            context = None
+            if settings.dialogue_context_weight > 0:
+                context = dialogue_context(
+                    request.query,
+                    settings.dialogue_speaker,
+                    settings.dialogue_turns,
+                    settings.dialogue_context_turns,
+                    CONTEXT_WORDS,
+                )
+            return self.semantic.search(
+                said,
+                pool,
+                allowed=restrict,
+                latest=context,
+                latest_weight=settings.dialogue_context_weight,
+            )
         return self.semantic.search(
             request.query,
             pool,

@@ -16,6 +16,7 @@ from ..enrich import identifiers
 
 __all__ = [
     "DateSpan",
+    "dialogue_context",
     "dialogue_words",
     "latest_turns",
     "query_dates",
@@ -56,19 +57,52 @@ def speaker_turns(query: str, speaker: str, n: int, max_words: int = 0) -> str |
     lines = _lines(query)
     if n <= 0 or not _tagged(lines):
         return None
-    by_speaker: dict[str, list[str]] = {}
+    theirs = _speaker_lines(lines, speaker)
+    if not theirs:  # the last line has no tag
+        return None
+    return _newest_words("\n".join(_untagged(lines[i]) for i in theirs[-n:]), max_words)
+
+
+def dialogue_context(query: str, speaker: str, said: int, n: int, max_words: int = 0) -> str | None:
+    """The last ``n`` turns of a speaker-tagged dialogue but the ``said`` last turns of
+    ``speaker`` (those :func:`speaker_turns` reads), whoever speaks, tags cut, at most
+    their last ``max_words`` words (0: all); else None (and when nothing is left). The
+    rest of the exchange around what the user said: the other side's replies name the
+    situation in other words ("Those moments of shared joy are unforgettable")."""
+    lines = _lines(query)
+    if n <= 0 or not _tagged(lines):
+        return None
+    theirs = _speaker_lines(lines, speaker)
+    if not theirs:
+        return None
+    skipped = set(theirs[-said:]) if said > 0 else set()
+    rest = [_untagged(lines[i]) for i in range(max(0, len(lines) - n), len(lines))]
+    kept = [text for i, text in enumerate(rest, len(lines) - len(rest)) if i not in skipped]
+    return _newest_words("\n".join(kept), max_words) if kept else None
+
+
+def _speaker_lines(lines: list[str], speaker: str) -> list[int]:
+    """Which of ``lines`` ``speaker`` says (when they never speak, whoever speaks last;
+    none when the last line has no tag)."""
+    by_speaker: dict[str, list[int]] = {}
     last = ""
-    for line in lines:
+    for i, line in enumerate(lines):
         tag = _SPEAKER_TAG.match(line)
         last = "" if tag is None else tag.group(0).strip().strip("[]:").strip().casefold()
         if tag is not None:
-            by_speaker.setdefault(last, []).append(line[tag.end() :])
-    said = by_speaker.get(speaker.strip().casefold()) or by_speaker.get(last)
-    if not said:  # the last line has no tag
-        return None
-    text = "\n".join(said[-n:])
-    if max_words and len(text.split()) > max_words:  # the newest words, where it ends
-        text = " ".join(text.split()[-max_words:])
+            by_speaker.setdefault(last, []).append(i)
+    return by_speaker.get(speaker.strip().casefold()) or by_speaker.get(last) or []
+
+
+def _untagged(line: str) -> str:
+    tag = _SPEAKER_TAG.match(line)
+    return line if tag is None else line[tag.end() :]
+
+
+def _newest_words(text: str, max_words: int) -> str:
+    """``text``, or its last ``max_words`` words (0: all): the newest, where it ends."""
+    if max_words and len(text.split()) > max_words:
+        return " ".join(text.split()[-max_words:])
     return text
 
 

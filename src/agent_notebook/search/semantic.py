@@ -239,8 +239,9 @@ class SemanticIndex:
     ) -> list[tuple[str, float]]:
         """Moment ids nearest to ``query`` by cosine similarity, best first.
 
-        ``latest`` (the last turns of a dialogue-long query) is embedded on its own and
-        added with ``latest_weight``: the query's vector leans to what it ends on."""
+        ``latest`` (the last turns of a dialogue-long query, or the exchange around a
+        user's last turns) is embedded on its own and added with ``latest_weight``: the
+        query's vector leans to it."""
         with self._live_done:
             self._live += 1
         try:
