@@ -88,9 +88,7 @@ def test_a_key_rotation_of_sealed_checkpoints_is_seen(backend: PostgresDb) -> No
     assert reseal_checkpoints(saver.pool, Cipher(new, also=[old]), batch=3) > 0
     assert backend.epoch() > before  # every row sealed again: nothing kept is used
     rotated = backend.saver()
-    rotated.serde = EncryptedSerializer(
-        Cipher(new, also=[old]).checkpoint_cipher(), rotated.serde
-    )
+    rotated.serde = EncryptedSerializer(Cipher(new, also=[old]).checkpoint_cipher(), rotated.serde)
     assert read(saver) == read(rotated) == expected(4)
     run(graph, range(4, 6))
     assert read(saver) == read(rotated) == expected(6)

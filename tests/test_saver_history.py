@@ -74,7 +74,9 @@ class PostgresDb:
         from agent_notebook.pg_saver import NotebookPostgresSaver
 
         kwargs = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0}
-        self.pools.append(ConnectionPool(self.url, min_size=1, max_size=4, kwargs=kwargs, open=True))
+        self.pools.append(
+            ConnectionPool(self.url, min_size=1, max_size=4, kwargs=kwargs, open=True)
+        )
         saver = NotebookPostgresSaver(self.pools[-1], **kw)
         saver.setup()
         return saver
@@ -238,9 +240,7 @@ def test_forget_scrubs_the_messages_a_thread_reads_next(tmp_path: Path) -> None:
         assert "zebracactus" not in str(state["messages"])
 
 
-def test_a_fork_from_an_older_checkpoint_reads_its_own_history(
-    saver: Any, backend: Any
-) -> None:
+def test_a_fork_from_an_older_checkpoint_reads_its_own_history(saver: Any, backend: Any) -> None:
     graph = chat_graph(saver)
     run(graph, range(4))
     assert read(saver) == expected(4)

@@ -32,7 +32,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
-from psycopg.rows import dict_row
+from psycopg import Cursor
+from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
@@ -105,7 +106,7 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
         self._epoch_installed = install_epoch(self.pool)
 
     @contextmanager
-    def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
+    def _cursor(self, *, pipeline: bool = False) -> Iterator[Cursor[DictRow]]:
         # Inside _history_snapshot (which holds self.lock) LangGraph's own delta read runs
         # on the snapshot's cursor.
         pinned = getattr(self._pinned, "cur", None)

@@ -50,7 +50,13 @@ EPOCH_TRIGGERS: Final = tuple(
     ]
     + [
         ("checkpoint_history_cp_insert", "checkpoints", "INSERT", "NEW", "checkpoint_history_cp"),
-        ("checkpoint_history_w_insert", "checkpoint_writes", "INSERT", "NEW", "checkpoint_history_w"),
+        (
+            "checkpoint_history_w_insert",
+            "checkpoint_writes",
+            "INSERT",
+            "NEW",
+            "checkpoint_history_w",
+        ),
     ]
 )
 
@@ -163,7 +169,13 @@ def walk_to_cached(
     cur.execute(
         _build_delta_stage1_sql(channels, paged=False)
         + " AND checkpoint_id >= %s AND checkpoint_id <= %s ORDER BY checkpoint_id DESC",
-        [*(ch for ch in channels for _ in range(4)), thread_id, checkpoint_ns, since, checkpoint_id],
+        [
+            *(ch for ch in channels for _ in range(4)),
+            thread_id,
+            checkpoint_ns,
+            since,
+            checkpoint_id,
+        ],
     )
     parent_of: dict[str, str | None] = {}
     versions: list[dict[str, str | None]] = [{} for _ in channels]

@@ -35,8 +35,8 @@ from typing import Any
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple, DeltaChannelHistory
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from .errors import InvalidInput
 from .delta_history import CachedValues
+from .errors import InvalidInput
 from .saver_base import (
     CheckpointPruned,
     DeltaReducer,
