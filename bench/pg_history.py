@@ -38,7 +38,9 @@ def answer(state: ThreadState) -> dict[str, Any]:
 
 def saver_on(url: str, *, keep_values: bool) -> NotebookPostgresSaver:
     kwargs = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0}
-    pool: ConnectionPool[Any] = ConnectionPool(url, min_size=1, max_size=2, kwargs=kwargs, open=True)
+    pool: ConnectionPool[Any] = ConnectionPool(
+        url, min_size=1, max_size=2, kwargs=kwargs, open=True
+    )
     saver = NotebookPostgresSaver(pool)
     saver.setup()
     saver._history.enabled = keep_values
