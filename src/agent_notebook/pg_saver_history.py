@@ -125,7 +125,7 @@ def install_epoch(pool: Any) -> bool:
                         f"AFTER {event} ON {table} {referencing}"
                         f"FOR EACH STATEMENT EXECUTE FUNCTION {function}()"
                     )
-        except psycopg.errors.InsufficientPrivilege:
+        except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction):
             return False
     return True
 
