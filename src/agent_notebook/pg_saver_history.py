@@ -13,7 +13,9 @@ The triggers are per statement, over its transition tables, so that LangGraph's
 ``INSERT ... ON CONFLICT DO UPDATE`` bumps only when a row was in fact updated, and a bulk
 delete bumps once. The two insert rules compare with rows other transactions may be adding
 at the same time; each takes a per-thread transaction lock first, so whichever of a write to
-``C`` and a checkpoint newer than ``C`` commits second sees the other.
+``C`` and a checkpoint newer than ``C`` commits second sees the other (a writer at READ
+COMMITTED, as LangGraph's autocommit connections are: each statement of the trigger then
+reads what was committed before it).
 """
 
 from __future__ import annotations
@@ -160,8 +162,13 @@ def walk_to_cached(
     stops at the cached checkpoint (or at a snapshot before it), whose value seeds the
     replay of its writes and those after. When the cached checkpoint is not an ancestor,
     LangGraph's full read (``saver._cursor`` must yield ``cur`` meanwhile)."""
-    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}}
-    config["configurable"]["checkpoint_id"] = checkpoint_id
+    config = {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
     if cached is None or cached.checkpoint_id > checkpoint_id:
         return saver.get_delta_channel_history(config=config, channels=channels)  # type: ignore[arg-type]
     channels = list(channels)
