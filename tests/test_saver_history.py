@@ -1,9 +1,11 @@
-"""The SQLite checkpointer keeps the messages it rebuilt at the checkpoint last read of a
-thread, so the next turn replays only the writes since (issue 17), and never serves them
+"""The checkpointers keep the messages they rebuilt at the checkpoint last read of a
+thread, so the next turn replays only the writes since (issue 17), and never serve them
 stale: after each way history can change (a write to an older checkpoint, delete_thread,
 prune, copy_thread, rollback, a rewritten checkpoint, forget, another connection's
-writes) a read equals what a fresh checkpointer with nothing kept reads from the file.
-Real SQLite files, the chat graph's own ``ThreadState``."""
+writes) a read equals what a fresh checkpointer with nothing kept reads from the database.
+Each scenario runs on a SQLite file and on PostgreSQL (a schema of the real server, see
+``pg``; each saver on a pool of its own, as another server's), with the chat graph's own
+``ThreadState``."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+import pg
 from agent_notebook import Notebook
 from agent_notebook.graph import build_chat_graph
 from agent_notebook.saver import NotebookSaver
@@ -25,61 +28,129 @@ from agent_notebook.saver_history import read_epoch
 from test_saver_delta import chat_graph, expected, question, run, shape, thread
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "checkpoints.db"
+class SqliteDb:
+    """A checkpoint file; each saver on a connection of its own."""
 
+    def __init__(self, root: Path) -> None:
+        self.db = root / "checkpoints.db"
+        self.conns: list[sqlite3.Connection] = []
 
-@pytest.fixture
-def saver(db: Path) -> Iterator[NotebookSaver]:
-    conn = sqlite3.connect(db, check_same_thread=False)
-    yield NotebookSaver(conn)
-    conn.close()
+    def saver(self, **kw: Any) -> NotebookSaver:
+        self.conns.append(sqlite3.connect(self.db, check_same_thread=False))
+        return NotebookSaver(self.conns[-1], **kw)
 
+    def epoch(self) -> int:
+        conn = sqlite3.connect(self.db)
+        try:
+            found = read_epoch(conn.cursor())
+        finally:
+            conn.close()
+        assert found is not None
+        return found
 
-def fresh_read(db: Path, name: str = "t", **kw: Any) -> list[tuple[str, str]]:
-    """The messages of thread ``name`` as a new checkpointer (nothing kept) reads them."""
-    conn = sqlite3.connect(db, check_same_thread=False)
-    try:
-        found = NotebookSaver(conn, **kw).get_tuple(thread(name))
-        return [] if found is None else shape(found.checkpoint["channel_values"]["messages"])
-    finally:
+    def execute(self, statement: str) -> None:
+        """A raw statement from another connection (written for PostgreSQL's tables)."""
+        conn = sqlite3.connect(self.db)
+        conn.execute(statement.replace("checkpoint_writes", "writes").replace("blob", "value"))
+        conn.commit()
         conn.close()
 
+    def close(self) -> None:
+        for conn in self.conns:
+            conn.close()
 
-def read(saver: NotebookSaver, name: str = "t") -> list[tuple[str, str]]:
+
+class PostgresDb:
+    """A schema of the test database; each saver on a pool of its own (a server)."""
+
+    def __init__(self, root: Path) -> None:
+        self.url = pg.url_with_schema(root)
+        self.pools: list[Any] = []
+
+    def saver(self, **kw: Any) -> Any:
+        from psycopg.rows import dict_row
+        from psycopg_pool import ConnectionPool
+
+        from agent_notebook.pg_saver import NotebookPostgresSaver
+
+        kwargs = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0}
+        self.pools.append(
+            ConnectionPool(self.url, min_size=1, max_size=4, kwargs=kwargs, open=True)
+        )
+        saver = NotebookPostgresSaver(self.pools[-1], **kw)
+        saver.setup()
+        return saver
+
+    def epoch(self) -> int:
+        import psycopg
+
+        with psycopg.connect(self.url) as conn:
+            row = conn.execute("SELECT n FROM checkpoint_history_epoch").fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def execute(self, statement: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(statement)  # type: ignore[call-overload]
+
+    def close(self) -> None:
+        for pool in self.pools:
+            pool.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    made = (SqliteDb if request.param == "sqlite" else PostgresDb)(tmp_path)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def saver(backend: Any) -> Any:
+    return backend.saver()
+
+
+def fresh_read(backend: Any, name: str = "t", **kw: Any) -> list[tuple[str, str]]:
+    """The messages of thread ``name`` as a new checkpointer (nothing kept) reads them."""
+    return read(backend.saver(**kw), name)
+
+
+def read(saver: Any, name: str = "t") -> list[tuple[str, str]]:
     found = saver.get_tuple(thread(name))
     return [] if found is None else shape(found.checkpoint["channel_values"]["messages"])
 
 
-def epoch(saver: NotebookSaver) -> int:
-    with saver.cursor(transaction=False) as cur:
-        found = read_epoch(cur)
-    assert found is not None
-    return found
-
-
-def configs(saver: NotebookSaver, name: str = "t") -> list[Any]:
+def configs(saver: Any, name: str = "t") -> list[Any]:
     """The thread's checkpoint configs, oldest first."""
     return [t.config for t in reversed(list(saver.list(thread(name))))]
 
 
-def test_turns_reuse_the_kept_value_and_read_exactly(saver: NotebookSaver, db: Path) -> None:
+def test_turns_reuse_the_kept_value_and_read_exactly(
+    saver: Any, backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     graph = chat_graph(saver)
     run(graph, range(3))
-    before = epoch(saver)
+    before = backend.epoch()
+    full_reads: list[Any] = []  # LangGraph's own walk back to the snapshot
+    full = saver.get_delta_channel_history
+    monkeypatch.setattr(
+        saver, "get_delta_channel_history", lambda **kw: full_reads.append(kw) or full(**kw)
+    )
     for i in range(3, 130):  # past a snapshot (every 100 updates)
         run(graph, range(i, i + 1))
         key = ("t", "")
-        kept = saver._history.get(key, epoch(saver), ["messages"])
+        kept = saver._history.get(key, backend.epoch(), ["messages"])
         assert kept is not None  # the turn read through the value kept by the last one
         ids = [c["configurable"]["checkpoint_id"] for c in configs(saver)]
         assert kept.checkpoint_id in ids  # a snapshot's is not kept: it reads at once
-    assert epoch(saver) == before  # a turn's own writes never mark history changed
-    assert read(saver) == expected(130) == fresh_read(db)
+    assert backend.epoch() == before  # a turn's own writes never mark history changed
+    assert full_reads == []
+    assert read(saver) == expected(130) == fresh_read(backend)
 
 
-def test_a_caller_changing_the_list_leaves_the_kept_value_alone(saver: NotebookSaver) -> None:
+def test_a_caller_changing_the_list_leaves_the_kept_value_alone(saver: Any) -> None:
     graph = chat_graph(saver)
     run(graph, range(3))
     found = saver.get_tuple(thread())
@@ -88,68 +159,69 @@ def test_a_caller_changing_the_list_leaves_the_kept_value_alone(saver: NotebookS
     assert read(saver) == expected(3)
 
 
-def test_a_write_to_an_older_checkpoint_is_seen(saver: NotebookSaver, db: Path) -> None:
+def test_a_write_to_an_older_checkpoint_is_seen(saver: Any, backend: Any) -> None:
     graph = chat_graph(saver)
     run(graph, range(4))
     assert read(saver) == expected(4)
     older = configs(saver)[2]
     saver.put_writes(older, [("messages", [HumanMessage("late write")])], "late-task")
-    assert read(saver) == fresh_read(db)
+    assert read(saver) == fresh_read(backend)
     assert ("human", "late write") in read(saver)
 
 
-def test_delete_thread_prune_and_copy_thread_are_seen(saver: NotebookSaver, db: Path) -> None:
+def test_delete_thread_prune_and_copy_thread_are_seen(saver: Any, backend: Any) -> None:
     graph = chat_graph(saver)
     run(graph, range(4))
     run(graph, range(10, 12), name="other")
     assert read(saver) == expected(4)
     assert read(saver, "other") == expected(12, 10)
     saver.copy_thread("other", "t")  # the target's rows with the same ids are replaced
-    assert read(saver) == fresh_read(db)
+    assert read(saver) == fresh_read(backend)
     saver.delete_thread("t")
-    assert read(saver) == [] == fresh_read(db)
+    assert read(saver) == [] == fresh_read(backend)
     run(graph, range(20, 22))
     assert read(saver) == expected(22, 20)
-    saver.prune(["t"])
-    assert read(saver) == expected(22, 20) == fresh_read(db)
+    if isinstance(backend, SqliteDb):
+        saver.prune(["t"])
+    else:  # LangGraph's PostgreSQL prune refuses delta threads: pruning to keep=1 instead
+        backend.saver(keep=1)._prune_thread("t")
+    assert read(saver) == expected(22, 20) == fresh_read(backend)
     run(graph, range(22, 23))
-    assert read(saver) == expected(23, 20) == fresh_read(db)
+    assert read(saver) == expected(23, 20) == fresh_read(backend)
 
 
-def test_keep_pruning_and_a_rollback_are_seen(db: Path) -> None:
-    conn = sqlite3.connect(db, check_same_thread=False)
-    saver = NotebookSaver(conn, keep=2)
+def test_keep_pruning_and_a_rollback_are_seen(backend: Any) -> None:
+    saver = backend.saver(keep=2)
     graph = chat_graph(saver)
     run(graph, range(5))  # each put prunes (and materialises the oldest kept one)
-    assert read(saver) == expected(5) == fresh_read(db, keep=2)
+    assert read(saver) == expected(5) == fresh_read(backend, keep=2)
     with pytest.raises(RuntimeError), saver.turn("t"):  # rolled back when it raises
         run(graph, range(5, 6))
         assert read(saver) == expected(6)
         raise RuntimeError("the turn failed")
-    assert read(saver) == expected(5) == fresh_read(db, keep=2)
+    assert read(saver) == expected(5) == fresh_read(backend, keep=2)
     run(graph, range(5, 7))
-    assert read(saver) == expected(7) == fresh_read(db, keep=2)
-    conn.close()
+    assert read(saver) == expected(7) == fresh_read(backend, keep=2)
 
 
-def test_another_connection_writing_is_seen(saver: NotebookSaver, db: Path) -> None:
+def test_another_connection_writing_is_seen(saver: Any, backend: Any) -> None:
     graph = chat_graph(saver)
     run(graph, range(4))
     assert read(saver) == expected(4)
-    conn = sqlite3.connect(db, check_same_thread=False)
-    try:
-        other = NotebookSaver(conn)
-        older = configs(other)[1]
-        other.put_writes(older, [("messages", [HumanMessage("from elsewhere")])], "x")
-        assert ("human", "from elsewhere") in read(saver)
-        conn.execute("UPDATE writes SET value = value")  # a raw rewrite, e.g. a key rotation
-        conn.commit()
-        assert read(saver) == fresh_read(db)
-        run(chat_graph(other), range(4, 5))  # the other connection's turn
-        assert read(saver) == fresh_read(db)
-        assert read(saver)[-2:] == expected(5)[-2:]
-    finally:
-        conn.close()
+    other = backend.saver()  # another connection (on PostgreSQL another server's pool)
+    older = configs(other)[1]
+    other.put_writes(older, [("messages", [HumanMessage("from elsewhere")])], "x")
+    assert ("human", "from elsewhere") in read(saver)
+    before = backend.epoch()
+    backend.execute("UPDATE checkpoint_writes SET blob = blob")  # a raw rewrite (a rotation's)
+    assert backend.epoch() > before
+    assert read(saver) == fresh_read(backend)
+    run(chat_graph(other), range(4, 5))  # the other connection's turn
+    assert read(saver) == fresh_read(backend)
+    assert read(saver)[-2:] == expected(5)[-2:]
+    run(graph, range(5, 7))  # and this one's again, through its kept value
+    assert read(other) == read(saver) == fresh_read(backend)
+    assert read(saver)[-4:] == expected(7)[-4:]
 
 
 def test_forget_scrubs_the_messages_a_thread_reads_next(tmp_path: Path) -> None:
@@ -168,9 +240,7 @@ def test_forget_scrubs_the_messages_a_thread_reads_next(tmp_path: Path) -> None:
         assert "zebracactus" not in str(state["messages"])
 
 
-def test_a_fork_from_an_older_checkpoint_reads_its_own_history(
-    saver: NotebookSaver, db: Path
-) -> None:
+def test_a_fork_from_an_older_checkpoint_reads_its_own_history(saver: Any, backend: Any) -> None:
     graph = chat_graph(saver)
     run(graph, range(4))
     assert read(saver) == expected(4)
@@ -180,10 +250,10 @@ def test_a_fork_from_an_older_checkpoint_reads_its_own_history(
         if shape(saver.get_tuple(c).checkpoint["channel_values"].get("messages", [])) == expected(2)
     )
     graph.invoke({"messages": [HumanMessage(question(9))]}, fork_from)
-    assert read(saver) == [*expected(2), *expected(10, 9)] == fresh_read(db)
+    assert read(saver) == [*expected(2), *expected(10, 9)] == fresh_read(backend)
 
 
-def test_a_rewritten_checkpoint_is_seen(saver: NotebookSaver, db: Path) -> None:
+def test_a_rewritten_checkpoint_is_seen(saver: Any, backend: Any) -> None:
     graph = chat_graph(saver)
     run(graph, range(7))
     # The checkpoint kept from the last read stored again (as materialise does), under a
@@ -194,12 +264,13 @@ def test_a_rewritten_checkpoint_is_seen(saver: NotebookSaver, db: Path) -> None:
     checkpoint = kept.checkpoint
     checkpoint["channel_values"]["messages"] = _DeltaSnapshot([HumanMessage("rewritten")])
     saver._rewrite_checkpoint(kept, checkpoint)
-    assert read(saver) == [("human", "rewritten"), *expected(8, 7)] == fresh_read(db)
+    assert read(saver) == [("human", "rewritten"), *expected(8, 7)] == fresh_read(backend)
 
 
-def test_a_database_without_the_counter_keeps_nothing_and_reads_exactly(db: Path) -> None:
+def test_a_database_without_the_counter_keeps_nothing_and_reads_exactly(tmp_path: Path) -> None:
     """A file LangGraph's own SqliteSaver wrote, opened read-only: no counter can be
     installed, so every read replays from the snapshot; opened writable, it gets one."""
+    db = tmp_path / "checkpoints.db"
     conn = sqlite3.connect(db, check_same_thread=False)
     run(chat_graph(SqliteSaver(conn)), range(3))
     conn.close()
@@ -216,7 +287,7 @@ def test_a_database_without_the_counter_keeps_nothing_and_reads_exactly(db: Path
         saver = NotebookSaver(conn)
         run(chat_graph(saver), range(3, 5))
         assert saver._history._entries
-        assert read(saver) == expected(5) == fresh_read(db)
+        assert read(saver) == expected(5) == read(NotebookSaver(conn))
         conn.execute("DROP TRIGGER checkpoint_history_w_update")  # then nothing is kept
         conn.commit()
         saver._history.clear()

@@ -3,7 +3,9 @@ the notebook's database, in the notebook's schema, with the semantics of the SQL
 (:class:`~agent_notebook.saver_base.SaverSemantics`): every checkpoint kept unless ``keep``
 says otherwise, :class:`~agent_notebook.saver_base.CheckpointPruned` for a pruned id, turns
 all or nothing, the async API on a worker thread (so one object serves ``invoke`` and
-``ainvoke``, as ``NotebookSaver`` does), ``copy_thread`` and ``delete_for_runs``.
+``ainvoke``, as ``NotebookSaver`` does), ``copy_thread`` and ``delete_for_runs``, and the
+delta-channel values of a thread's last read kept for the next (:mod:`.delta_history`,
+:mod:`.pg_saver_history`).
 
 Channel values live in ``checkpoint_blobs`` keyed by version, not by checkpoint: whatever
 deletes checkpoints here then deletes the blobs no checkpoint of the thread names any more.
@@ -13,7 +15,9 @@ With an encrypting ``serde`` no value is kept inline in the ``checkpoint`` JSON 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 from langchain_core.runnables import RunnableConfig
@@ -22,17 +26,23 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
     get_serializable_checkpoint_metadata,
 )
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from psycopg import Cursor
+from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
+from .delta_history import CachedValues
+from .pg_saver_history import install_epoch, read_epoch, walk_to_cached
 from .saver_base import (
     CheckpointPruned,
     DeltaReducer,
+    HistoryWalk,
     SaverSemantics,
     TurnMark,
     reseal_typed,
@@ -86,6 +96,58 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
         super().__init__(pool)
         self.pool = pool
         self._init_semantics(keep, delta_reducers)
+        self._epoch_installed = False
+        self._pinned = threading.local()  # the history walk's cursor, on its thread
+
+    def setup(self) -> None:
+        """``PostgresSaver``'s tables, and the triggers that tell a rebuilt delta-channel
+        value kept from an earlier read is stale (:mod:`.pg_saver_history`)."""
+        super().setup()
+        self._epoch_installed = install_epoch(self.pool)
+
+    @contextmanager
+    def _cursor(self, *, pipeline: bool = False) -> Iterator[Cursor[DictRow]]:
+        # Inside _history_snapshot (which holds self.lock) LangGraph's own delta read runs
+        # on the snapshot's cursor.
+        pinned = getattr(self._pinned, "cur", None)
+        if pinned is not None:
+            yield pinned
+            return
+        with super()._cursor(pipeline=pipeline) as cur:
+            yield cur
+
+    @contextmanager
+    def _history_snapshot(self) -> Iterator[tuple[int | None, HistoryWalk]]:
+        """The counter and the walk in one REPEATABLE READ transaction."""
+        with (
+            self.lock,
+            self.pool.connection() as conn,
+            conn.transaction(),
+            conn.cursor(binary=True, row_factory=dict_row) as cur,
+        ):
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+
+            def walk(
+                key: tuple[str, str],
+                checkpoint_id: str,
+                channels: list[str],
+                cached: CachedValues | None,
+            ) -> Mapping[str, DeltaChannelHistory]:
+                return walk_to_cached(
+                    self,
+                    cur,
+                    thread_id=key[0],
+                    checkpoint_ns=key[1],
+                    checkpoint_id=checkpoint_id,
+                    channels=channels,
+                    cached=cached,
+                )
+
+            self._pinned.cur = cur
+            try:
+                yield (read_epoch(cur) if self._epoch_installed else None), walk
+            finally:
+                self._pinned.cur = None
 
     # -- the statements of a turn and of pruning ----------------------------------------------
 

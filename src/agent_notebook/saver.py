@@ -27,25 +27,27 @@ and the async API, with the conformance suite's extended capabilities.
 
 from __future__ import annotations
 
-import copy
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
+from langgraph.checkpoint.base import Checkpoint, CheckpointTuple, DeltaChannelHistory
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from .delta_history import CachedValues
 from .errors import InvalidInput
 from .saver_base import (
     CheckpointPruned,
     DeltaReducer,
+    HistoryWalk,
     SaverSemantics,
     TurnMark,
     last_write,
     newest_of_each_namespace,
 )
 from .saver_codec import CompressedSerializer
-from .saver_history import DeltaHistoryCache, install_epoch, read_epoch, walk_to_cached
+from .saver_history import install_epoch, read_epoch, walk_to_cached
 
 __all__ = ["CheckpointPruned", "NotebookSaver", "TurnMark", "last_write"]
 
@@ -77,7 +79,6 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
         super().__init__(conn)
         self.serde = CompressedSerializer(self.serde)  # plain rows written before read too
         self._init_semantics(keep, delta_reducers)
-        self._history = DeltaHistoryCache()
 
     def setup(self) -> None:
         """``SqliteSaver``'s tables, and the triggers that tell a rebuilt delta-channel
@@ -136,41 +137,36 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
 
     # -- delta channels: the rows behind SaverSemantics._keep_readable and materialise ------
 
-    def _delta_values(self, found: CheckpointTuple, names: list[str]) -> dict[str, Any]:
-        """The values of the delta channels ``names`` at ``found``: replayed from the value
-        kept from the last read of its thread when that checkpoint is one of its ancestors
-        and nothing changed the thread's history since (:mod:`.saver_history`), else from
-        the nearest snapshot; kept for the next read."""
-        where = found.config["configurable"]
-        key = (str(where["thread_id"]), str(where.get("checkpoint_ns", "")))
-        checkpoint_id = str(where["checkpoint_id"])
+    @contextmanager
+    def _history_snapshot(self) -> Iterator[tuple[int | None, HistoryWalk]]:
+        """The counter and the walk in one read transaction (:mod:`.saver_history`)."""
         with self.cursor(transaction=False) as cur:
             began = not self.conn.in_transaction
             if began:  # the counter and the rows read in one snapshot
                 cur.execute("BEGIN")
             try:
-                epoch = read_epoch(cur)
-                cached = None if epoch is None else self._history.get(key, epoch, names)
-                if cached is not None and cached.checkpoint_id == checkpoint_id:
-                    values = dict(cached.values)
-                else:
-                    histories = walk_to_cached(
+
+                def walk(
+                    key: tuple[str, str],
+                    checkpoint_id: str,
+                    channels: list[str],
+                    cached: CachedValues | None,
+                ) -> dict[str, DeltaChannelHistory]:
+                    return walk_to_cached(
                         cur,
                         serde=self.serde,
                         has_task_path=self._has_task_path,
                         thread_id=key[0],
                         checkpoint_ns=key[1],
                         checkpoint_id=checkpoint_id,
-                        channels=names,
+                        channels=channels,
                         cached=cached,
                     )
-                    values = self._replayed(histories, names)
+
+                yield read_epoch(cur), walk
             finally:
                 if began:
                     cur.execute("COMMIT")
-            if epoch is not None:  # under the saver's lock, like the get above
-                self._history.put(key, epoch, checkpoint_id, values)
-        return {name: copy.copy(value) for name, value in values.items()}
 
     def _checkpoint_rows(self, thread: str) -> list[tuple[str, str, str | None]]:
         with self.cursor(transaction=False) as cur:

@@ -1,22 +1,24 @@
 """What the notebook's checkpointers share whatever holds their rows (SQLite in
 :mod:`.saver`, PostgreSQL in :mod:`.pg_saver`): the clear error for a pruned checkpoint id,
-pruning to the latest ``keep`` checkpoints of a thread, a turn all or nothing, and the async
-API running the sync one on a worker thread.
+pruning to the latest ``keep`` checkpoints of a thread, a turn all or nothing, delta-channel
+values kept between reads (:mod:`.delta_history`), and the async API running the sync one
+on a worker thread.
 
 A saver mixes :class:`SaverSemantics` in before LangGraph's saver class and supplies the
 few statements that touch its tables: :meth:`mark`, :meth:`rollback`,
-:meth:`_prune_thread` and :meth:`_oldest_checkpoint`.
+:meth:`_prune_thread`, :meth:`_oldest_checkpoint` and :meth:`_history_snapshot`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -29,6 +31,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
+from .delta_history import CachedValues, DeltaHistoryCache
 from .errors import InvalidInput, NotFound
 from .privacy.crypto import CHECKPOINT_CIPHER, sealed_key_id
 
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CheckpointPruned",
     "DeltaReducer",
+    "HistoryWalk",
     "SaverSemantics",
     "TurnMark",
     "last_write",
@@ -125,6 +129,20 @@ def _default_delta_reducers() -> dict[str, DeltaReducer]:
     return {"messages": messages, "condensed_history": last_write}
 
 
+class HistoryWalk(Protocol):
+    """A backend's walk in a read snapshot: the histories of ``channels`` at checkpoint
+    ``checkpoint_id`` of ``key`` (thread, namespace), replayed from ``cached`` when it is
+    one of its ancestors (else from the nearest snapshot, as LangGraph reads)."""
+
+    def __call__(
+        self,
+        key: tuple[str, str],
+        checkpoint_id: str,
+        channels: list[str],
+        cached: CachedValues | None,
+    ) -> Mapping[str, DeltaChannelHistory]: ...
+
+
 class CheckpointPruned(NotFound):
     """A checkpoint id older than the ones a pruning checkpointer keeps."""
 
@@ -160,6 +178,7 @@ class SaverSemantics:
         )
         self._in_turn: Counter[str] = Counter()  # thread id -> turns running on it
         self._turns_lock = threading.Lock()
+        self._history = DeltaHistoryCache()
 
     # -- what each saver says in its own SQL --------------------------------------------------
 
@@ -178,6 +197,12 @@ class SaverSemantics:
         raise NotImplementedError
 
     def _oldest_checkpoint(self, thread: str, namespace: str) -> str | None:
+        raise NotImplementedError
+
+    def _history_snapshot(self) -> AbstractContextManager[tuple[int | None, HistoryWalk]]:
+        """One read transaction (one snapshot), under the saver's lock: the history
+        counter (None when the database has not all its triggers: then nothing is kept)
+        and the walk reading in it."""
         raise NotImplementedError
 
     # -- a turn all or nothing ----------------------------------------------------------------
@@ -279,11 +304,22 @@ class SaverSemantics:
         ]
 
     def _delta_values(self, found: CheckpointTuple, names: list[str]) -> dict[str, Any]:
-        """The values of the delta channels ``names`` at ``found``, rebuilt from its ancestors."""
-        histories = self.get_delta_channel_history(  # type: ignore[attr-defined]
-            config=found.config, channels=names
-        )
-        return self._replayed(histories, names)
+        """The values of the delta channels ``names`` at ``found``: replayed from the value
+        kept from the last read of its thread when that checkpoint is one of its ancestors
+        and nothing changed the thread's history since (:mod:`.delta_history`), else from
+        the nearest snapshot; kept for the next read."""
+        where = found.config["configurable"]
+        key = (str(where["thread_id"]), str(where.get("checkpoint_ns", "")))
+        checkpoint_id = str(where["checkpoint_id"])
+        with self._history_snapshot() as (epoch, walk):
+            cached = None if epoch is None else self._history.get(key, epoch, names)
+            if cached is not None and cached.checkpoint_id == checkpoint_id:
+                values = dict(cached.values)
+            else:
+                values = self._replayed(walk(key, checkpoint_id, names, cached), names)
+            if epoch is not None:
+                self._history.put(key, epoch, checkpoint_id, values)
+        return {name: copy.copy(value) for name, value in values.items()}
 
     def _replayed(
         self, histories: Mapping[str, DeltaChannelHistory], names: list[str]

@@ -1,34 +1,14 @@
-"""The SQLite checkpointer's last rebuilt delta-channel values, kept between turns.
-
-A chat thread's ``messages`` is a LangGraph ``DeltaChannel``: reading a checkpoint replays
-the writes of every ancestor back to the nearest snapshot (up to ``snapshot_frequency``
-checkpoints). The next turn reads the checkpoint the last one wrote, whose ancestors are
-the same plus a few: :class:`DeltaHistoryCache` keeps the value rebuilt at the checkpoint
-last read of each thread and namespace, and :func:`walk_to_cached` replays only the writes
-since it.
-
-The value of a delta channel at checkpoint ``C`` depends on the checkpoints from ``C`` up
-to its seed and on the writes of ``C``'s strict ancestors; nothing else. Triggers
-(:data:`HISTORY_EPOCH_DDL`) bump a counter in the database on whatever may change that for
-some ``C``: any UPDATE or DELETE of a checkpoint or a write (redaction, key rotation,
-pruning, rollback, ``delete_thread``, a rewrite), a checkpoint inserted under an id not
-newer than every one of its thread and namespace (``put`` again, ``copy_thread``), and a
-write to a checkpoint that already has a newer one. They fire whichever connection or
-process writes; a turn's own writes (to the newest checkpoint, then a newer checkpoint)
-fire none. A cached value is used only while the counter is what it was when the value
-was rebuilt, read in the same read transaction as the walk.
-
-Like LangGraph's ``rollback`` and this saver's, this relies on checkpoint ids growing with
-time (an ancestor's id sorts below its descendants').
+"""The SQLite checkpointer's side of :mod:`.delta_history`: the triggers that bump
+``checkpoint_history_epoch`` (:data:`HISTORY_EPOCH_DDL`, the rules are that module's), the
+counter read in the walk's read transaction, and :func:`walk_to_cached`, LangGraph's
+SQLite walk stopping at the kept value.
 """
 
 from __future__ import annotations
 
 import copy
 import sqlite3
-from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, cast
 
 from langgraph.checkpoint.base import DeltaChannelHistory
@@ -39,9 +19,10 @@ from langgraph.checkpoint.sqlite._delta import (
     step_walk_with_row,
 )
 
+from .delta_history import CachedValues
+
 __all__ = [
     "HISTORY_EPOCH_DDL",
-    "DeltaHistoryCache",
     "install_epoch",
     "read_epoch",
     "walk_to_cached",
@@ -65,10 +46,6 @@ WHEN EXISTS (SELECT 1 FROM checkpoints AS c WHERE c.thread_id = NEW.thread_id
     AND c.checkpoint_ns = NEW.checkpoint_ns AND c.checkpoint_id > NEW.checkpoint_id)
 {_BUMP}
 """
-
-#: Threads (and namespaces) whose last rebuilt value is kept.
-CACHED_THREADS = 64
-
 
 #: The schema objects :data:`HISTORY_EPOCH_DDL` creates.
 EPOCH_OBJECTS = frozenset(
@@ -101,42 +78,6 @@ def read_epoch(cur: sqlite3.Cursor) -> int | None:
         return None
     row = cur.execute("SELECT n FROM checkpoint_history_epoch WHERE id = 0").fetchone()
     return int(row[0]) if row else None
-
-
-@dataclass(frozen=True, slots=True)
-class CachedValues:
-    epoch: int
-    checkpoint_id: str
-    values: Mapping[str, Any]
-
-
-class DeltaHistoryCache:
-    """The delta-channel values rebuilt at the checkpoint last read, per (thread,
-    namespace), for the :data:`CACHED_THREADS` threads read last. Values go in and come out
-    as shallow copies: a reducer or a caller changing its list leaves the cache's alone."""
-
-    def __init__(self) -> None:
-        self._entries: OrderedDict[tuple[str, str], CachedValues] = OrderedDict()
-
-    def get(self, key: tuple[str, str], epoch: int, names: Sequence[str]) -> CachedValues | None:
-        entry = self._entries.get(key)
-        if entry is None or entry.epoch != epoch or not set(names) <= entry.values.keys():
-            return None
-        self._entries.move_to_end(key)
-        return entry
-
-    def put(
-        self, key: tuple[str, str], epoch: int, checkpoint_id: str, values: Mapping[str, Any]
-    ) -> None:
-        self._entries[key] = CachedValues(
-            epoch, checkpoint_id, {k: copy.copy(v) for k, v in values.items()}
-        )
-        self._entries.move_to_end(key)
-        while len(self._entries) > CACHED_THREADS:
-            self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        self._entries.clear()
 
 
 def walk_to_cached(
