@@ -75,6 +75,16 @@ def test_a_version_2_file_is_migrated_with_its_concepts_and_term_counts(tmp_path
     assert {m for m, _ in backend.search_text("deploying", MomentFilter(), 5)} == {"m_1", "m_2"}
 
 
+def undo_migration_9(conn: sqlite3.Connection) -> None:
+    """The vectors table as it was before migration 9 (empty), for a file said to be older."""
+    conn.execute("DROP TABLE moment_vectors")
+    conn.execute("DROP TABLE vector_models")
+    conn.execute(
+        "CREATE TABLE moment_vectors (num INTEGER PRIMARY KEY REFERENCES moments (num), "
+        "model TEXT NOT NULL, vector BLOB NOT NULL)"
+    )
+
+
 def test_python_stems_like_fts5(tmp_path: Path) -> None:
     """term_docs is kept by Python's stemmer and rebuilt by FTS5's: they must agree."""
     backend = open_with(tmp_path)
@@ -99,6 +109,7 @@ def test_a_version_7_file_gets_its_term_counts_keyed_by_fts5_stems(tmp_path: Pat
     conn = backend.connection
     # as the snowball stemmer left it: "trekked" counted under "trekk"
     conn.execute("UPDATE term_docs SET term = 'trekk' WHERE term = 'trek'")
+    undo_migration_9(conn)
     conn.execute("PRAGMA user_version = 7")
     backend.close()
 
@@ -175,8 +186,9 @@ def test_a_moment_body_holds_only_what_its_columns_do_not(tmp_path: Path) -> Non
     (body,) = backend.connection.execute("SELECT body FROM moments WHERE num = 3").fetchone()
     stored = json.loads(body)
     assert not {"id", "session", "timestamp", "role", "speaker", "content"} & set(stored)
-    assert stored["metadata"] == {"concepts": ["deploy"]} and stored["schema_version"] == 1
-    assert backend.get_moment("m_3") == said
+    # schema_version 1 is a default too: a body without one reads as version 1
+    assert stored == {"metadata": {"concepts": ["deploy"]}}
+    assert backend.get_moment("m_3") == said and said.schema_version == 1
     assert backend.list_moments(SESSION) == [said]
 
 
@@ -205,3 +217,36 @@ def test_a_moment_body_written_before_issue_17_reads_the_same(tmp_path: Path) ->
     assert backend.get_concept("deploy") is not None  # indexed from the old body too
     backend.put_moments([found.model_copy(update={"speaker": "reviewer"})])
     assert backend.get_moment("m_5") == found.model_copy(update={"speaker": "reviewer"})
+
+
+def test_a_version_8_file_keeps_its_vectors_with_their_model_stored_once(tmp_path: Path) -> None:
+    """Migration 9: ``moment_vectors.model`` (a name in every row) becomes an id."""
+    path = tmp_path / "notebook.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for number, statements in enumerate(schema.MIGRATIONS[:8], start=1):
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {number}")
+    conn.execute(
+        "INSERT INTO sessions (id, started_us, body) VALUES (?, ?, ?)",
+        schema.session_row(Session(id=SESSION, started=WHEN)),
+    )
+    for n in (1, 2, 3):
+        conn.execute(schema.UPSERT_MOMENT, schema.moment_row(moment(n, f"text {n}", [])))
+    conn.execute("UPDATE upkeep SET indexed_through = 0")  # their index rows come at settle
+    old = [(1, "model-a", b"v1"), (2, "model-b", b"v2"), (3, "model-a", b"v3")]
+    conn.executemany("INSERT INTO moment_vectors (num, model, vector) VALUES (?, ?, ?)", old)
+    conn.close()
+
+    backend = SqliteBackend(path)
+    assert backend.connection.execute("PRAGMA user_version").fetchone()[0] == len(schema.MIGRATIONS)
+    assert backend.get_vectors("model-a") == [(1, b"v1"), (3, b"v3")]
+    assert backend.get_vectors("model-b") == [(2, b"v2")]
+    assert backend.vector_models() == ["model-a", "model-b"]
+    assert backend.unembedded("model-a") == [2] and backend.unembedded("model-c") == [1, 2, 3]
+    columns = [r[1] for r in backend.connection.execute("PRAGMA table_info(moment_vectors)")]
+    assert columns == ["num", "model_id", "vector"]
+    backend.put_vectors("model-c", [(2, "text 2", b"w2")])  # a new model gets its id
+    assert backend.get_vectors("model-c") == [(2, b"w2")] and backend.get_vectors("model-b") == []
+    assert backend.vector_models() == ["model-a", "model-c"]  # b has no vector left
+    backend.close()

@@ -458,10 +458,12 @@ class SqliteBackend(SqlReads):
                 for num, text, blob in vectors
             ]
         with self._derived_transaction():  # a vector is made again from the text
+            self._conn.execute("INSERT OR IGNORE INTO vector_models (name) VALUES (?)", (model,))
             self._conn.executemany(
-                "INSERT INTO moment_vectors (num, model, vector) "
-                "SELECT num, ?, ? FROM moments WHERE num = ? AND text = ? "
-                "ON CONFLICT (num) DO UPDATE SET model = excluded.model, vector = excluded.vector",
+                "INSERT INTO moment_vectors (num, model_id, vector) "
+                f"SELECT num, {schema.MODEL_ID}, ? FROM moments WHERE num = ? AND text = ? "
+                "ON CONFLICT (num) DO UPDATE SET model_id = excluded.model_id, "
+                "vector = excluded.vector",
                 [(model, blob, num, text) for num, text, blob in vectors],
             )
 
@@ -469,7 +471,8 @@ class SqliteBackend(SqlReads):
         self, model: str, after: int = 0, limit: int | None = None
     ) -> list[tuple[int, bytes]]:
         rows: list[tuple[int, bytes]] = self._query(
-            "SELECT num, vector FROM moment_vectors WHERE model = ? AND num > ? "
+            f"SELECT num, vector FROM moment_vectors WHERE model_id = {schema.MODEL_ID} "
+            "AND num > ? "
             "ORDER BY num LIMIT ?",
             (model, after, _limit(limit)),
         )
@@ -478,13 +481,17 @@ class SqliteBackend(SqlReads):
         return rows
 
     def vector_models(self) -> list[str]:
-        rows = self._query("SELECT DISTINCT model FROM moment_vectors ORDER BY model")
+        rows = self._query(
+            "SELECT name FROM vector_models m WHERE EXISTS "
+            "(SELECT 1 FROM moment_vectors v WHERE v.model_id = m.id) ORDER BY name"
+        )
         return [str(model) for (model,) in rows]
 
     def unembedded(self, model: str, limit: int | None = None, after: int = 0) -> list[int]:
         rows = self._query(
             "SELECT m.num FROM moments m WHERE m.num > ? AND NOT EXISTS (SELECT 1 FROM "
-            "moment_vectors v WHERE v.num = m.num AND v.model = ?) ORDER BY m.num LIMIT ?",
+            f"moment_vectors v WHERE v.num = m.num AND v.model_id = {schema.MODEL_ID}) "
+            "ORDER BY m.num LIMIT ?",
             (after, model, _limit(limit)),
         )
         return [num for (num,) in rows]

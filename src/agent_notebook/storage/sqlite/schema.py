@@ -174,7 +174,27 @@ MIGRATIONS: Final[list[list[str]]] = [
         "INSERT INTO term_docs (term, docs) SELECT term, doc FROM moments_vocab",
         "DROP TABLE moments_vocab",
     ],
+    [
+        # A vector's model by a small id, its name stored once (issue 17: the name in every
+        # row was a sixth of the table, and a row of int8 vector and name filled pages
+        # badly). ``model_id`` 1 takes no byte at all in the record.
+        "CREATE TABLE vector_models (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)",
+        "INSERT INTO vector_models (name) SELECT DISTINCT model FROM moment_vectors ORDER BY 1",
+        """CREATE TABLE moment_vectors_by_id (
+            num INTEGER PRIMARY KEY REFERENCES moments (num),
+            model_id INTEGER NOT NULL REFERENCES vector_models (id),
+            vector BLOB NOT NULL
+        )""",
+        """INSERT INTO moment_vectors_by_id (num, model_id, vector)
+            SELECT v.num, m.id, v.vector FROM moment_vectors v
+            JOIN vector_models m ON m.name = v.model ORDER BY v.num""",
+        "DROP TABLE moment_vectors",
+        "ALTER TABLE moment_vectors_by_id RENAME TO moment_vectors",
+    ],
 ]
+
+#: The id of a vector model named by the statement's parameter (NULL: none stored yet).
+MODEL_ID: Final = "(SELECT id FROM vector_models WHERE name = ?)"
 
 MOMENT_COLUMNS: Final = "num, session_id, ts_us, speaker, role, text, body"
 
