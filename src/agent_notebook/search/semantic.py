@@ -178,7 +178,7 @@ class SemanticIndex:
             return None
         through = saved.last_key()
         newer = len(self.backend.get_vectors(self.model_id, after=through))
-        stored = self.backend.count_moments() - len(self.backend.unembedded(self.model_id))
+        stored = len(self.backend.get_vectors(self.model_id))
         if len(saved) + newer != stored:  # vectors added below its last key, or dropped
             return None
         self._through = through

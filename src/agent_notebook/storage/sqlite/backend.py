@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from ...errors import InvalidInput, StorageError
-from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
+from ...model import (
+    CUT_SPEAKER,
+    ArchiveEntry,
+    ConceptEntry,
+    Moment,
+    MomentContent,
+    Session,
+    moment_number,
+)
 from .. import sql
 from ..base import Activity, Capabilities, MomentFilter
 from ..files import ensure_private_dir, ensure_private_file
@@ -489,10 +497,10 @@ class SqliteBackend(SqlReads):
 
     def unembedded(self, model: str, limit: int | None = None, after: int = 0) -> list[int]:
         rows = self._query(
-            "SELECT m.num FROM moments m WHERE m.num > ? AND NOT EXISTS (SELECT 1 FROM "
-            f"moment_vectors v WHERE v.num = m.num AND v.model_id = {schema.MODEL_ID}) "
-            "ORDER BY m.num LIMIT ?",
-            (after, model, _limit(limit)),
+            "SELECT m.num FROM moments m WHERE m.num > ? AND m.speaker != ? AND NOT EXISTS "
+            f"(SELECT 1 FROM moment_vectors v WHERE v.num = m.num AND v.model_id = "
+            f"{schema.MODEL_ID}) ORDER BY m.num LIMIT ?",
+            (after, CUT_SPEAKER, model, _limit(limit)),
         )
         return [num for (num,) in rows]
 
