@@ -250,3 +250,25 @@ def test_a_version_8_file_keeps_its_vectors_with_their_model_stored_once(tmp_pat
     assert backend.get_vectors("model-c") == [(2, b"w2")] and backend.get_vectors("model-b") == []
     assert backend.vector_models() == ["model-a", "model-c"]  # b has no vector left
     backend.close()
+
+
+def test_retrieval_keys_that_are_concepts_are_stored_as_their_positions(tmp_path: Path) -> None:
+    backend = open_with(tmp_path)
+    keyed = Moment.model_validate(
+        {
+            "id": "m_4",
+            "session": SESSION,
+            "timestamp": WHEN,
+            "content": {"text": "EXP-2318 for Melanie: api/routes.ts:118 is booked"},
+            "metadata": {
+                "concepts": ["exp-2318", "melanie", "booked seat", "booked"],
+                "retrieval_keys": ["api/routes.ts:118", "exp-2318", "booked", "melanie", "7"],
+            },
+        }
+    )
+    backend.put_moments([keyed])
+    (body,) = backend.connection.execute("SELECT body FROM moments WHERE num = 4").fetchone()
+    assert json.loads(body)["metadata"]["retrieval_keys"] == ["api/routes.ts:118", 0, 3, 1, "7"]
+    assert backend.get_moment("m_4") == keyed
+    backend.close()
+    assert SqliteBackend(tmp_path / "notebook.db").get_moment("m_4") == keyed
