@@ -75,8 +75,11 @@ def test_a_version_2_file_is_migrated_with_its_concepts_and_term_counts(tmp_path
     assert {m for m, _ in backend.search_text("deploying", MomentFilter(), 5)} == {"m_1", "m_2"}
 
 
-def undo_migration_9(conn: sqlite3.Connection) -> None:
-    """The vectors table as it was before migration 9 (empty), for a file said to be older."""
+def undo_migrations_9_and_10(conn: sqlite3.Connection) -> None:
+    """The vectors table as it was before migration 9 (empty) and the upkeep row before 10,
+    for a file said to be older (10 copies any concepts table)."""
+    conn.execute("DROP TRIGGER concepts_numbered")
+    conn.execute("ALTER TABLE upkeep DROP COLUMN last_concept")
     conn.execute("DROP TABLE moment_vectors")
     conn.execute("DROP TABLE vector_models")
     conn.execute(
@@ -109,7 +112,7 @@ def test_a_version_7_file_gets_its_term_counts_keyed_by_fts5_stems(tmp_path: Pat
     conn = backend.connection
     # as the snowball stemmer left it: "trekked" counted under "trekk"
     conn.execute("UPDATE term_docs SET term = 'trekk' WHERE term = 'trek'")
-    undo_migration_9(conn)
+    undo_migrations_9_and_10(conn)
     conn.execute("PRAGMA user_version = 7")
     backend.close()
 
@@ -272,3 +275,53 @@ def test_retrieval_keys_that_are_concepts_are_stored_as_their_positions(tmp_path
     assert backend.get_moment("m_4") == keyed
     backend.close()
     assert SqliteBackend(tmp_path / "notebook.db").get_moment("m_4") == keyed
+
+
+def test_a_version_9_file_keeps_its_concepts_keyed_by_name(tmp_path: Path) -> None:
+    """Migration 10: ``concepts`` without a rowid; new names are numbered after the old."""
+    path = tmp_path / "notebook.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for number, statements in enumerate(schema.MIGRATIONS[:9], start=1):
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {number}")
+    conn.execute(
+        "INSERT INTO sessions (id, started_us, body) VALUES (?, ?, ?)",
+        schema.session_row(Session(id=SESSION, started=WHEN)),
+    )
+    old = [moment(1, "lyon by train", ["lyon", "train"]), moment(2, "train late", ["train"])]
+    for m in old:
+        conn.execute(schema.UPSERT_MOMENT, schema.moment_row(m))
+    conn.executemany("INSERT INTO concepts (id, name) VALUES (?, ?)", [(7, "lyon"), (9, "train")])
+    conn.executemany(
+        "INSERT INTO concept_moments (concept_id, num) VALUES (?, ?)", [(7, 1), (9, 1), (9, 2)]
+    )
+    conn.execute("UPDATE upkeep SET indexed_through = 2")
+    conn.close()
+
+    backend = SqliteBackend(path)
+    c = backend.connection
+    assert c.execute("PRAGMA user_version").fetchone()[0] == len(schema.MIGRATIONS)
+    assert c.execute("SELECT id, name FROM concepts ORDER BY id").fetchall() == [
+        (7, "lyon"),
+        (9, "train"),
+    ]
+    assert not c.execute(
+        "SELECT 1 FROM sqlite_schema WHERE tbl_name = 'concepts' AND type = 'index'"
+    ).fetchall()
+    entry = backend.get_concept("train")
+    assert entry is not None and entry.moments == ["m_1", "m_2"]
+    backend.put_moments(
+        [moment(3, "paris and lyon", ["paris", "lyon"]), moment(4, "rome", ["rome"])]
+    )
+    backend.settle()  # concept pairs are added in batches, before any read of them
+    assert dict(c.execute("SELECT name, id FROM concepts").fetchall()) == {
+        "lyon": 7,
+        "train": 9,
+        "paris": 10,
+        "rome": 11,
+    }
+    assert [e.concept for e in backend.list_concepts()] == ["lyon", "paris", "rome", "train"]
+    lyon = backend.get_concept("lyon")
+    assert lyon is not None and lyon.moments == ["m_1", "m_3"]
+    backend.close()

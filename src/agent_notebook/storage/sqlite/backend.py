@@ -408,7 +408,7 @@ class SqliteBackend(SqlReads):
     def _add_concept_pairs(self, pairs: Sequence[tuple[str, int]]) -> None:
         """Index moment ``num`` under concept ``name`` (stored form) for each pair."""
         self._conn.executemany(
-            "INSERT INTO concepts (name) VALUES (?) ON CONFLICT (name) DO NOTHING",
+            schema.INSERT_CONCEPT,
             [(name,) for name in dict.fromkeys(c for c, _ in pairs)],
         )
         self._conn.executemany(
@@ -646,7 +646,7 @@ class SqliteBackend(SqlReads):
             )
             pairs = [(self._name(c), e.number) for e in entries for c in e.concepts]
             self._conn.executemany(
-                "INSERT INTO concepts (name) VALUES (?) ON CONFLICT (name) DO NOTHING",
+                schema.INSERT_CONCEPT,
                 [(name,) for name in dict.fromkeys(c for c, _ in pairs)],
             )
             self._conn.executemany(

@@ -191,7 +191,31 @@ MIGRATIONS: Final[list[list[str]]] = [
         "DROP TABLE moment_vectors",
         "ALTER TABLE moment_vectors_by_id RENAME TO moment_vectors",
     ],
+    [
+        # Concepts keyed by name, without a rowid: a name is stored once, not in the table
+        # and again in its unique index (issue 17: a third of the concept tables' bytes).
+        # Ids are lookups' handles only (``concept_moments``); the next is numbered from
+        # ``upkeep.last_concept``, which a trigger keeps.
+        """CREATE TABLE concepts_by_name (
+            name TEXT PRIMARY KEY,
+            id INTEGER NOT NULL
+        ) WITHOUT ROWID""",
+        "INSERT INTO concepts_by_name (name, id) SELECT name, id FROM concepts ORDER BY name",
+        "DROP TABLE concepts",
+        "ALTER TABLE concepts_by_name RENAME TO concepts",
+        "ALTER TABLE upkeep ADD COLUMN last_concept INTEGER NOT NULL DEFAULT 0",
+        "UPDATE upkeep SET last_concept = (SELECT coalesce(max(id), 0) FROM concepts)",
+        """CREATE TRIGGER concepts_numbered AFTER INSERT ON concepts BEGIN
+            UPDATE upkeep SET last_concept = max(last_concept, new.id);
+        END""",
+    ],
 ]
+
+#: Adds a concept name (the parameter) not stored yet, with the next id.
+INSERT_CONCEPT: Final = (
+    "INSERT INTO concepts (name, id) VALUES (?, (SELECT last_concept + 1 FROM upkeep)) "
+    "ON CONFLICT (name) DO NOTHING"
+)
 
 #: The id of a vector model named by the statement's parameter (NULL: none stored yet).
 MODEL_ID: Final = "(SELECT id FROM vector_models WHERE name = ?)"
