@@ -88,7 +88,8 @@ def encode_vector(vector: NDArray[np.float32]) -> bytes:
         q = np.append(q, np.int8(0))
     packed = (q[0::2] & 0x0F) | ((q[1::2] & 0x0F) << 4)
     header: bytes = bytes([INT4_TAG]) + np.asarray(scale, dtype="<f4").tobytes()
-    return header + packed.astype(np.uint8).tobytes()
+    body: bytes = packed.astype(np.uint8).tobytes()
+    return header + body
 
 
 def encode_int8(vector: NDArray[np.float32]) -> bytes:
