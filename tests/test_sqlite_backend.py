@@ -75,6 +75,19 @@ def test_a_version_2_file_is_migrated_with_its_concepts_and_term_counts(tmp_path
     assert {m for m, _ in backend.search_text("deploying", MomentFilter(), 5)} == {"m_1", "m_2"}
 
 
+def undo_migrations_9_and_10(conn: sqlite3.Connection) -> None:
+    """The vectors table as it was before migration 9 (empty) and the upkeep row before 10,
+    for a file said to be older (10 copies any concepts table)."""
+    conn.execute("DROP TRIGGER concepts_numbered")
+    conn.execute("ALTER TABLE upkeep DROP COLUMN last_concept")
+    conn.execute("DROP TABLE moment_vectors")
+    conn.execute("DROP TABLE vector_models")
+    conn.execute(
+        "CREATE TABLE moment_vectors (num INTEGER PRIMARY KEY REFERENCES moments (num), "
+        "model TEXT NOT NULL, vector BLOB NOT NULL)"
+    )
+
+
 def test_python_stems_like_fts5(tmp_path: Path) -> None:
     """term_docs is kept by Python's stemmer and rebuilt by FTS5's: they must agree."""
     backend = open_with(tmp_path)
@@ -99,6 +112,7 @@ def test_a_version_7_file_gets_its_term_counts_keyed_by_fts5_stems(tmp_path: Pat
     conn = backend.connection
     # as the snowball stemmer left it: "trekked" counted under "trekk"
     conn.execute("UPDATE term_docs SET term = 'trekk' WHERE term = 'trek'")
+    undo_migrations_9_and_10(conn)
     conn.execute("PRAGMA user_version = 7")
     backend.close()
 
@@ -175,8 +189,9 @@ def test_a_moment_body_holds_only_what_its_columns_do_not(tmp_path: Path) -> Non
     (body,) = backend.connection.execute("SELECT body FROM moments WHERE num = 3").fetchone()
     stored = json.loads(body)
     assert not {"id", "session", "timestamp", "role", "speaker", "content"} & set(stored)
-    assert stored["metadata"] == {"concepts": ["deploy"]} and stored["schema_version"] == 1
-    assert backend.get_moment("m_3") == said
+    # schema_version 1 is a default too: a body without one reads as version 1
+    assert stored == {"metadata": {"concepts": ["deploy"]}}
+    assert backend.get_moment("m_3") == said and said.schema_version == 1
     assert backend.list_moments(SESSION) == [said]
 
 
@@ -205,3 +220,108 @@ def test_a_moment_body_written_before_issue_17_reads_the_same(tmp_path: Path) ->
     assert backend.get_concept("deploy") is not None  # indexed from the old body too
     backend.put_moments([found.model_copy(update={"speaker": "reviewer"})])
     assert backend.get_moment("m_5") == found.model_copy(update={"speaker": "reviewer"})
+
+
+def test_a_version_8_file_keeps_its_vectors_with_their_model_stored_once(tmp_path: Path) -> None:
+    """Migration 9: ``moment_vectors.model`` (a name in every row) becomes an id."""
+    path = tmp_path / "notebook.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for number, statements in enumerate(schema.MIGRATIONS[:8], start=1):
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {number}")
+    conn.execute(
+        "INSERT INTO sessions (id, started_us, body) VALUES (?, ?, ?)",
+        schema.session_row(Session(id=SESSION, started=WHEN)),
+    )
+    for n in (1, 2, 3):
+        conn.execute(schema.UPSERT_MOMENT, schema.moment_row(moment(n, f"text {n}", [])))
+    conn.execute("UPDATE upkeep SET indexed_through = 0")  # their index rows come at settle
+    old = [(1, "model-a", b"v1"), (2, "model-b", b"v2"), (3, "model-a", b"v3")]
+    conn.executemany("INSERT INTO moment_vectors (num, model, vector) VALUES (?, ?, ?)", old)
+    conn.close()
+
+    backend = SqliteBackend(path)
+    assert backend.connection.execute("PRAGMA user_version").fetchone()[0] == len(schema.MIGRATIONS)
+    assert backend.get_vectors("model-a") == [(1, b"v1"), (3, b"v3")]
+    assert backend.get_vectors("model-b") == [(2, b"v2")]
+    assert backend.vector_models() == ["model-a", "model-b"]
+    assert backend.unembedded("model-a") == [2] and backend.unembedded("model-c") == [1, 2, 3]
+    columns = [r[1] for r in backend.connection.execute("PRAGMA table_info(moment_vectors)")]
+    assert columns == ["num", "model_id", "vector"]
+    backend.put_vectors("model-c", [(2, "text 2", b"w2")])  # a new model gets its id
+    assert backend.get_vectors("model-c") == [(2, b"w2")] and backend.get_vectors("model-b") == []
+    assert backend.vector_models() == ["model-a", "model-c"]  # b has no vector left
+    backend.close()
+
+
+def test_retrieval_keys_that_are_concepts_are_stored_as_their_positions(tmp_path: Path) -> None:
+    backend = open_with(tmp_path)
+    keyed = Moment.model_validate(
+        {
+            "id": "m_4",
+            "session": SESSION,
+            "timestamp": WHEN,
+            "content": {"text": "EXP-2318 for Melanie: api/routes.ts:118 is booked"},
+            "metadata": {
+                "concepts": ["exp-2318", "melanie", "booked seat", "booked"],
+                "retrieval_keys": ["api/routes.ts:118", "exp-2318", "booked", "melanie", "7"],
+            },
+        }
+    )
+    backend.put_moments([keyed])
+    (body,) = backend.connection.execute("SELECT body FROM moments WHERE num = 4").fetchone()
+    assert json.loads(body)["metadata"]["retrieval_keys"] == ["api/routes.ts:118", 0, 3, 1, "7"]
+    assert backend.get_moment("m_4") == keyed
+    backend.close()
+    assert SqliteBackend(tmp_path / "notebook.db").get_moment("m_4") == keyed
+
+
+def test_a_version_9_file_keeps_its_concepts_keyed_by_name(tmp_path: Path) -> None:
+    """Migration 10: ``concepts`` without a rowid; new names are numbered after the old."""
+    path = tmp_path / "notebook.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for number, statements in enumerate(schema.MIGRATIONS[:9], start=1):
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {number}")
+    conn.execute(
+        "INSERT INTO sessions (id, started_us, body) VALUES (?, ?, ?)",
+        schema.session_row(Session(id=SESSION, started=WHEN)),
+    )
+    old = [moment(1, "lyon by train", ["lyon", "train"]), moment(2, "train late", ["train"])]
+    for m in old:
+        conn.execute(schema.UPSERT_MOMENT, schema.moment_row(m))
+    conn.executemany("INSERT INTO concepts (id, name) VALUES (?, ?)", [(7, "lyon"), (9, "train")])
+    conn.executemany(
+        "INSERT INTO concept_moments (concept_id, num) VALUES (?, ?)", [(7, 1), (9, 1), (9, 2)]
+    )
+    conn.execute("UPDATE upkeep SET indexed_through = 2")
+    conn.close()
+
+    backend = SqliteBackend(path)
+    c = backend.connection
+    assert c.execute("PRAGMA user_version").fetchone()[0] == len(schema.MIGRATIONS)
+    assert c.execute("SELECT id, name FROM concepts ORDER BY id").fetchall() == [
+        (7, "lyon"),
+        (9, "train"),
+    ]
+    assert not c.execute(
+        "SELECT 1 FROM sqlite_schema WHERE tbl_name = 'concepts' AND type = 'index'"
+    ).fetchall()
+    entry = backend.get_concept("train")
+    assert entry is not None and entry.moments == ["m_1", "m_2"]
+    backend.put_moments(
+        [moment(3, "paris and lyon", ["paris", "lyon"]), moment(4, "rome", ["rome"])]
+    )
+    backend.settle()  # concept pairs are added in batches, before any read of them
+    assert dict(c.execute("SELECT name, id FROM concepts").fetchall()) == {
+        "lyon": 7,
+        "train": 9,
+        "paris": 10,
+        "rome": 11,
+    }
+    assert [e.concept for e in backend.list_concepts()] == ["lyon", "paris", "rome", "train"]
+    lyon = backend.get_concept("lyon")
+    assert lyon is not None and lyon.moments == ["m_1", "m_3"]
+    backend.close()

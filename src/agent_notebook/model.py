@@ -32,6 +32,11 @@ from pydantic import (
 from .errors import InvalidId, InvalidInput
 
 SCHEMA_VERSION: Final = 1
+#: The speaker of the moments holding text cut from a session notebook: derived text, the
+#: quotes of other moments (markers like ``⟦m_12@0+95⟧``) under section headings. They get
+#: no vector of their own (the embedding queue leaves them out): the moments they quote have
+#: theirs, and a vector of markers finds nothing (issue 17: a seventh of a chat's vectors).
+CUT_SPEAKER: Final = "session-notebook"
 #: The LangGraph store namespace of the thread -> session map.
 THREADS_NAMESPACE: Final = ("threads",)
 

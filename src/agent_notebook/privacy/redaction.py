@@ -51,6 +51,7 @@ from ..enrich import enrich
 from ..errors import InvalidInput, NotFound
 from ..media.store import media_paths_of
 from ..model import (
+    CUT_SPEAKER,
     ROLLUP_INDEX_PREFIX,
     ArchiveEntry,
     Decision,
@@ -86,8 +87,6 @@ MIN_WORDS: Final = 4
 RUN_WORDS: Final = 6
 #: What replaces a line that mentions a forgotten concept.
 FORGOTTEN: Final = "[redacted]"
-#: The speaker of the moments holding text cut from a session notebook (derived text).
-CUT_SPEAKER: Final = "session-notebook"
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 _WORD = re.compile(r"\w+")
 log = logging.getLogger(__name__)

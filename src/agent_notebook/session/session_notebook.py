@@ -32,7 +32,7 @@ from ..config import (
 )
 from ..enrich import identifiers
 from ..errors import Conflict, InvalidId, InvalidInput, NotFound
-from ..model import UtcTime, normalize_concept, now_utc
+from ..model import CUT_SPEAKER, UtcTime, normalize_concept, now_utc
 from ..stores import write_lock
 from ..tokens import DEFAULT_COUNTER, TokenCounter
 from . import budget, quotes, sections
@@ -45,8 +45,6 @@ if TYPE_CHECKING:
 NAMESPACE_ROOT: Final = "session"
 KEY: Final = "notebook"
 CUTS_NAMESPACE: Final = "cuts"
-#: The speaker of the moments that keep text cut from a session notebook.
-CUT_SPEAKER: Final = "session-notebook"
 #: Cut text is checked for quotes of this many of the session's latest moments.
 QUOTABLE_MOMENTS: Final = 64
 MAX_FAILURES_KEPT: Final = 20

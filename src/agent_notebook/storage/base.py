@@ -274,7 +274,8 @@ class StorageBackend(ABC):
     @abstractmethod
     def unembedded(self, model: str, limit: int | None = None, after: int = 0) -> list[int]:
         """Numbers above ``after`` of the moments with no vector of ``model``, oldest
-        first."""
+        first; never those of speaker :data:`~agent_notebook.model.CUT_SPEAKER` (derived
+        text, not embedded)."""
 
     def vector_changes(
         self, model: str, after: int = 0, limit: int | None = None

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ..model import (
+    CUT_SPEAKER,
     Action,
     ArchiveEntry,
     Decision,
@@ -400,6 +401,14 @@ class TestVectors:
         backend.put_vectors("model-b", [(1, "text 1", b"w1")])  # replaces model-a's
         assert backend.get_vectors("model-a") == [(3, b"v3")]
         assert backend.get_vectors("model-b") == [(1, b"w1")]
+
+    def test_text_cut_from_a_session_notebook_is_not_queued(self, backend: StorageBackend) -> None:
+        """Its text is quotes of other moments (which have vectors): it gets none."""
+        backend.put_session(make_session())
+        cut = make_moment(2, "## Worklog\n- user: ⟦m_1@0+9⟧", role="system", speaker=CUT_SPEAKER)
+        backend.put_moments([make_moment(1, "text 1"), cut, make_moment(3, "text 3")])
+        assert backend.unembedded("model-a") == [1, 3]
+        assert backend.claim_unembedded("model-a", limit=5) == [1, 3]
 
     def test_the_change_feed_brings_an_index_up_to_date(self, backend: StorageBackend) -> None:
         """Following ``vector_changes`` from any position and applying what it reports

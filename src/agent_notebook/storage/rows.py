@@ -4,6 +4,10 @@ Times are microseconds since the epoch (UTC). A moment's text lives in its own c
 full-text index reads it from there) and is left out of the JSON body, so it is stored once;
 so are its id, session, time, role and speaker (issue 17: half the bytes of a chat moment's
 body). Bodies written before repeat those fields: they read the same, from the columns.
+Fields at their defaults are left out too, ``schema_version`` 1 included (a body without
+one was written at version 1; a later version is always written out). A retrieval key
+that is also one of the moment's concepts (most are) is stored as the concept's position
+in ``metadata.concepts``: ``"retrieval_keys":["api/routes.ts:118",0,3]``.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 MOMENT_READ: Final = "num, session_id, ts_us, speaker, role, text, body"
 #: The fields the row's own columns hold, so the JSON body leaves them out.
 _IN_COLUMNS: Final = frozenset({"id", "session", "timestamp", "role", "speaker"})
+#: The ``schema_version`` of a body that states none (issue 17: 19 bytes of every body).
+_UNSTATED_VERSION: Final = 1
 
 
 def from_us(us: int) -> datetime:
@@ -38,8 +44,13 @@ def _json(data: Any) -> str:
 def moment_row(moment: Moment) -> tuple[int, str, int, str, str, str, str]:
     # Fields at their defaults are left out (validation puts them back): most of a chat
     # moment's fields are empty, and the body would otherwise outweigh the text.
-    body = moment.model_dump(mode="json", exclude_defaults=True, exclude=set(_IN_COLUMNS))
-    body["schema_version"] = moment.schema_version
+    body = moment.model_dump(
+        mode="json", exclude_defaults=True, exclude={*_IN_COLUMNS, "schema_version"}
+    )
+    if moment.schema_version != _UNSTATED_VERSION:
+        body["schema_version"] = moment.schema_version
+    if "metadata" in body:
+        _keys_as_positions(body["metadata"])
     text = body.get("content", {}).pop("text", "")
     if body.get("content") == {}:  # most moments: the text was all their content
         del body["content"]
@@ -58,11 +69,32 @@ def moment_from_row(row: Sequence[Any]) -> Moment:
     """The moment of a row of :data:`MOMENT_READ`'s columns."""
     num, session_id, ts_us, speaker, role, text, body = row
     data = json.loads(body)
+    data.setdefault("schema_version", _UNSTATED_VERSION)
+    if "metadata" in data:
+        _keys_from_positions(data["metadata"])
     data.update(
         id=f"m_{num}", session=session_id, timestamp=from_us(ts_us), role=role, speaker=speaker
     )
     data.setdefault("content", {})["text"] = text
     return Moment.model_validate(data)
+
+
+def _keys_as_positions(metadata: dict[str, Any]) -> None:
+    """The retrieval keys that are concepts too, as their concepts' positions (issue 17: a
+    chat moment's keys are mostly its concepts, a tenth of the raw text's bytes again)."""
+    keys, concepts = metadata.get("retrieval_keys"), metadata.get("concepts")
+    if keys and concepts:
+        position: dict[str, int] = {}
+        for i, concept in enumerate(concepts):
+            position.setdefault(concept, i)
+        metadata["retrieval_keys"] = [position.get(key, key) for key in keys]
+
+
+def _keys_from_positions(metadata: dict[str, Any]) -> None:
+    keys = metadata.get("retrieval_keys")
+    if keys and any(isinstance(key, int) for key in keys):
+        concepts = metadata["concepts"]
+        metadata["retrieval_keys"] = [concepts[k] if isinstance(k, int) else k for k in keys]
 
 
 def session_row(session: Session) -> tuple[str, int, str]:

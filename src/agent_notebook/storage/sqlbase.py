@@ -234,18 +234,19 @@ class SqlReads(StorageBackend):
             prefix = "~" + cipher.key_id.hex() + ":"
             for cid, name in self._query("SELECT id, name FROM concepts"):
                 if not name.startswith(prefix):
-                    self._rename_concept(cid, cipher.seal_name(cipher.open_name(name)))
+                    self._rename_concept(cid, name, cipher.seal_name(cipher.open_name(name)))
                     done += 1
             self._resealed()
         return done
 
-    def _rename_concept(self, cid: int, name: str) -> None:
-        """Rename concept ``cid``; when a write under the new key made that name already,
-        its moments join that one."""
+    def _rename_concept(self, cid: int, old: str, name: str) -> None:
+        """Rename concept ``cid`` (named ``old``); when a write under the new key made that
+        name already, its moments join that one. Rows are found by name (SQLite's table is
+        keyed by it)."""
         m = self._mark
         found = self._query(f"SELECT id FROM concepts WHERE name = {m}", (name,))
         if not found:
-            self._write(f"UPDATE concepts SET name = {m} WHERE id = {m}", (name, cid))
+            self._write(f"UPDATE concepts SET name = {m} WHERE name = {m}", (name, old))
             return
         into = found[0][0]
         for table in ("concept_moments", "archived_concepts"):
@@ -255,7 +256,7 @@ class SqlReads(StorageBackend):
                 (into, cid, into),
             )
             self._write(f"DELETE FROM {table} WHERE concept_id = {m}", (cid,))
-        self._write(f"DELETE FROM concepts WHERE id = {m}", (cid,))
+        self._write(f"DELETE FROM concepts WHERE name = {m}", (old,))
 
     @abstractmethod
     def _resealed(self) -> None:

@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from ..model import ArchiveEntry, ConceptEntry, Moment, Session, moment_number
+from ..model import CUT_SPEAKER, ArchiveEntry, ConceptEntry, Moment, Session, moment_number
 from ..search.lexical import Bm25Index
 from . import sql
 from .base import Activity, MomentFilter, StorageBackend, activity_of
@@ -354,7 +354,9 @@ class StagedBackend(StorageBackend):
             nums = (
                 n
                 for n in sorted(state.moments)
-                if n > after and state.vectors.get(n, ("",))[0] != model
+                if n > after
+                and state.vectors.get(n, ("",))[0] != model
+                and state.moments[n].speaker != CUT_SPEAKER
             )
             return list(itertools.islice(nums, limit))
 

@@ -34,7 +34,15 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import ValidationError
 
 from ...errors import Conflict, InvalidInput, StorageError
-from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
+from ...model import (
+    CUT_SPEAKER,
+    ArchiveEntry,
+    ConceptEntry,
+    Moment,
+    MomentContent,
+    Session,
+    moment_number,
+)
 from .. import rows, sql
 from ..base import Capabilities, MomentFilter, VectorChangesPruned
 from ..sqlbase import SqlReads
@@ -547,7 +555,7 @@ class PostgresBackend(SqlReads):
         the upsert's condition settles a race with a claim committed meanwhile. A killed
         server's claims lapse with their lease and are taken over."""
         found = self._query(
-            "WITH free AS (SELECT m.num FROM moments m WHERE m.num > %s "
+            "WITH free AS (SELECT m.num FROM moments m WHERE m.num > %s AND m.speaker != %s "
             "AND NOT EXISTS (SELECT 1 FROM moment_vectors v WHERE v.num = m.num AND v.model = %s) "
             "AND NOT EXISTS (SELECT 1 FROM vector_claims c WHERE c.num = m.num "
             "AND c.model = %s AND c.until > clock_timestamp()) "
@@ -557,7 +565,7 @@ class PostgresBackend(SqlReads):
             "ON CONFLICT (num, model) DO UPDATE SET owner = excluded.owner, "
             "until = excluded.until WHERE vector_claims.until <= clock_timestamp() "
             "RETURNING num",
-            (after, model, model, limit, model, self.claimant, CLAIM_LEASE_S),
+            (after, CUT_SPEAKER, model, model, limit, model, self.claimant, CLAIM_LEASE_S),
         )
         return sorted(int(num) for (num,) in found)
 
@@ -590,9 +598,10 @@ class PostgresBackend(SqlReads):
 
     def unembedded(self, model: str, limit: int | None = None, after: int = 0) -> list[int]:
         found = self._query(
-            "SELECT m.num FROM moments m WHERE m.num > %s AND NOT EXISTS (SELECT 1 FROM "
-            "moment_vectors v WHERE v.num = m.num AND v.model = %s) ORDER BY m.num LIMIT %s",
-            (after, model, limit),
+            "SELECT m.num FROM moments m WHERE m.num > %s AND m.speaker != %s AND NOT EXISTS "
+            "(SELECT 1 FROM moment_vectors v WHERE v.num = m.num AND v.model = %s) "
+            "ORDER BY m.num LIMIT %s",
+            (after, CUT_SPEAKER, model, limit),
         )
         return [num for (num,) in found]
 

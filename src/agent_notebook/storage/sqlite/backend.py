@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from ...errors import InvalidInput, StorageError
-from ...model import ArchiveEntry, ConceptEntry, Moment, MomentContent, Session, moment_number
+from ...model import (
+    CUT_SPEAKER,
+    ArchiveEntry,
+    ConceptEntry,
+    Moment,
+    MomentContent,
+    Session,
+    moment_number,
+)
 from .. import sql
 from ..base import Activity, Capabilities, MomentFilter
 from ..files import ensure_private_dir, ensure_private_file
@@ -400,7 +408,7 @@ class SqliteBackend(SqlReads):
     def _add_concept_pairs(self, pairs: Sequence[tuple[str, int]]) -> None:
         """Index moment ``num`` under concept ``name`` (stored form) for each pair."""
         self._conn.executemany(
-            "INSERT INTO concepts (name) VALUES (?) ON CONFLICT (name) DO NOTHING",
+            schema.INSERT_CONCEPT,
             [(name,) for name in dict.fromkeys(c for c, _ in pairs)],
         )
         self._conn.executemany(
@@ -458,10 +466,12 @@ class SqliteBackend(SqlReads):
                 for num, text, blob in vectors
             ]
         with self._derived_transaction():  # a vector is made again from the text
+            self._conn.execute("INSERT OR IGNORE INTO vector_models (name) VALUES (?)", (model,))
             self._conn.executemany(
-                "INSERT INTO moment_vectors (num, model, vector) "
-                "SELECT num, ?, ? FROM moments WHERE num = ? AND text = ? "
-                "ON CONFLICT (num) DO UPDATE SET model = excluded.model, vector = excluded.vector",
+                "INSERT INTO moment_vectors (num, model_id, vector) "
+                f"SELECT num, {schema.MODEL_ID}, ? FROM moments WHERE num = ? AND text = ? "
+                "ON CONFLICT (num) DO UPDATE SET model_id = excluded.model_id, "
+                "vector = excluded.vector",
                 [(model, blob, num, text) for num, text, blob in vectors],
             )
 
@@ -469,7 +479,8 @@ class SqliteBackend(SqlReads):
         self, model: str, after: int = 0, limit: int | None = None
     ) -> list[tuple[int, bytes]]:
         rows: list[tuple[int, bytes]] = self._query(
-            "SELECT num, vector FROM moment_vectors WHERE model = ? AND num > ? "
+            f"SELECT num, vector FROM moment_vectors WHERE model_id = {schema.MODEL_ID} "
+            "AND num > ? "
             "ORDER BY num LIMIT ?",
             (model, after, _limit(limit)),
         )
@@ -478,14 +489,18 @@ class SqliteBackend(SqlReads):
         return rows
 
     def vector_models(self) -> list[str]:
-        rows = self._query("SELECT DISTINCT model FROM moment_vectors ORDER BY model")
+        rows = self._query(
+            "SELECT name FROM vector_models m WHERE EXISTS "
+            "(SELECT 1 FROM moment_vectors v WHERE v.model_id = m.id) ORDER BY name"
+        )
         return [str(model) for (model,) in rows]
 
     def unembedded(self, model: str, limit: int | None = None, after: int = 0) -> list[int]:
         rows = self._query(
-            "SELECT m.num FROM moments m WHERE m.num > ? AND NOT EXISTS (SELECT 1 FROM "
-            "moment_vectors v WHERE v.num = m.num AND v.model = ?) ORDER BY m.num LIMIT ?",
-            (after, model, _limit(limit)),
+            "SELECT m.num FROM moments m WHERE m.num > ? AND m.speaker != ? AND NOT EXISTS "
+            f"(SELECT 1 FROM moment_vectors v WHERE v.num = m.num AND v.model_id = "
+            f"{schema.MODEL_ID}) ORDER BY m.num LIMIT ?",
+            (after, CUT_SPEAKER, model, _limit(limit)),
         )
         return [num for (num,) in rows]
 
@@ -631,7 +646,7 @@ class SqliteBackend(SqlReads):
             )
             pairs = [(self._name(c), e.number) for e in entries for c in e.concepts]
             self._conn.executemany(
-                "INSERT INTO concepts (name) VALUES (?) ON CONFLICT (name) DO NOTHING",
+                schema.INSERT_CONCEPT,
                 [(name,) for name in dict.fromkeys(c for c, _ in pairs)],
             )
             self._conn.executemany(

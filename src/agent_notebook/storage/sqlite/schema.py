@@ -174,7 +174,51 @@ MIGRATIONS: Final[list[list[str]]] = [
         "INSERT INTO term_docs (term, docs) SELECT term, doc FROM moments_vocab",
         "DROP TABLE moments_vocab",
     ],
+    [
+        # A vector's model by a small id, its name stored once (issue 17: the name in every
+        # row was a sixth of the table, and a row of int8 vector and name filled pages
+        # badly). ``model_id`` 1 takes no byte at all in the record.
+        "CREATE TABLE vector_models (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)",
+        "INSERT INTO vector_models (name) SELECT DISTINCT model FROM moment_vectors ORDER BY 1",
+        """CREATE TABLE moment_vectors_by_id (
+            num INTEGER PRIMARY KEY REFERENCES moments (num),
+            model_id INTEGER NOT NULL REFERENCES vector_models (id),
+            vector BLOB NOT NULL
+        )""",
+        """INSERT INTO moment_vectors_by_id (num, model_id, vector)
+            SELECT v.num, m.id, v.vector FROM moment_vectors v
+            JOIN vector_models m ON m.name = v.model ORDER BY v.num""",
+        "DROP TABLE moment_vectors",
+        "ALTER TABLE moment_vectors_by_id RENAME TO moment_vectors",
+    ],
+    [
+        # Concepts keyed by name, without a rowid: a name is stored once, not in the table
+        # and again in its unique index (issue 17: a third of the concept tables' bytes).
+        # Ids are lookups' handles only (``concept_moments``); the next is numbered from
+        # ``upkeep.last_concept``, which a trigger keeps.
+        """CREATE TABLE concepts_by_name (
+            name TEXT PRIMARY KEY,
+            id INTEGER NOT NULL
+        ) WITHOUT ROWID""",
+        "INSERT INTO concepts_by_name (name, id) SELECT name, id FROM concepts ORDER BY name",
+        "DROP TABLE concepts",
+        "ALTER TABLE concepts_by_name RENAME TO concepts",
+        "ALTER TABLE upkeep ADD COLUMN last_concept INTEGER NOT NULL DEFAULT 0",
+        "UPDATE upkeep SET last_concept = (SELECT coalesce(max(id), 0) FROM concepts)",
+        """CREATE TRIGGER concepts_numbered AFTER INSERT ON concepts BEGIN
+            UPDATE upkeep SET last_concept = max(last_concept, new.id);
+        END""",
+    ],
 ]
+
+#: Adds a concept name (the parameter) not stored yet, with the next id.
+INSERT_CONCEPT: Final = (
+    "INSERT INTO concepts (name, id) VALUES (?, (SELECT last_concept + 1 FROM upkeep)) "
+    "ON CONFLICT (name) DO NOTHING"
+)
+
+#: The id of a vector model named by the statement's parameter (NULL: none stored yet).
+MODEL_ID: Final = "(SELECT id FROM vector_models WHERE name = ?)"
 
 MOMENT_COLUMNS: Final = "num, session_id, ts_us, speaker, role, text, body"
 
