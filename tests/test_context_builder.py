@@ -391,3 +391,25 @@ def test_context_finds_moments_by_meaning_unless_set_to_lexical(tmp_path: Path) 
         assert moment_ids() == [f"moment:{found.id}"]  # no word in common: by meaning
         nb.config.chat.context_search = "lexical"
         assert moment_ids() == []
+
+
+def test_matches_come_first_then_the_turns_around_them(nb: Notebook) -> None:
+    """The context's moments: every match of the search, best first (one that is the
+    neighbour of another match still counts as a match), then, while there is room, the
+    turns just around the matches, of their own session and not redacted."""
+    s = nb.start_session()
+    before = nb.record(s.id, "We met at the station.")
+    first = nb.record(s.id, "The locker code is 4471.")
+    second = nb.record(s.id, "Ana changed the locker code last week.")
+    after = nb.record(s.id, "Then we took the tram.")
+    hidden = nb.record(s.id, "Nothing else happened.")
+    other = nb.start_session()
+    builder = ContextBuilder(nb, max_moments=4)
+    ids = _ids(builder.build(message="locker code", session_id=other.id))
+    matches = {f"moment:{first.id}", f"moment:{second.id}"}
+    assert set(ids[:2]) == matches  # both matches ahead of any neighbour
+    assert ids[2:] == [f"moment:{before.id}", f"moment:{after.id}"]
+    nb.redact(before.id, "no reason")
+    ids = _ids(ContextBuilder(nb, max_moments=8).build(message="locker code", session_id=None))
+    assert f"moment:{before.id}" not in ids and f"moment:{hidden.id}" not in ids
+    assert set(ids[:2]) == matches

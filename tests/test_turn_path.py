@@ -4,20 +4,24 @@ rest of its context (on a kept thread, once), not after the lexical search."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 
 from agent_notebook.config import NotebookConfig
 from agent_notebook.embed import MiniLmEmbedder, default_embedder
 from agent_notebook.graph import build_chat_graph
 from agent_notebook.graph.runs import ChatGraph
 from agent_notebook.notebook import Notebook
+from agent_notebook.search import semantic as semantic_module
 from agent_notebook.storage import SqliteBackend
 
 THREAD = {"configurable": {"thread_id": "turns"}}
@@ -233,3 +237,81 @@ def test_a_copy_of_the_graph_starts_the_embedding_with_the_run_too(
         assert "Which platform for Lyon?" in semantic._prepared  # before any checkpoint read
         copy.invoke({"messages": [HumanMessage("Which platform for Lyon?")]}, THREAD)
         assert log.queries == [("Which platform for Lyon?", "agent-notebook-query_0")]
+
+
+class SlowSaver(InMemorySaver):
+    """LangGraph's in-memory saver whose checkpoint writes take a while (the part of a
+    turn after its moments are recorded), noting when the last one is done."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = threading.Event()
+
+    def put(self, *args: Any, **kwargs: Any) -> Any:
+        self.written.clear()
+        time.sleep(0.3)
+        try:
+            return super().put(*args, **kwargs)
+        finally:
+            self.written.set()
+
+
+class TurnWatch(QueryLog):
+    """:class:`QueryLog` noting, for each document batch, whether the turn's checkpoint
+    had been written when it started."""
+
+    def __init__(self, inner: MiniLmEmbedder, saver: SlowSaver) -> None:
+        super().__init__(inner)
+        self.saver = saver
+        self.batches: list[tuple[list[str], bool]] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.batches.append((list(texts), self.saver.written.is_set()))
+        return self.inner.embed_documents(texts)
+
+
+def test_the_worker_embeds_a_turns_moments_after_the_turn(
+    minilm: MiniLmEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The moments a turn records are embedded after its checkpoint is written, not beside
+    it (the worker waits for the turn); they all get their vectors then."""
+    monkeypatch.setattr(semantic_module, "YIELD_S", 60)
+    saver = SlowSaver()
+    watch = TurnWatch(minilm, saver)
+    config = NotebookConfig.model_validate({"chat": {"context_search": "lexical"}})
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    with Notebook(backend, config=config, embedder=watch) as nb:
+        index = nb.semantic
+        assert index is not None
+        graph = build_chat_graph(
+            nb, saver, model=FakeListChatModel(responses=["Platform 4, at 7:40."])
+        )
+        graph.invoke({"messages": [HumanMessage("When does the Lyon train leave?")]}, THREAD)
+        assert index.wait_idle(60)
+        assert watch.batches and all(written for _, written in watch.batches)
+        assert sorted(t for texts, _ in watch.batches for t in texts) == [
+            "Platform 4, at 7:40.",
+            "When does the Lyon train leave?",
+        ]
+        assert nb.unembedded() == 0
+
+
+def test_a_turns_moments_are_indexed_after_it_without_a_read(tmp_path: Path) -> None:
+    """The full-text upkeep of a turn's moments runs after the turn (not in the next
+    turn's search); the next turn's context finds them by their words all the same."""
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    config = NotebookConfig.model_validate({"chat": {"context_search": "lexical"}})
+    with Notebook(backend, config=config, embedder=None, background_embedding=False) as nb:
+        graph = build_chat_graph(nb, model=FakeListChatModel(responses=["Noted."]))
+        graph.invoke({"messages": [HumanMessage("The locker code is 4471.")]}, THREAD)
+        nb.drain()
+
+        def marks() -> tuple[int, int]:
+            upkeep = backend.connection.execute("SELECT indexed_through FROM upkeep")
+            newest = backend.connection.execute("SELECT max(num) FROM moments")
+            return upkeep.fetchone()[0], newest.fetchone()[0]
+
+        indexed, newest = marks()
+        assert indexed == newest == 2
+        hits = nb.search("the locker code", mode="lexical")
+        assert [h.moment.content.text for h in hits][:1] == ["The locker code is 4471."]

@@ -11,9 +11,9 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -202,6 +202,19 @@ class Notebook:
         future = self._after_turn.submit(work)
         future.add_done_callback(_log_failure)
         return future
+
+    @contextmanager
+    def turn_running(self) -> Iterator[None]:
+        """Enter for the length of a chat turn: the embedding worker waits meanwhile (see
+        :meth:`SemanticIndex.turn`), so the turn's moments are embedded after it returns
+        rather than on the cores the rest of the turn needs; after a turn that returned,
+        the index upkeep of its moments runs as :meth:`after_turn` work, off the next
+        turn's search. It loads nothing: before the first record starts the worker there
+        is no worker to hold."""
+        semantic = self._semantic if self._background_embedding else None
+        with nullcontext() if semantic is None else semantic.turn():
+            yield
+        self.after_turn(self.backend.settle)
 
     def settle(self) -> None:
         """Catch up what is derived lazily from the moments recorded so far: the backend's

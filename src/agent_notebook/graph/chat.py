@@ -227,6 +227,7 @@ def build_chat_graph(
     compiled = compiled.with_config(configurable={DURABILITY: chat.checkpoint_durability})
     chat_graph = ChatGraph.of(keep_pool(compiled))  # a turn starts no threads
     chat_graph.on_new_message(context_builder.prepare)  # embedding starts with the run
+    chat_graph.around_runs(notebook.turn_running)  # the moments' vectors: after the run
     return chat_graph
 
 

@@ -22,6 +22,7 @@ from typing import Final, Literal, cast, get_args
 from ..errors import InvalidInput
 from ..model import Decision, Moment, PendingItem, Session
 from ..notebook import MAX_SEARCH_LIMIT, Notebook
+from ..search.engine import neighbour_ids
 from ..session.sections import SECTION_NAMES, SECTIONS
 from ..tokens import DEFAULT_COUNTER, TokenCounter
 
@@ -34,7 +35,6 @@ SUMMARY_CHARS: Final = 200
 HISTORY_SUMMARY_CHARS: Final = 400
 SUMMARY_SECTIONS: Final = ("Current State", "Task Specification")
 #: Prompt order of the kinds; fitting goes by the order of the candidates (priority).
-MOMENT_KINDS: Final = ("moment", "context")
 PROMPT_ORDER: Final = ("session_notebook", "condensed_history", "pending", "decision", "moment")
 
 _SENTENCE = re.compile(r"^.+?[.!?](?=\s|$)", re.S)
@@ -315,24 +315,29 @@ class ContextBuilder:
         return found
 
     def _moments(self, message: str, skip: set[str]) -> list[Moment]:
-        """The moments of the notebook's slice for ``message`` (matches with the turns
-        around them), most relevant first, minus those in ``skip``."""
+        """The notebook's best matches for ``message``, most relevant first, then, when
+        fewer than ``max_moments`` match, the turns just around them (as a slice gives
+        them: same session, not redacted); none of those in ``skip``. The matches come
+        loaded from the search; only the turns around them are read."""
         if self.max_moments == 0 or not message.strip():
             return []
-        found = self.notebook.slice(
+        hits = self.notebook.search(
             message,
-            max(1, self.budget_tokens),
-            audience="chat",
             limit=min(self.max_moments, MAX_SEARCH_LIMIT),
             exclude=skip,
             mode=self.notebook.config.chat.context_search,
         )
-        # The matches first, then the turns around them, within ``max_moments``.
-        ids = [
-            item.source.removeprefix("moment:")
-            for kind in MOMENT_KINDS
-            for item in found.items
-            if item.kind == kind
-        ]
-        kept = [i for i in ids if i not in skip][: self.max_moments]
-        return self.notebook.backend.get_moments(kept)
+        found = {h.moment.id: h.moment for h in hits if h.moment.id not in skip}
+        if len(found) >= self.max_moments or not found:
+            return list(found.values())[: self.max_moments]
+        matches = list(found.values())
+        wanted = {i for m in matches for i in neighbour_ids(m.number)} - found.keys() - skip
+        near = {m.id: m for m in self.notebook.backend.get_moments(sorted(wanted))}
+        for match in matches:
+            for moment_id in neighbour_ids(match.number):
+                moment = near.get(moment_id)
+                if moment is None or moment_id in found or len(found) >= self.max_moments:
+                    continue
+                if moment.session == match.session and moment.redacted is None:
+                    found[moment_id] = moment
+        return list(found.values())

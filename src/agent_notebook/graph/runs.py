@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from langchain_core.messages import HumanMessage
@@ -30,6 +31,10 @@ __all__ = ["ChatGraph"]
 #: embedding it, so that the embedding overlaps the checkpoint reads and the input write).
 #: Keyed by the graph's builder, which its copies (``with_config``) share.
 _early: weakref.WeakKeyDictionary[Any, Callable[[str], None]] = weakref.WeakKeyDictionary()
+#: What a graph's runs run inside (the chat graph holds the notebook's embedding worker).
+_around: weakref.WeakKeyDictionary[Any, Callable[[], AbstractContextManager[Any]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _new_message(input: Any) -> str | None:
@@ -52,6 +57,14 @@ class ChatGraph(CompiledStateGraph[Any, Any, Any, Any]):
         """Call ``early`` with the text of a run's new human message before the run."""
         _early[self.builder] = early
 
+    def around_runs(self, scope: Callable[[], AbstractContextManager[Any]]) -> None:
+        """Run every run inside ``scope()``, entered before the run and left after it."""
+        _around[self.builder] = scope
+
+    def _scope(self) -> AbstractContextManager[Any]:
+        scope = _around.get(self.builder)
+        return nullcontext() if scope is None else scope()
+
     def _announce(self, input: Any) -> None:
         early = _early.get(self.builder)
         if early is not None and (text := _new_message(input)) is not None:
@@ -68,46 +81,47 @@ class ChatGraph(CompiledStateGraph[Any, Any, Any, Any]):
         return self.checkpointer, str(thread)
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        turn = self._turn_of(config)
-        if turn is None:
-            self._announce(input)
-            return super().stream(input, config, **kwargs)
-        return self._stream_turn(turn, input, config, kwargs)
+        return self._stream_turn(self._turn_of(config), input, config, kwargs)
 
     def _stream_turn(
         self,
-        turn: tuple[SaverSemantics, str],
+        turn: tuple[SaverSemantics, str] | None,
         input: Any,
         config: RunnableConfig | None,
         kwargs: dict[str, Any],
     ) -> Iterator[Any]:
-        saver, thread = turn
-        self._announce(input)
-        with saver.turn(thread):
-            yield from super().stream(input, config, **kwargs)
+        with self._scope():
+            self._announce(input)
+            if turn is None:
+                yield from super().stream(input, config, **kwargs)
+                return
+            saver, thread = turn
+            with saver.turn(thread):
+                yield from super().stream(input, config, **kwargs)
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        turn = self._turn_of(config)
-        if turn is None:
+        with self._scope():
+            turn = self._turn_of(config)
+            if turn is None:
+                self._announce(input)
+                async for chunk in super().astream(input, config, **kwargs):
+                    yield chunk
+                return
+            saver, thread = turn
             self._announce(input)
-            async for chunk in super().astream(input, config, **kwargs):
-                yield chunk
-            return
-        saver, thread = turn
-        self._announce(input)
-        mark = await asyncio.to_thread(saver.begin_turn, thread)
-        try:
-            async for chunk in super().astream(input, config, **kwargs):
-                yield chunk
-        except GeneratorExit:  # the consumer stopped: end without awaiting
-            saver.end_turn(mark, failed=False)
-            raise
-        except BaseException:
-            await asyncio.shield(asyncio.to_thread(saver.end_turn, mark, failed=True))
-            raise
-        if saver.keep is None:  # a good turn's end only counts it out: no I/O, no hop
-            saver.end_turn(mark, failed=False)
-        else:  # it prunes the thread
-            await asyncio.to_thread(saver.end_turn, mark, failed=False)
+            mark = await asyncio.to_thread(saver.begin_turn, thread)
+            try:
+                async for chunk in super().astream(input, config, **kwargs):
+                    yield chunk
+            except GeneratorExit:  # the consumer stopped: end without awaiting
+                saver.end_turn(mark, failed=False)
+                raise
+            except BaseException:
+                await asyncio.shield(asyncio.to_thread(saver.end_turn, mark, failed=True))
+                raise
+            if saver.keep is None:  # a good turn's end only counts it out: no I/O, no hop
+                saver.end_turn(mark, failed=False)
+            else:  # it prunes the thread
+                await asyncio.to_thread(saver.end_turn, mark, failed=False)

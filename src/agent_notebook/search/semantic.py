@@ -20,8 +20,9 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -305,6 +306,18 @@ class SemanticIndex:
         with self._live_done:
             self._live_done.wait_for(lambda: not self._live or self._stopping, YIELD_S)
 
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        """Hold the worker while a chat turn runs: it waits (up to ``YIELD_S``) before its
+        next batch or chunk, so the moments the turn records are embedded after it, not on
+        the cores the rest of the turn (its checkpoint write) needs."""
+        with self._live_done:
+            self._live += 1
+        try:
+            yield
+        finally:
+            self._release(1)
+
     def prepare_query(self, query: str) -> None:
         """Start embedding ``query`` on a thread of its own: a search of it soon after
         takes that vector instead of embedding it again (a chat turn embeds its message
@@ -421,6 +434,7 @@ class SemanticIndex:
         if not newer_only:
             self._full_pass_at = time.monotonic()
         while True:
+            self._yield_to_searches()  # a turn or a search under way first
             # One batch at a time across threads, so the worker and a reindex never
             # embed the same moments twice.
             with self._embedding:
