@@ -20,7 +20,10 @@ the machine's load falls on every variant alike:
 (q) not a graph: one query embedding of the turn's message by the notebook's embedder, the
     part of a hybrid context that a lexical one does not pay.
 
-Each turn is one timed ``graph.invoke({"messages": [HumanMessage(text)]}, thread)``. Reported
+Each turn is one timed ``graph.invoke({"messages": [HumanMessage(text)]}, thread)``. After it,
+untimed, the variant finishes the turn's background work (ours: indexing and embedding the
+turn's moments), as in the pause before a user's next message, so it never lands on another
+variant's turn; ``--back-to-back`` skips the pause (ours' report prints how long it took). Reported
 per variant: p50/p95 over the last 10% of turns and over turns 100-200 (their p95 ratio says
 whether latency stays flat), total seconds (of its own turns), bytes on disk in the
 variant's directory (after embedding ours' backlog untimed, closing connections and a
@@ -33,7 +36,7 @@ process's interpreter lock, as in an app that runs one notebook. Without it all 
 share one process, and each notebook's background work lands on the other variants' turns.
 
     python bench/chat_turns.py [--turns 2000] [--only a,b,c,d,e,f,g,q] [--a-turns N]
-        [--seed 0] [--keep-checkpoints N] [--processes]
+        [--seed 0] [--keep-checkpoints N] [--processes] [--back-to-back]
 """
 
 from __future__ import annotations
@@ -79,6 +82,8 @@ TARGET_FLAT = 1.30
 TARGET_STORAGE = 8.0
 WINDOW = 100  # "ours below (a) at every turn count from 100 on", by windows of 100 turns
 ALL_VARIANTS = "abcdefgq"
+#: ``--back-to-back``: the next turn starts while a variant's background work still runs.
+BACK_TO_BACK = False
 
 # -- texts ------------------------------------------------------------------------------------
 
@@ -330,6 +335,7 @@ class Variant:
         self.users, self.answers = users, answers
         self.tmp = Path(tempfile.mkdtemp(prefix=f"chat_turns_{self.key}_", dir=base))
         self.times: list[float] = []
+        self.idle_times: list[float] = []
 
     def turns(self) -> int:
         return len(self.users)
@@ -339,10 +345,18 @@ class Variant:
         self.run(self.users[i])
         elapsed = time.perf_counter() - t0
         self.times.append(elapsed)
+        if not BACK_TO_BACK:
+            t1 = time.perf_counter()
+            self.between_turns()
+            self.idle_times.append(time.perf_counter() - t1)
         return elapsed
 
     def run(self, text: str) -> None:
         raise NotImplementedError
+
+    def between_turns(self) -> None:
+        """The user's think-time, untimed: the variant's background work of the turn
+        finishes before any variant's next turn, so it never lands on another's."""
 
     def finish(self) -> Result:
         """Close everything, measure the bytes on disk, remove the files."""
@@ -445,6 +459,13 @@ class OursVariant(Variant):
         else:
             self.loop.run_until_complete(self.graph.ainvoke(turn, THREAD))
 
+    def between_turns(self) -> None:
+        # After a turn ours indexes its moments (after_turn work) and embeds them (the
+        # worker waits while a turn runs): work for the pause before the next message.
+        self.nb.drain()
+        if (semantic := self.nb.semantic) is not None:
+            semantic.wait_idle(timeout=10)
+
     def close(self) -> tuple[int, dict[str, int], str]:
         if self.loop is not None:
             self.loop.close()
@@ -461,7 +482,13 @@ class OursVariant(Variant):
             table_bytes(self.home / "notebook.db"),
             f"checkpoints kept per thread: {chat.keep_checkpoints}; {checkpoints} checkpoints "
             f"(durability {chat.checkpoint_durability}); vectors stored for {vectors} of "
-            f"{moments} moments ({backlog} of them embedded after the last turn, untimed)",
+            f"{moments} moments ({backlog} of them embedded after the last turn, untimed)"
+            + (
+                ""
+                if BACK_TO_BACK
+                else f"; background work after a turn (untimed) p50 {ms(self.idle_times, 50):.1f}"
+                f" / p95 {ms(self.idle_times, 95):.1f} ms"
+            ),
         )
 
 
@@ -540,6 +567,8 @@ def own_processes(only: set[str], args: argparse.Namespace) -> list[Any]:
 def _serve_variant(key: str, args: argparse.Namespace, pipe: Any) -> None:
     """The child's side of :class:`OwnProcess`: build variant ``key`` as the bench would,
     then run what the parent asks, answering each with its result or its exception."""
+    global BACK_TO_BACK  # a spawned process inherits no module state
+    BACK_TO_BACK = args.back_to_back
     try:
         found = build_variants({key}, *texts_and_base(args), args)
         if not found:
@@ -827,7 +856,14 @@ def main() -> None:
         action="store_true",
         help="run each variant in a process of its own (see the module's docstring)",
     )
+    parser.add_argument(
+        "--back-to-back",
+        action="store_true",
+        help="no pause between turns: a variant's background work lands on the next turns",
+    )
     args = parser.parse_args()
+    global BACK_TO_BACK
+    BACK_TO_BACK = args.back_to_back
     only = {v.strip() for v in args.only.split(",") if v.strip()}
     if not only <= set(ALL_VARIANTS):
         parser.error(f"--only takes a comma-separated subset of {','.join(ALL_VARIANTS)}")
@@ -837,6 +873,11 @@ def main() -> None:
         f"fake answer, seed {args.seed}), variants {','.join(sorted(only))}, interleaved"
         + (f"; (a)/(b) {a_turns} turns" if a_turns != args.turns and only & {"a", "b"} else "")
         + (", each in its own process" if args.processes else ", in one process")
+        + (
+            ", back to back"
+            if args.back_to_back
+            else ", each variant's background work done between turns"
+        )
     )
     if args.processes:
         variants: Sequence[Any] = own_processes(only, args)
