@@ -486,8 +486,8 @@ class OursVariant(Variant):
             + (
                 ""
                 if BACK_TO_BACK
-                else f"; background work after a turn (untimed) p50 {ms(self.idle_times, 50):.1f}"
-                f" / p95 {ms(self.idle_times, 95):.1f} ms"
+                else f"; background work after a turn (untimed) p50 {ms(self.idle_times, 0.5):.1f}"
+                f" / p95 {ms(self.idle_times, 0.95):.1f} ms"
             ),
         )
 
