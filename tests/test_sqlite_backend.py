@@ -43,13 +43,19 @@ def term_docs(backend: SqliteBackend) -> dict[str, int]:
     return dict(rows.fetchall())
 
 
-def test_a_version_2_file_is_migrated_with_its_concepts_and_term_counts(tmp_path: Path) -> None:
-    path = tmp_path / "notebook.db"
+def old_layout(path: Path, version: int) -> sqlite3.Connection:
+    """A file as a notebook of schema ``version`` left it (its first migrations only)."""
     conn = sqlite3.connect(path, isolation_level=None)
-    for number, statements in enumerate(schema.MIGRATIONS[:2], start=1):
+    for number, statements in enumerate(schema.MIGRATIONS[:version], start=1):
         for statement in statements:
             conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {number}")
+    return conn
+
+
+def test_a_version_2_file_is_migrated_with_its_concepts_and_term_counts(tmp_path: Path) -> None:
+    path = tmp_path / "notebook.db"
+    conn = old_layout(path, 2)
     old = [
         moment(1, "the deploy failed", ["deploy"]),
         moment(2, "deploy again", ["deploy", "retry"]),
@@ -225,11 +231,7 @@ def test_a_moment_body_written_before_issue_17_reads_the_same(tmp_path: Path) ->
 def test_a_version_8_file_keeps_its_vectors_with_their_model_stored_once(tmp_path: Path) -> None:
     """Migration 9: ``moment_vectors.model`` (a name in every row) becomes an id."""
     path = tmp_path / "notebook.db"
-    conn = sqlite3.connect(path, isolation_level=None)
-    for number, statements in enumerate(schema.MIGRATIONS[:8], start=1):
-        for statement in statements:
-            conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {number}")
+    conn = old_layout(path, 8)
     conn.execute(
         "INSERT INTO sessions (id, started_us, body) VALUES (?, ?, ?)",
         schema.session_row(Session(id=SESSION, started=WHEN)),
@@ -280,11 +282,7 @@ def test_retrieval_keys_that_are_concepts_are_stored_as_their_positions(tmp_path
 def test_a_version_9_file_keeps_its_concepts_keyed_by_name(tmp_path: Path) -> None:
     """Migration 10: ``concepts`` without a rowid; new names are numbered after the old."""
     path = tmp_path / "notebook.db"
-    conn = sqlite3.connect(path, isolation_level=None)
-    for number, statements in enumerate(schema.MIGRATIONS[:9], start=1):
-        for statement in statements:
-            conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {number}")
+    conn = old_layout(path, 9)
     conn.execute(
         "INSERT INTO sessions (id, started_us, body) VALUES (?, ?, ?)",
         schema.session_row(Session(id=SESSION, started=WHEN)),
