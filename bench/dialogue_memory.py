@@ -46,6 +46,23 @@ DEFAULT_DATA = Path(__file__).parent / "data" / "dialogue_memory.json"
 FOLDS = 4
 #: The plain signals read the raw dialogue, as a search engine without our reading would.
 RAW = {**PLAIN, "dialogue_turns": 0}
+
+
+def context_grid(mode: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """``mode``'s variants of the exchange read beside the user's turns (the default,
+    7 turns at 0.35, is the plain variant)."""
+    return [
+        (
+            f"{mode}-context{n}-w{w}",
+            mode,
+            {"dialogue_context_turns": n, "dialogue_context_weight": w},
+        )
+        for n in (5, 7, 9)
+        for w in (0.2, 0.35, 0.5, 1.0)
+        if (n, w) != (7, 0.35)
+    ]
+
+
 VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
     ("bm25", "lexical", RAW),
     ("minilm", "vector", RAW),
@@ -56,29 +73,11 @@ VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
     ("vector-user2", "vector", {"dialogue_turns": 2}),
     ("vector-user4", "vector", {"dialogue_turns": 4}),
     ("vector-no-context", "vector", {"dialogue_context_weight": 0}),
-    *(
-        (
-            f"vector-context{n}-w{w}",
-            "vector",
-            {"dialogue_context_turns": n, "dialogue_context_weight": w},
-        )
-        for n in (5, 7, 9)
-        for w in (0.2, 0.35, 0.5, 1.0)
-        if (n, w) != (7, 0.35)
-    ),
+    *context_grid("vector"),
     *((f"vector-min{m}", "vector", {"dialogue_min_score": m}) for m in (0.0, 0.1, 0.2)),
     ("hybrid-whole", "hybrid", {"dialogue_turns": 0}),
     ("hybrid-no-context", "hybrid", {"dialogue_context_weight": 0}),
-    *(
-        (
-            f"hybrid-context{n}-w{w}",
-            "hybrid",
-            {"dialogue_context_turns": n, "dialogue_context_weight": w},
-        )
-        for n in (5, 7, 9)
-        for w in (0.2, 0.35, 0.5, 1.0)
-        if (n, w) != (7, 0.35)
-    ),
+    *context_grid("hybrid"),
     ("hybrid-no-latest", "hybrid", {"latest_turn_weight": 0}),
     ("hybrid-no-concepts", "hybrid", {"concept_weight": 0}),
     ("hybrid-long-off", "hybrid", {"long_query_terms": 0}),

@@ -876,14 +876,7 @@ class Notebook:
                 sessions[session_id] = self.get_session(session_id)
             return sessions[session_id]
 
-        # Every hit's neighbours in one read (a chat turn slices on every turn).
-        wanted = sorted({i for hit in hits for i in neighbour_ids(hit.moment.number)})
-        around = {m.id: m for m in self.backend.get_moments(wanted)} if wanted else {}
-
-        def neighbours_of(moment: Moment) -> list[Moment]:
-            near = [around[i] for i in neighbour_ids(moment.number) if i in around]
-            return [m for m in near if m.session == moment.session and m.redacted is None]
-
+        around = self.turns_around([hit.moment for hit in hits])
         return build_slice(
             query,
             hits,
@@ -891,9 +884,25 @@ class Notebook:
             audience=audience,
             counter=self.tokens,
             session_of=session_of,
-            neighbours_of=neighbours_of,
+            neighbours_of=lambda moment: around.get(moment.id, []),
             fmt=fmt,
         )
+
+    def turns_around(self, moments: Sequence[Moment]) -> dict[str, list[Moment]]:
+        """Each moment's id → the turns just before and after it in its session (not
+        redacted), all read at once (a chat turn asks on every turn)."""
+        wanted = sorted({i for moment in moments for i in neighbour_ids(moment.number)})
+        found = {m.id: m for m in self.backend.get_moments(wanted)} if wanted else {}
+        return {
+            moment.id: [
+                near
+                for i in neighbour_ids(moment.number)
+                if (near := found.get(i)) is not None
+                and near.session == moment.session
+                and near.redacted is None
+            ]
+            for moment in moments
+        }
 
     def write_back(
         self,

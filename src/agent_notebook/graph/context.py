@@ -22,7 +22,6 @@ from typing import Final, Literal, cast, get_args
 from ..errors import InvalidInput
 from ..model import Decision, Moment, PendingItem, Session
 from ..notebook import MAX_SEARCH_LIMIT, Notebook
-from ..search.engine import neighbour_ids
 from ..session.sections import SECTION_NAMES, SECTIONS
 from ..tokens import DEFAULT_COUNTER, TokenCounter
 
@@ -331,13 +330,11 @@ class ContextBuilder:
         if len(found) >= self.max_moments or not found:
             return list(found.values())[: self.max_moments]
         matches = list(found.values())
-        wanted = {i for m in matches for i in neighbour_ids(m.number)} - found.keys() - skip
-        near = {m.id: m for m in self.notebook.backend.get_moments(sorted(wanted))}
+        around = self.notebook.turns_around(matches)
         for match in matches:
-            for moment_id in neighbour_ids(match.number):
-                moment = near.get(moment_id)
-                if moment is None or moment_id in found or len(found) >= self.max_moments:
-                    continue
-                if moment.session == match.session and moment.redacted is None:
-                    found[moment_id] = moment
+            for moment in around[match.id]:
+                if moment.id not in found and moment.id not in skip:
+                    if len(found) >= self.max_moments:
+                        return list(found.values())
+                    found[moment.id] = moment
         return list(found.values())
