@@ -38,7 +38,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -490,6 +490,13 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown variants {unknown}; known: {', '.join(by_name)}")
     variants = [by_name[n] for n in args.variants.split(",")]
+    if args.embedder not in ("default", "minilm", "none"):  # the plain vector row is its own
+        variants = [
+            replace(v, name=args.embedder, note=f"{args.embedder} alone, raw question")
+            if v.name == "minilm"
+            else v
+            for v in variants
+        ]
     data = json.loads(args.data.read_text(encoding="utf-8"))
     run(args, data, variants)
 
