@@ -530,13 +530,21 @@ class Notebook:
         return self.record_many(session_id, [{"text": text, **fields, **media}])[0]
 
     def record_many(
-        self, session_id: str, drafts: Iterable[MomentDraft | dict[str, Any]]
+        self,
+        session_id: str,
+        drafts: Iterable[MomentDraft | dict[str, Any]],
+        *,
+        condensed_history: str | None = None,
     ) -> list[Moment]:
         """Record moments in one transaction: all of them or, on any error, none. Each
-        draft is checked first (:meth:`check_drafts`)."""
+        draft is checked first (:meth:`check_drafts`). ``condensed_history``: the session's
+        new condensed history, written in the same transaction (as :meth:`update_session`
+        would; the chat graph's turn that compacts its thread commits once)."""
         check_session_id(session_id)
         checked = self.check_drafts(drafts)
         if not checked:
+            if condensed_history is not None:
+                self.update_session(session_id, condensed_history=condensed_history)
             return []
         privacy = self.config.privacy  # secrets first: no concept or key is made of one
         checked, masked = secret_masking.screen(checked, privacy.secrets)
@@ -549,7 +557,7 @@ class Notebook:
         try:
             if any(attached):
                 prepared = self._store_media(prepared, attached, copied)
-            moments = self._commit(session_id, prepared, masked, stripped)
+            moments = self._commit(session_id, prepared, masked, stripped, condensed_history)
         except BaseException:
             if copied:  # copied for this record only: gone with it
                 from .media.store import media_paths_of
@@ -576,6 +584,7 @@ class Notebook:
         prepared: list[Moment],
         masked: dict[int, list[str]],
         stripped: list[tuple[MomentDraft, list[str]]],
+        condensed_history: str | None = None,
     ) -> list[Moment]:
         with self.backend.atomic():
             session, lagging = self._session_with_lag(session_id)
@@ -593,7 +602,12 @@ class Notebook:
                 audit.note(session, modalities.audit_text(name), once=True)
             # The stats are derivable from the moments: the row is rewritten only now and
             # then (fewer pages per record), or when the audit log changed.
-            if masked or dropped or lagging + len(moments) >= SESSION_ROW_LAG:
+            changed = condensed_history is not None and (
+                condensed_history != session.context.condensed_history
+            )
+            if changed:
+                session.context.condensed_history = condensed_history or ""
+            if changed or masked or dropped or lagging + len(moments) >= SESSION_ROW_LAG:
                 self.backend.put_session(session)
         return moments
 
