@@ -362,3 +362,33 @@ def test_a_chat_turns_after_turn_work_waits_for_its_checkpoint(
         nb.drain()
     assert "analysis" in events
     assert events.index("analysis") > max(i for i, e in enumerate(events) if e == "checkpoint")
+
+
+def test_sqlites_log_is_checkpointed_between_turns_not_in_them(tmp_path: Path) -> None:
+    """SQLite copies its write-ahead log into the file in the commit that takes it past
+    1,000 pages: a turn's. The notebook does it after turns (every few), so no turn writes
+    the database file itself."""
+    import os
+    import random
+
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    config = NotebookConfig.model_validate({"chat": {"context_search": "lexical"}})
+    rng = random.Random(0)
+    words = [f"word{i}" for i in range(400)]
+
+    def text(n: int) -> str:
+        return " ".join(rng.choice(words) for _ in range(n))
+
+    with Notebook(backend, config=config, embedder=None, background_embedding=False) as nb:
+        model = FakeListChatModel(responses=[text(60) for _ in range(60)])
+        graph = build_chat_graph(nb, model=model)
+        written_in_turn, written_between = [], []
+        for _ in range(60):
+            before = os.stat(backend.path).st_mtime_ns
+            graph.invoke({"messages": [HumanMessage(text(45))]}, THREAD)
+            after = os.stat(backend.path).st_mtime_ns
+            nb.drain()
+            written_in_turn.append(after != before)
+            written_between.append(os.stat(backend.path).st_mtime_ns != after)
+    assert not any(written_in_turn)
+    assert any(written_between)

@@ -227,7 +227,9 @@ class Notebook:
         :meth:`SemanticIndex.turn`), so the turn's moments are embedded after it returns
         rather than on the cores the rest of the turn needs; the work the turn hands to
         :meth:`after_turn` starts when it ends; after a turn that returned, the index
-        upkeep of its moments runs as :meth:`after_turn` work, off the next turn's search.
+        upkeep of its moments runs as :meth:`after_turn` work, off the next turn's search,
+        and so does a checkpoint of SQLite's write-ahead log now and then
+        (:meth:`StorageBackend.fold_log`), off a later turn's commit.
         It loads nothing: before the first record starts the worker there is no worker to
         hold."""
         semantic = self._semantic if self._background_embedding else None
@@ -241,7 +243,11 @@ class Notebook:
                 _TURN_WORK.reset(token)
             for job in held.release():
                 self._submit(job)
-        self.after_turn(self.backend.settle)
+        self.after_turn(self._after_a_turn)
+
+    def _after_a_turn(self) -> None:
+        self.backend.settle()  # the turn's moments indexed
+        self.backend.fold_log()  # now and then the write-ahead log checkpointed, off a turn
 
     def settle(self) -> None:
         """Catch up what is derived lazily from the moments recorded so far: the backend's
