@@ -171,3 +171,62 @@ def test_the_session_notebook_is_updated_after_the_turn(nb: Notebook) -> None:
     notes = nb.session_notebook("t-1").sync
     assert "tests/test_auth.py" in notes.get_section("Files and Functions")
     assert notes.should_update(turn(graph, "thanks")["messages"]) is False
+
+
+def test_a_turn_that_compacts_commits_its_moments_and_condensed_history_once(
+    nb: Notebook,
+) -> None:
+    import threading
+
+    settings = ChatSettings(live_budget_tokens=400, condensed_history_tokens=120)
+    graph = build_chat_graph(nb, model=fake("Answer " + "with detail " * 20), settings=settings)
+    statements: list[tuple[str, str]] = []  # (thread, statement) on the notebook's writer
+
+    def traced(statement: str) -> None:
+        statements.append((threading.current_thread().name, statement.strip().upper()))
+
+    nb.backend.connection.set_trace_callback(traced)
+    try:
+        condensed = ""
+        for i in range(12):
+            nb.drain()  # the pause before the next message (its upkeep commits too)
+            statements.clear()
+            condensed = turn(graph, f"Question {i} " + "padding " * 20)["condensed_history"]
+            if condensed:
+                break
+    finally:
+        nb.backend.connection.set_trace_callback(None)
+    assert condensed  # this turn moved messages into the condensed history
+    in_turn = [s for name, s in statements if not name.startswith("agent-notebook_")]
+    assert in_turn.count("COMMIT") == 1  # its moments and the session's condensed history
+    session = nb.get_session(nb.thread_session("t-1"))
+    assert session.context.condensed_history == condensed
+
+
+def test_the_messages_a_turn_folds_away_were_analysed_after_the_turns_that_brought_them(
+    nb: Notebook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import agent_notebook.summarize as summarize
+
+    analysed: list[str] = []  # the thread of each sentence analysis
+    units = summarize._units
+
+    def counted(sentence: str) -> tuple[dict[str, float], float]:
+        analysed.append(threading.current_thread().name)
+        return units(sentence)
+
+    monkeypatch.setattr(summarize, "_units", counted)
+    settings = ChatSettings(live_budget_tokens=400, condensed_history_tokens=120)
+    graph = build_chat_graph(nb, model=fake("Answer. " + "With detail. " * 20), settings=settings)
+    condensed = ""
+    for i in range(12):
+        nb.drain()  # the pause before the next message
+        analysed.clear()
+        condensed = turn(graph, f"Question {i}. " + "Padding here. " * 20)["condensed_history"]
+        if condensed:
+            break
+    assert condensed  # this turn folded messages into the condensed history…
+    during_turn = [name for name in analysed if not name.startswith("agent-notebook_")]
+    assert during_turn == []  # …whose sentences had been analysed in the pauses before it

@@ -353,6 +353,91 @@ def test_extractive_keeps_previous_first_and_trims_its_oldest_end() -> None:
         ExtractiveSummarizer().summarize(SOURCES, max_tokens=0)
 
 
+def _plain_greedy(
+    summarizer: ExtractiveSummarizer, texts: list[str], max_tokens: int
+) -> list[tuple[int, str]]:
+    """The lines of the greedy choice that scores every candidate again each round (what
+    :meth:`ExtractiveSummarizer.pick` rescores only where coverage changed); for texts
+    without a role prefix, whose lines fit ``max_tokens`` as they are."""
+    import math
+    from collections import Counter
+
+    from agent_notebook.summarize import NOVELTY, _sentences, _units
+
+    count = summarizer.counter.count
+    rows: list[tuple[str, dict[str, float], float, int]] = []
+    weight: dict[str, float] = {}
+    texts_with: Counter[str] = Counter()
+    for t, text in enumerate(texts):
+        here: set[str] = set()
+        for sentence, units_of in _sentences(text, max_tokens, summarizer.counter):
+            units, value = _units(units_of)
+            weight.update({u: weight.get(u, 0.0) + w for u, w in units.items()})
+            here.update(units)
+            rows.append((sentence, units, value, t))
+        texts_with.update(here)
+    for u in weight:
+        weight[u] *= math.log((len(texts) + 1) / texts_with[u])
+    totals = [sum(units.values()) for _, units, _, _ in rows]
+    sizes = [count(sentence) + 1 for sentence, *_ in rows]
+    candidates = [c for c in range(len(rows)) if totals[c]]
+    covered: set[str] = set()
+    picked: list[int] = []
+    used = 0
+    while candidates and used < max_tokens:
+        scores: dict[int, float] = {}
+        for c in candidates:
+            new = {u: w for u, w in rows[c][1].items() if u not in covered}
+            if sum(new.values()) >= NOVELTY * totals[c]:
+                scores[c] = sum(weight[u] for u in new) * (0.5 + rows[c][2]) / sizes[c] ** 0.5
+        if not scores:
+            break
+        best = max(scores, key=lambda c: (scores[c], -c))
+        candidates = [c for c in scores if c != best]
+        if used + sizes[best] <= max_tokens:
+            picked.append(best)
+            used += sizes[best]
+            covered.update(rows[best][1])
+    lines: dict[int, list[str]] = {}
+    for c in sorted(picked):
+        lines.setdefault(rows[c][3], []).append(rows[c][0])
+    return [(t, " ".join(parts)) for t, parts in sorted(lines.items())]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["auth", "Lyon", "m_12", "token", "the", "v2.1", "Paris"]))
+        .map(" ".join)
+        .map(lambda s: s + "."),
+        min_size=1,
+        max_size=12,
+    ),
+    st.integers(20, 200),
+)
+def test_extractive_picks_as_the_plain_greedy_choice_does(
+    sentences: list[str], budget: int
+) -> None:
+    """Rescoring only the candidates whose units were just covered picks the same
+    sentences as rescoring all of them each round."""
+    summarizer = ExtractiveSummarizer()
+    texts = [" ".join(sentences[i : i + 3]) for i in range(0, len(sentences), 3)]
+    expected = _plain_greedy(summarizer, texts, budget)
+    if DEFAULT_COUNTER.count("\n".join(line for _, line in expected)) <= budget:
+        assert summarizer.pick(texts, budget) == expected
+
+
+def test_a_prepared_summarizer_summarizes_alike_without_analysing_again() -> None:
+    cold = ExtractiveSummarizer()
+    expected = cold.summarize(SOURCES, previous="old", max_tokens=200)
+    assert cold.units_made > 0
+    warm = ExtractiveSummarizer()
+    warm.prepare(SOURCES[:3])
+    warm.prepare(SOURCES[3:])
+    assert warm.summarize(SOURCES, previous="old", max_tokens=200) == expected
+    assert warm.units_made == 0  # every sentence's units came from prepare
+
+
 def test_llm_summarizer_strips_think_blocks() -> None:
     model = FakeListChatModel(responses=["<think>which ids?</think>\nLogin fixed (m_12)."])
     summarizer = LlmSummarizer(model)

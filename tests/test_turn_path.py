@@ -315,3 +315,80 @@ def test_a_turns_moments_are_indexed_after_it_without_a_read(tmp_path: Path) -> 
         assert indexed == newest == 2
         hits = nb.search("the locker code", mode="lexical")
         assert [h.moment.content.text for h in hits][:1] == ["The locker code is 4471."]
+
+
+def test_work_handed_over_during_a_turn_starts_when_the_turn_ends(tmp_path: Path) -> None:
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    with Notebook(backend, embedder=None, background_embedding=False) as nb:
+        ran: list[str] = []
+        with nb.turn_running():
+            held = nb.after_turn(lambda: ran.append("held"))
+            nb.drain()  # waits for what was submitted: the held work is not yet
+            assert ran == [] and not held.done()
+        nb.drain()
+        assert ran == ["held"] and held.done()
+        nb.after_turn(lambda: ran.append("between turns"))
+        nb.drain()
+        assert ran == ["held", "between turns"]
+
+
+def test_a_chat_turns_after_turn_work_waits_for_its_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The work a turn hands over (here: the analysis of its messages for a later
+    condensed history) does not run beside the turn's checkpoint write but after it."""
+    import agent_notebook.summarize as summarize
+
+    events: list[str] = []
+    units = summarize._units
+
+    def analysed(sentence: str) -> tuple[dict[str, float], float]:
+        events.append("analysis")
+        return units(sentence)
+
+    monkeypatch.setattr(summarize, "_units", analysed)
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    config = NotebookConfig.model_validate({"chat": {"context_search": "lexical"}})
+    with Notebook(backend, config=config, embedder=None, background_embedding=False) as nb:
+
+        class Watched(InMemorySaver):
+            def put(self, *args: Any, **kwargs: Any) -> Any:
+                nb.drain()  # runs whatever after-turn work was submitted by now
+                events.append("checkpoint")
+                return super().put(*args, **kwargs)
+
+        graph = build_chat_graph(nb, Watched(), model=FakeListChatModel(responses=["Platform 4."]))
+        graph.invoke({"messages": [HumanMessage("Which platform for Lyon?")]}, THREAD)
+        nb.drain()
+    assert "analysis" in events
+    assert events.index("analysis") > max(i for i, e in enumerate(events) if e == "checkpoint")
+
+
+def test_sqlites_log_is_checkpointed_between_turns_not_in_them(tmp_path: Path) -> None:
+    """SQLite copies its write-ahead log into the file in the commit that takes it past
+    1,000 pages: a turn's. The notebook does it after turns (every few), so no turn writes
+    the database file itself."""
+    import os
+    import random
+
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    config = NotebookConfig.model_validate({"chat": {"context_search": "lexical"}})
+    rng = random.Random(0)
+    words = [f"word{i}" for i in range(400)]
+
+    def text(n: int) -> str:
+        return " ".join(rng.choice(words) for _ in range(n))
+
+    with Notebook(backend, config=config, embedder=None, background_embedding=False) as nb:
+        model = FakeListChatModel(responses=[text(60) for _ in range(60)])
+        graph = build_chat_graph(nb, model=model)
+        written_in_turn, written_between = [], []
+        for _ in range(60):
+            before = os.stat(backend.path).st_mtime_ns
+            graph.invoke({"messages": [HumanMessage(text(45))]}, THREAD)
+            after = os.stat(backend.path).st_mtime_ns
+            nb.drain()
+            written_in_turn.append(after != before)
+            written_between.append(os.stat(backend.path).st_mtime_ns != after)
+    assert not any(written_in_turn)
+    assert any(written_between)

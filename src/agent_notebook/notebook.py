@@ -13,7 +13,8 @@ import tempfile
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -196,25 +197,57 @@ class Notebook:
     def after_turn(self, work: Callable[[], object]) -> Future[object]:
         """Run derived work (a session-notebook update) after the turn, off the hot path, one
         job at a time, in submission order. :meth:`close` and :meth:`drain` wait for it;
-        a failure is logged (the raw log it derives from is already written)."""
+        a failure is logged (the raw log it derives from is already written). Work handed
+        over while a turn runs (:meth:`turn_running`) starts when that turn ends, so that it
+        takes no time (nor the interpreter lock) from the rest of the turn."""
+        future: Future[object] = Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(work())
+            except Exception as err:  # noqa: BLE001 (the future carries it; _log_failure logs it)
+                future.set_exception(err)
+
+        future.add_done_callback(_log_failure)
+        held = _TURN_WORK.get()
+        if held is None or held.notebook is not self or not held.hold(run):
+            self._submit(run)
+        return future
+
+    def _submit(self, job: Callable[[], None]) -> None:
         if self._after_turn is None:
             self._after_turn = ThreadPoolExecutor(1, thread_name_prefix="agent-notebook")
-        future = self._after_turn.submit(work)
-        future.add_done_callback(_log_failure)
-        return future
+        self._after_turn.submit(job)
 
     @contextmanager
     def turn_running(self) -> Iterator[None]:
         """Enter for the length of a chat turn: the embedding worker waits meanwhile (see
         :meth:`SemanticIndex.turn`), so the turn's moments are embedded after it returns
-        rather than on the cores the rest of the turn needs; after a turn that returned,
-        the index upkeep of its moments runs as :meth:`after_turn` work, off the next
-        turn's search. It loads nothing: before the first record starts the worker there
-        is no worker to hold."""
+        rather than on the cores the rest of the turn needs; the work the turn hands to
+        :meth:`after_turn` starts when it ends; after a turn that returned, the index
+        upkeep of its moments runs as :meth:`after_turn` work, off the next turn's search,
+        and so does a checkpoint of SQLite's write-ahead log now and then
+        (:meth:`StorageBackend.fold_log`), off a later turn's commit.
+        It loads nothing: before the first record starts the worker there is no worker to
+        hold."""
         semantic = self._semantic if self._background_embedding else None
-        with nullcontext() if semantic is None else semantic.turn():
-            yield
-        self.after_turn(self.backend.settle)
+        held = _HeldWork(self)
+        token = _TURN_WORK.set(held)
+        try:
+            with nullcontext() if semantic is None else semantic.turn():
+                yield
+        finally:
+            with suppress(ValueError):  # left in another context (a generator closed late)
+                _TURN_WORK.reset(token)
+            for job in held.release():
+                self._submit(job)
+        self.after_turn(self._after_a_turn)
+
+    def _after_a_turn(self) -> None:
+        self.backend.settle()  # the turn's moments indexed
+        self.backend.fold_log()  # now and then the write-ahead log checkpointed, off a turn
 
     def settle(self) -> None:
         """Catch up what is derived lazily from the moments recorded so far: the backend's
@@ -232,7 +265,8 @@ class Notebook:
                     self.backend.put_session(caught_up[0])
 
     def drain(self) -> None:
-        """Wait until the work handed to :meth:`after_turn` so far is done."""
+        """Wait until the work handed to :meth:`after_turn` so far is done (not the work a
+        running turn holds: it starts when the turn ends)."""
         if self._after_turn is not None:
             self._after_turn.submit(lambda: None).result()
 
@@ -530,13 +564,21 @@ class Notebook:
         return self.record_many(session_id, [{"text": text, **fields, **media}])[0]
 
     def record_many(
-        self, session_id: str, drafts: Iterable[MomentDraft | dict[str, Any]]
+        self,
+        session_id: str,
+        drafts: Iterable[MomentDraft | dict[str, Any]],
+        *,
+        condensed_history: str | None = None,
     ) -> list[Moment]:
         """Record moments in one transaction: all of them or, on any error, none. Each
-        draft is checked first (:meth:`check_drafts`)."""
+        draft is checked first (:meth:`check_drafts`). ``condensed_history``: the session's
+        new condensed history, written in the same transaction (as :meth:`update_session`
+        would; the chat graph's turn that compacts its thread commits once)."""
         check_session_id(session_id)
         checked = self.check_drafts(drafts)
         if not checked:
+            if condensed_history is not None:
+                self.update_session(session_id, condensed_history=condensed_history)
             return []
         privacy = self.config.privacy  # secrets first: no concept or key is made of one
         checked, masked = secret_masking.screen(checked, privacy.secrets)
@@ -549,7 +591,7 @@ class Notebook:
         try:
             if any(attached):
                 prepared = self._store_media(prepared, attached, copied)
-            moments = self._commit(session_id, prepared, masked, stripped)
+            moments = self._commit(session_id, prepared, masked, stripped, condensed_history)
         except BaseException:
             if copied:  # copied for this record only: gone with it
                 from .media.store import media_paths_of
@@ -576,6 +618,7 @@ class Notebook:
         prepared: list[Moment],
         masked: dict[int, list[str]],
         stripped: list[tuple[MomentDraft, list[str]]],
+        condensed_history: str | None = None,
     ) -> list[Moment]:
         with self.backend.atomic():
             session, lagging = self._session_with_lag(session_id)
@@ -593,7 +636,12 @@ class Notebook:
                 audit.note(session, modalities.audit_text(name), once=True)
             # The stats are derivable from the moments: the row is rewritten only now and
             # then (fewer pages per record), or when the audit log changed.
-            if masked or dropped or lagging + len(moments) >= SESSION_ROW_LAG:
+            changed = condensed_history is not None and (
+                condensed_history != session.context.condensed_history
+            )
+            if changed:
+                session.context.condensed_history = condensed_history or ""
+            if changed or masked or dropped or lagging + len(moments) >= SESSION_ROW_LAG:
                 self.backend.put_session(session)
         return moments
 
@@ -1376,6 +1424,34 @@ class Notebook:
 def _log_failure(future: Future[object]) -> None:
     if (err := future.exception()) is not None:
         log.error("work after a turn failed: %s", err, exc_info=err)
+
+
+class _HeldWork:
+    """The :meth:`Notebook.after_turn` work handed over during one running turn, held until
+    the turn ends (then released, and closed: later work is submitted at once)."""
+
+    def __init__(self, notebook: Notebook) -> None:
+        self.notebook = notebook
+        self._jobs: list[Callable[[], None]] = []
+        self._open = True
+        self._lock = threading.Lock()
+
+    def hold(self, job: Callable[[], None]) -> bool:
+        with self._lock:
+            if self._open:
+                self._jobs.append(job)
+            return self._open
+
+    def release(self) -> list[Callable[[], None]]:
+        with self._lock:
+            self._open = False
+            jobs, self._jobs = self._jobs, []
+            return jobs
+
+
+#: The running turn's held work, seen by the threads the turn's run hands work to (LangGraph
+#: and ``asyncio.to_thread`` copy the context).
+_TURN_WORK: ContextVar[_HeldWork | None] = ContextVar("agent_notebook_turn_work", default=None)
 
 
 def _apply(session: Session, changes: dict[str, Any], condensed_history: str | None) -> Session:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Final, Protocol, runtime_checkable
 
 from langchain_core.language_models import BaseChatModel
@@ -41,6 +42,7 @@ __all__ = [
 MAX_SOURCE_CHARS: Final = 4000  # longer source texts keep their start and end in a prompt
 MAX_PROMPT_IDENTIFIERS: Final = 60
 NOVELTY: Final = 0.5  # a sentence is picked only if at least this share of its weight is new
+UNITS_KEPT: Final = 4096  # sentences whose units a summarizer keeps (see prepare)
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?…])\s+(?=\S)|\s*\n+\s*")
 _ROLE: Final = re.compile(r"(?:user|assistant|system|tool result(?: \(error\))?): ")
 _WORD: Final = re.compile(r"[^\W\d_][\w'-]{2,}")
@@ -115,6 +117,35 @@ class ExtractiveSummarizer:
 
     def __init__(self, counter: TokenCounter = DEFAULT_COUNTER) -> None:
         self.counter = counter
+        # Sentence -> its units (:func:`_units`, a pure function of the sentence), newest
+        # last, at most UNITS_KEPT: filled by :meth:`prepare` and by :meth:`pick`.
+        self._units: dict[str, tuple[dict[str, float], float]] = {}
+        self._units_lock = threading.Lock()
+        #: How many sentences :meth:`pick` has had to analyse itself (not found prepared).
+        self.units_made = 0
+
+    def prepare(self, texts: Sequence[str]) -> None:
+        """Analyse the sentences of ``texts`` now, for a later :meth:`summarize` of them:
+        the chat graph prepares a turn's messages after the turn, so that the turn that
+        folds them into the condensed history does not analyse them then. The result is
+        the same either way."""
+        for text in texts:
+            for _, units_of in _sentences(text, None, self.counter):
+                self._units_of(units_of, count=False)
+
+    def _units_of(self, text: str, *, count: bool = True) -> tuple[dict[str, float], float]:
+        with self._units_lock:
+            found = self._units.get(text)
+        if found is not None:
+            return found
+        found = _units(text)
+        with self._units_lock:
+            if count:
+                self.units_made += 1
+            self._units[text] = found
+            while len(self._units) > UNITS_KEPT:
+                del self._units[next(iter(self._units))]
+        return found
 
     async def asummarize(
         self, texts: Sequence[str], *, previous: str = "", guidance: str = "", max_tokens: int = 400
@@ -145,9 +176,8 @@ class ExtractiveSummarizer:
         for t, text in enumerate(texts):
             role = m.group(0) if (m := _ROLE.match(text)) else ""
             here: set[str] = set()
-            for s, sentence in enumerate(p for p in _SENTENCE_END.split(text.strip()) if p):
-                sentence = _clip(sentence, max(8, max_tokens // 3), self.counter)
-                units, value = _units(sentence.removeprefix(role) if s == 0 else sentence)
+            for s, (sentence, units_of) in enumerate(_sentences(text, max_tokens, self.counter)):
+                units, value = self._units_of(units_of)
                 weight.update({u: weight.get(u, 0.0) + w for u, w in units.items()})
                 here.update(units)
                 sentences.append((t, "" if s == 0 else role, sentence, units, value))
@@ -158,23 +188,37 @@ class ExtractiveSummarizer:
         totals = [sum(units.values()) for *_, units, _ in sentences]
         sizes = [count(role + sentence) + 1 for _, role, sentence, *_ in sentences]
         candidates = [c for c in range(len(sentences)) if totals[c]]
+        holding: dict[str, list[int]] = {}  # unit -> the candidates whose sentence has it
+        for c in candidates:
+            for u in sentences[c][3]:
+                holding.setdefault(u, []).append(c)
+        scores: dict[int, float] = {}
+        stale = set(candidates)  # candidates whose score coverage may have changed
         picked: list[int] = []
         used = 0
         while candidates and used < max_tokens:
-            scores: dict[int, float] = {}
             for c in candidates:  # novelty only falls as coverage grows: drop the stale ones
+                if c not in stale:  # none of its units was covered since it was scored
+                    continue
                 new = {u: w for u, w in sentences[c][3].items() if u not in covered}
                 if sum(new.values()) >= NOVELTY * totals[c]:  # gain: units weighed by recurrence
                     gain = sum(weight[u] for u in new) * (0.5 + sentences[c][4])
                     scores[c] = gain / sizes[c] ** 0.5
+                else:
+                    scores.pop(c, None)
+            stale.clear()
             if not scores:
                 break
             best = max(scores, key=lambda c: (scores[c], -c))
-            candidates = [c for c in scores if c != best]
+            del scores[best]
+            candidates = list(scores)
             if used + sizes[best] <= max_tokens:
                 picked.append(best)
                 used += sizes[best]
-                covered.update(sentences[best][3])
+                for u in sentences[best][3]:
+                    if u not in covered:
+                        covered.add(u)
+                        stale.update(holding[u])
         lines: dict[int, list[str]] = {}
         for c in sorted(picked):
             t, role, sentence, *_ = sentences[c]
@@ -184,6 +228,19 @@ class ExtractiveSummarizer:
         while out and count("\n".join(line for _, line in out)) > max_tokens:  # not additive
             out.pop()
         return out
+
+
+def _sentences(
+    text: str, max_tokens: int | None, counter: TokenCounter
+) -> Iterator[tuple[str, str]]:
+    """The sentences of ``text`` as :meth:`ExtractiveSummarizer.pick` takes them (each cut
+    to a third of ``max_tokens``, when given), each with the text its units are made of
+    (the first one without its role prefix)."""
+    role = m.group(0) if (m := _ROLE.match(text)) else ""
+    for s, sentence in enumerate(p for p in _SENTENCE_END.split(text.strip()) if p):
+        if max_tokens is not None:
+            sentence = _clip(sentence, max(8, max_tokens // 3), counter)
+        yield sentence, sentence.removeprefix(role) if s == 0 else sentence
 
 
 def _units(sentence: str) -> tuple[dict[str, float], float]:

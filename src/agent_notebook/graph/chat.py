@@ -196,10 +196,8 @@ def build_chat_graph(
     def remember(state: ThreadState, turn: Turn, answer: BaseMessage) -> dict[str, Any]:
         """The state update of ``turn`` answered by ``answer``."""
         messages = [*turn.messages, answer]
-        notebook.record_many(turn.session_id, kept(drafts_for([*turn.unrecorded, answer])))
+        new = [*turn.unrecorded, answer]
         notes = notebook.session_notebook(turn.thread_id).sync
-        if notes.should_update(messages):  # derived data: updated after the turn
-            notebook.after_turn(lambda: notes.update_from(messages, updater))
         update: dict[str, Any] = {
             "messages": [answer],
             "recorded_through": answer.id,
@@ -209,9 +207,14 @@ def build_chat_graph(
         previous = turn.fitted[1] if turn.fitted else state.get("condensed_history") or ""
         if (after := compacted(messages, previous, notes.render_for_compaction)) is not None:
             cuts.append(after)
+        condensed = cuts[-1][1] if cuts else None
+        # The moments and the session's condensed history: one transaction, one commit.
+        notebook.record_many(turn.session_id, kept(drafts_for(new)), condensed_history=condensed)
+        if isinstance(summarizer, ExtractiveSummarizer):  # the turn that folds them is spared it
+            notebook.after_turn(lambda: summarizer.prepare(messages_as_texts(new)))
+        if notes.should_update(messages):  # derived data: updated after the turn
+            notebook.after_turn(lambda: notes.update_from(messages, updater))
         if cuts:
-            condensed = cuts[-1][1]
-            notebook.update_session(turn.session_id, condensed_history=condensed)
             gone = [marker for plan, _ in cuts for marker in removals(plan)]
             update |= {"messages": [*gone, answer], "condensed_history": condensed}
         return update

@@ -379,6 +379,12 @@ class StorageBackend(ABC):
         moment). Nothing to do for a backend that keeps its indexes in step."""
         return None
 
+    def fold_log(self) -> None:
+        """Work a caller does after a chat turn, when it has the time: a backend with a
+        write-ahead log copies it into its file now and then, so that this does not happen
+        in a later turn's commit. Nothing to do for most backends."""
+        return None
+
     def maintenance_lock(self, name: str) -> AbstractContextManager[None]:
         """Admit one maintenance run called ``name`` (``compaction``, ``key-rotation``) at
         a time on this notebook, across every process that serves it; a second one waits a

@@ -48,6 +48,9 @@ Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 POSTINGS_BUDGET = sql.POSTINGS_BUDGET
 #: Full-text rankings remembered at most (see ``SqliteBackend._ranked``).
 RANKINGS_KEPT = 16
+#: :meth:`SqliteBackend.fold_log` checkpoints the log on every this many calls (a chat turn
+#: adds some 40 pages to it; SQLite's own checkpoint runs in the commit that passes 1,000).
+FOLD_LOG_EVERY = 8
 
 
 class SqliteBackend(SqlReads):
@@ -77,6 +80,7 @@ class SqliteBackend(SqlReads):
         self._savepoints = itertools.count()
         self._reader: sqlite3.Connection | None = None
         self._reader_lock = threading.Lock()
+        self._fold_calls = 0
         #: Recent full-text rankings: (statement, params) -> (generation, limit, rows).
         self._rankings: dict[tuple[Any, ...], tuple[int, int, list[Any]]] = {}
         if self.path == ":memory:":
@@ -276,6 +280,19 @@ class SqliteBackend(SqlReads):
 
     def _indexed_through(self) -> int:
         return int(self._conn.execute("SELECT indexed_through FROM upkeep").fetchone()[0])
+
+    def fold_log(self) -> None:
+        """Every ``FOLD_LOG_EVERY`` calls (after chat turns), copy the write-ahead log into
+        the database file (a PASSIVE checkpoint: it waits for no reader or writer), so that
+        the log stays short of the 1,000 pages at which SQLite's own checkpoint runs in the
+        commit that passes them, a chat turn's. The next write starts the log over."""
+        if self._reader is None:  # in memory: no log
+            return
+        self._fold_calls += 1
+        if self._fold_calls % FOLD_LOG_EVERY:
+            return
+        with self._reader_lock, self._mapped("log checkpoint"):
+            self._reader.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def settle(self) -> None:
         """Index the moments recorded since the last upkeep, in one transaction. Reads that
