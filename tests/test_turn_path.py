@@ -332,6 +332,20 @@ def test_work_handed_over_during_a_turn_starts_when_the_turn_ends(tmp_path: Path
         assert ran == ["held", "between turns"]
 
 
+def test_closing_during_a_turn_runs_the_work_the_turn_holds(tmp_path: Path) -> None:
+    """A notebook closed while a turn still runs (another thread's) does what that turn
+    handed over before it closes, not after: the held work sees the notebook open."""
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    nb = Notebook(backend, embedder=None, background_embedding=False)
+    seen: list[int] = []
+    with nb.turn_running():
+        held = nb.after_turn(lambda: seen.append(len(nb.backend.list_sessions())))
+        nb.close()
+        assert held.done() and held.exception() is None
+        assert seen == [0]
+    assert nb._after_turn is None  # the turn's end started nothing on the closed notebook
+
+
 def test_a_chat_turns_after_turn_work_waits_for_its_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -153,6 +153,8 @@ class Notebook:
         self._checkpointers: dict[tuple[Path | None, int | None], BaseCheckpointSaver[Any]] = {}
         self._connections: list[Closeable] = []  # connections and pools, closed with it
         self._after_turn: ThreadPoolExecutor | None = None
+        self._running_turns: set[_HeldWork] = set()  # their held work: see turn_running
+        self._closed = False
         self._embedder_choice = embedder
         self._store_index_choice = store_index
         self._background_embedding = background_embedding
@@ -234,6 +236,7 @@ class Notebook:
         hold."""
         semantic = self._semantic if self._background_embedding else None
         held = _HeldWork(self)
+        self._running_turns.add(held)
         token = _TURN_WORK.set(held)
         try:
             with nullcontext() if semantic is None else semantic.turn():
@@ -241,9 +244,11 @@ class Notebook:
         finally:
             with suppress(ValueError):  # left in another context (a generator closed late)
                 _TURN_WORK.reset(token)
+            self._running_turns.discard(held)
             for job in held.release():
                 self._submit(job)
-        self.after_turn(self._after_a_turn)
+        if not self._closed:  # closed meanwhile: close has settled what the turn wrote
+            self.after_turn(self._after_a_turn)
 
     def _after_a_turn(self) -> None:
         self.backend.settle()  # the turn's moments indexed
@@ -271,6 +276,10 @@ class Notebook:
             self._after_turn.submit(lambda: None).result()
 
     def close(self) -> None:
+        self._closed = True
+        for held in list(self._running_turns):  # a turn still running: its work runs now,
+            for job in held.release():  # before the close it would otherwise follow
+                self._submit(job)
         if self._after_turn is not None:
             self._after_turn.shutdown(wait=True)
             self._after_turn = None
