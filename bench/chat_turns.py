@@ -36,7 +36,7 @@ process's interpreter lock, as in an app that runs one notebook. Without it all 
 share one process, and each notebook's background work lands on the other variants' turns.
 
     python bench/chat_turns.py [--turns 2000] [--only a,b,c,d,e,f,g,q] [--a-turns N]
-        [--seed 0] [--keep-checkpoints N] [--processes] [--back-to-back]
+        [--seed 0] [--keep-checkpoints N] [--processes] [--back-to-back] [--dir D --keep]
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ WINDOW = 100  # "ours below (a) at every turn count from 100 on", by windows of 
 ALL_VARIANTS = "abcdefgq"
 #: ``--back-to-back``: the next turn starts while a variant's background work still runs.
 BACK_TO_BACK = False
+KEEP = False  # --keep: leave the variants' directories (under --dir) for dbstat
 
 # -- texts ------------------------------------------------------------------------------------
 
@@ -359,7 +360,7 @@ class Variant:
         finishes before any variant's next turn, so it never lands on another's."""
 
     def finish(self) -> Result:
-        """Close everything, measure the bytes on disk, remove the files."""
+        """Close everything, measure the bytes on disk, remove the files (not with --keep)."""
         try:
             disk, tables, note = self.close()
             return Result(
@@ -373,7 +374,10 @@ class Variant:
                 note,
             )
         finally:
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            if KEEP:
+                print(f"kept ({self.key}): {self.tmp}")
+            else:
+                shutil.rmtree(self.tmp, ignore_errors=True)
 
     def close(self) -> tuple[int, dict[str, int], str]:
         raise NotImplementedError
@@ -567,8 +571,8 @@ def own_processes(only: set[str], args: argparse.Namespace) -> list[Any]:
 def _serve_variant(key: str, args: argparse.Namespace, pipe: Any) -> None:
     """The child's side of :class:`OwnProcess`: build variant ``key`` as the bench would,
     then run what the parent asks, answering each with its result or its exception."""
-    global BACK_TO_BACK  # a spawned process inherits no module state
-    BACK_TO_BACK = args.back_to_back
+    global BACK_TO_BACK, KEEP  # a spawned process inherits no module state
+    BACK_TO_BACK, KEEP = args.back_to_back, args.keep
     try:
         found = build_variants({key}, *texts_and_base(args), args)
         if not found:
@@ -846,6 +850,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed for the texts")
     parser.add_argument("--dir", type=Path, default=None, help="where the temp dirs go")
     parser.add_argument(
+        "--keep", action="store_true", help="keep the variants' directories (printed)"
+    )
+    parser.add_argument(
         "--keep-checkpoints",
         type=int,
         default=None,
@@ -862,8 +869,8 @@ def main() -> None:
         help="no pause between turns: a variant's background work lands on the next turns",
     )
     args = parser.parse_args()
-    global BACK_TO_BACK
-    BACK_TO_BACK = args.back_to_back
+    global BACK_TO_BACK, KEEP
+    BACK_TO_BACK, KEEP = args.back_to_back, args.keep
     only = {v.strip() for v in args.only.split(",") if v.strip()}
     if not only <= set(ALL_VARIANTS):
         parser.error(f"--only takes a comma-separated subset of {','.join(ALL_VARIANTS)}")

@@ -1,9 +1,11 @@
 """The notebook's checkpointer stores checkpoint and write values deflated (issue 17: bytes
-on disk): tagged ``msgpack.z1``, read back exactly, plain rows written before (by LangGraph's
-own ``SqliteSaver``) still read, and under encryption the compressed bytes are sealed."""
+on disk): tagged ``msgpack.z2`` (``.z1`` before, still read), read back exactly, plain rows
+written before (by LangGraph's own ``SqliteSaver``) still read, and under encryption the
+compressed bytes are sealed."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import zlib
 from pathlib import Path
@@ -20,7 +22,17 @@ from langgraph.graph import END, START, StateGraph
 from agent_notebook.graph.state import ThreadState
 from agent_notebook.privacy.crypto import CHECKPOINT_CIPHER, Cipher, generate_key
 from agent_notebook.saver import NotebookSaver
-from agent_notebook.saver_codec import TAG_V1, CompressedSerializer, decompress_v1
+from agent_notebook.saver_codec import (
+    DICTIONARY_V1,
+    DICTIONARY_V2,
+    TAG_V1,
+    TAG_V2,
+    CompressedSerializer,
+    compress_v1,
+    compress_v2,
+    decompress_v1,
+    decompress_v2,
+)
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 
@@ -53,7 +65,7 @@ def test_values_round_trip_smaller_and_tagged() -> None:
     value = [HumanMessage("Book the 7:40 train to Lyon", id="h1"), AIMessage("Booked.", id="a1")]
     plain_type, plain = JsonPlusSerializer().dumps_typed(value)
     type_, data = serde.dumps_typed(value)
-    assert type_ == plain_type + TAG_V1 and len(data) < len(plain)
+    assert type_ == plain_type + TAG_V2 and len(data) < len(plain)
     assert serde.loads_typed((type_, data)) == value
     assert serde.dumps_typed(None) == JsonPlusSerializer().dumps_typed(None)  # too small
     assert serde.loads_typed((plain_type, plain)) == value  # an uncompressed row
@@ -62,7 +74,34 @@ def test_values_round_trip_smaller_and_tagged() -> None:
 def test_a_truncated_value_is_an_error_not_a_wrong_value() -> None:
     _, data = CompressedSerializer(JsonPlusSerializer()).dumps_typed({"text": "x" * 300})
     with pytest.raises((ValueError, zlib.error)):
-        decompress_v1(data[: len(data) // 2])
+        decompress_v2(data[: len(data) // 2])
+    with pytest.raises((ValueError, zlib.error)):
+        decompress_v1(compress_v1(b"y" * 300)[:5])
+
+
+def test_values_written_as_z1_still_read() -> None:
+    value = [HumanMessage("Book the 7:40 train to Lyon", id="h1"), AIMessage("Booked.", id="a1")]
+    plain_type, plain = JsonPlusSerializer().dumps_typed(value)
+    old = (plain_type + TAG_V1, compress_v1(plain))
+    assert CompressedSerializer(JsonPlusSerializer()).loads_typed(old) == value
+
+
+def test_the_dictionaries_are_frozen_and_v2_packs_english_smaller() -> None:
+    """Stored values name their dictionary by tag: editing one would misread its rows."""
+    assert hashlib.sha256(DICTIONARY_V1).hexdigest() == (
+        "e294ea44bd6fdec56ca7afbfdcd5d91ef2dc5d84e9d6b81e4de553509cbfdd46"
+    )
+    assert hashlib.sha256(DICTIONARY_V2).hexdigest() == (
+        "fd6fea3a756a6270c438c4e6703b78a549d5277bd6f8b26d3b7bea104b2e15a3"
+    )
+    message = HumanMessage(
+        "Oh I'm so glad you asked! We went there last summer and honestly it was the best "
+        "trip we have ever had, the kids still talk about it.",
+        id="5777b1bc-7520-4fa0-9f05-ae5abdb854c6",
+    )
+    _, plain = JsonPlusSerializer().dumps_typed([message])
+    assert len(compress_v2(plain)) < len(compress_v1(plain)) < len(plain)
+    assert decompress_v2(compress_v2(plain)) == plain
 
 
 def test_a_thread_written_by_sqlitesaver_reads_and_grows(tmp_path: Path) -> None:
@@ -76,7 +115,7 @@ def test_a_thread_written_by_sqlitesaver_reads_and_grows(tmp_path: Path) -> None
         assert texts(graph) == ["one", "noted: one"]
         graph.invoke({"messages": [HumanMessage("two " * 30)]}, THREAD)
         assert texts(graph) == ["one", "noted: one", "two " * 30, "noted: " + "two " * 30]
-        assert "msgpack" + TAG_V1 in stored_types(conn)
+        assert "msgpack" + TAG_V2 in stored_types(conn)
         history = list(graph.get_state_history(THREAD))
         assert len(history) == 6  # every checkpoint, both kinds
         new, old = history[0].config, history[3].config
@@ -107,7 +146,7 @@ def test_encrypted_checkpoints_are_compressed_then_sealed(tmp_path: Path) -> Non
         secret = "the safe's code is 4417 " * 10
         graph.invoke({"messages": [HumanMessage(secret)]}, THREAD)
         assert texts(graph) == [secret, "noted: " + secret]
-        assert f"msgpack{TAG_V1}+{CHECKPOINT_CIPHER}" in stored_types(conn)
+        assert f"msgpack{TAG_V2}+{CHECKPOINT_CIPHER}" in stored_types(conn)
         blobs = conn.execute("SELECT checkpoint FROM checkpoints").fetchall()
         values = conn.execute("SELECT value FROM writes").fetchall()
         assert not any(b"4417" in bytes(row[0] or b"") for row in blobs + values)

@@ -16,12 +16,13 @@ import pytest
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from agent_notebook.graph.state import ThreadState
+from agent_notebook.graph.state import MESSAGES_SNAPSHOT_EVERY, ThreadState
 from agent_notebook.saver import NotebookSaver
 
 
@@ -98,6 +99,32 @@ def test_a_growing_message_list_takes_far_less_than_quadratic_space(
     # Whole lists in every checkpoint would take about count / 2 times ``once``.
     assert stored_bytes(conn) < 20 * once
     assert stored_bytes(conn) < count / 10 * once
+
+
+def test_the_whole_list_is_stored_once_each_snapshot_interval(conn: sqlite3.Connection) -> None:
+    """Issue 17: a whole message list every MESSAGES_SNAPSHOT_EVERY updates of it (two a
+    turn), deltas between; the checkpoints on either side of a snapshot read exactly."""
+    assert MESSAGES_SNAPSHOT_EVERY == 400
+    saver = NotebookSaver(conn)
+    graph = chat_graph(saver)
+    turns = MESSAGES_SNAPSHOT_EVERY // 2 + 5
+    run(graph, range(turns))
+    stored = list(saver.list(thread()))  # newest first, values as stored
+    whole = [
+        i
+        for i, t in enumerate(stored)
+        if isinstance(t.checkpoint["channel_values"].get("messages"), _DeltaSnapshot)
+    ]
+    assert len(whole) == 1
+    fresh = chat_graph(NotebookSaver(conn))  # nothing kept: each read replays from disk
+    lengths = []
+    for at in (whole[0] + 1, whole[0], whole[0] - 1, 0):  # oldest first
+        messages = shape(fresh.get_state(stored[at].config).values.get("messages", []))
+        assert messages == expected(turns)[: len(messages)]
+        lengths.append(len(messages))
+    assert lengths[1] == MESSAGES_SNAPSHOT_EVERY
+    assert lengths == sorted(lengths)
+    assert lengths[-1] == 2 * turns
 
 
 def test_history_time_travel_and_forks_read_the_exact_lists(conn: sqlite3.Connection) -> None:

@@ -23,6 +23,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 import pg
 from agent_notebook import Notebook
 from agent_notebook.graph import build_chat_graph
+from agent_notebook.graph.state import MESSAGES_SNAPSHOT_EVERY
 from agent_notebook.saver import NotebookSaver
 from agent_notebook.saver_history import read_epoch
 from test_saver_delta import chat_graph, expected, question, run, shape, thread
@@ -138,7 +139,8 @@ def test_turns_reuse_the_kept_value_and_read_exactly(
     monkeypatch.setattr(
         saver, "get_delta_channel_history", lambda **kw: full_reads.append(kw) or full(**kw)
     )
-    for i in range(3, 130):  # past a snapshot (every 100 updates)
+    # past a snapshot: one each MESSAGES_SNAPSHOT_EVERY updates of the list, two a turn
+    for i in range(3, MESSAGES_SNAPSHOT_EVERY // 2 + 30):
         run(graph, range(i, i + 1))
         key = ("t", "")
         kept = saver._history.get(key, backend.epoch(), ["messages"])
@@ -147,7 +149,8 @@ def test_turns_reuse_the_kept_value_and_read_exactly(
         assert kept.checkpoint_id in ids  # a snapshot's is not kept: it reads at once
     assert backend.epoch() == before  # a turn's own writes never mark history changed
     assert full_reads == []
-    assert read(saver) == expected(130) == fresh_read(backend)
+    end = MESSAGES_SNAPSHOT_EVERY // 2 + 30
+    assert read(saver) == expected(end) == fresh_read(backend)
 
 
 def test_a_caller_changing_the_list_leaves_the_kept_value_alone(saver: Any) -> None:

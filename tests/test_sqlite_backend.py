@@ -323,3 +323,46 @@ def test_a_version_9_file_keeps_its_concepts_keyed_by_name(tmp_path: Path) -> No
     lyon = backend.get_concept("lyon")
     assert lyon is not None and lyon.moments == ["m_1", "m_3"]
     backend.close()
+
+
+def test_a_version_10_file_keeps_its_vector_models_without_an_index(tmp_path: Path) -> None:
+    """Migration 11: ``vector_models`` without its unique index (a page); ids kept, a new
+    name numbered after them, a name stored once however often its vectors are put."""
+    path = tmp_path / "notebook.db"
+    conn = old_layout(path, 10)
+    conn.execute(
+        "INSERT INTO sessions (id, started_us, body) VALUES (?, ?, ?)",
+        schema.session_row(Session(id=SESSION, started=WHEN)),
+    )
+    for n in (1, 2, 3):
+        conn.execute(schema.UPSERT_MOMENT, schema.moment_row(moment(n, f"text {n}", [])))
+    conn.executemany("INSERT INTO vector_models (id, name) VALUES (?, ?)", [(1, "a"), (4, "b")])
+    conn.executemany(
+        "INSERT INTO moment_vectors (num, model_id, vector) VALUES (?, ?, ?)",
+        [(1, 1, b"v1"), (2, 4, b"v2"), (3, 1, b"v3")],
+    )
+    conn.close()
+
+    backend = SqliteBackend(path)
+    c = backend.connection
+    assert c.execute("PRAGMA user_version").fetchone()[0] == len(schema.MIGRATIONS)
+    assert not c.execute(
+        "SELECT 1 FROM sqlite_schema WHERE tbl_name = 'vector_models' AND type = 'index'"
+    ).fetchall()
+    assert c.execute("PRAGMA foreign_key_check").fetchall() == []  # model_id still has a key
+    assert backend.get_vectors("a") == [(1, b"v1"), (3, b"v3")]
+    assert backend.get_vectors("b") == [(2, b"v2")]
+    assert backend.unembedded("b") == [1, 3]
+    backend.put_vectors("c", [(1, "text 1", b"w1")])
+    backend.put_vectors("c", [(2, "text 2", b"w2")])  # the name is not stored again
+    backend.put_vectors("a", [(2, "text 2", b"x2")])
+    assert c.execute("SELECT id, name FROM vector_models ORDER BY id").fetchall() == [
+        (1, "a"),
+        (4, "b"),
+        (5, "c"),
+    ]
+    # one vector a moment: 1 went to c, 2 to c and then to a
+    assert backend.get_vectors("c") == [(1, b"w1")]
+    assert backend.get_vectors("a") == [(2, b"x2"), (3, b"v3")]
+    assert backend.vector_models() == ["a", "c"]
+    backend.close()

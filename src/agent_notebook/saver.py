@@ -19,7 +19,7 @@ and the async API, with the conformance suite's extended capabilities.
   ``delete_for_runs``) first writes the full value into each kept checkpoint whose parent
   goes (:meth:`NotebookSaver.materialise`), so a kept checkpoint never loses its history.
 * Checkpoint and write values are stored deflated (:mod:`.saver_codec`, tagged
-  ``msgpack.z1``); rows written before read as they are.
+  ``msgpack.z2``, ``msgpack.z1`` before); rows written before read as they are.
 * :meth:`NotebookSaver.turn` makes one run on a thread all or nothing: when it raises, the
   checkpoints and writes it added are deleted again, so a failed chat turn leaves the
   thread's checkpoints exactly as they were (and pruning waits for the turn to succeed).

@@ -7,8 +7,13 @@ value that would not shrink is stored as it was. Reading takes both, so checkpoi
 before (plain ``msgpack``) read as ever. Under encryption it sits inside LangGraph's
 ``EncryptedSerializer`` (compress, then encrypt: ciphertext does not compress).
 
-The dictionary is part of the stored format: never edit :data:`DICTIONARY_V1`; a better
-one is a new tag (``.z2``) with the old kept for reading.
+Values are written as ``.z2``: the same names after a list of common English words (the
+words a message's text repeats most, and a short message cannot find in itself): the
+chat bench's message writes take 3.0% fewer bytes than with ``.z1``, 500 LoCoMo dialogue
+turns serialised as messages 10.1% fewer. ``.z1`` values, written before, read as ever.
+
+A dictionary is part of the stored format: never edit :data:`DICTIONARY_V1` or
+:data:`DICTIONARY_V2`; a better one is a new tag (``.z3``) with the old kept for reading.
 """
 
 from __future__ import annotations
@@ -73,21 +78,62 @@ _TOKENS_V1: Final = (
 )
 DICTIONARY_V1: Final = "\x00".join(_TOKENS_V1).encode()
 TAG_V1: Final = ".z1"
+
+#: Common English words (a frozen copy of ``enrich.STOPWORDS`` as it was: that list may
+#: change, this one may not), longest first so the shortest and commonest sit nearest the
+#: end; then :data:`DICTIONARY_V1`, whose names stay the cheapest to reach.
+_WORDS_V2: Final = """
+unfortunately absolutely definitely everything something sometimes yesterday actually
+although anything congrats honestly tomorrow against already another awesome because
+besides between doesn't exactly finally further herself himself instead luckily nothing
+there's through totally usually almost always anyway around before didn't during enough
+having itself myself please rather really should sounds thanks that's things though
+wasn't what's you're about above after again being below can't could doing don't every
+first going great hello isn't later let's maybe might never other quite right shall
+since sorry still thank their there these thing think those today under until using
+where which while won't would yours also back been both cool does down each even ever
+from glad gone good haha have here hers i'll i've into it's just kind know last like
+made make many more most much must need next nice okay once only ours over prof said
+same some soon sort such sure tell than that them then they this told used very wait
+want well went were what when whom will with yeah your ago all and any are bit btw but
+can did e.g etc few for get got had has her hey him his how i'd i'm i.e its let lol lot
+may mrs nor not now off one our out own per say see she the too use via was who why wow
+yep yes yet you am an as at be by do dr go he hi if in is it me mr ms my no of oh ok on
+or so st to up we a i
+"""
+DICTIONARY_V2: Final = " ".join(_WORDS_V2.split()).encode() + b" \x00" + DICTIONARY_V1
+TAG_V2: Final = ".z2"
 _LEVEL: Final = 6
 _WBITS: Final = -15  # raw deflate: no zlib header or checksum (the row is the unit)
 
 
-def compress_v1(data: bytes) -> bytes:
-    packer = zlib.compressobj(_LEVEL, zlib.DEFLATED, _WBITS, zdict=DICTIONARY_V1)
+def _compress(data: bytes, dictionary: bytes) -> bytes:
+    packer = zlib.compressobj(_LEVEL, zlib.DEFLATED, _WBITS, zdict=dictionary)
     return packer.compress(data) + packer.flush()
 
 
-def decompress_v1(data: bytes) -> bytes:
-    unpacker = zlib.decompressobj(_WBITS, zdict=DICTIONARY_V1)
+def _decompress(data: bytes, dictionary: bytes) -> bytes:
+    unpacker = zlib.decompressobj(_WBITS, zdict=dictionary)
     out = unpacker.decompress(data) + unpacker.flush()
     if not unpacker.eof:
         raise ValueError("a compressed checkpoint value is truncated")
     return out
+
+
+def compress_v1(data: bytes) -> bytes:
+    return _compress(data, DICTIONARY_V1)
+
+
+def decompress_v1(data: bytes) -> bytes:
+    return _decompress(data, DICTIONARY_V1)
+
+
+def compress_v2(data: bytes) -> bytes:
+    return _compress(data, DICTIONARY_V2)
+
+
+def decompress_v2(data: bytes) -> bytes:
+    return _decompress(data, DICTIONARY_V2)
 
 
 class CompressedSerializer(SerializerProtocol):
@@ -100,13 +146,15 @@ class CompressedSerializer(SerializerProtocol):
         type_, data = self.serde.dumps_typed(obj)
         if len(data) < 16:  # None, small numbers: nothing to gain
             return type_, data
-        packed = compress_v1(data)
+        packed = compress_v2(data)
         if len(packed) >= len(data):
             return type_, data
-        return type_ + TAG_V1, packed
+        return type_ + TAG_V2, packed
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         type_, blob = data
+        if type_.endswith(TAG_V2):
+            return self.serde.loads_typed((type_[: -len(TAG_V2)], decompress_v2(blob)))
         if type_.endswith(TAG_V1):
             return self.serde.loads_typed((type_[: -len(TAG_V1)], decompress_v1(blob)))
         return self.serde.loads_typed(data)

@@ -14,7 +14,12 @@ from ..saver import last_write
 #: A checkpoint stores the whole ``messages`` list once in this many updates of it (two a
 #: turn); the ones between store only the messages written (LangGraph's ``DeltaChannel``),
 #: so a read replays the writes of at most this many checkpoints (issue 17: bytes on disk).
-MESSAGES_SNAPSHOT_EVERY = 100
+#: A turn's read replays only the writes since the last turn's (``delta_history``), so the
+#: interval costs only reads with nothing kept: a process's first read of a thread, time
+#: travel, ``get_state_history`` (about 0.05-0.08 ms an update replayed on this machine).
+#: 400 rather than 100: 0.15x the raw text less on disk at 300 turns (whole lists of the
+#: live window, 6.5 KB each, every 50 turns), a cold read up to about 30 ms instead of 8.
+MESSAGES_SNAPSHOT_EVERY = 400
 
 __all__ = ["MESSAGES_SNAPSHOT_EVERY", "ThreadState"]
 

@@ -483,7 +483,7 @@ class SqliteBackend(SqlReads):
                 for num, text, blob in vectors
             ]
         with self._derived_transaction():  # a vector is made again from the text
-            self._conn.execute("INSERT OR IGNORE INTO vector_models (name) VALUES (?)", (model,))
+            self._conn.execute(schema.INSERT_VECTOR_MODEL, (model, model))
             self._conn.executemany(
                 "INSERT INTO moment_vectors (num, model_id, vector) "
                 f"SELECT num, {schema.MODEL_ID}, ? FROM moments WHERE num = ? AND text = ? "

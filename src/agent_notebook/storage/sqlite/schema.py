@@ -209,6 +209,19 @@ MIGRATIONS: Final[list[list[str]]] = [
             UPDATE upkeep SET last_concept = max(last_concept, new.id);
         END""",
     ],
+    [
+        # Vector model names without the unique index beside them (issue 17: a page of
+        # every file that has vectors, for a table of a name or two). A name is added only
+        # when absent (:data:`INSERT_VECTOR_MODEL`, in the write transaction); the lookups
+        # by name read the whole table, which holds one row per embedding model ever used.
+        """CREATE TABLE vector_models_numbered (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL
+        )""",
+        "INSERT INTO vector_models_numbered (id, name) SELECT id, name FROM vector_models",
+        "DROP TABLE vector_models",
+        "ALTER TABLE vector_models_numbered RENAME TO vector_models",
+    ],
 ]
 
 #: Adds a concept name (the parameter) not stored yet, with the next id.
@@ -218,7 +231,13 @@ INSERT_CONCEPT: Final = (
 )
 
 #: The id of a vector model named by the statement's parameter (NULL: none stored yet).
-MODEL_ID: Final = "(SELECT id FROM vector_models WHERE name = ?)"
+MODEL_ID: Final = "(SELECT min(id) FROM vector_models WHERE name = ?)"
+
+#: Adds a vector model name (both parameters) not stored yet, with the next id.
+INSERT_VECTOR_MODEL: Final = (
+    "INSERT INTO vector_models (name) SELECT ? "
+    "WHERE NOT EXISTS (SELECT 1 FROM vector_models WHERE name = ?)"
+)
 
 MOMENT_COLUMNS: Final = "num, session_id, ts_us, speaker, role, text, body"
 
