@@ -2,7 +2,7 @@
 kept between reads (issue 17), interleaved turn by turn on one thread in one run.
 
 A chat thread (the chat graph's ``ThreadState``: ``messages`` a ``DeltaChannel``, a snapshot
-every ``MESSAGES_SNAPSHOT_EVERY`` updates, 100 until issue 17's bytes work made it 400) grows one turn at a time; before each turn from ``--from`` on, both
+every ``MESSAGES_SNAPSHOT_EVERY`` updates) grows one turn at a time; before each turn from ``--from`` on, both
 savers read the thread's newest checkpoint, in alternating order: ours (kept values on: its
 value kept from the last turn's read, so it replays the writes since) and LangGraph's
 full read (a second saver on the same schema with nothing kept, as before issue 17). The
