@@ -53,6 +53,18 @@ def old_layout(path: Path, version: int) -> sqlite3.Connection:
     return conn
 
 
+def old_layout_with_moments(path: Path, version: int) -> sqlite3.Connection:
+    """:func:`old_layout` holding one session and its moments m_1..m_3 ("text N")."""
+    conn = old_layout(path, version)
+    conn.execute(
+        "INSERT INTO sessions (id, started_us, body) VALUES (?, ?, ?)",
+        schema.session_row(Session(id=SESSION, started=WHEN)),
+    )
+    for n in (1, 2, 3):
+        conn.execute(schema.UPSERT_MOMENT, schema.moment_row(moment(n, f"text {n}", [])))
+    return conn
+
+
 def test_a_version_2_file_is_migrated_with_its_concepts_and_term_counts(tmp_path: Path) -> None:
     path = tmp_path / "notebook.db"
     conn = old_layout(path, 2)
@@ -231,13 +243,7 @@ def test_a_moment_body_written_before_issue_17_reads_the_same(tmp_path: Path) ->
 def test_a_version_8_file_keeps_its_vectors_with_their_model_stored_once(tmp_path: Path) -> None:
     """Migration 9: ``moment_vectors.model`` (a name in every row) becomes an id."""
     path = tmp_path / "notebook.db"
-    conn = old_layout(path, 8)
-    conn.execute(
-        "INSERT INTO sessions (id, started_us, body) VALUES (?, ?, ?)",
-        schema.session_row(Session(id=SESSION, started=WHEN)),
-    )
-    for n in (1, 2, 3):
-        conn.execute(schema.UPSERT_MOMENT, schema.moment_row(moment(n, f"text {n}", [])))
+    conn = old_layout_with_moments(path, 8)
     conn.execute("UPDATE upkeep SET indexed_through = 0")  # their index rows come at settle
     old = [(1, "model-a", b"v1"), (2, "model-b", b"v2"), (3, "model-a", b"v3")]
     conn.executemany("INSERT INTO moment_vectors (num, model, vector) VALUES (?, ?, ?)", old)
@@ -329,13 +335,7 @@ def test_a_version_10_file_keeps_its_vector_models_without_an_index(tmp_path: Pa
     """Migration 11: ``vector_models`` without its unique index (a page); ids kept, a new
     name numbered after them, a name stored once however often its vectors are put."""
     path = tmp_path / "notebook.db"
-    conn = old_layout(path, 10)
-    conn.execute(
-        "INSERT INTO sessions (id, started_us, body) VALUES (?, ?, ?)",
-        schema.session_row(Session(id=SESSION, started=WHEN)),
-    )
-    for n in (1, 2, 3):
-        conn.execute(schema.UPSERT_MOMENT, schema.moment_row(moment(n, f"text {n}", [])))
+    conn = old_layout_with_moments(path, 10)
     conn.executemany("INSERT INTO vector_models (id, name) VALUES (?, ?)", [(1, "a"), (4, "b")])
     conn.executemany(
         "INSERT INTO moment_vectors (num, model_id, vector) VALUES (?, ?, ?)",
