@@ -28,10 +28,8 @@ from agent_notebook.saver_codec import (
     TAG_V1,
     TAG_V2,
     CompressedSerializer,
-    compress_v1,
-    compress_v2,
-    decompress_v1,
-    decompress_v2,
+    compress,
+    decompress,
 )
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
@@ -74,15 +72,15 @@ def test_values_round_trip_smaller_and_tagged() -> None:
 def test_a_truncated_value_is_an_error_not_a_wrong_value() -> None:
     _, data = CompressedSerializer(JsonPlusSerializer()).dumps_typed({"text": "x" * 300})
     with pytest.raises((ValueError, zlib.error)):
-        decompress_v2(data[: len(data) // 2])
+        decompress(data[: len(data) // 2], TAG_V2)
     with pytest.raises((ValueError, zlib.error)):
-        decompress_v1(compress_v1(b"y" * 300)[:5])
+        decompress(compress(b"y" * 300, TAG_V1)[:5], TAG_V1)
 
 
 def test_values_written_as_z1_still_read() -> None:
     value = [HumanMessage("Book the 7:40 train to Lyon", id="h1"), AIMessage("Booked.", id="a1")]
     plain_type, plain = JsonPlusSerializer().dumps_typed(value)
-    old = (plain_type + TAG_V1, compress_v1(plain))
+    old = (plain_type + TAG_V1, compress(plain, TAG_V1))
     assert CompressedSerializer(JsonPlusSerializer()).loads_typed(old) == value
 
 
@@ -100,8 +98,8 @@ def test_the_dictionaries_are_frozen_and_v2_packs_english_smaller() -> None:
         id="5777b1bc-7520-4fa0-9f05-ae5abdb854c6",
     )
     _, plain = JsonPlusSerializer().dumps_typed([message])
-    assert len(compress_v2(plain)) < len(compress_v1(plain)) < len(plain)
-    assert decompress_v2(compress_v2(plain)) == plain
+    assert len(compress(plain, TAG_V2)) < len(compress(plain, TAG_V1)) < len(plain)
+    assert decompress(compress(plain, TAG_V2), TAG_V2) == plain
 
 
 def test_a_thread_written_by_sqlitesaver_reads_and_grows(tmp_path: Path) -> None:

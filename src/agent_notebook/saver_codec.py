@@ -107,33 +107,21 @@ _LEVEL: Final = 6
 _WBITS: Final = -15  # raw deflate: no zlib header or checksum (the row is the unit)
 
 
-def _compress(data: bytes, dictionary: bytes) -> bytes:
-    packer = zlib.compressobj(_LEVEL, zlib.DEFLATED, _WBITS, zdict=dictionary)
+def compress(data: bytes, tag: str = TAG_V2) -> bytes:
+    packer = zlib.compressobj(_LEVEL, zlib.DEFLATED, _WBITS, zdict=DICTIONARIES[tag])
     return packer.compress(data) + packer.flush()
 
 
-def _decompress(data: bytes, dictionary: bytes) -> bytes:
-    unpacker = zlib.decompressobj(_WBITS, zdict=dictionary)
+def decompress(data: bytes, tag: str) -> bytes:
+    unpacker = zlib.decompressobj(_WBITS, zdict=DICTIONARIES[tag])
     out = unpacker.decompress(data) + unpacker.flush()
     if not unpacker.eof:
         raise ValueError("a compressed checkpoint value is truncated")
     return out
 
 
-def compress_v1(data: bytes) -> bytes:
-    return _compress(data, DICTIONARY_V1)
-
-
-def decompress_v1(data: bytes) -> bytes:
-    return _decompress(data, DICTIONARY_V1)
-
-
-def compress_v2(data: bytes) -> bytes:
-    return _compress(data, DICTIONARY_V2)
-
-
-def decompress_v2(data: bytes) -> bytes:
-    return _decompress(data, DICTIONARY_V2)
+#: Each tag's dictionary: the first is written, all are read.
+DICTIONARIES: Final = {TAG_V2: DICTIONARY_V2, TAG_V1: DICTIONARY_V1}
 
 
 class CompressedSerializer(SerializerProtocol):
@@ -146,15 +134,14 @@ class CompressedSerializer(SerializerProtocol):
         type_, data = self.serde.dumps_typed(obj)
         if len(data) < 16:  # None, small numbers: nothing to gain
             return type_, data
-        packed = compress_v2(data)
+        packed = compress(data, TAG_V2)
         if len(packed) >= len(data):
             return type_, data
         return type_ + TAG_V2, packed
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         type_, blob = data
-        if type_.endswith(TAG_V2):
-            return self.serde.loads_typed((type_[: -len(TAG_V2)], decompress_v2(blob)))
-        if type_.endswith(TAG_V1):
-            return self.serde.loads_typed((type_[: -len(TAG_V1)], decompress_v1(blob)))
+        for tag in DICTIONARIES:
+            if type_.endswith(tag):
+                return self.serde.loads_typed((type_[: -len(tag)], decompress(blob, tag)))
         return self.serde.loads_typed(data)
