@@ -32,9 +32,24 @@ def ensure_private_dir(path: Path) -> Path:
 
 
 def ensure_private_file(path: Path) -> Path:
-    """Create ``path`` empty and owner-only if it does not exist."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE_MODE)
-    os.close(fd)
+    """Create ``path`` empty and owner-only if it does not exist; make it owner-only if it
+    does. An existing file is never opened, only its mode set through its path.
+
+    Why: on POSIX, closing *any* descriptor of a file drops every ``fcntl`` lock the
+    process holds on it. Opening and closing a live SQLite database here would silently
+    drop the locks of the process's own connections to it; the next process to close its
+    connection then believes itself the last one and deletes the write-ahead log, with the
+    commits in it (SQLite's "How To Corrupt", section 2.2). So a new file is made under a
+    temporary name and linked into place, and the descriptor closed is the temporary's.
+    """
+    if not os.path.lexists(path):
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".new")
+        try:
+            os.close(fd)  # mkstemp makes it 0600; closed before it has the real name
+            with contextlib.suppress(FileExistsError):  # another process was first: keep theirs
+                os.link(tmp, path)
+        finally:
+            os.unlink(tmp)
     if os.stat(path).st_mode & 0o077:
         os.chmod(path, PRIVATE_FILE_MODE)
     return path
