@@ -10,7 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agent_notebook import Notebook
+from shared_run import Run
 from sqlite_locks import assert_holds_its_locks
 from test_server import ENV, Server
 from waiting import HANG_GUARD_S
@@ -123,3 +126,28 @@ def test_serve_and_an_mcp_client_on_one_home(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert integrity(database) == "ok"
+
+
+# -- the torture run: every front end at once (see shared_run) -----------------------------
+
+#: Seconds of mixed load per run: enough for every front end to write many times and for
+#: each chore (compact, redact, forget, export, two server kills) to land mid-run.
+TORTURE_S = 45.0
+
+
+@pytest.mark.slow
+def test_every_front_end_on_one_sqlite_home_at_once(tmp_path: Path) -> None:
+    run = Run(tmp_path / "home", tmp_path / "server.log", TORTURE_S, seed=28)
+    run.run()
+    run.assert_sound()
+    assert integrity(tmp_path / "home" / "notebook.db") == "ok"
+
+
+@pytest.mark.slow
+def test_every_front_end_on_one_yaml_home_at_once(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    made = cli(home, "init", "--backend", "yaml")
+    assert made.returncode == 0, made.stderr
+    run = Run(home, tmp_path / "server.log", TORTURE_S, seed=29)
+    run.run()
+    run.assert_sound()
