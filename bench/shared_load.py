@@ -1,4 +1,4 @@
-"""Writers sharing one notebook: a server alone and beside CLI and MCP writers (SQLite).
+"""Writers sharing one notebook: serve alone and beside CLI and MCP writers (SQLite), 1-4 servers (PostgreSQL).
 
 Issue 28's "Measure": the HTTP server's throughput and latency alone and with a CLI and an
 MCP client writing beside it on one SQLite home, and 1, 2 and 4 servers on one PostgreSQL
@@ -25,6 +25,10 @@ Two parts, in one run:
   ``--load`` moments, four ``serve`` processes on it, started one after another (each
   waited for on ``/api/health``), and the same clients spread round-robin over k = 1, 2
   and 4 of them (client w to server w mod k).
+
+Every server, once up, is asked for its chat sessions (``GET /api/chat/sessions``, as the
+web UI's chat page does), which opens the notebook's LangGraph store in the server: a server
+that never did is not the server people run (``--no-store-open`` skips it, to compare).
 
 Each part's configurations take turns for ``--rounds`` rounds, the first of them rotating
 each round, so load on the machine falls on each alike; within a round every configuration
@@ -53,7 +57,7 @@ machine, which clients and servers share. The load averages at start and end say
 something else ran meanwhile.
 
     python bench/shared_load.py [--requests 800] [--clients 8] [--rounds 3] [--load 1000]
-        [--skip-postgres] [--keep] [--seed 0]
+        [--skip-postgres] [--keep] [--no-store-open] [--seed 0]
         [--pg postgresql://postgres@127.0.0.1:5432/postgres]
 """
 
@@ -183,6 +187,12 @@ def notebook_moments(home: Path, sessions: Iterable[str]) -> list[tuple[str, str
     """Every moment of ``sessions``, read with ``Notebook.open`` (no server running)."""
     with Notebook.open(home, create=False, background_embedding=False) as nb:
         return [(m.id, m.content.text) for s in sorted(sessions) for m in nb.moments(s)]
+
+
+def open_store(server: Server) -> None:
+    """What the web UI's chat page asks first: it opens the server's LangGraph store."""
+    response = httpx.get(f"{server.url}/api/chat/sessions", headers=server.auth, timeout=60)
+    response.raise_for_status()
 
 
 # -- the writers --------------------------------------------------------------------------------
@@ -405,6 +415,8 @@ def sqlite_run(template: Path, tmp: Path, config: str, rnd: int, args: argparse.
     threads: list[threading.Thread] = []
     server = Server(home, "lexical")
     try:
+        if args.store_open:
+            open_store(server)
         if config == "shared":
             beside = {"mcp": Tally(), "cli": Tally()}
             mcp = threading.Thread(
@@ -468,6 +480,8 @@ def part_postgres(args: argparse.Namespace, tmp: Path) -> list[Run]:
             for _ in range(max(PG_SERVERS)):  # one after another: a simultaneous start may hang
                 t0 = time.perf_counter()
                 servers.append(Server(home, "lexical"))
+                if args.store_open:
+                    open_store(servers[-1])
                 log(f"postgres: server {len(servers)} up in {time.perf_counter() - t0:.1f} s")
             auth = servers[0].auth
             configs = [f"{k} server{'s' * (k > 1)}" for k in PG_SERVERS]
@@ -551,6 +565,12 @@ def main() -> None:
     parser.add_argument("--load", type=int, default=1000, help="moments in the notebook first")
     parser.add_argument("--skip-postgres", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the homes and the database")
+    parser.add_argument(
+        "--no-store-open",
+        dest="store_open",
+        action="store_false",
+        help="do not ask each server for its chat sessions first (its store stays closed)",
+    )
     parser.add_argument("--pg", default=os.environ.get("AGENT_NOTEBOOK_TEST_PG", DEFAULT_PG))
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -560,7 +580,8 @@ def main() -> None:
     print(
         f"load average at start {' '.join(f'{x:.2f}' for x in load_start)}; {args.clients} "
         f"clients, {args.requests} requests per run (records and searches alternate), "
-        f"{args.rounds} rounds, {args.load} moments loaded first, no embedder"
+        f"{args.rounds} rounds, {args.load} moments loaded first, no embedder, "
+        f"store {'opened' if args.store_open else 'left closed'} in each server"
     )
     tmp = Path(tempfile.mkdtemp(prefix="agent-notebook-shared-"))
     runs: list[Run] = []
