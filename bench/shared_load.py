@@ -75,8 +75,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -128,13 +129,15 @@ class Check:
     missing: list[str]
     doubled: list[str]
     moved: list[str]  # found once, under another id
+    error: str = ""  # why the moments could not be read back at all
 
     @property
     def ok(self) -> bool:
-        return self.present == self.acknowledged
+        return self.present == self.acknowledged and not self.error
 
     def problems(self) -> str:
-        parts = [
+        unread = [f"could not read them back: {self.error}"] if self.error else []
+        parts = unread + [
             f"{what} {len(markers)} (e.g. {', '.join(markers[:3])})"
             for what, markers in (
                 ("missing", self.missing),
@@ -164,6 +167,18 @@ def check(view: str, acks: Acks, moments: Iterable[tuple[str, str]]) -> Check:
         else:
             present += 1
     return Check(view, len(acks.ids), present, missing, doubled, moved)
+
+
+def read_back(view: str, acks: Acks, read: Callable[[], list[tuple[str, str]]]) -> Check:
+    """:func:`check` on what ``read`` returns; a notebook that cannot be read back (a
+    damaged file, say) is reported as such, every write of the run missing."""
+    try:
+        moments = read()
+    except Exception as err:  # noqa: BLE001 - a notebook that cannot be read is the finding
+        failed = check(view, acks, [])
+        failed.error = f"{type(err).__name__}: {err}".replace("\n", " ")[:300]
+        return failed
+    return check(view, acks, moments)
 
 
 def api_moments(url: str, auth: dict[str, str], sessions: Iterable[str]) -> list[tuple[str, str]]:
@@ -440,12 +455,14 @@ def sqlite_run(template: Path, tmp: Path, config: str, rnd: int, args: argparse.
                 t.join()
         run = Run("sqlite", config, rnd, http, beside, acks, load=os.getloadavg()[0])
         run.checks.append(
-            check("server's view", acks, api_moments(server.url, server.auth, acks.sessions))
+            read_back(
+                "server's view", acks, lambda: api_moments(server.url, server.auth, acks.sessions)
+            )
         )
     finally:
         server.stop()
     run.checks.append(
-        check("Notebook.open after stop", acks, notebook_moments(home, acks.sessions))
+        read_back("Notebook.open after stop", acks, lambda: notebook_moments(home, acks.sessions))
     )
     return run
 
@@ -495,8 +512,8 @@ def part_postgres(args: argparse.Namespace, tmp: Path) -> list[Run]:
                     )
                     run = Run("postgres", config, r, http, {}, acks, load=os.getloadavg()[0])
                     # read back through the last of the run's servers: another process's view
-                    seen = api_moments(urls[-1], auth, acks.sessions)
-                    run.checks.append(check("server's view", acks, seen))
+                    seen = partial(api_moments, urls[-1], auth, acks.sessions)
+                    run.checks.append(read_back("server's view", acks, seen))
                     runs.append(run)
                     run.report()
                     sys.stdout.flush()
@@ -505,8 +522,10 @@ def part_postgres(args: argparse.Namespace, tmp: Path) -> list[Run]:
                 server.stop()
         print("postgres, after the servers stopped:")
         for run in runs:
-            c = check(
-                "Notebook.open after stop", run.acks, notebook_moments(home, run.acks.sessions)
+            c = read_back(
+                "Notebook.open after stop",
+                run.acks,
+                partial(notebook_moments, home, run.acks.sessions),
             )
             run.checks.append(c)
             report_check(c, f"  round {run.round} {run.config}: ")
