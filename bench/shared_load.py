@@ -1,4 +1,4 @@
-"""Writers sharing one notebook: serve alone and beside CLI and MCP writers (SQLite), 1-4 servers (PostgreSQL).
+"""Writers sharing one notebook: serve alone and beside CLI/MCP writers (SQLite), 1-4 servers (PostgreSQL).
 
 Issue 28's "Measure": the HTTP server's throughput and latency alone and with a CLI and an
 MCP client writing beside it on one SQLite home, and 1, 2 and 4 servers on one PostgreSQL
@@ -19,7 +19,12 @@ Two parts, in one run:
     ``agent-notebook record`` processes (one after another, one moment each, into one
     session) and an MCP stdio client (``agent-notebook mcp`` driven by the ``mcp`` SDK's
     ``stdio_client``: the ``record`` tool, call after call). Both start before the clients
-    and stop when the clients are done (the call under way finishes).
+    and stop when the clients are done (the call under way finishes);
+  - ``cli``: the loop of ``agent-notebook record`` processes alone beside the server. The
+    last connection to close a SQLite file in WAL mode checkpoints the WAL and deletes it
+    when it can lock the file exclusively; in ``shared`` the MCP process's open connection
+    prevents that, here only the server's locks do: a server that lost them (the bug of
+    issue 28) loses writes here first.
 
 * ``postgres``: a fresh database of the server ``--pg`` names (dropped after) with
   ``--load`` moments, four ``serve`` processes on it, started one after another (each
@@ -48,7 +53,7 @@ exits with status 1.
 How to read it: ``req/s`` is the HTTP clients' requests (records and searches) over the
 phase's wall time, and p50/p95 are per request as a client sees it; each configuration's
 line gives the median over the rounds, then every round's value in brackets. ``shared /
-alone`` divides (b) by (a): a req/s ratio below 1 (a p95 ratio above 1) is what the server
+alone`` (and ``cli / alone``) divides (b) by (a): a req/s ratio below 1 (a p95 ratio above 1) is what the server
 pays for sharing the home. Part of it is only CPU: each CLI record is a new Python process
 that spends most of its time starting, on the cores the server and the clients use; the CLI
 and MCP lines give their own rate and latency (a CLI record's latency is its process's whole
@@ -94,6 +99,12 @@ PAGE = 1000  # the API's largest page
 MARKER = re.compile(r"\[(bench-[\w-]+)\]")
 AGENT_NOTEBOOK = [sys.executable, "-m", "agent_notebook"]
 PG_SERVERS = (1, 2, 4)
+#: The SQLite configurations: who writes beside the server's HTTP clients.
+SQLITE_CONFIGS: dict[str, tuple[str, ...]] = {
+    "alone": (),
+    "shared": ("mcp", "cli"),
+    "cli": ("cli",),
+}
 STARTUP_S = 120.0
 
 
@@ -426,25 +437,26 @@ def sqlite_run(template: Path, tmp: Path, config: str, rnd: int, args: argparse.
     shutil.copytree(template, home)
     acks, seed = Acks(), args.seed * 1000 + rnd
     stop, ready = threading.Event(), threading.Event()
-    beside: dict[str, Tally] = {}
     threads: list[threading.Thread] = []
     server = Server(home, "lexical")
     try:
         if args.store_open:
             open_store(server)
-        if config == "shared":
-            beside = {"mcp": Tally(), "cli": Tally()}
+        beside = {what: Tally() for what in SQLITE_CONFIGS[config]}
+        if "mcp" in beside:
             mcp = threading.Thread(
                 target=mcp_loop, args=(home, tag, seed, acks, stop, ready, beside["mcp"])
             )
             mcp.start()
+            threads.append(mcp)
             if not ready.wait(STARTUP_S):
                 log("the MCP client did not start; going on without it")
+        if "cli" in beside:
             cli = threading.Thread(
                 target=cli_loop, args=(home, tag, seed, acks, stop, beside["cli"])
             )
             cli.start()
-            threads = [mcp, cli]
+            threads.append(cli)
         try:
             http = http_clients(
                 [server.url], server.auth, args.clients, args.requests, tag, seed, acks
@@ -477,7 +489,7 @@ def part_sqlite(args: argparse.Namespace, tmp: Path) -> list[Run]:
     log(f"sqlite: built {args.load} moments in {took:.1f} s")
     runs = []
     for r in range(1, args.rounds + 1):
-        for config in rotated(("alone", "shared"), r - 1):
+        for config in rotated(list(SQLITE_CONFIGS), r - 1):
             runs.append(sqlite_run(template, tmp, config, r, args))
             runs[-1].report()
             sys.stdout.flush()
@@ -614,17 +626,18 @@ def main() -> None:
         else:
             shutil.rmtree(tmp, ignore_errors=True)
     sqlite = summary(
-        "SQLite home, one server: alone, and shared with CLI records and an MCP client "
-        "(medians over the rounds [each round])",
+        "SQLite home, one server: alone, beside CLI records and an MCP client (shared), "
+        "beside CLI records only (cli); medians over the rounds [each round]",
         [r for r in runs if r.part == "sqlite"],
-        ("alone", "shared"),
+        list(SQLITE_CONFIGS),
     )
-    if "alone" in sqlite and "shared" in sqlite:
-        a, b = sqlite["alone"], sqlite["shared"]
-        print(
-            f"shared / alone: req/s {b['rate'] / a['rate']:.2f}x, p50 {b['p50'] / a['p50']:.2f}x, "
-            f"p95 {b['p95'] / a['p95']:.2f}x"
-        )
+    for config in ("shared", "cli"):
+        if "alone" in sqlite and config in sqlite:
+            a, b = sqlite["alone"], sqlite[config]
+            print(
+                f"{config} / alone: req/s {b['rate'] / a['rate']:.2f}x, "
+                f"p50 {b['p50'] / a['p50']:.2f}x, p95 {b['p95'] / a['p95']:.2f}x"
+            )
     if not args.skip_postgres:
         summary(
             "PostgreSQL, one database, clients round-robin over k servers "
