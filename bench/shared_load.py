@@ -421,7 +421,7 @@ class Run:
         print(f"  {self.http.line('http')}")
         for what, tally in self.beside.items():
             print(f"  {tally.line(what)}")
-        return all(report_check(c, "  ") for c in self.checks)
+        return all([report_check(c, "  ") for c in self.checks])  # every view printed
 
 
 def report_check(c: Check, indent: str = "") -> bool:
