@@ -135,12 +135,68 @@ def test_serve_and_an_mcp_client_on_one_home(tmp_path: Path) -> None:
 TORTURE_S = 45.0
 
 
+def encrypted_home(tmp_path: Path) -> tuple[Path, Path]:
+    """A new home with encryption at rest on, and a second key file to rotate to."""
+    home, keys = tmp_path / "home", tmp_path / "keys"
+    keys.mkdir()
+    for name in ("key-1", "key-2"):
+        made = cli(home, "key", "new", "--file", str(keys / name))
+        assert made.returncode == 0, made.stderr
+    use_key(home, keys / "key-1")
+    return home, keys
+
+
+def use_key(home: Path, key_file: Path) -> None:
+    home.mkdir(exist_ok=True)
+    text = f"privacy:\n  encryption:\n    enabled: true\n    key_file: {key_file}\n"
+    (home / "config.yaml").write_text(text)
+
+
+def rotate(home: Path, key_file: Path) -> subprocess.CompletedProcess[str]:
+    return cli(home, "key", "rotate", "--new-key-file", str(key_file))
+
+
+def test_key_rotate_refuses_while_a_server_has_the_notebook_open(tmp_path: Path) -> None:
+    """A server beside a rotation would go on sealing under the retired key: the rotation
+    says so and changes nothing; with the server stopped it runs."""
+    home, keys = encrypted_home(tmp_path)
+    server = Server(home, tmp_path / "server.log")
+    try:
+        with server.client() as api:
+            sid = api.post("/api/sessions", json={"task": "keys"}).json()["id"]
+            first = api.post(f"/api/sessions/{sid}/moments", json={"text": "before"})
+            assert first.status_code == 201
+            refused = rotate(home, keys / "key-2")
+            assert refused.returncode != 0
+            assert "needs the notebook to itself" in refused.stderr, refused.stderr
+            assert f"pid {server.process.pid}" in refused.stderr, refused.stderr
+            second = api.post(f"/api/sessions/{sid}/moments", json={"text": "after"})
+            assert second.status_code == 201, second.text
+    finally:
+        server.stop()
+    done = rotate(home, keys / "key-2")
+    assert done.returncode == 0, done.stderr
+    use_key(home, keys / "key-2")
+    with Notebook.open(home, background_embedding=False) as nb:
+        assert [m.content.text for m in nb.backend.list_moments(sid)] == ["before", "after"]
+
+
 @pytest.mark.slow
-def test_every_front_end_on_one_sqlite_home_at_once(tmp_path: Path) -> None:
-    run = Run(tmp_path / "home", tmp_path / "server.log", TORTURE_S, seed=28)
-    run.run()
+def test_every_front_end_on_one_encrypted_sqlite_home_at_once(tmp_path: Path) -> None:
+    home, keys = encrypted_home(tmp_path)
+    run = Run(home, tmp_path / "server.log", TORTURE_S, seed=28)
+
+    def rotate_refused() -> None:
+        refused = rotate(home, keys / "key-2")
+        if refused.returncode == 0 or "needs the notebook to itself" not in refused.stderr:
+            run.ledger.problem(f"key rotate beside the others: {refused.stderr[-500:]}")
+
+    run.run([rotate_refused])
+    done = rotate(home, keys / "key-2")  # everyone stopped: now it runs
+    assert done.returncode == 0, done.stderr
+    use_key(home, keys / "key-2")
     run.assert_sound()
-    assert integrity(tmp_path / "home" / "notebook.db") == "ok"
+    assert integrity(home / "notebook.db") == "ok"
 
 
 @pytest.mark.slow

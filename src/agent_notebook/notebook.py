@@ -161,6 +161,7 @@ class Notebook:
         self._semantic: SemanticIndex | None = None
         self._semantic_ready = False
         self._archive: ColdArchive | None = None
+        self._in_use: files.UseLock | None = None  # held by Notebook.open (see use_lock)
 
     @classmethod
     def open(
@@ -182,19 +183,28 @@ class Notebook:
             raise NotFound(f"no notebook at {root}: run 'agent-notebook init --home {root}'")
         files.ensure_private_dir(root)
         permissions.report_on_open(root)  # logs what is open to others, and the fix
-        conf = cfg.load_config(root)
-        location = cfg.backend_location(root, conf, backend)
-        cipher = load_cipher(conf.privacy.encryption, root)  # None unless encryption is on
-        storage = open_backend(location, sqlite_synchronous=conf.sqlite_synchronous, cipher=cipher)
-        if hasattr(storage, "local_dir"):  # a database server's notebook: side files in home
-            storage.local_dir = root
-        return cls(
-            storage,
-            home=root,
-            config=conf,
-            background_embedding=background_embedding,
-            store_index=store_index,
-        )
+        in_use = cfg.use_lock(root, exclusive=False)  # a key rotation waits for it, and it for one
+        try:
+            conf = cfg.load_config(root)
+            location = cfg.backend_location(root, conf, backend)
+            cipher = load_cipher(conf.privacy.encryption, root)  # None unless encryption is on
+            storage = open_backend(
+                location, sqlite_synchronous=conf.sqlite_synchronous, cipher=cipher
+            )
+            if hasattr(storage, "local_dir"):  # a database server's notebook: side files here
+                storage.local_dir = root
+            notebook = cls(
+                storage,
+                home=root,
+                config=conf,
+                background_embedding=background_embedding,
+                store_index=store_index,
+            )
+        except BaseException:
+            in_use.release()
+            raise
+        notebook._in_use = in_use
+        return notebook
 
     def after_turn(self, work: Callable[[], object]) -> Future[object]:
         """Run derived work (a session-notebook update) after the turn, off the hot path, one
@@ -301,6 +311,9 @@ class Notebook:
         except NotebookError as err:  # derived data: the next open catches up all the same
             log.warning("closing without catching up the derived records: %s", err)
         self.backend.close()
+        if self._in_use is not None:
+            self._in_use.release()
+            self._in_use = None
 
     @property
     def checkpointer(self) -> BaseCheckpointSaver[Any]:
