@@ -100,6 +100,9 @@ RECENT_MOMENTS = 20
 #: moments since in (see ``Notebook.get_session``).
 SESSION_ROW_LAG = 8
 MAX_SEARCH_LIMIT = 1000
+#: The longest query a search takes, in characters, on every front end (a longer one is
+#: refused: it would cost seconds and memory and find nothing a shorter one would not).
+MAX_QUERY_CHARS = 10_000
 #: How long close() lets the worker embed what was just recorded before stopping it after
 #: its current chunk: a turn's few moments get their vector, a big ingest's rest waits.
 CLOSE_EMBED_WAIT_S = 2.0
