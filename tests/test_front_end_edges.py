@@ -104,7 +104,8 @@ def test_one_query_length_cap_on_every_front_end(server: Server, api: httpx.Clie
     long = "lake " * (MAX_QUERY_CHARS // 5) + "x"  # one character over the cap
     assert len(long) == MAX_QUERY_CHARS + 1
     cap = f"{MAX_QUERY_CHARS:,}"
-    assert_error(api.get("/api/search", params={"q": long}), 422, "q")
+    assert_error(api.get("/api/search", params={"q": long}), 422, "query", cap)
+    assert_error(api.get("/api/slice", params={"q": long}), 422, "query", cap)
     assert_page_error(api.get("/search", params={"q": long}), 422, "query", cap)
     for tool in ("search", "slice"):
         failed, text = over_mcp(server, tool, {"query": long})
@@ -132,4 +133,3 @@ def test_a_text_of_exactly_max_text_bytes_fits_in_a_request(api: httpx.Client) -
     one_more = json.dumps({"text": "\x01" * (limit + 1)}).encode()
     answer = api.post(f"/api/sessions/{sid}/moments", content=one_more, headers=headers)
     assert_error(answer, 422, "max_text_bytes")
-

@@ -817,6 +817,7 @@ class Notebook:
         out: relevance (``explain["relevance"]``) is 1 for a match on a word other than a
         stopword, on a concept or by example, else the vector similarity; an empty result
         then means nothing matches well (:func:`weak_match_hint` says so)."""
+        check_query(query, "search")
         example = self._example(image, audio)
         if min_score is None:
             min_score = self.config.search.min_score
@@ -915,6 +916,7 @@ class Notebook:
         ``audience`` that fits ``budget_tokens`` (at most 256K); see :mod:`.slice`. ``limit``
         caps the matched moments; those in ``exclude`` are left out; ``mode`` is the
         search's."""
+        check_query(query, "slice")
         if not 1 <= budget_tokens <= MAX_SLICE_TOKENS:
             raise InvalidInput(
                 f"slice: budget_tokens must be between 1 and {MAX_SLICE_TOKENS}, "
@@ -1500,6 +1502,16 @@ def _aware(when: datetime, name: str) -> datetime:
     if when.tzinfo is None or when.utcoffset() is None:
         raise InvalidInput(f"{name}: {when} has no timezone; pass an aware datetime (UTC)")
     return when
+
+
+def check_query(query: str, what: str) -> str:
+    """``query`` if it is within :data:`MAX_QUERY_CHARS`: the one cap of every front end."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(
+            f"{what}: the query is {len(query):,} characters, over the limit of "
+            f"{MAX_QUERY_CHARS:,}; shorten it to the words that matter (nothing was searched)"
+        )
+    return query
 
 
 def _offset(offset: int) -> int:
