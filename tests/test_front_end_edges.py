@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import Iterator
 from html import unescape
+from pathlib import Path
 
 import anyio
 import httpx
@@ -100,7 +101,9 @@ def over_mcp(server: Server, tool: str, arguments: dict[str, object]) -> tuple[b
     return anyio.run(main)
 
 
-def test_one_query_length_cap_on_every_front_end(server: Server, api: httpx.Client) -> None:
+def test_one_query_length_cap_on_every_front_end(
+    server: Server, api: httpx.Client, tmp_path: Path
+) -> None:
     long = "lake " * (MAX_QUERY_CHARS // 5) + "x"  # one character over the cap
     assert len(long) == MAX_QUERY_CHARS + 1
     cap = f"{MAX_QUERY_CHARS:,}"
@@ -111,7 +114,8 @@ def test_one_query_length_cap_on_every_front_end(server: Server, api: httpx.Clie
         failed, text = over_mcp(server, tool, {"query": long})
         assert failed and "query" in text and cap in text, text
     quiet = {"AGENT_NOTEBOOK_EMBEDDER": "none"}
-    done = text_cli(server.home, "search", long, "--mode", "lexical", env=quiet)
+    assert text_cli(tmp_path / "home", "init", env=quiet).returncode == 0
+    done = text_cli(tmp_path / "home", "search", long, "--mode", "lexical", env=quiet)
     assert done.returncode == 1 and "query" in done.stderr and cap in done.stderr, done.stderr
     assert api.get("/search", params={"q": long[:MAX_QUERY_CHARS]}).status_code == 200
 
@@ -133,3 +137,18 @@ def test_a_text_of_exactly_max_text_bytes_fits_in_a_request(api: httpx.Client) -
     one_more = json.dumps({"text": "\x01" * (limit + 1)}).encode()
     answer = api.post(f"/api/sessions/{sid}/moments", content=one_more, headers=headers)
     assert_error(answer, 422, "max_text_bytes")
+
+
+def test_a_chat_turn_longer_than_the_query_cap_still_finds_its_context(api: httpx.Client) -> None:
+    """The chat searches the notebook with the turn's message: one over the query cap (a
+    pasted document) is searched by its start and end, not refused."""
+    sid = new_session(api, "Pasted notes")
+    made = api.post(f"/api/sessions/{sid}/moments", json={"text": "The heron nests by the weir"})
+    assert made.status_code == 201, made.text
+    created = api.post("/api/chat/sessions", json={"title": "Long", "thread_id": "long-1"})
+    assert created.status_code == 201, created.text
+    message = "where does the heron nest? " + "filler " * MAX_QUERY_CHARS + " and the weir?"
+    turn = api.post("/api/chat/execute", json={"session_id": "long-1", "message": message})
+    assert turn.status_code == 200, turn.text[:500]
+    context = api.post("/api/chat/context", json={"session_id": "long-1", "message": message})
+    assert context.status_code == 200 and "heron nests" in context.text, context.text[:500]
