@@ -148,8 +148,9 @@ MIGRATIONS: Final[list[list[str]]] = [
     ],
     # 6: the web pages' sign-in sessions, beside the API tokens (privacy.web_sessions):
     # hashes only, so a session made on one server is honoured (and ended) on every other.
+    # (Idempotent, like 5: a test replays the migrations from a faked version.)
     [
-        """CREATE TABLE web_sessions (
+        """CREATE TABLE IF NOT EXISTS web_sessions (
             sha256 text PRIMARY KEY,          -- of the session id; the id is never stored
             token_sha256 text NOT NULL,       -- of the token signed in with
             created timestamptz NOT NULL
