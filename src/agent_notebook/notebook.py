@@ -100,6 +100,9 @@ RECENT_MOMENTS = 20
 #: moments since in (see ``Notebook.get_session``).
 SESSION_ROW_LAG = 8
 MAX_SEARCH_LIMIT = 1000
+#: The longest query a search takes, in characters, on every front end (a longer one is
+#: refused: it would cost seconds and memory and find nothing a shorter one would not).
+MAX_QUERY_CHARS = 10_000
 #: How long close() lets the worker embed what was just recorded before stopping it after
 #: its current chunk: a turn's few moments get their vector, a big ingest's rest waits.
 CLOSE_EMBED_WAIT_S = 2.0
@@ -827,6 +830,7 @@ class Notebook:
         out: relevance (``explain["relevance"]``) is 1 for a match on a word other than a
         stopword, on a concept or by example, else the vector similarity; an empty result
         then means nothing matches well (:func:`weak_match_hint` says so)."""
+        check_query(query, "search")
         example = self._example(image, audio)
         if min_score is None:
             min_score = self.config.search.min_score
@@ -925,6 +929,7 @@ class Notebook:
         ``audience`` that fits ``budget_tokens`` (at most 256K); see :mod:`.slice`. ``limit``
         caps the matched moments; those in ``exclude`` are left out; ``mode`` is the
         search's."""
+        check_query(query, "slice")
         if not 1 <= budget_tokens <= MAX_SLICE_TOKENS:
             raise InvalidInput(
                 f"slice: budget_tokens must be between 1 and {MAX_SLICE_TOKENS}, "
@@ -1510,6 +1515,16 @@ def _aware(when: datetime, name: str) -> datetime:
     if when.tzinfo is None or when.utcoffset() is None:
         raise InvalidInput(f"{name}: {when} has no timezone; pass an aware datetime (UTC)")
     return when
+
+
+def check_query(query: str, what: str) -> str:
+    """``query`` if it is within :data:`MAX_QUERY_CHARS`: the one cap of every front end."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(
+            f"{what}: the query is {len(query):,} characters, over the limit of "
+            f"{MAX_QUERY_CHARS:,}; shorten it to the words that matter (nothing was searched)"
+        )
+    return query
 
 
 def _offset(offset: int) -> int:

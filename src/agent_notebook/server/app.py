@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from pydantic import BaseModel
 
 from .. import __version__
+from ..config import DEFAULT_MAX_TEXT_BYTES
 from ..errors import InvalidInput
 from ..notebook import Notebook
 from ..privacy.tokens import tokens_of
@@ -22,7 +23,7 @@ from . import chat, errors, export, notebook_api, sections_api, web
 from .auth import ACCESS_KEY, Access, BearerAuth, McpByToken, Tenant, Tenants
 from .chat_service import ChatService
 from .mcp_tools import build_mcp
-from .settings import ServerSettings
+from .settings import ServerSettings, body_limit_for
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         redoc_url=None,
     )
     errors.install(app, web_error=web.error_page)
-    app.add_middleware(errors.BodySizeLimit, limit=settings.max_body_bytes)
+    app.add_middleware(errors.BodySizeLimit, limit=lambda: body_limit(settings, tenants))
     app.add_middleware(BearerAuth, tenants=tenants)  # outermost: nothing runs before it
     for module in (chat, notebook_api, sections_api, export):
         app.include_router(module.router, responses={"default": {"model": errors.ApiError}})
@@ -112,6 +113,14 @@ async def _open_tenant(home: Path, settings: ServerSettings, stack: AsyncExitSta
         for server in (owner, guest):
             await stack.enter_async_context(server.session_manager.run())
     return tenant
+
+
+def body_limit(settings: ServerSettings, tenants: Tenants) -> int:
+    """``--max-body``, else room for one moment as long as the notebooks' text limit allows."""
+    if settings.max_body_bytes is not None:
+        return settings.max_body_bytes
+    texts = [t.notebook.config.moments.max_text_bytes for t in tenants.items]
+    return body_limit_for(max(texts, default=DEFAULT_MAX_TEXT_BYTES))
 
 
 def _check_distinct(tenants: Tenants) -> None:
