@@ -366,4 +366,3 @@ def use_lock(home: Path, *, exclusive: bool) -> files.UseLock:
 
     timeout = USERS_WAIT_S if exclusive else ROTATION_WAIT_S
     return files.UseLock(path, exclusive=exclusive, timeout_s=timeout, busy=busy)
-
