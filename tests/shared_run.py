@@ -398,6 +398,18 @@ class Run:
     # -- the run ----------------------------------------------------------------------------
 
     def run(self, extra_chores: list[Callable[[], None]] | None = None) -> None:
+        """The run; whatever fails, nothing it started outlives it."""
+        try:
+            self._run(extra_chores)
+        finally:
+            self.stop.set()
+            for thread in self.threads:
+                thread.join(HANG_GUARD_S)
+            if self.server.process.poll() is None:
+                self.server.process.kill()
+                self.server.process.wait(HANG_GUARD_S)
+
+    def _run(self, extra_chores: list[Callable[[], None]] | None) -> None:
         for name in [f"http{n}" for n in range(HTTP_CLIENTS)] + ["cli", "python", "mcp"]:
             self.sessions[name] = self.new_session(name)
         for n in range(HTTP_CLIENTS):
