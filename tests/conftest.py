@@ -11,7 +11,7 @@ from hypothesis import settings
 
 import pg
 from agent_notebook import Notebook
-from agent_notebook.privacy.crypto import Cipher, generate_key
+from agent_notebook.core.crypto import Cipher, generate_key
 from agent_notebook.storage import MemoryBackend, SqliteBackend, StorageBackend, YamlDirBackend
 
 # No example fails for taking long (Hypothesis' default deadline is 200 ms): a loaded machine

@@ -66,9 +66,9 @@ def test_serve_and_the_cli_on_one_home_lose_no_acknowledged_write(tmp_path: Path
                 assert answer.status_code == 201, answer.text
                 acknowledged[answer.json()["id"]] = text
                 text = f"cli write {i}"
-                done = cli(home, "record", "--session", sid, "-f", "json", stdin=json.dumps(
-                    {"text": text}
-                ))
+                done = cli(
+                    home, "record", "--session", sid, "-f", "json", stdin=json.dumps({"text": text})
+                )
                 assert done.returncode == 0, done.stderr
                 (moment,) = json.loads(done.stdout)
                 assert moment["id"] not in acknowledged, f"{moment['id']} given out twice"
@@ -107,9 +107,7 @@ def test_serve_and_an_mcp_client_on_one_home(tmp_path: Path) -> None:
             assert first.status_code == 201
 
             async def work(session):  # type: ignore[no-untyped-def]
-                result = await session.call_tool(
-                    "record", {"text": "from mcp", "session_id": sid}
-                )
+                result = await session.call_tool("record", {"text": "from mcp", "session_id": sid})
                 section = {"thread_id": "t-1", "section": "Current State", "content": "x"}
                 await session.call_tool("update_section", section)  # opens the store
                 return text_of(result)

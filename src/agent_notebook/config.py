@@ -26,9 +26,9 @@ from typing import Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .core import files, yamlcodec
 from .errors import InvalidInput
 from .model import describe_validation_error
-from .storage import files, yamlcodec
 
 CONFIG_FILE = "config.yaml"
 DB_FILE = "notebook.db"
@@ -366,4 +366,3 @@ def use_lock(home: Path, *, exclusive: bool) -> files.UseLock:
 
     timeout = USERS_WAIT_S if exclusive else ROTATION_WAIT_S
     return files.UseLock(path, exclusive=exclusive, timeout_s=timeout, busy=busy)
-

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..messages import drafts_for
+from ..langgraph.messages import drafts_for
 from .chat import build_chat_graph, thread_id_of
 from .context import BuiltContext, ContextBuilder, ContextItem
 from .models import ModelNotConfigured, ModelResolver

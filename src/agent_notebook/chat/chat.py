@@ -12,7 +12,7 @@ calls from their results) into the condensed history. By default a turn writes o
 The live messages are fitted to the budget before the model sees them too: a thread that
 comes in bigger than its budget (an imported one, or a smaller ``live_budget_tokens``) is
 cut down to its newest messages, the rest condensed, on its first turn. A run that raises
-changes no checkpoint (:class:`~agent_notebook.graph.runs.ChatGraph`).
+changes no checkpoint (:class:`~agent_notebook.chat.runs.ChatGraph`).
 
 The node runs sync under ``invoke``/``stream`` and async under ``ainvoke``/``astream``/
 ``astream_events``: then the model is awaited (``ainvoke``) and the notebook's blocking work
@@ -38,13 +38,18 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 
+from ..compaction.summarize import (
+    ExtractiveSummarizer,
+    LlmSummarizer,
+    Summarizer,
+    messages_as_texts,
+)
 from ..config import ChatSettings
 from ..errors import InvalidInput
-from ..messages import drafts_for, kept
-from ..notebook import Notebook
+from ..langgraph.messages import drafts_for, kept
+from ..notebook.facade import Notebook
 from ..session.activity import ActivityMark, mark_after
 from ..session.updaters import DeterministicUpdater, LlmUpdater, NotebookUpdater
-from ..summarize import ExtractiveSummarizer, LlmSummarizer, Summarizer, messages_as_texts
 from .compaction import CompactionPlan, plan_compaction, removals
 from .context import ContextBuilder
 from .executor import keep_pool

@@ -38,8 +38,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from ..core.tokens import DEFAULT_COUNTER, TokenCounter
 from ..errors import InvalidInput
-from ..tokens import DEFAULT_COUNTER, TokenCounter
 
 __all__ = [
     "MESSAGE_OVERHEAD",

@@ -19,11 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, cast, get_args
 
+from ..core.tokens import DEFAULT_COUNTER, TokenCounter
 from ..errors import InvalidInput
 from ..model import Decision, Moment, PendingItem, Session
-from ..notebook import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, Notebook
+from ..notebook.facade import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, Notebook
 from ..session.sections import SECTION_NAMES, SECTIONS
-from ..tokens import DEFAULT_COUNTER, TokenCounter
 
 Mode = Literal["not in context", "summary", "full"]
 MODES: Final[tuple[Mode, ...]] = get_args(Mode)

@@ -23,7 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langgraph.graph.state import CompiledStateGraph
 
-from ..saver_base import SaverSemantics
+from ..langgraph.checkpoint.base import SaverSemantics
 
 __all__ = ["ChatGraph"]
 

@@ -8,8 +8,8 @@ from langchain_core.messages import AnyMessage
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import _messages_delta_reducer
 
-from ..checkpoints import ImportedThread
-from ..saver import last_write
+from ..langgraph.checkpoint.sqlite import last_write
+from ..notebook.checkpoints import ImportedThread
 
 #: A checkpoint stores the whole ``messages`` list once in this many updates of it (two a
 #: turn); the ones between store only the messages written (LangGraph's ``DeltaChannel``),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..summarize import strip_think
+from ..compaction.summarize import strip_think
 
 _REASONING_BLOCKS = frozenset({"thinking", "reasoning", "redacted_thinking"})
 

@@ -67,10 +67,10 @@ def serve(
     import uvicorn
 
     from .. import config as cfg
+    from ..core.files import ensure_private_dir
     from ..privacy.tokens import open_tokens
     from ..server import ServerSettings, create_app
     from ..server.listen import listen
-    from ..storage.files import ensure_private_dir
 
     settings = ServerSettings(
         homes=tuple(homes or [cfg.resolve_home(None)]),
@@ -109,7 +109,7 @@ def mcp(
 
     Example: agent-notebook mcp --home ~/.agent-notebook --guest
     """
-    from ..notebook import Notebook
+    from ..notebook.facade import Notebook
     from ..server.mcp_tools import build_mcp
 
     with reporting_errors(), Notebook.open(home, backend=backend) as nb:

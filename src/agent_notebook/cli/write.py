@@ -11,7 +11,7 @@ import typer
 from .. import config as cfg
 from ..errors import InvalidInput
 from ..model import MomentDraft, validate_record
-from ..notebook import Notebook
+from ..notebook.facade import Notebook
 from ..storage import is_postgres_url
 from .common import (
     CATCH_UP_LIMIT,
@@ -56,7 +56,7 @@ def init(
                 f"--backend must be sqlite, yaml or a postgresql:// URL, not {backend!r}"
             )
         root = cfg.resolve_home(home)
-        from ..storage.files import ensure_private_dir
+        from ..core.files import ensure_private_dir
 
         ensure_private_dir(root)
         if not (root / cfg.CONFIG_FILE).exists():

@@ -3,7 +3,7 @@ condensed history (``previous``; ``guidance`` is the session notebook), the age 
 moments up.
 
 * :class:`ExtractiveSummarizer` (no model) picks sentences greedily for coverage of the
-  sources' identifiers, named things and concepts (:mod:`agent_notebook.enrich`) per token,
+  sources' identifiers, named things and concepts (:mod:`agent_notebook.core.enrich`) per token,
   skipping sentences mostly covered already, and writes them in source order, one line per
   source text, after ``previous`` (trimmed from its oldest end when the new lines need the
   room; they get at least half of ``max_tokens``). Deterministic.
@@ -24,9 +24,9 @@ from typing import Final, Protocol, runtime_checkable
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from .enrich import STOPWORDS, enrich, identifiers
-from .errors import InvalidInput, NotebookError
-from .tokens import DEFAULT_COUNTER, TokenCounter
+from ..core.enrich import STOPWORDS, enrich, identifiers
+from ..core.tokens import DEFAULT_COUNTER, TokenCounter
+from ..errors import InvalidInput, NotebookError
 
 __all__ = [
     "ExtractiveSummarizer",

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Final
 
+from ..model import normalize_concept
 from .dates import relative_dates
-from .model import normalize_concept
 
 __all__ = [
     "BASE_IMPORTANCE",

@@ -124,8 +124,15 @@ def exclusive_lock(path: Path, timeout_s: float = 30.0) -> Iterator[None]:
         return
     fd = os.open(ensure_private_file(path), os.O_RDWR)
     try:
-        _flock(fd, fcntl.LOCK_EX, timeout_s, lambda: f"{path}: another process has held "
-               f"this lock for {timeout_s:.0f}s; retry when it is done")
+        _flock(
+            fd,
+            fcntl.LOCK_EX,
+            timeout_s,
+            lambda: (
+                f"{path}: another process has held "
+                f"this lock for {timeout_s:.0f}s; retry when it is done"
+            ),
+        )
         held.add(key)
         try:
             yield

@@ -19,10 +19,10 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import CorruptFile, InvalidInput
 from ..model import describe_validation_error
-from ..privacy.crypto import sealed_key_id
+from .crypto import sealed_key_id
 
 if TYPE_CHECKING:
-    from ..privacy.crypto import Cipher
+    from .crypto import Cipher
 
 _Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

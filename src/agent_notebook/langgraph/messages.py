@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from .model import Action, MomentDraft
+from ..model import Action, MomentDraft
 
 __all__ = ["drafts_for", "kept"]
 

@@ -3,7 +3,7 @@ threads' checkpoints and the session notebooks share one file: LangGraph's ``Sql
 and ``SqliteSaver`` (as :class:`NotebookStore` and :class:`NotebookSaver`, sync and async)
 on ``notebook.db`` for the SQLite backend, on ``store.db`` beside a YAML notebook, and
 in-memory ones for in-memory notebooks. A PostgreSQL notebook has LangGraph's
-``PostgresStore`` and ``PostgresSaver`` in its own database and schema (:mod:`.pg_store`),
+``PostgresStore`` and ``PostgresSaver`` in its own database and schema (:mod:`.store.postgres`),
 shared by every server on it.
 """
 
@@ -23,16 +23,16 @@ from langgraph.store.base import BaseStore, Item
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
-from .errors import InvalidInput, StorageError
-from .privacy.crypto import Cipher
-from .privacy.sealed_store import SealedSqliteStore
-from .saver import NotebookSaver
-from .storage import StorageBackend
-from .storage.files import ensure_private_dir, ensure_private_file, exclusive_lock
-from .storage.langgraph_store import IndexFactory, NotebookStore, StoreIndex
-from .storage.sqlite.backend import database_file
-from .storage.store_vectors import IndexedStore
-from .store_index import lazy_index_config
+from ..core.crypto import Cipher
+from ..core.files import ensure_private_dir, ensure_private_file, exclusive_lock
+from ..errors import InvalidInput, StorageError
+from ..storage import StorageBackend
+from ..storage.sqlite.backend import database_file
+from .checkpoint.sqlite import NotebookSaver
+from .store.index import lazy_index_config
+from .store.sealed import SealedSqliteStore
+from .store.sqlite import IndexFactory, NotebookStore, StoreIndex
+from .store.vectors import IndexedStore
 
 STORE_FILE = "store.db"
 CHECKPOINT_FILE = "checkpoints.db"
@@ -75,14 +75,14 @@ def open_store(
     """A store for ``backend`` and the connection to close with it (None in memory); with
     ``cipher`` (encryption at rest) its values are sealed and it has no semantic index.
     ``index`` is LangGraph's index config; ``index_factory`` makes one when first needed
-    (a PostgreSQL notebook's store keeps its vectors in its schema: see :mod:`.pg_store`)."""
+    (a PostgreSQL notebook's store keeps its vectors in its schema: see :mod:`.store.postgres`)."""
     if cipher is not None and index is not None:
         raise InvalidInput(
             "the store of an encrypted notebook cannot have a semantic index: vectors of its "
             "values would give their meaning away; open it without store_index"
         )
     if is_postgres(backend):
-        from .pg_store import open_postgres_store
+        from .store.postgres import open_postgres_store
 
         pg_store = open_postgres_store(backend, cipher, index=index, index_factory=index_factory)
         return pg_store, pg_store.pool
@@ -115,7 +115,7 @@ def open_checkpointer(
     a :class:`NotebookSaver` keeping every checkpoint, or the latest ``keep`` of a thread;
     a PostgreSQL notebook's is in its database (without ``path``)."""
     if path is None and is_postgres(backend):
-        from .pg_store import open_postgres_saver
+        from .store.postgres import open_postgres_saver
 
         pg_saver = open_postgres_saver(backend, keep)
         return pg_saver, pg_saver.pool
@@ -193,8 +193,8 @@ def write_lock(store: BaseStore) -> AbstractContextManager[None]:
     atomicity holds."""
     if isinstance(store, SqliteStore) and (main := database_file(store.conn)) is not None:
         return exclusive_lock(main.with_name(main.name + LOCK_SUFFIX), LOCK_TIMEOUT_S)
-    if type(store).__module__.endswith(".pg_store"):  # not imported for other stores
-        from .pg_store import store_lock
+    if type(store).__module__.endswith(".store.postgres"):  # not imported for other stores
+        from .store.postgres import store_lock
 
         lock: AbstractContextManager[None] = store_lock(store)  # type: ignore[arg-type]
         return lock

@@ -1,8 +1,8 @@
 """The notebook's tools for agents, whatever carries them (MCP, LangChain): what each tool
 tells the model, how its answers are shaped and how its errors read.
 
-The MCP server (:mod:`.server.mcp_tools`) and the LangChain tools
-(:mod:`.langchain.tools`) both use these, so an agent reads the same descriptions and the
+The MCP server (:mod:`agent_notebook.server.mcp_tools`) and the LangChain tools
+(:mod:`agent_notebook.langchain.tools`) both use these, so an agent reads the same descriptions and the
 same recovery hints over either, and a tool does what the facade does and nothing more.
 """
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import Conflict, InvalidInput, NotebookError, NotFound
+from ..errors import Conflict, InvalidInput, NotebookError, NotFound
 
 if TYPE_CHECKING:
-    from .model import SearchHit
-    from .notebook import Notebook
+    from ..model import SearchHit
+    from .facade import Notebook
 
 __all__ = [
     "READ_SESSION",

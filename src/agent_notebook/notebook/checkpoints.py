@@ -4,7 +4,7 @@ and a thread the notebook's chat graph can go on with.
 
 The database is opened read-only. Each thread's latest checkpoint gives its messages (the
 ``messages`` channel), recorded as moments like the chat graph records a turn
-(:func:`~agent_notebook.messages.drafts_for`, the message ids as source ids); a message's
+(:func:`~agent_notebook.langgraph.messages.drafts_for`, the message ids as source ids); a message's
 time is that of the first checkpoint that holds it, and the session starts with the thread's
 first checkpoint. The session links to ``thread:<id>`` (relation ``imported-from``) and is
 remembered as the thread's session, so :meth:`Notebook.thread_session` finds it and a chat on
@@ -37,11 +37,11 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph.message import add_messages
 from pydantic import BaseModel, ConfigDict
 
-from .errors import MalformedFile
-from .messages import drafts_for, kept
-from .model import SESSION_ID_RE, THREADS_NAMESPACE, MomentDraft
-from .notebook import Notebook
-from .stores import write_lock
+from ..errors import MalformedFile
+from ..langgraph.messages import drafts_for, kept
+from ..langgraph.stores import write_lock
+from ..model import SESSION_ID_RE, THREADS_NAMESPACE, MomentDraft
+from .facade import Notebook
 
 __all__ = ["IMPORTED_FROM", "ImportedThread", "ThreadImport", "import_checkpoints"]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .privacy import permissions
+from ..privacy import permissions
 
 if TYPE_CHECKING:
-    from .notebook import Notebook
+    from .facade import Notebook
 
 
 @dataclass
@@ -26,7 +26,7 @@ class DoctorReport:
 def doctor(nb: Notebook, *, fix: bool = False) -> DoctorReport:
     """Check ``nb`` (opened with a home) and this installation; ``fix`` makes what is open
     to other users owner-only again first."""
-    from .embed import default_embedder_status
+    from ..embed import default_embedder_status
 
     semantic = nb.semantic
     chosen = nb.embedder_name
@@ -75,14 +75,14 @@ def _vector_lag(nb: Notebook) -> dict[str, str]:
 
 
 def _multimodal(nb: Notebook) -> str:
-    from .embed.multimodal import NO_MULTIMODAL_EMBEDDER
+    from ..embed.multimodal import NO_MULTIMODAL_EMBEDDER
 
     embedder = nb.multimodal_embedder
     return NO_MULTIMODAL_EMBEDDER if embedder is None else embedder.model_id
 
 
 def _media_files(nb: Notebook) -> str:
-    from .privacy.crypto import cipher_of
+    from ..core.crypto import cipher_of
 
     count = len(nb.media_store().names())
     unsealed = cipher_of(nb.backend) is not None and count
@@ -91,7 +91,7 @@ def _media_files(nb: Notebook) -> str:
 
 def _decoders() -> str:
     """Which media formats this installation can decode (and so attach and sign)."""
-    from .media.decode import decoders_available
+    from ..media.decode import decoders_available
 
     found = decoders_available()
     have = [name for name, ok in found.items() if ok]

@@ -1,9 +1,9 @@
 """The one check of what a caller asks the notebook to record, used by every front end.
 
-:meth:`Notebook.record_many <agent_notebook.notebook.Notebook.record_many>` runs it before
+:meth:`Notebook.record_many <agent_notebook.notebook.facade.Notebook.record_many>` runs it before
 anything is read, derived or written. A front end that starts a session for the moments
 (``record --task``, the MCP ``record`` tool) runs it first, through
-:meth:`Notebook.check_drafts <agent_notebook.notebook.Notebook.check_drafts>`, so a refused
+:meth:`Notebook.check_drafts <agent_notebook.notebook.facade.Notebook.check_drafts>`, so a refused
 record leaves no empty session behind.
 
 A draft is refused when it is not a :class:`MomentDraft` (unknown fields are named with the
@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .config import MomentLimits
-from .errors import InvalidInput
-from .model import MomentDraft, validate_record
+from ..config import MomentLimits
+from ..errors import InvalidInput
+from ..model import MomentDraft, validate_record
 
 __all__ = ["check_drafts"]
 

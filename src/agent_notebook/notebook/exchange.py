@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .compaction.archive import ColdArchive
-from .errors import Conflict
-from .model import (
+from ..compaction.archive import ColdArchive
+from ..errors import Conflict
+from ..model import (
     SESSION_ID_RE,
     THREADS_NAMESPACE,
     ArchiveEntry,
@@ -44,18 +44,18 @@ from .model import (
     session_day,
     session_id_for,
 )
-from .storage import SqliteBackend, StorageBackend, YamlDirBackend
+from ..storage import SqliteBackend, StorageBackend, YamlDirBackend
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.store.base import BaseStore
 
-    from .media.store import MediaStore
+    from ..media.store import MediaStore
 
 BATCH = 500
 #: The relation of the link a session imported with changed ids carries to its old id.
 RENUMBERED_FROM = "renumbered-from"
-#: Where session notebooks live: ``("session", thread id, …)`` (see :mod:`.session`).
+#: Where session notebooks live: ``("session", thread id, …)`` (see :mod:`agent_notebook.session`).
 SESSION_NAMESPACE = "session"
 
 
@@ -237,7 +237,7 @@ class _Copier:
             self.ids.update({f"m_{n}": f"m_{first + i}" for i, n in enumerate(numbers)})
 
     def _plan_threads(self) -> None:
-        from .stores import thread_ids  # LangGraph loads only when chat state is copied
+        from ..langgraph.stores import thread_ids  # LangGraph loads only when chat state is copied
 
         source_chat, target_chat = self.chat
         if source_chat.store is None and source_chat.checkpointer is None:
@@ -379,7 +379,7 @@ class _Copier:
             self.vectors += len(items)
 
     def copy_chat_state(self) -> None:
-        from .stores import (  # LangGraph loads only when chat state is copied
+        from ..langgraph.stores import (  # LangGraph loads only when chat state is copied
             copy_checkpoints,
             copy_store_items,
         )
@@ -488,7 +488,7 @@ def _pages(backend: StorageBackend) -> Iterator[list[Moment]]:
 
 
 def _thread_map(store: BaseStore | None) -> dict[str, str]:
-    from .stores import store_items  # LangGraph loads only when chat state is copied
+    from ..langgraph.stores import store_items  # LangGraph loads only when chat state is copied
 
     if store is None:
         return {}
@@ -551,7 +551,7 @@ def migrate(
     refuse_unless_empty(target, chat[1])
     copied_media: list[str] = []
     if media is not None:
-        from .media.store import media_paths_of
+        from ..media.store import media_paths_of
 
         wanted = sorted(media_paths_of(source.iter_moments()))
         copied_media = media[1].copy_from(media[0], wanted) if wanted else []
@@ -573,7 +573,7 @@ def migrate(
 
 def refuse_unless_empty(target: StorageBackend, chat: ChatState) -> None:
     """:class:`Conflict` unless ``target`` holds no record, store item nor checkpoint."""
-    from .stores import store_items
+    from ..langgraph.stores import store_items
 
     held = {
         "sessions": target.count_sessions(),
@@ -601,7 +601,7 @@ def notebook_counts(
     """What a notebook holds, counted: records, indexes, counters, vectors of each model,
     audit entries, chat state and (with ``media``) the media files its moments refer to
     that are there."""
-    from .stores import store_items
+    from ..langgraph.stores import store_items
 
     sessions = backend.list_sessions()
     counts = {
@@ -620,7 +620,7 @@ def notebook_counts(
     if chat.checkpointer is not None:
         counts["checkpoints"] = sum(1 for _ in chat.checkpointer.list(None))
     if media is not None:
-        from .media.store import media_paths_of
+        from ..media.store import media_paths_of
 
         wanted = media_paths_of(backend.iter_moments())
         counts["media files"] = sum(1 for name in wanted if (media.home / name).is_file())

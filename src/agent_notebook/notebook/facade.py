@@ -23,13 +23,16 @@ from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from pydantic import ValidationError
 
-from . import config as cfg
-from .compaction import ARCHIVE_DIR, ColdArchive, CompactionReport, Compactor
-from .compaction.runner import Progress as CompactProgress
-from .drafts import check_drafts
-from .enrich import enrich
-from .errors import Conflict, InvalidInput, NotebookError, NotFound
-from .model import (
+from .. import config as cfg
+from ..compaction import ARCHIVE_DIR, ColdArchive, CompactionReport, Compactor
+from ..compaction.runner import Progress as CompactProgress
+from ..core import files
+from ..core.crypto import cipher_of, load_cipher
+from ..core.enrich import enrich
+from ..core.files import exclusive_lock as write_lock_file
+from ..core.tokens import DEFAULT_COUNTER, TokenCounter
+from ..errors import Conflict, InvalidInput, NotebookError, NotFound
+from ..model import (
     MOMENT_ID_RE,
     SESSION_ID_RE,
     THREADS_NAMESPACE,
@@ -57,23 +60,20 @@ from .model import (
     session_id_for,
     validate_record,
 )
-from .privacy import audit, modalities, permissions
-from .privacy import secrets as secret_masking
-from .privacy.crypto import cipher_of, load_cipher
-from .search.engine import Mode, SearchEngine, SearchRequest, matches_words, neighbour_ids
-from .slice import MAX_SLICE_TOKENS, Slice, build_slice
-from .slice import Format as SliceFormat
-from .storage import (
+from ..privacy import audit, modalities, permissions
+from ..privacy import secrets as secret_masking
+from ..search.engine import Mode, SearchEngine, SearchRequest, matches_words, neighbour_ids
+from ..search.slice import MAX_SLICE_TOKENS, Slice, build_slice
+from ..search.slice import Format as SliceFormat
+from ..storage import (
     MemoryBackend,
     MomentFilter,
     StorageBackend,
-    files,
     is_postgres_url,
     open_backend,
 )
-from .storage.base import Activity, activity_of
-from .storage.files import exclusive_lock as write_lock_file
-from .tokens import DEFAULT_COUNTER, TokenCounter
+from ..storage.base import Activity, activity_of
+from .drafts import check_drafts
 
 # LangChain, LangGraph (stores, checkpoints, summarizers), the embedder, media and the
 # session notebook load when first used: a command that reads the notebook needs none.
@@ -82,16 +82,16 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.store.base import BaseStore, IndexConfig
 
-    from .embed import Embedder
-    from .embed.multimodal import MultimodalEmbedder
+    from ..compaction.summarize import Summarizer
+    from ..embed import Embedder
+    from ..embed.multimodal import MultimodalEmbedder
+    from ..ingest import IngestPlan, IngestReport, IngestSession
+    from ..langgraph.stores import Closeable
+    from ..media.store import Attachment, MediaStore
+    from ..search.semantic import SemanticIndex
+    from ..session import SessionNotebook
     from .exchange import CopyReport
-    from .ingest import IngestPlan, IngestReport, IngestSession
-    from .media.store import Attachment, MediaStore
-    from .privacy.redaction import ForgetReport
-    from .search.semantic import SemanticIndex
-    from .session import SessionNotebook
-    from .stores import Closeable
-    from .summarize import Summarizer
+    from .redaction import ForgetReport
 
 #: How many of the latest moment ids a session keeps in ``context.recent_moments``.
 RECENT_MOMENTS = 20
@@ -146,7 +146,7 @@ class Notebook:
         audio) recorded; see :mod:`agent_notebook.embed.multimodal`. ``store_index`` is
         LangGraph's ``index`` config for :attr:`store`; ``"default"`` embeds with this
         notebook's embedder (when it has one and the notebook is not encrypted), ``None``
-        makes the store non-semantic; see :mod:`agent_notebook.store_index`."""
+        makes the store non-semantic; see :mod:`agent_notebook.langgraph.store.index`."""
         self.backend = backend
         self.multimodal_embedder = multimodal_embedder
         self.home = home
@@ -176,7 +176,7 @@ class Notebook:
         background_embedding: bool = True,
         store_index: IndexConfig | Literal["default"] | None = "default",
     ) -> Self:
-        """Open (and with ``create``, make) the notebook in ``home``; see :mod:`.config`
+        """Open (and with ``create``, make) the notebook in ``home``; see :mod:`agent_notebook.config`
         (``store_index``: see :class:`Notebook`). ``home`` may be a ``postgresql://`` URL:
         the notebook in that database, with the default home for its config."""
         if home is not None and is_postgres_url(home) and backend is None:
@@ -321,7 +321,7 @@ class Notebook:
     @property
     def checkpointer(self) -> BaseCheckpointSaver[Any]:
         """LangGraph's ``SqliteSaver`` on this notebook's file (or ``chat.checkpoints``),
-        sync and async (:class:`~agent_notebook.saver.NotebookSaver`): every checkpoint is
+        sync and async (:class:`~agent_notebook.langgraph.checkpoint.sqlite.NotebookSaver`): every checkpoint is
         kept unless ``chat.keep_checkpoints`` says how many of a thread's latest to keep."""
         return self.checkpointer_for(self.config.chat)
 
@@ -331,7 +331,7 @@ class Notebook:
         if key not in self._checkpointers:
             from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-            from .stores import open_checkpointer
+            from ..langgraph.stores import open_checkpointer
 
             saver, conn = open_checkpointer(self.backend, chat.checkpoints, chat.keep_checkpoints)
             if (cipher := cipher_of(self.backend)) is not None:  # checkpoints hold the chat
@@ -348,9 +348,9 @@ class Notebook:
         notebooks and your app's items share one file. It is semantic: ``search(ns,
         query=...)`` ranks by meaning with scores (see ``store_index``)."""
         if self._store is None:
-            from .storage.langgraph_store import StoreIndex
-            from .store_index import default_store_index
-            from .stores import open_store
+            from ..langgraph.store.index import default_store_index
+            from ..langgraph.store.sqlite import StoreIndex
+            from ..langgraph.stores import open_store
 
             cipher = cipher_of(self.backend)
             choice = self._store_index_choice
@@ -377,7 +377,7 @@ class Notebook:
         item = self.store.get(THREADS_NAMESPACE, thread_id)
         if item is not None:
             return str(item.value["session_id"])
-        from .stores import write_lock
+        from ..langgraph.stores import write_lock
 
         with _thread_lock, write_lock(self.store):
             item = self.store.get(THREADS_NAMESPACE, thread_id)  # another writer was first?
@@ -391,7 +391,7 @@ class Notebook:
     def session_notebook(self, thread_id: str) -> SessionNotebook:
         """The session notebook of ``thread_id`` in :attr:`store`, condensing into this
         notebook, with the budgets of ``config.yaml``."""
-        from .session import SessionNotebook
+        from ..session import SessionNotebook
 
         return SessionNotebook(
             self.store, thread_id, notebook=self, budgets=self.config.session_notebook
@@ -619,7 +619,7 @@ class Notebook:
             moments = self._commit(session_id, prepared, masked, stripped, condensed_history)
         except BaseException:
             if copied:  # copied for this record only: gone with it
-                from .media.store import media_paths_of
+                from ..media.store import media_paths_of
 
                 in_use = media_paths_of(self.backend.iter_moments())
                 self.media_store().remove_unused(copied, in_use)
@@ -672,7 +672,7 @@ class Notebook:
 
     def media_store(self) -> MediaStore:
         """``<home>/media/``, where attached images and audio are kept."""
-        from .media.store import MediaStore
+        from ..media.store import MediaStore
 
         if self.home is None:
             raise InvalidInput(
@@ -682,7 +682,7 @@ class Notebook:
         return MediaStore(self.home)
 
     def _attachments(self, draft: MomentDraft) -> list[Attachment]:
-        from .media.store import attachment_of
+        from ..media.store import attachment_of
 
         embedder = self.multimodal_embedder if self.config.privacy.modalities.embeddings else None
         found = []  # the errors name the file
@@ -874,7 +874,7 @@ class Notebook:
             raise InvalidInput("search: give an example image or an example audio, not both")
         if image is None and audio is None:
             return None
-        from .media.store import attachment_of
+        from ..media.store import attachment_of
 
         return attachment_of(
             image or audio or "", "image" if image is not None else "audio"
@@ -885,8 +885,8 @@ class Notebook:
         leaving a tombstone that says who, when and why; the session's audit log records it
         (without the text). The text also leaves the rollups, the cold archive, the session
         notebooks, condensed histories and checkpoints, and the files are purged; see
-        :mod:`.privacy.redaction`. Search never returns it again, by words or by meaning."""
-        from .privacy.redaction import Redaction
+        :mod:`.redaction`. Search never returns it again, by words or by meaning."""
+        from .redaction import Redaction
 
         check_moment_id(moment_id)
         _required(reason, "redact: the reason", "why the moment is redacted (for the tombstone)")
@@ -899,7 +899,7 @@ class Notebook:
         """Redact every moment, rollup and session-notebook line tied to ``concept`` (the
         concept index, and the phrase appearing as words), then drop the concept from the
         index; with ``dry_run`` only list what would go."""
-        from .privacy.redaction import Redaction
+        from .redaction import Redaction
 
         with self._redaction_lock():
             return Redaction(self, reason, who).forget(concept, dry_run=dry_run)
@@ -926,7 +926,7 @@ class Notebook:
         mode: Mode = "hybrid",
     ) -> Slice:
         """A read-only, relevance-ranked, provenance-tagged slice of the notebook for
-        ``audience`` that fits ``budget_tokens`` (at most 256K); see :mod:`.slice`. ``limit``
+        ``audience`` that fits ``budget_tokens`` (at most 256K); see :mod:`agent_notebook.search.slice`. ``limit``
         caps the matched moments; those in ``exclude`` are left out; ``mode`` is the
         search's."""
         check_query(query, "slice")
@@ -1024,7 +1024,7 @@ class Notebook:
             embedder = self._resolve_embedder()  # a bad name raises on every use
             self._semantic_ready = True
             if embedder is not None:
-                from .search.semantic import SemanticIndex
+                from ..search.semantic import SemanticIndex
 
                 index_file = None
                 if (  # with encryption on, the faiss file (plain vectors) is not written
@@ -1057,7 +1057,7 @@ class Notebook:
             return self._embedder_choice
         if not self.wants_vectors:
             return None
-        from .embed import EMBEDDERS, default_embedder
+        from ..embed import EMBEDDERS, default_embedder
 
         chosen = self.embedder_name
         if chosen == "none":
@@ -1093,7 +1093,7 @@ class Notebook:
         run again, adds what is missing. Every draft is checked before the first is
         recorded, so a bad one records nothing. ``progress`` gets the moments done, recorded
         or skipped. The new moments wait for a vector like recorded ones."""
-        from .ingest import IngestReport, held_sources
+        from ..ingest import IngestReport, held_sources
 
         for part in plan.sessions:
             self.check_drafts(part.drafts, f"{part.task}: moment")
@@ -1132,7 +1132,7 @@ class Notebook:
         )
 
     def _start_ingested(self, part: IngestSession) -> Session:
-        from .ingest import SOURCE_RELATION
+        from ..ingest import SOURCE_RELATION
 
         session = self.start_session(part.task, started=part.started)
         if part.source_id is None:
@@ -1155,13 +1155,13 @@ class Notebook:
         notebooks, the thread map; checkpoints) into ``target``'s own store and checkpoint
         files. With ``media_to``, the media files go to ``media_to/media/`` (each checked
         against its SHA-256 first) and the cold archive's files to ``media_to/archive/``."""
+        from ..langgraph.stores import open_checkpointer, open_store, store_items
         from .exchange import Archives, ChatState, copy_notebook
-        from .stores import open_checkpointer, open_store, store_items
 
         self.settle()  # the exported sessions count every moment
         archives = None
         if media_to is not None:
-            from .media.store import MediaStore
+            from ..media.store import MediaStore
 
             _copy_media(self.backend, self.media_store(), MediaStore(media_to))
             if self.archive_dir is not None and self.backend.count_archived():
@@ -1193,19 +1193,19 @@ class Notebook:
         media_from: Path | None = None,
     ) -> CopyReport:
         """Copy ``source`` into this notebook, all of it or nothing (see
-        :mod:`agent_notebook.exchange`): ids the notebook already uses for other records are
+        :mod:`agent_notebook.notebook.exchange`): ids the notebook already uses for other records are
         renumbered (the report lists them), the chat state in ``source``'s store and
         checkpoint files comes along, so a chat on an imported thread goes on in its
         session. Imported moments without a vector are embedded like recorded ones. With
         ``media_from``, the media files they refer to are copied from ``media_from/media/``
         (checked against their SHA-256) and the archive files from ``media_from/archive/``."""
+        from ..langgraph.stores import open_existing
         from .exchange import Archives, ChatState, copy_notebook
-        from .stores import open_existing
 
         copied: list[str] = []
         archives = None
         if media_from is not None:
-            from .media.store import MediaStore
+            from ..media.store import MediaStore
 
             copied = _copy_media(source, MediaStore(media_from), self.media_store())
             if self.archive_dir is not None and source.count_archived():
@@ -1222,7 +1222,7 @@ class Notebook:
             )
         except BaseException:
             if copied:
-                from .media.store import media_paths_of
+                from ..media.store import media_paths_of
 
                 in_use = media_paths_of(self.backend.iter_moments())
                 self.media_store().remove_unused(copied, in_use)
@@ -1239,7 +1239,7 @@ class Notebook:
         concept-index entries and vectors, its cold-archive records, the media files no
         other moment uses, and its threads (their thread-map entries, session notebooks
         and checkpoints). Links and parents elsewhere that name it are left as they are."""
-        from .stores import store_items, write_lock
+        from ..langgraph.stores import store_items, write_lock
 
         session = self.get_session(session_id)  # NotFound for an unknown one
         moments = self.backend.list_moments(session.id)
@@ -1254,7 +1254,7 @@ class Notebook:
             self.backend.delete_session(session.id)
         if self._semantic is not None:
             self._semantic.forget([m.number for m in moments] + [e.number for e in archived])
-        from .media.store import media_paths_of
+        from ..media.store import media_paths_of
 
         gone = media_paths_of(moments)
         if gone:
@@ -1361,7 +1361,7 @@ class Notebook:
                 return report.model_copy(update={"dry_run": True})
 
     def _compaction_summarizer(self, model: BaseChatModel | None) -> Summarizer:
-        from .summarize import ExtractiveSummarizer, LlmSummarizer
+        from ..compaction.summarize import ExtractiveSummarizer, LlmSummarizer
 
         extractive = ExtractiveSummarizer(self.tokens)
         if self.config.compaction.summarizer == "extractive":
@@ -1575,7 +1575,7 @@ def _drop_archived(archive: ColdArchive, entries: Sequence[ArchiveEntry]) -> Non
 def _copy_media(moments_of: StorageBackend, source: MediaStore, target: MediaStore) -> list[str]:
     """Copy the media files the moments of ``moments_of`` refer to from ``source`` to
     ``target`` (each checked against its SHA-256); returns the files new to ``target``."""
-    from .media.store import media_paths_of
+    from ..media.store import media_paths_of
 
     wanted = media_paths_of(moments_of.iter_moments())
     return target.copy_from(source, sorted(wanted)) if wanted else []

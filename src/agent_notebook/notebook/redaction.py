@@ -47,8 +47,10 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
-from ..enrich import enrich
+from ..core.enrich import enrich
 from ..errors import InvalidInput, NotFound
+from ..langgraph.checkpoint.base import scrub_channel, scrub_checkpoint, scrub_metadata
+from ..langgraph.store.vectors import IndexedStore
 from ..media.store import media_paths_of
 from ..model import (
     CUT_SPEAKER,
@@ -65,9 +67,7 @@ from ..model import (
     now_utc,
     validate_record,
 )
-from ..saver_base import scrub_channel, scrub_checkpoint, scrub_metadata
 from ..storage.sqlite.backend import database_file, vacuum
-from ..storage.store_vectors import IndexedStore
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -558,7 +558,7 @@ class Redaction:
         store = self._store()
         if store is None:
             return
-        from ..stores import write_lock
+        from ..langgraph.stores import write_lock
 
         with write_lock(store):
             changes = []
@@ -647,7 +647,7 @@ class Redaction:
             if database_file(conn) != main:
                 vacuum(conn)
         if (saver := self._saver()) is not None and hasattr(saver, "pool"):  # PostgreSQL's
-            from ..pg_store import vacuum_full
+            from ..langgraph.store.postgres import vacuum_full
 
             vacuum_full(saver.pool)
         self._purge_vectors()
@@ -725,7 +725,7 @@ class Redaction:
         return self.nb._cold_archive()
 
     def _store(self) -> BaseStore | None:
-        from ..stores import is_postgres, store_path
+        from ..langgraph.stores import is_postgres, store_path
 
         if is_postgres(self.backend):  # in the database: there is one
             return self.nb.store
@@ -737,7 +737,7 @@ class Redaction:
         notebook's ``NotebookPostgresSaver`` (which has ``scrub``)."""
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        from ..stores import CHECKPOINT_FILE, is_postgres, store_path
+        from ..langgraph.stores import CHECKPOINT_FILE, is_postgres, store_path
 
         chat = self.nb.config.chat
         path = chat.checkpoints

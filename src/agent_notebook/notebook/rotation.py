@@ -23,15 +23,15 @@ from pathlib import Path
 
 from .. import config as cfg
 from ..compaction import ARCHIVE_DIR
+from ..core.crypto import Cipher, load_key, sealed_key_id
+from ..core.files import write_atomic
 from ..errors import InvalidInput, StorageError
-from ..saver_base import reseal_typed
+from ..langgraph.checkpoint.base import reseal_typed
+from ..langgraph.store.sealed import resealed_value
+from ..langgraph.store.sqlite import VECTOR_TABLE as SQLITE_STORE_VECTORS
+from ..langgraph.stores import CHECKPOINT_FILE, is_postgres, store_path
 from ..storage import SqliteBackend, StorageBackend, YamlDirBackend, open_backend
-from ..storage.files import write_atomic
-from ..storage.langgraph_store import VECTOR_TABLE as SQLITE_STORE_VECTORS
 from ..storage.sqlbase import SqlReads
-from ..stores import CHECKPOINT_FILE, is_postgres, store_path
-from .crypto import Cipher, load_key, sealed_key_id
-from .sealed_store import resealed_value
 
 __all__ = ["RotationReport", "rotate_key"]
 
@@ -125,8 +125,8 @@ def _reseal_postgres_langgraph(
     notebook's schema, then rewrite every table that held old blobs (``VACUUM FULL``, after
     the transactions that may still see them: ``backend.purge``). Returns the store values
     and the checkpoint rows sealed again."""
-    from ..pg_saver import reseal_checkpoints
-    from ..pg_store import (
+    from ..langgraph.checkpoint.postgres import reseal_checkpoints
+    from ..langgraph.store.postgres import (
         TEXT_TABLES,
         open_postgres_saver,
         open_postgres_store,

@@ -17,9 +17,9 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, Field
 
-from .model import Moment, SearchHit, Session
-from .search.lexical import tokenize
-from .tokens import TokenCounter
+from ..core.lexical import tokenize
+from ..core.tokens import TokenCounter
+from ..model import Moment, SearchHit, Session
 
 __all__ = ["MAX_SLICE_TOKENS", "Slice", "SliceItem", "build_slice"]
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from .. import __version__
 from ..config import DEFAULT_MAX_TEXT_BYTES
 from ..errors import InvalidInput
-from ..notebook import Notebook
+from ..notebook.facade import Notebook
 from ..privacy.tokens import tokens_of
 from . import chat, errors, export, notebook_api, sections_api, web
 from .auth import ACCESS_KEY, Access, BearerAuth, McpByToken, Tenant, Tenants
@@ -87,7 +87,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 
 
 async def _open_tenant(home: Path, settings: ServerSettings, stack: AsyncExitStack) -> Tenant:
-    from ..graph.models import offline_models
+    from ..chat.models import offline_models
 
     nb = Notebook.open(home, backend=settings.backend, background_embedding=True)
     stack.callback(nb.close)  # after the MCP servers below have stopped

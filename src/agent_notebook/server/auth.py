@@ -28,7 +28,7 @@ from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import NotebookError
-from ..notebook import Notebook
+from ..notebook.facade import Notebook
 from ..privacy.tokens import Grant, Tokens, web_session_grant
 from .chat_service import ChatService
 from .errors import HIDDEN_PLACES_KEY, Forbidden, error_response, is_api_path, status_of

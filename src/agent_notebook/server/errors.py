@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..chat.models import ModelNotConfigured
 from ..errors import (
     Conflict,
     InvalidInput,
@@ -27,7 +28,6 @@ from ..errors import (
     NotFound,
     StorageError,
 )
-from ..graph.models import ModelNotConfigured
 from ..model import describe_errors
 from .guest_rights import hide_places
 

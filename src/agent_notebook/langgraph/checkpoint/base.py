@@ -1,5 +1,5 @@
 """What the notebook's checkpointers share whatever holds their rows (SQLite in
-:mod:`.saver`, PostgreSQL in :mod:`.pg_saver`): the clear error for a pruned checkpoint id,
+:mod:`.sqlite`, PostgreSQL in :mod:`.postgres`): the clear error for a pruned checkpoint id,
 pruning to the latest ``keep`` checkpoints of a thread, a turn all or nothing, delta-channel
 values kept between reads (:mod:`.delta_history`), and the async API running the sync one
 on a worker thread.
@@ -31,12 +31,12 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
+from ...core.crypto import CHECKPOINT_CIPHER, sealed_key_id
+from ...errors import InvalidInput, NotFound
 from .delta_history import CachedValues, DeltaHistoryCache
-from .errors import InvalidInput, NotFound
-from .privacy.crypto import CHECKPOINT_CIPHER, sealed_key_id
 
 if TYPE_CHECKING:
-    from .privacy.crypto import Cipher
+    from ...core.crypto import Cipher
 
 __all__ = [
     "CheckpointPruned",

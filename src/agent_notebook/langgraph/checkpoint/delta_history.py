@@ -5,7 +5,7 @@ the writes of every ancestor back to the nearest snapshot (up to ``snapshot_freq
 checkpoints). The next turn reads the checkpoint the last one wrote, whose ancestors are
 the same plus a few: :class:`DeltaHistoryCache` keeps the value rebuilt at the checkpoint
 last read of each thread and namespace, and each backend's walk (SQLite:
-:mod:`.saver_history`, PostgreSQL: :mod:`.pg_saver_history`) replays only the writes since
+:mod:`.sqlite_history`, PostgreSQL: :mod:`.postgres_history`) replays only the writes since
 it.
 
 The value of a delta channel at checkpoint ``C`` depends on the checkpoints from ``C`` up

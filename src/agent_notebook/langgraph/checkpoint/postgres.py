@@ -1,11 +1,11 @@
 """The checkpointer of a PostgreSQL notebook: LangGraph's ``PostgresSaver`` on a pool of
 the notebook's database, in the notebook's schema, with the semantics of the SQLite one
-(:class:`~agent_notebook.saver_base.SaverSemantics`): every checkpoint kept unless ``keep``
-says otherwise, :class:`~agent_notebook.saver_base.CheckpointPruned` for a pruned id, turns
+(:class:`~agent_notebook.langgraph.checkpoint.base.SaverSemantics`): every checkpoint kept unless ``keep``
+says otherwise, :class:`~agent_notebook.langgraph.checkpoint.base.CheckpointPruned` for a pruned id, turns
 all or nothing, the async API on a worker thread (so one object serves ``invoke`` and
 ``ainvoke``, as ``NotebookSaver`` does), ``copy_thread`` and ``delete_for_runs``, and the
 delta-channel values of a thread's last read kept for the next (:mod:`.delta_history`,
-:mod:`.pg_saver_history`).
+:mod:`.postgres_history`).
 
 Channel values live in ``checkpoint_blobs`` keyed by version, not by checkpoint: whatever
 deletes checkpoints here then deletes the blobs no checkpoint of the thread names any more.
@@ -37,9 +37,7 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from .delta_history import CachedValues
-from .pg_saver_history import install_epoch, read_epoch, walk_to_cached
-from .saver_base import (
+from .base import (
     CheckpointPruned,
     DeltaReducer,
     HistoryWalk,
@@ -50,9 +48,11 @@ from .saver_base import (
     scrub_checkpoint,
     scrub_metadata,
 )
+from .delta_history import CachedValues
+from .postgres_history import install_epoch, read_epoch, walk_to_cached
 
 if TYPE_CHECKING:
-    from .privacy.crypto import Cipher
+    from ...core.crypto import Cipher
 
 __all__ = [
     "CheckpointPruned",
@@ -92,7 +92,7 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
         keep: int | None = None,
         delta_reducers: Mapping[str, DeltaReducer] | None = None,
     ) -> None:
-        """``pool``: autocommit connections with ``dict_row`` rows (see :mod:`.stores`)."""
+        """``pool``: autocommit connections with ``dict_row`` rows (see :mod:`agent_notebook.langgraph.stores`)."""
         super().__init__(pool)
         self.pool = pool
         self._init_semantics(keep, delta_reducers)
@@ -101,7 +101,7 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
 
     def setup(self) -> None:
         """``PostgresSaver``'s tables, and the triggers that tell a rebuilt delta-channel
-        value kept from an earlier read is stale (:mod:`.pg_saver_history`)."""
+        value kept from an earlier read is stale (:mod:`.postgres_history`)."""
         super().setup()
         self._epoch_installed = install_epoch(self.pool)
 

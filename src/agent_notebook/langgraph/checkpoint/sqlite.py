@@ -18,7 +18,7 @@ and the async API, with the conformance suite's extended capabilities.
   ``get_delta_channel_history``). Whatever deletes older checkpoints (pruning,
   ``delete_for_runs``) first writes the full value into each kept checkpoint whose parent
   goes (:meth:`NotebookSaver.materialise`), so a kept checkpoint never loses its history.
-* Checkpoint and write values are stored deflated (:mod:`.saver_codec`, tagged
+* Checkpoint and write values are stored deflated (:mod:`.codec`, tagged
   ``msgpack.z2``, ``msgpack.z1`` before); rows written before read as they are.
 * :meth:`NotebookSaver.turn` makes one run on a thread all or nothing: when it raises, the
   checkpoints and writes it added are deleted again, so a failed chat turn leaves the
@@ -35,9 +35,8 @@ from typing import Any
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple, DeltaChannelHistory
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from .delta_history import CachedValues
-from .errors import InvalidInput
-from .saver_base import (
+from ...errors import InvalidInput
+from .base import (
     CheckpointPruned,
     DeltaReducer,
     HistoryWalk,
@@ -46,8 +45,9 @@ from .saver_base import (
     last_write,
     newest_of_each_namespace,
 )
-from .saver_codec import CompressedSerializer
-from .saver_history import install_epoch, read_epoch, walk_to_cached
+from .codec import CompressedSerializer
+from .delta_history import CachedValues
+from .sqlite_history import install_epoch, read_epoch, walk_to_cached
 
 __all__ = ["CheckpointPruned", "NotebookSaver", "TurnMark", "last_write"]
 
@@ -63,7 +63,7 @@ _NEWEST_WRITES = (
 
 class NotebookSaver(SaverSemantics, SqliteSaver):
     """``SqliteSaver`` with async methods, optional pruning and the extended capabilities
-    (what is not SQL here is :class:`~agent_notebook.saver_base.SaverSemantics`)."""
+    (what is not SQL here is :class:`~agent_notebook.langgraph.checkpoint.base.SaverSemantics`)."""
 
     def __init__(
         self,
@@ -82,7 +82,7 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
 
     def setup(self) -> None:
         """``SqliteSaver``'s tables, and the triggers that tell a rebuilt delta-channel
-        value kept from an earlier read is stale (:mod:`.saver_history`)."""
+        value kept from an earlier read is stale (:mod:`.sqlite_history`)."""
         if self.is_setup:
             return
         super().setup()
@@ -139,7 +139,7 @@ class NotebookSaver(SaverSemantics, SqliteSaver):
 
     @contextmanager
     def _history_snapshot(self) -> Iterator[tuple[int | None, HistoryWalk]]:
-        """The counter and the walk in one read transaction (:mod:`.saver_history`)."""
+        """The counter and the walk in one read transaction (:mod:`.sqlite_history`)."""
         with self.cursor(transaction=False) as cur:
             began = not self.conn.in_transaction
             if began:  # the counter and the rows read in one snapshot

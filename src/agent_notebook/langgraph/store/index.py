@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
-from .errors import InvalidInput
-from .storage.langgraph_store import IndexFactory, StoreIndex
+from ...errors import InvalidInput
+from .sqlite import IndexFactory, StoreIndex
 
 if TYPE_CHECKING:
     from langgraph.store.base import IndexConfig
 
-    from .embed import Embedder
+    from ...embed import Embedder
 
 __all__ = ["EmbedderEmbeddings", "default_store_index", "lazy_index_config"]
 

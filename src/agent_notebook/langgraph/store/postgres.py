@@ -13,7 +13,7 @@ map and an app's items.
   schema, one per indexed field of an item, written with their item in one transaction (a
   put replaces them, a delete or a TTL sweep removes them: a foreign key cascades), and a
   search with a ``query`` scores an in-process copy of them that follows a change log
-  (:mod:`.storage.store_vectors`, shared with the SQLite store: the same lazy index,
+  (:mod:`.vectors`, shared with the SQLite store: the same lazy index,
   model-change re-embedding, cache and scores). Which texts of a value are embedded is
   ``PostgresStore``'s own choice (``fields``, ``put(index=[...])``).
 * The change log's ``seq`` comes from a sequence, which transactions may commit out of
@@ -22,7 +22,7 @@ map and an app's items.
   one at a time, in ``seq`` order, and a reader that has seen seq N never later finds a
   change below it. Taken before any row lock, it cannot deadlock with them.
 * With encryption at rest the store's values are sealed as on SQLite
-  (:class:`~agent_notebook.privacy.sealed_store.Sealing`), and it has no index.
+  (:class:`~agent_notebook.langgraph.store.sealed.Sealing`), and it has no index.
 """
 
 from __future__ import annotations
@@ -44,12 +44,12 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from .errors import StorageError
-from .pg_saver import NotebookPostgresSaver, rewrite_rows
-from .privacy.crypto import Cipher
-from .privacy.sealed_store import Sealing, resealed_value
-from .storage.store_vector_cache import HORIZON_TABLE, LOG_KEPT, LOG_TABLE, PRUNE_EVERY, Item
-from .storage.store_vectors import MODEL_TABLE, IndexedStore, IndexFactory, StoreIndex, to_blob
+from ...core.crypto import Cipher
+from ...errors import StorageError
+from ..checkpoint.postgres import NotebookPostgresSaver, rewrite_rows
+from .sealed import Sealing, resealed_value
+from .vector_cache import HORIZON_TABLE, LOG_KEPT, LOG_TABLE, PRUNE_EVERY, Item
+from .vectors import MODEL_TABLE, IndexedStore, IndexFactory, StoreIndex, to_blob
 
 __all__ = [
     "VECTOR_TABLE",
@@ -327,7 +327,7 @@ def open_postgres_store(
     index_factory: IndexFactory | None = None,
 ) -> NotebookPostgresStore:
     """The store of ``backend``'s schema; with ``cipher`` its values are sealed and it has
-    no index (see :func:`agent_notebook.stores.open_store`)."""
+    no index (see :func:`agent_notebook.langgraph.stores.open_store`)."""
     pool = open_pool(backend)
     store = (
         NotebookPostgresStore(pool, index=index, index_factory=index_factory)
@@ -373,7 +373,7 @@ def store_lock(store: NotebookPostgresStore) -> AbstractContextManager[None]:
 
 def reseal_store(pool: ConnectionPool[Any], cipher: Cipher, batch: int = 500) -> int:
     """Seal every store value under ``cipher``'s key (a key rotation; plain values too), in
-    batches (:func:`~agent_notebook.pg_saver.rewrite_rows`): run it again to finish a killed
+    batches (:func:`~agent_notebook.langgraph.checkpoint.postgres.rewrite_rows`): run it again to finish a killed
     one. The vectors of the values go: a sealed store has no semantic index. Returns how
     many values were sealed again."""
 

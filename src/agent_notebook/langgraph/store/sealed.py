@@ -18,9 +18,9 @@ from typing import Any
 
 from langgraph.store.base import Item, Op, PutOp, Result, SearchOp
 
-from ..errors import InvalidInput
-from ..storage.langgraph_store import NotebookStore
-from .crypto import Cipher
+from ...core.crypto import Cipher
+from ...errors import InvalidInput
+from .sqlite import NotebookStore
 
 __all__ = ["SEALED", "SealedSqliteStore", "Sealing", "resealed_value", "store_aad"]
 

@@ -5,13 +5,13 @@ async API, with a semantic index that costs nothing until something needs it.
   one lock serve sync and async callers, and the event loop never waits on SQLite.
 * The index (LangGraph's ``index`` config: ``embed``, ``fields``, ``distance_type``) is
   either given, or made by ``index_factory`` the first time an operation needs it, and the
-  items are embedded again after a model change: see :mod:`.store_vectors`, shared with the
+  items are embedded again after a model change: see :mod:`.vectors`, shared with the
   PostgreSQL store.
 * Vectors follow their items: foreign keys are enforced on the store's connection, so a put
   (LangGraph writes ``INSERT OR REPLACE``) or a delete drops the item's old vectors before
   any new ones are written, and nothing of a replaced value lingers in ``store_vectors``.
 * A search with a query scores an in-process copy of the vectors that follows a change log
-  kept by triggers on ``store_vectors`` (:mod:`.store_vector_cache`, shared with the
+  kept by triggers on ``store_vectors`` (:mod:`.vector_cache`, shared with the
   PostgreSQL store), without the sqlite-vec extension, which many Pythons' ``sqlite3``
   cannot load. SQLite runs one writer at a time, so the log's ``seq`` grows in commit order.
 """
@@ -35,14 +35,14 @@ from langgraph.store.sqlite.base import (
     _row_to_search_item,
 )
 
-from .store_vector_cache import HORIZON_TABLE, LOG_KEPT, LOG_TABLE, PRUNE_EVERY, Item
-from .store_vectors import MODEL_TABLE, IndexedStore, IndexFactory, StoreIndex
+from .vector_cache import HORIZON_TABLE, LOG_KEPT, LOG_TABLE, PRUNE_EVERY, Item
+from .vectors import MODEL_TABLE, IndexedStore, IndexFactory, StoreIndex
 
 __all__ = ["MODEL_TABLE", "VECTOR_TABLE", "IndexFactory", "NotebookStore", "StoreIndex"]
 
 #: LangGraph's table of the store's vectors (made by its vector migrations).
 VECTOR_TABLE = "store_vectors"
-#: The change log of ``store_vectors`` (see :mod:`.store_vector_cache`): every insert,
+#: The change log of ``store_vectors`` (see :mod:`.vector_cache`): every insert,
 #: update and delete of a vector row (a cascade from its item's put or delete included)
 #: names its item; every 1024th entry prunes the log to its newest ``LOG_KEPT``.
 _LOG_TABLES = f"""

@@ -1,5 +1,5 @@
 """The semantic index of the notebook's LangGraph stores, whatever holds their rows: the
-SQLite one (:mod:`.langgraph_store`) and the PostgreSQL one (:mod:`agent_notebook.pg_store`).
+SQLite one (:mod:`.sqlite`) and the PostgreSQL one (:mod:`agent_notebook.langgraph.store.postgres`).
 
 * :class:`IndexedStore`, mixed in before LangGraph's store class, makes the index (LangGraph's
   ``index`` config) the first time an operation needs it (a put that is indexed, a search
@@ -10,8 +10,8 @@ SQLite one (:mod:`.langgraph_store`) and the PostgreSQL one (:mod:`agent_noteboo
   are embedded again with the new one. Each store says how it reads and writes that.
 * Vectors are float32 bytes. A search with a query scores every vector of the store in
   one matrix product over an in-process copy of them that follows the store's change log
-  (:class:`~.store_vector_cache.VectorCache`): the score LangGraph's stores give a match
-  (:func:`~.store_vector_cache.similarities`, higher is nearer), with no extension in the
+  (:class:`~.vector_cache.VectorCache`): the score LangGraph's stores give a match
+  (:func:`~.vector_cache.similarities`, higher is nearer), with no extension in the
   database (sqlite-vec, pgvector). The namespace is matched on the copy; a ``filter`` is
   LangGraph's own SQL; only the page's values are read. Each store says in its SQL how it
   reads the log, the vectors, the filtered items and the page's rows.
@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from langgraph.store.base import IndexConfig, Op, PutOp, Result, SearchItem, SearchOp
 
-from .store_vector_cache import Item, VectorCache
+from .vector_cache import Item, VectorCache
 
 __all__ = [
     "MODEL_TABLE",

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Query
 from fastapi.responses import RedirectResponse
 
-from ...notebook import Notebook
+from ...notebook.facade import Notebook
 from ..deps import MAX_OFFSET, notebook
 from .signin import csrf_checked
 

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     import psycopg
     import psycopg_pool
 
-    from ...privacy.crypto import Cipher
+    from ...core.crypto import Cipher
 
 #: How many postings (moment, term pairs) one search may score; see ``sql.choose_terms``.
 POSTINGS_BUDGET = sql.POSTINGS_BUDGET
