@@ -5,7 +5,7 @@ The web pages (everything else, see :mod:`.web`) take the same header, or the si
 cookie :data:`COOKIE` that ``/signin`` sets (HttpOnly, SameSite=Strict): it holds a session
 id, never the token (see :mod:`agent_notebook.privacy.web_sessions`); the cookie is never
 taken under ``/api`` or the MCP mounts, and a page's state-changing request also needs a
-CSRF token that the cookie alone cannot provide (see :mod:`.web.signin`).
+CSRF token that the cookie alone cannot provide (see :mod:`.web.csrf`).
 The token selects the notebook (each home has its own tokens, see
 :mod:`agent_notebook.privacy.tokens`), so several owners share one server without seeing each
 other's ids: another owner's session simply is not in your notebook (404). An owner token may
@@ -55,7 +55,7 @@ OPEN_PREFIXES = ("/static/", "/docs-assets/")
 #: The web pages' sign-in cookie: a session id (not the token), HttpOnly, SameSite=Strict.
 COOKIE = "agent_notebook_session"
 #: Set in the ASGI scope when the caller came with the cookie (not a bearer header): its
-#: state-changing requests must then carry the CSRF token (see :mod:`.web.signin`).
+#: state-changing requests must then carry the CSRF token (see :mod:`.web.csrf`).
 VIA_COOKIE_KEY = "agent_notebook.via_cookie"
 
 
