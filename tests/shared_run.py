@@ -192,8 +192,12 @@ class Run:
         command = [sys.executable, "-m", "agent_notebook", "record", "--session", sid]
         command += ["-f", "json", "--home", str(self.home)]
         with subprocess.Popen(
-            command, env=ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True,
+            command,
+            env=ENV,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         ) as child:
             assert child.stdin is not None and child.stdout is not None
             assert child.stderr is not None
@@ -236,7 +240,10 @@ class Run:
         while not self.stop.is_set():
             with subprocess.Popen(
                 [sys.executable, "-c", script, str(self.home), self.sessions["python"]],
-                env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                env=ENV,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
             ) as child:
                 assert child.stdout is not None and child.stderr is not None
                 killer: threading.Timer | None = None
@@ -302,14 +309,18 @@ class Run:
                         "/api/search",
                         params={"q": text.split()[-1], "mode": "lexical", "min_score": 0},
                     )
-                    found = answer is not None and answer.status_code == 200 and moment_id in {
-                        hit["moment"]["id"] for hit in answer.json()["items"]
-                    }
+                    found = (
+                        answer is not None
+                        and answer.status_code == 200
+                        and moment_id in {hit["moment"]["id"] for hit in answer.json()["items"]}
+                    )
                     if found:
                         self.seen_fresh += 1
                         break
-                    if answer is not None and answer.status_code == 200 and (
-                        start - acked_at > FRESH_S
+                    if (
+                        answer is not None
+                        and answer.status_code == 200
+                        and (start - acked_at > FRESH_S)
                     ):
                         self.stale.append(f"{moment_id} not found {start - acked_at:.1f}s after")
                         break
@@ -433,4 +444,3 @@ class Run:
         assert not self.stale, self.stale[:10]
         assert self.seen_fresh > 0
         self.ledger.check_home(self.home)
-
