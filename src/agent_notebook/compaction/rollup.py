@@ -1,5 +1,5 @@
-"""Making one rollup: the summary (any :class:`~agent_notebook.compaction.summarize.Summarizer`), its
-lineage and its dropped manifest.
+"""Making one rollup: the summary (any :class:`~.summarize.Summarizer`), its lineage and its
+dropped manifest.
 
 A rollup's text has three parts:
 

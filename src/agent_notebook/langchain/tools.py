@@ -1,10 +1,10 @@
 """The notebook as LangChain tools, without MCP: ``notebook_tools(nb)``.
 
-The same tools, descriptions and recovery hints as the MCP server (:mod:`agent_notebook.notebook.agent_tools`),
-called in process. A failed call does not raise into the agent: the tool answers with the
-error and how to recover (a ``ToolMessage`` with ``status="error"`` when called with a tool
-call), and nothing was changed. Calls without an event loop of their own (``ainvoke``) run
-in LangChain's executor, off the loop.
+The same tools, descriptions and recovery hints as the MCP server
+(:mod:`agent_notebook.notebook.agent_tools`), called in process. A failed call does not
+raise into the agent: the tool answers with the error and how to recover (a ``ToolMessage``
+with ``status="error"`` when called with a tool call), and nothing was changed. Calls
+without an event loop of their own (``ainvoke``) run in LangChain's executor, off the loop.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 tells the model, how its answers are shaped and how its errors read.
 
 The MCP server (:mod:`agent_notebook.server.mcp_tools`) and the LangChain tools
-(:mod:`agent_notebook.langchain.tools`) both use these, so an agent reads the same descriptions and the
-same recovery hints over either, and a tool does what the facade does and nothing more.
+(:mod:`agent_notebook.langchain.tools`) both use these, so an agent reads the same
+descriptions and the same recovery hints over either, and a tool does what the facade does
+and nothing more.
 """
 
 from __future__ import annotations

@@ -176,9 +176,10 @@ class Notebook:
         background_embedding: bool = True,
         store_index: IndexConfig | Literal["default"] | None = "default",
     ) -> Self:
-        """Open (and with ``create``, make) the notebook in ``home``; see :mod:`agent_notebook.config`
-        (``store_index``: see :class:`Notebook`). ``home`` may be a ``postgresql://`` URL:
-        the notebook in that database, with the default home for its config."""
+        """Open (and with ``create``, make) the notebook in ``home``; see
+        :mod:`agent_notebook.config` (``store_index``: see :class:`Notebook`). ``home`` may be
+        a ``postgresql://`` URL: the notebook in that database, with the default home for its
+        config."""
         if home is not None and is_postgres_url(home) and backend is None:
             home, backend = None, str(home)
         root = cfg.resolve_home(home)
@@ -321,8 +322,9 @@ class Notebook:
     @property
     def checkpointer(self) -> BaseCheckpointSaver[Any]:
         """LangGraph's ``SqliteSaver`` on this notebook's file (or ``chat.checkpoints``),
-        sync and async (:class:`~agent_notebook.langgraph.checkpoint.sqlite.NotebookSaver`): every checkpoint is
-        kept unless ``chat.keep_checkpoints`` says how many of a thread's latest to keep."""
+        sync and async (:class:`~agent_notebook.langgraph.checkpoint.sqlite.NotebookSaver`):
+        every checkpoint is kept unless ``chat.keep_checkpoints`` says how many of a thread's
+        latest to keep."""
         return self.checkpointer_for(self.config.chat)
 
     def checkpointer_for(self, chat: cfg.ChatSettings) -> BaseCheckpointSaver[Any]:
@@ -926,9 +928,9 @@ class Notebook:
         mode: Mode = "hybrid",
     ) -> Slice:
         """A read-only, relevance-ranked, provenance-tagged slice of the notebook for
-        ``audience`` that fits ``budget_tokens`` (at most 256K); see :mod:`agent_notebook.search.slice`. ``limit``
-        caps the matched moments; those in ``exclude`` are left out; ``mode`` is the
-        search's."""
+        ``audience`` that fits ``budget_tokens`` (at most 256K); see
+        :mod:`agent_notebook.search.slice`. ``limit`` caps the matched moments; those in
+        ``exclude`` are left out; ``mode`` is the search's."""
         check_query(query, "slice")
         if not 1 <= budget_tokens <= MAX_SLICE_TOKENS:
             raise InvalidInput(
@@ -1193,10 +1195,10 @@ class Notebook:
         media_from: Path | None = None,
     ) -> CopyReport:
         """Copy ``source`` into this notebook, all of it or nothing (see
-        :mod:`agent_notebook.notebook.exchange`): ids the notebook already uses for other records are
-        renumbered (the report lists them), the chat state in ``source``'s store and
-        checkpoint files comes along, so a chat on an imported thread goes on in its
-        session. Imported moments without a vector are embedded like recorded ones. With
+        :mod:`.exchange`): ids the notebook already uses for other records are renumbered
+        (the report lists them), the chat state in ``source``'s store and checkpoint files
+        comes along, so a chat on an imported thread goes on in its session. Imported
+        moments without a vector are embedded like recorded ones. With
         ``media_from``, the media files they refer to are copied from ``media_from/media/``
         (checked against their SHA-256) and the archive files from ``media_from/archive/``."""
         from ..langgraph.stores import open_existing

@@ -1,7 +1,7 @@
 """The checkpointer of a PostgreSQL notebook: LangGraph's ``PostgresSaver`` on a pool of
 the notebook's database, in the notebook's schema, with the semantics of the SQLite one
-(:class:`~agent_notebook.langgraph.checkpoint.base.SaverSemantics`): every checkpoint kept unless ``keep``
-says otherwise, :class:`~agent_notebook.langgraph.checkpoint.base.CheckpointPruned` for a pruned id, turns
+(:class:`~.base.SaverSemantics`): every checkpoint kept unless ``keep`` says otherwise,
+:class:`~.base.CheckpointPruned` for a pruned id, turns
 all or nothing, the async API on a worker thread (so one object serves ``invoke`` and
 ``ainvoke``, as ``NotebookSaver`` does), ``copy_thread`` and ``delete_for_runs``, and the
 delta-channel values of a thread's last read kept for the next (:mod:`.delta_history`,
@@ -92,7 +92,8 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
         keep: int | None = None,
         delta_reducers: Mapping[str, DeltaReducer] | None = None,
     ) -> None:
-        """``pool``: autocommit connections with ``dict_row`` rows (see :mod:`agent_notebook.langgraph.stores`)."""
+        """``pool``: autocommit connections with ``dict_row`` rows (see
+        :mod:`agent_notebook.langgraph.stores`)."""
         super().__init__(pool)
         self.pool = pool
         self._init_semantics(keep, delta_reducers)

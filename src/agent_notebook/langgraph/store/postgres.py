@@ -373,9 +373,9 @@ def store_lock(store: NotebookPostgresStore) -> AbstractContextManager[None]:
 
 def reseal_store(pool: ConnectionPool[Any], cipher: Cipher, batch: int = 500) -> int:
     """Seal every store value under ``cipher``'s key (a key rotation; plain values too), in
-    batches (:func:`~agent_notebook.langgraph.checkpoint.postgres.rewrite_rows`): run it again to finish a killed
-    one. The vectors of the values go: a sealed store has no semantic index. Returns how
-    many values were sealed again."""
+    batches (:func:`~agent_notebook.langgraph.checkpoint.postgres.rewrite_rows`): run it
+    again to finish a killed one. The vectors of the values go: a sealed store has no
+    semantic index. Returns how many values were sealed again."""
 
     def reseal(_: Any, row: dict[str, Any]) -> dict[str, Any] | None:
         namespace = tuple(row["prefix"].split("."))

@@ -6,8 +6,9 @@ shipped in the package (no build step, no CDN): every page works offline and wit
 script; the script only adds drag-and-drop and keyboard shortcuts. Each page reads one page
 of data through the facade (:class:`~agent_notebook.notebook.Notebook`), which does every
 check; the pages only show what it says. Modules: :mod:`.signin` (the cookie), :mod:`.csrf`
-(the forms' CSRF token), :mod:`.render` (the templates), :mod:`.sessions`, :mod:`.moments`, :mod:`.search`, :mod:`.concepts`, :mod:`.threads` (the
-session notebooks), :mod:`.housekeeping`, :mod:`.plots`, :mod:`.guest`, :mod:`.docs`."""
+(the forms' CSRF token), :mod:`.render` (the templates), :mod:`.sessions`, :mod:`.moments`,
+:mod:`.search`, :mod:`.concepts`, :mod:`.threads` (the session notebooks),
+:mod:`.housekeeping`, :mod:`.plots`, :mod:`.guest`, :mod:`.docs`."""
 
 from __future__ import annotations
 
