@@ -39,6 +39,7 @@ from psycopg_pool import ConnectionPool
 
 from .delta_history import CachedValues
 from .pg_saver_history import install_epoch, read_epoch, walk_to_cached
+from .pg_setup import plain, setup_connection
 from .saver_base import (
     CheckpointPruned,
     DeltaReducer,
@@ -82,6 +83,12 @@ SERDE_TABLES: Final = {
 }
 
 
+class _PlainSaver(PostgresSaver):
+    """LangGraph's checkpoint migrations without ``CONCURRENTLY`` (see :mod:`.pg_setup`)."""
+
+    MIGRATIONS = plain(PostgresSaver.MIGRATIONS)
+
+
 class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
     """``PostgresSaver`` on a connection pool, with the notebook's checkpoint semantics."""
 
@@ -101,9 +108,11 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
 
     def setup(self) -> None:
         """``PostgresSaver``'s tables, and the triggers that tell a rebuilt delta-channel
-        value kept from an earlier read is stale (:mod:`.pg_saver_history`)."""
-        super().setup()
-        self._epoch_installed = install_epoch(self.pool)
+        value kept from an earlier read is stale (:mod:`.pg_saver_history`), under the
+        schema's setup lock on a connection of their own (:mod:`.pg_setup`)."""
+        with setup_connection(self.pool, "LangGraph's checkpoint tables") as conn:
+            _PlainSaver(conn).setup()
+            self._epoch_installed = install_epoch(conn)
 
     @contextmanager
     def _cursor(self, *, pipeline: bool = False) -> Iterator[Cursor[DictRow]]:

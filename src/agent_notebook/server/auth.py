@@ -68,6 +68,8 @@ class Tenant:
     chat: ChatService
     owner_mcp: ASGIApp | None = None
     guest_mcp: ASGIApp | None = None
+    #: Whether the owner's token was made as the notebook was opened.
+    tokens_created: bool = False
 
 
 @dataclass(frozen=True)
