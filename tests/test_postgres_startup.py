@@ -248,11 +248,10 @@ def test_health_is_503_with_a_reason_while_the_database_cannot_be_reached(
             conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
         sick = httpx.get(f"{server.url}/api/health", headers=auth, timeout=HANG_GUARD_S)
         assert sick.status_code == 503, sick.text
-        assert sick.json()["status"] == "unavailable"
-        assert name in sick.json()["reason"], sick.text  # the owner sees which database
+        assert sick.json()["status"] == "unavailable" and sick.json()["reason"], sick.text
         assert int(sick.headers["retry-after"]) > 0
-        stranger = httpx.get(f"{server.url}/api/health", timeout=HANG_GUARD_S)
-        assert stranger.status_code == 503 and name not in stranger.text
+        assert name not in sick.text  # the token cannot be checked: no detail to anyone
+        assert name in server.log.read_text()  # the server's log says which database
         for _ in range(3):  # each pooled connection of the old database fails its own way
             listed = httpx.get(f"{server.url}/api/sessions", headers=auth, timeout=HANG_GUARD_S)
             assert listed.status_code == 503, listed.text
