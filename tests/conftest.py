@@ -97,7 +97,9 @@ def private_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
     the shell that started the suite."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(tmp_path_factory.mktemp("user-home")))
-        for name in [n for n in os.environ if n.startswith("AGENT_NOTEBOOK_")]:
+        # AGENT_NOTEBOOK_TEST_* are the suite's own settings (pg.ENV, pg.RESTART_ENV)
+        settings = [n for n in os.environ if n.startswith("AGENT_NOTEBOOK_")]
+        for name in [n for n in settings if not n.startswith("AGENT_NOTEBOOK_TEST_")]:
             patch.delenv(name)
         yield
 

@@ -106,7 +106,8 @@ def test_clients_lose_nothing_while_a_server_dies_and_postgres_restarts(
 ) -> None:
     url = pg.url_with_schema(tmp_path_factory.mktemp("pg-restart"))
     root = tmp_path_factory.mktemp("machines")
-    made = cli(root / "machine-0", url, "token", "rotate-owner")
+    (root / "machine-0").mkdir()
+    made = cli(root / "machine-0", url, "token", "rotate-owner")  # the owner's token, once
     assert made.returncode == 0, made.stderr
     token = made.stdout.strip()
     servers: list[PgServer] = []

@@ -119,7 +119,7 @@ def write_at_once(servers: list[Starting], token: str, thread: str) -> list[http
             barrier.wait(HANG_GUARD_S)
             try:
                 answers[n] = api.put(
-                    f"/api/threads/{thread}-{n}/notebook/sections/Task",
+                    f"/api/threads/{thread}-{n}/notebook/sections/Task Specification",
                     json={"content": f"written through server {n}"},
                 )
             except BaseException as err:  # noqa: BLE001 - reported below
@@ -160,7 +160,9 @@ def test_four_servers_started_at_once_all_serve_and_write_at_once(
                 base_url=servers[0].url, headers={"Authorization": f"Bearer {token}"}
             ) as api:  # each write is seen through another server
                 for n in range(SERVERS):
-                    read = api.get(f"/api/threads/round-{round_}-{n}/notebook/sections/Task")
+                    read = api.get(
+                        f"/api/threads/round-{round_}-{n}/notebook/sections/Task Specification"
+                    )
                     assert read.json()["content"] == f"written through server {n}", read.text
         finally:
             for server in servers:
@@ -246,6 +248,9 @@ def test_health_is_503_with_a_reason_while_the_database_cannot_be_reached(
         assert ok.status_code == 200 and set(ok.json()) == {"status", "version", "notebook"}
         with psycopg.connect(pg.admin_url(), autocommit=True) as conn:
             conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        anyone = httpx.get(f"{server.url}/api/health", timeout=HANG_GUARD_S)  # no token
+        assert anyone.status_code == 503, anyone.text
+        assert anyone.json()["status"] == "unavailable" and anyone.json()["reason"]
         sick = httpx.get(f"{server.url}/api/health", headers=auth, timeout=HANG_GUARD_S)
         assert sick.status_code == 503, sick.text
         assert sick.json()["status"] == "unavailable" and sick.json()["reason"], sick.text
