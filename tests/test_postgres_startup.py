@@ -23,7 +23,7 @@ from waiting import HANG_GUARD_S, wait_until
 
 SERVERS = 4
 ROUNDS = 3
-#: The lock classes a start-up takes (``backend.WRITER_LOCK``, ``pg_setup.SETUP_LOCK``).
+#: The lock classes a start-up takes (``backend.WRITER_LOCK``, ``storage.postgres.setup.SETUP_LOCK``).
 WRITER_LOCK, SETUP_LOCK = 0x4E42, 0x4E53
 
 

@@ -39,7 +39,6 @@ from psycopg_pool import ConnectionPool
 
 from .delta_history import CachedValues
 from .pg_saver_history import install_epoch, read_epoch, walk_to_cached
-from .pg_setup import plain, setup_connection
 from .saver_base import (
     CheckpointPruned,
     DeltaReducer,
@@ -51,6 +50,7 @@ from .saver_base import (
     scrub_checkpoint,
     scrub_metadata,
 )
+from .storage.postgres.setup import plain, setup_connection
 
 if TYPE_CHECKING:
     from .privacy.crypto import Cipher
@@ -84,7 +84,7 @@ SERDE_TABLES: Final = {
 
 
 class _PlainSaver(PostgresSaver):
-    """LangGraph's checkpoint migrations without ``CONCURRENTLY`` (see :mod:`.pg_setup`)."""
+    """LangGraph's checkpoint migrations without ``CONCURRENTLY`` (see :mod:`.storage.postgres.setup`)."""
 
     MIGRATIONS = plain(PostgresSaver.MIGRATIONS)
 
@@ -109,7 +109,7 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
     def setup(self) -> None:
         """``PostgresSaver``'s tables, and the triggers that tell a rebuilt delta-channel
         value kept from an earlier read is stale (:mod:`.pg_saver_history`), under the
-        schema's setup lock on a connection of their own (:mod:`.pg_setup`)."""
+        schema's setup lock on a connection of their own (:mod:`.storage.postgres.setup`)."""
         with setup_connection(self.pool, "LangGraph's checkpoint tables") as conn:
             _PlainSaver(conn).setup()
             self._epoch_installed = install_epoch(conn)

@@ -6,7 +6,7 @@ map and an app's items.
   factory LangGraph's Postgres classes want (``dict_row``, no prepared statements).
 * LangGraph's migrations (``setup()``) run under an advisory lock, taken without waiting
   inside a statement and without ``CREATE INDEX CONCURRENTLY``, so any number of servers
-  can start at once (:mod:`.pg_setup`); a server makes them at start-up, not on first use.
+  can start at once (:mod:`.storage.postgres.setup`); a server makes them at start-up, not on first use.
 * :func:`store_lock` serialises read-modify-write cycles on the store across servers with
   an advisory lock, as the file lock does beside a SQLite store.
 * The store is semantic without pgvector (which ``PostgresStore``'s own index needs and this
@@ -47,9 +47,9 @@ from psycopg_pool import ConnectionPool
 
 from .errors import StorageError
 from .pg_saver import NotebookPostgresSaver, rewrite_rows
-from .pg_setup import SETUP_LOCK, plain, setup_connection, where
 from .privacy.crypto import Cipher
 from .privacy.sealed_store import Sealing, resealed_value
+from .storage.postgres.setup import SETUP_LOCK, plain, setup_connection, where
 from .storage.store_vector_cache import HORIZON_TABLE, LOG_KEPT, LOG_TABLE, PRUNE_EVERY, Item
 from .storage.store_vectors import MODEL_TABLE, IndexedStore, IndexFactory, StoreIndex, to_blob
 
@@ -64,7 +64,7 @@ __all__ = [
 ]
 
 #: The advisory lock class of the store's writers (the schema's hash is the other key); the
-#: migrations' is :data:`~.pg_setup.SETUP_LOCK`.
+#: migrations' is :data:`~.storage.postgres.setup.SETUP_LOCK`.
 STORE_LOCK: Final = 0x4E57  # "NW"
 LOG_LOCK: Final = 0x4E4C  # "NL"
 #: The store's vectors (its semantic index), beside LangGraph's tables.
@@ -174,7 +174,7 @@ def advisory_lock(pool: ConnectionPool[Any], kind: int) -> Iterator[None]:
 
 
 class _PlainStore(PostgresStore):
-    """LangGraph's store migrations without ``CONCURRENTLY`` (see :mod:`.pg_setup`)."""
+    """LangGraph's store migrations without ``CONCURRENTLY`` (see :mod:`.storage.postgres.setup`)."""
 
     MIGRATIONS = plain(PostgresStore.MIGRATIONS)
 
@@ -200,7 +200,7 @@ class NotebookPostgresStore(IndexedStore, PostgresStore):
 
     def setup(self) -> None:
         """LangGraph's migrations (without its pgvector ones), then the vector tables, under
-        the schema's setup lock, on a connection of their own (:mod:`.pg_setup`); once per
+        the schema's setup lock, on a connection of their own (:mod:`.storage.postgres.setup`); once per
         store (an index made later needs no other table)."""
         if self._set_up:
             return

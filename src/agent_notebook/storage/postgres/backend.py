@@ -187,9 +187,9 @@ class PostgresBackend(SqlReads):
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
         """Apply the migrations this database lacks, one process at a time: the writer lock
         is taken at session level by a loop of tries (a server waiting for another's
-        migration holds no snapshot meanwhile: see :mod:`agent_notebook.pg_setup`), and
+        migration holds no snapshot meanwhile: see :mod:`.setup`), and
         every wait of the migration is bounded by ``timeout_s`` (then a StorageError)."""
-        from ...pg_setup import try_lock
+        from .setup import try_lock
 
         ms = max(1, int(self.timeout_s * 1000))
         with conn:

@@ -1,5 +1,6 @@
-"""Start-up migrations of LangGraph's tables in a PostgreSQL notebook's schema, safe with any
-number of servers starting together (issue 28).
+"""Start-up migrations in a PostgreSQL notebook's schema (LangGraph's tables, and the lock
+helper the notebook's own migrations use too), safe with any number of servers starting
+together (issue 28).
 
 Two rules keep servers that start at the same moment from waiting on each other for ever:
 
@@ -31,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 
-from .errors import StorageError
+from ...errors import StorageError
 
 __all__ = ["SETUP_LOCK", "plain", "setup_connection", "try_lock"]
 
@@ -50,7 +51,7 @@ def plain(migrations: Sequence[str]) -> list[str]:
 
 def where(pool: Any) -> str:
     """The pool's database (without a password) and schema, for messages."""
-    from .storage.postgres.backend import redacted_url
+    from .backend import redacted_url
 
     place = redacted_url(str(pool.conninfo))
     options = str(pool.kwargs.get("options", ""))
