@@ -81,7 +81,8 @@ def log(message: str) -> None:
 
 
 @contextmanager
-def fresh_database(admin: str, part: str) -> Iterator[str]:
+def fresh_database(admin: str, part: str, *, keep: bool = False) -> Iterator[str]:
+    """A new database on the server of ``admin`` (a URL), dropped after unless ``keep``."""
     import psycopg
 
     name = f"an_bench_{part}_{uuid.uuid4().hex[:8]}"
@@ -90,8 +91,11 @@ def fresh_database(admin: str, part: str) -> Iterator[str]:
     try:
         yield urlunsplit(urlsplit(admin)._replace(path="/" + name))
     finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if keep:
+            log(f"kept database {name}")
+        else:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 # -- servers ------------------------------------------------------------------------------------

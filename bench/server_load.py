@@ -130,13 +130,15 @@ class Server:
 
 
 def run_phase(
-    url: str,
+    url: str | Sequence[str],
     auth: dict[str, str],
     clients: int,
     requests: int,
     call: Callable[[httpx.Client, int, int], bool],
 ) -> tuple[list[float], float, int]:
-    """``requests`` calls spread over ``clients`` threads; call(client, worker, n) -> ok."""
+    """``requests`` calls spread over ``clients`` threads; call(client, worker, n) -> ok.
+    Given several URLs (servers of one notebook), worker ``w`` talks to ``url[w % len]``."""
+    urls = [url] if isinstance(url, str) else list(url)
     latencies: list[float] = []
     errors = 0
     lock = threading.Lock()
@@ -146,7 +148,8 @@ def run_phase(
         nonlocal errors
         mine: list[float] = []
         bad = 0
-        with httpx.Client(base_url=url, timeout=60, headers=auth) as client:
+        base = urls[w % len(urls)]
+        with httpx.Client(base_url=base, timeout=60, headers=auth) as client:
             barrier.wait()
             for n in range(w, requests, clients):
                 start = time.perf_counter()

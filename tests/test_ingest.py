@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from agent_notebook.cli.common import PROGRESS_EVERY_ENV, LineProgress
 from agent_notebook.errors import MalformedFile
 from agent_notebook.ingest import parse_file
 from agent_notebook.storage import StorageBackend
+from clirun import cli_process
 
 MESSAGES = [
     {"role": "user", "content": "Book the train to Lyon", "timestamp": "2026-05-20T09:00:00Z"},
@@ -189,3 +191,18 @@ def test_ingest_leaves_the_new_moments_waiting_for_a_vector(tmp_path: Path) -> N
         if nb.semantic is None:
             pytest.skip("no embedder on this machine")
         assert nb.unembedded() == 3
+
+
+def test_a_named_pipe_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """Nothing writes to the pipe: reading it would wait forever (and a pipe read once is
+    gone, so ingesting it again could not skip what it holds)."""
+    pipe = tmp_path / "chat.jsonl"
+    os.mkfifo(pipe)
+    done = cli_process(
+        tmp_path / "nb", "ingest", str(pipe), env={"AGENT_NOTEBOOK_EMBEDDER": "none"}
+    )
+    err = done.stderr.decode()
+    assert done.returncode == 1, err
+    assert str(pipe) in err and "not a regular file" in err and "save" in err, err
+    with pytest.raises(MalformedFile, match="not a regular file"):
+        parse_file(tmp_path)  # a directory too

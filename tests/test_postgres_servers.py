@@ -323,3 +323,22 @@ def test_init_on_another_machine_makes_no_second_owner_token(
     assert not (home / "secrets" / "owner-token").exists()
     with servers[0].client() as api:  # the owner's token is still the one it was
         assert api.get("/api/sessions").status_code == 200
+
+
+def test_a_web_sign_in_on_one_server_is_honoured_and_ended_on_the_others(
+    servers: list[PgServer],
+) -> None:
+    """The cookie's session is kept (hashed) in the database beside the tokens."""
+    a, b = servers[0], servers[1]
+    with httpx.Client(base_url=a.url, timeout=HANG_GUARD_S) as browser:
+        signed = browser.post("/signin", data={"token": a.token, "next": "/sessions"})
+        assert signed.status_code == 303, signed.text
+        cookies = dict(browser.cookies)
+    assert a.token not in cookies.values()
+    with httpx.Client(base_url=b.url, timeout=HANG_GUARD_S, cookies=cookies) as other:
+        assert other.get("/sessions").status_code == 200  # made on server 0
+        page = other.get("/sessions").text
+        csrf = page.split('name="csrf-token" content="', 1)[1].split('"', 1)[0]
+        assert other.post("/signout", data={"csrf": csrf}).status_code == 303
+    with httpx.Client(base_url=a.url, timeout=HANG_GUARD_S, cookies=cookies) as again:
+        assert again.get("/sessions").status_code == 303  # ended on server 1

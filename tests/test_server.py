@@ -26,9 +26,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from schemathesis.checks import not_a_server_error
 
+from agent_notebook.config import DEFAULT_MAX_TEXT_BYTES
 from agent_notebook.errors import NotFound
 from agent_notebook.privacy.tokens import ensure_owner_token, read_owner_token
 from agent_notebook.server import ServerSettings, create_app
+from agent_notebook.server.settings import body_limit_for
 from agent_notebook.storage import SqliteBackend
 from waiting import HANG_GUARD_S, wait_until
 
@@ -336,12 +338,13 @@ def test_bad_input_gets_json_errors_and_changes_nothing(api: httpx.Client) -> No
     assert_error(api.post(f"/api/sessions/{sid}/moments", json=naive), 422, "timezone")
     batch = {"moments": [{"text": "fine"}, {"text": "bad", "importance": 7}]}
     assert_error(api.post(f"/api/sessions/{sid}/moments/batch", json=batch), 422, "importance")
-    huge = {"text": "x" * (1024 * 1024 + 1)}
+    over = body_limit_for(DEFAULT_MAX_TEXT_BYTES) + 1  # the default body limit, plus one
+    huge = {"text": "x" * over}
     assert_error(api.post(f"/api/sessions/{sid}/moments", json=huge), 413, "larger than")
 
     def chunked() -> Iterator[bytes]:  # no Content-Length: counted as it is read
         yield b'{"text": "'
-        for _ in range(40):
+        for _ in range(over // 32768 + 1):
             yield b"x" * 32768
         yield b'"}'
 

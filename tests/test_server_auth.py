@@ -23,11 +23,13 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
+from agent_notebook.config import DEFAULT_MAX_TEXT_BYTES
 from agent_notebook.privacy.tokens import (
     GUEST_TOKENS_FILE,
     OWNER_TOKEN_FILE,
     read_owner_token,
 )
+from agent_notebook.server.settings import body_limit_for
 from clirun import text_cli
 from test_server import Server, assert_error
 
@@ -389,15 +391,16 @@ def test_path_traversal_ids_get_4xx_and_change_nothing(owners: Owners, bad: str)
 
 def test_an_oversized_body_gets_413_and_changes_nothing(owners: Owners) -> None:
     before = snapshot(owners, owners.a, owners.token_a)
-    huge = {"text": "x" * (1024 * 1024 + 1)}
+    over = body_limit_for(DEFAULT_MAX_TEXT_BYTES) + 1  # the default body limit, plus one
+    huge = {"text": "x" * over}
     with owners.client(owners.token_a) as api:
         assert_error(api.post(f"/api/sessions/{owners.trip}/moments", json=huge), 413, "larger")
-        big_batch = {"moments": [{"text": "y" * 1000}] * 1100}
+        big_batch = {"moments": [{"text": "y" * (over // 1000)}] * 1000}
         assert_error(
             api.post(f"/api/sessions/{owners.trip}/moments/batch", json=big_batch), 413, "larger"
         )
     with owners.client(owners.guest) as api:
-        body = {"guest": "planner", "kind": "decision", "text": "x" * (1024 * 1024)}
+        body = {"guest": "planner", "kind": "decision", "text": "x" * over}
         sent = api.post(f"/api/sessions/{owners.trip}/write-back", json=body)
         assert_error(sent, 413, "larger")
     assert snapshot(owners, owners.a, owners.token_a) == before

@@ -335,3 +335,34 @@ def backend_location(home: Path, config: NotebookConfig, backend: str | None = N
     if chosen == "yaml":
         return f"yaml://{home}"
     return chosen
+
+
+#: Every process that opens a home holds a shared ``flock`` on this file; a key rotation
+#: holds it exclusively, so that no process writes under the old key while it runs.
+IN_USE_FILE = ".in-use"
+#: How long an open waits for a running key rotation, and a key rotation for the
+#: processes that have the home open (a CLI command in flight ends by then; a server not).
+ROTATION_WAIT_S = 60.0
+USERS_WAIT_S = 5.0
+
+
+def use_lock(home: Path, *, exclusive: bool) -> files.UseLock:
+    """Hold ``home``'s in-use lock: shared to use the notebook, exclusive to have it alone."""
+    path = home / IN_USE_FILE
+
+    def busy() -> str:
+        others = sorted(files.flock_holders(path) - {os.getpid()})
+        pids = f" (pid {', '.join(map(str, others))})" if others else ""
+        if exclusive:
+            return (
+                f"{home}: this needs the notebook to itself, and other processes have it "
+                f"open{pids}: stop 'agent-notebook serve', 'agent-notebook mcp' and any program "
+                "using this home, then run it again; nothing was changed"
+            )
+        return (
+            f"{home}: a key rotation has this notebook to itself{pids} and was still running "
+            f"after {ROTATION_WAIT_S:.0f}s; retry when it is done"
+        )
+
+    timeout = USERS_WAIT_S if exclusive else ROTATION_WAIT_S
+    return files.UseLock(path, exclusive=exclusive, timeout_s=timeout, busy=busy)

@@ -100,6 +100,9 @@ RECENT_MOMENTS = 20
 #: moments since in (see ``Notebook.get_session``).
 SESSION_ROW_LAG = 8
 MAX_SEARCH_LIMIT = 1000
+#: The longest query a search takes, in characters, on every front end (a longer one is
+#: refused: it would cost seconds and memory and find nothing a shorter one would not).
+MAX_QUERY_CHARS = 10_000
 #: How long close() lets the worker embed what was just recorded before stopping it after
 #: its current chunk: a turn's few moments get their vector, a big ingest's rest waits.
 CLOSE_EMBED_WAIT_S = 2.0
@@ -161,6 +164,7 @@ class Notebook:
         self._semantic: SemanticIndex | None = None
         self._semantic_ready = False
         self._archive: ColdArchive | None = None
+        self._in_use: files.UseLock | None = None  # held by Notebook.open (see use_lock)
 
     @classmethod
     def open(
@@ -182,19 +186,28 @@ class Notebook:
             raise NotFound(f"no notebook at {root}: run 'agent-notebook init --home {root}'")
         files.ensure_private_dir(root)
         permissions.report_on_open(root)  # logs what is open to others, and the fix
-        conf = cfg.load_config(root)
-        location = cfg.backend_location(root, conf, backend)
-        cipher = load_cipher(conf.privacy.encryption, root)  # None unless encryption is on
-        storage = open_backend(location, sqlite_synchronous=conf.sqlite_synchronous, cipher=cipher)
-        if hasattr(storage, "local_dir"):  # a database server's notebook: side files in home
-            storage.local_dir = root
-        return cls(
-            storage,
-            home=root,
-            config=conf,
-            background_embedding=background_embedding,
-            store_index=store_index,
-        )
+        in_use = cfg.use_lock(root, exclusive=False)  # a key rotation waits for it, and it for one
+        try:
+            conf = cfg.load_config(root)
+            location = cfg.backend_location(root, conf, backend)
+            cipher = load_cipher(conf.privacy.encryption, root)  # None unless encryption is on
+            storage = open_backend(
+                location, sqlite_synchronous=conf.sqlite_synchronous, cipher=cipher
+            )
+            if hasattr(storage, "local_dir"):  # a database server's notebook: side files here
+                storage.local_dir = root
+            notebook = cls(
+                storage,
+                home=root,
+                config=conf,
+                background_embedding=background_embedding,
+                store_index=store_index,
+            )
+        except BaseException:
+            in_use.release()
+            raise
+        notebook._in_use = in_use
+        return notebook
 
     def after_turn(self, work: Callable[[], object]) -> Future[object]:
         """Run derived work (a session-notebook update) after the turn, off the hot path, one
@@ -301,6 +314,9 @@ class Notebook:
         except NotebookError as err:  # derived data: the next open catches up all the same
             log.warning("closing without catching up the derived records: %s", err)
         self.backend.close()
+        if self._in_use is not None:
+            self._in_use.release()
+            self._in_use = None
 
     @property
     def checkpointer(self) -> BaseCheckpointSaver[Any]:
@@ -824,6 +840,7 @@ class Notebook:
         out: relevance (``explain["relevance"]``) is 1 for a match on a word other than a
         stopword, on a concept or by example, else the vector similarity; an empty result
         then means nothing matches well (:func:`weak_match_hint` says so)."""
+        check_query(query, "search")
         example = self._example(image, audio)
         if min_score is None:
             min_score = self.config.search.min_score
@@ -922,6 +939,7 @@ class Notebook:
         ``audience`` that fits ``budget_tokens`` (at most 256K); see :mod:`.slice`. ``limit``
         caps the matched moments; those in ``exclude`` are left out; ``mode`` is the
         search's."""
+        check_query(query, "slice")
         if not 1 <= budget_tokens <= MAX_SLICE_TOKENS:
             raise InvalidInput(
                 f"slice: budget_tokens must be between 1 and {MAX_SLICE_TOKENS}, "
@@ -1507,6 +1525,16 @@ def _aware(when: datetime, name: str) -> datetime:
     if when.tzinfo is None or when.utcoffset() is None:
         raise InvalidInput(f"{name}: {when} has no timezone; pass an aware datetime (UTC)")
     return when
+
+
+def check_query(query: str, what: str) -> str:
+    """``query`` if it is within :data:`MAX_QUERY_CHARS`: the one cap of every front end."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(
+            f"{what}: the query is {len(query):,} characters, over the limit of "
+            f"{MAX_QUERY_CHARS:,}; shorten it to the words that matter (nothing was searched)"
+        )
+    return query
 
 
 def _offset(offset: int) -> int:

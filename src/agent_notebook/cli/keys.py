@@ -74,8 +74,9 @@ def rotate(
     home: HomeOption = None,
 ) -> None:
     """Seal everything the notebook stores under a new key. The current key (from the
-    config) must open it. Safe to stop and run again; run it while nothing else has the
-    notebook open. Then point the config or AGENT_NOTEBOOK_KEY at the new key.
+    config) must open it. Safe to stop and run again. It refuses to start while another
+    process (a server, an MCP client) has the notebook open, and others wait while it runs.
+    Then point the config or AGENT_NOTEBOOK_KEY at the new key.
 
     Example: agent-notebook key rotate --new-key-file ~/.config/agent-notebook/key-2
     """

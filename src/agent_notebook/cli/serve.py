@@ -46,8 +46,14 @@ def serve(
     ] = None,
     backend: BackendOption = None,
     max_body: Annotated[
-        int, typer.Option(min=1, help="Refuse request bodies over this many bytes (413).")
-    ] = 1024 * 1024,
+        int | None,
+        typer.Option(
+            min=1,
+            help="Refuse request bodies over this many bytes (413) \\[default: room for one "
+            "moment of moments.max_text_bytes, however JSON escapes it].",
+            show_default=False,
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "info",
 ) -> None:
     """Serve the notebook over HTTP until stopped: the chat API, the notebook API, and the

@@ -21,7 +21,7 @@ from typing import Final, Literal, cast, get_args
 
 from ..errors import InvalidInput
 from ..model import Decision, Moment, PendingItem, Session
-from ..notebook import MAX_SEARCH_LIMIT, Notebook
+from ..notebook import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, Notebook
 from ..session.sections import SECTION_NAMES, SECTIONS
 from ..tokens import DEFAULT_COUNTER, TokenCounter
 
@@ -321,7 +321,7 @@ class ContextBuilder:
         if self.max_moments == 0 or not message.strip():
             return []
         hits = self.notebook.search(
-            message,
+            _query_of(message),
             limit=min(self.max_moments, MAX_SEARCH_LIMIT),
             exclude=skip,
             mode=self.notebook.config.chat.context_search,
@@ -338,3 +338,12 @@ class ContextBuilder:
                         return list(found.values())
                     found[moment.id] = moment
         return list(found.values())
+
+
+def _query_of(message: str) -> str:
+    """What to search for ``message``: itself, or, past the search's cap, its start and its
+    end (a pasted document's question is usually before or after it)."""
+    if len(message) <= MAX_QUERY_CHARS:
+        return message
+    half = MAX_QUERY_CHARS // 2 - 1
+    return f"{message[:half]} {message[-half:]}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import stat
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,8 +25,21 @@ class Problem(Exception):
 
 
 def read_text(path: Path) -> str:
-    """The file's text, decoded as strict UTF-8 (a leading byte-order mark is dropped)."""
+    """The file's text, decoded as strict UTF-8 (a leading byte-order mark is dropped). Only a
+    regular file: opening a named pipe waits for a writer (forever, if none comes), a device
+    may never end, and the path is the source's id that a later ingest skips by."""
     try:
+        mode = path.stat().st_mode  # stat, not open: it never waits
+        if stat.S_ISDIR(mode):
+            raise MalformedFile(path, "not a regular file (a directory): give a file in it")
+        if not stat.S_ISREG(mode):
+            kind = "a named pipe" if stat.S_ISFIFO(mode) else "a device or socket"
+            raise MalformedFile(
+                path,
+                f"not a regular file ({kind}): ingest reads a saved file; save the "
+                f"conversation to a file first (for example 'cat {path} > chat.jsonl') and "
+                "ingest that",
+            )
         data = path.read_bytes()
     except OSError as err:
         raise MalformedFile(path, f"cannot read the file: {err.strerror or err}") from None

@@ -3,7 +3,8 @@
 Everything is rewritten in small atomic steps (a batch of rows in one transaction, one file
 at a time), and every sealed blob names the key that sealed it, so a rotation killed half
 way leaves each blob readable with the old key or the new one: run it again (with both
-keys still at hand) and it finishes. Run it while no other process has the notebook open.
+keys still at hand) and it finishes. It refuses to start while another process has the
+notebook open (see :func:`agent_notebook.config.use_lock`), and opens wait while it runs.
 Plain data left from before encryption was turned on is sealed too, so rotating to the same
 key encrypts a notebook that was started without encryption.
 
@@ -55,12 +56,19 @@ def rotate_key(home: Path, new_key: bytes) -> RotationReport:
         )
     old_key, source = load_key(settings, home)
     cipher = Cipher(new_key, also=[old_key], source=f"{source} (or the new key)")
-    backend = open_backend(cfg.backend_location(home, conf), cipher=cipher)
+    # A process with the notebook open would go on writing under the old key, which the
+    # rotation is about to retire: the home is had alone (servers on other machines of a
+    # PostgreSQL notebook are not seen here: stop them first).
+    alone = cfg.use_lock(home, exclusive=True)
     try:
-        with backend.maintenance_lock("key-rotation"):  # one rotation, whatever the servers
-            return _rotate(home, conf, backend, cipher, old_key)
+        backend = open_backend(cfg.backend_location(home, conf), cipher=cipher)
+        try:
+            with backend.maintenance_lock("key-rotation"):  # one rotation, whatever the servers
+                return _rotate(home, conf, backend, cipher, old_key)
+        finally:
+            backend.close()
     finally:
-        backend.close()
+        alone.release()
 
 
 def _rotate(

@@ -42,6 +42,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import Conflict, CorruptFile, InvalidInput, NotFound
 from ..model import now_utc
 from ..storage.files import ensure_private_dir, exclusive_lock, write_atomic
+from .web_sessions import FileSessionRows, WebSessions
 
 SECRETS_DIR = "secrets"
 OWNER_TOKEN_FILE = "owner-token"
@@ -171,6 +172,16 @@ class Tokens(Protocol):
     def ensure_owner(self) -> tuple[str | None, bool]: ...
     def rotate_owner(self) -> str: ...
     def owner_hint(self) -> str: ...
+    def grant_of_hash(self, sha256: str) -> Grant | None: ...
+    @property
+    def sessions(self) -> WebSessions: ...
+
+
+def web_session_grant(tokens: Tokens, session: str) -> Grant | None:
+    """Who a live web session (see :mod:`.web_sessions`) signed in as, while the token it
+    was made with is still valid."""
+    token_sha = tokens.sessions.token_hash(session)
+    return None if token_sha is None else tokens.grant_of_hash(token_sha)
 
 
 class FileTokens:
@@ -184,6 +195,7 @@ class FileTokens:
         self.guest_path = secrets_dir(home) / GUEST_TOKENS_FILE
         self._owner: tuple[tuple[int, int, int, int] | None, str] | None = None
         self._cache: tuple[tuple[int, int, int, int], list[TokenRecord]] | None = None
+        self.sessions = WebSessions(FileSessionRows(secrets_dir(home), LOCK_FILE))
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -222,6 +234,17 @@ class FileTokens:
         found = None
         for record in self._guests():  # every record is compared: no early exit to time
             if hmac.compare_digest(record.sha256, digest):
+                found = Grant("guest", record.name)
+        return found
+
+    def grant_of_hash(self, sha256: str) -> Grant | None:
+        """Whose token has this SHA-256, or None (a web session's token, since revoked)."""
+        owner = self._owner_token()
+        if owner is not None and hmac.compare_digest(_hash(owner), sha256):
+            return Grant("owner", "owner")
+        found = None
+        for record in self._guests():
+            if hmac.compare_digest(record.sha256, sha256):
                 found = Grant("guest", record.name)
         return found
 
@@ -291,6 +314,9 @@ class TokenTable(Protocol):
     def add_api_token(self, role: Role, name: str, sha256: str, created: datetime) -> bool: ...
     def set_api_token(self, role: Role, name: str, sha256: str, created: datetime) -> None: ...
     def delete_api_token(self, role: Role, name: str) -> bool: ...
+    def web_sessions(self) -> list[tuple[str, str, datetime]]: ...
+    def add_web_session(self, sha256: str, token_sha256: str, created: datetime) -> None: ...
+    def delete_web_sessions(self, sha256s: list[str]) -> None: ...
 
 
 class DatabaseTokens:
@@ -300,6 +326,7 @@ class DatabaseTokens:
 
     def __init__(self, table: TokenTable, home: Path) -> None:
         self.table, self.home = table, home
+        self.sessions = WebSessions(table)  # in the database: every server honours them
 
     def _records(self) -> list[TokenRecord]:
         return [
@@ -308,10 +335,12 @@ class DatabaseTokens:
         ]
 
     def identify(self, token: str) -> Grant | None:
-        digest = _hash(token)
+        return self.grant_of_hash(_hash(token))
+
+    def grant_of_hash(self, sha256: str) -> Grant | None:
         found = None
         for record in self._records():  # every record is compared: no early exit to time
-            if hmac.compare_digest(record.sha256, digest):
+            if hmac.compare_digest(record.sha256, sha256):
                 found = Grant(record.role, record.name)
         return found
 

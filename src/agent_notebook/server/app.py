@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
 from .. import __version__
+from ..config import DEFAULT_MAX_TEXT_BYTES
 from ..errors import InvalidInput, StorageError
 from ..notebook import Notebook
 from ..privacy.tokens import tokens_of
@@ -23,7 +24,7 @@ from . import chat, errors, export, notebook_api, sections_api, web
 from .auth import ACCESS_KEY, Access, BearerAuth, McpByToken, Tenant, Tenants
 from .chat_service import ChatService
 from .mcp_tools import build_mcp
-from .settings import ServerSettings
+from .settings import ServerSettings, body_limit_for
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ def create_app(
         redoc_url=None,
     )
     errors.install(app, web_error=web.error_page)
-    app.add_middleware(errors.BodySizeLimit, limit=settings.max_body_bytes)
+    app.add_middleware(errors.BodySizeLimit, limit=lambda: body_limit(settings, tenants))
     app.add_middleware(BearerAuth, tenants=tenants)  # outermost: nothing runs before it
     for module in (chat, notebook_api, sections_api, export):
         app.include_router(module.router, responses={"default": {"model": errors.ApiError}})
@@ -179,6 +180,14 @@ def _unreachable(tenants: Tenants) -> str | None:
         except StorageError as err:
             return str(err)
     return None
+
+
+def body_limit(settings: ServerSettings, tenants: Tenants) -> int:
+    """``--max-body``, else room for one moment as long as the notebooks' text limit allows."""
+    if settings.max_body_bytes is not None:
+        return settings.max_body_bytes
+    texts = [t.notebook.config.moments.max_text_bytes for t in tenants.items]
+    return body_limit_for(max(texts, default=DEFAULT_MAX_TEXT_BYTES))
 
 
 def _check_distinct(tenants: Tenants) -> None:

@@ -2,7 +2,8 @@
 
 Every request under ``/api`` and both MCP mounts carries ``Authorization: Bearer <token>``.
 The web pages (everything else, see :mod:`.web`) take the same header, or the sign-in
-cookie :data:`COOKIE` that ``/signin`` sets (HttpOnly, SameSite=Strict); the cookie is never
+cookie :data:`COOKIE` that ``/signin`` sets (HttpOnly, SameSite=Strict): it holds a session
+id, never the token (see :mod:`agent_notebook.privacy.web_sessions`); the cookie is never
 taken under ``/api`` or the MCP mounts, and a page's state-changing request also needs a
 CSRF token that the cookie alone cannot provide (see :mod:`.web.signin`).
 The token selects the notebook (each home has its own tokens, see
@@ -28,7 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import NotebookError, StorageError
 from ..notebook import Notebook
-from ..privacy.tokens import Grant, Tokens
+from ..privacy.tokens import Grant, Tokens, web_session_grant
 from .chat_service import ChatService
 from .errors import (
     HIDDEN_PLACES_KEY,
@@ -58,8 +59,8 @@ OPEN_PATHS = frozenset(
 )
 #: Open too: the web pages' scripts and styles, and the API docs' assets (no notebook data).
 OPEN_PREFIXES = ("/static/", "/docs-assets/")
-#: The web pages' sign-in cookie: it holds the token, so it is HttpOnly and SameSite=Strict.
-COOKIE = "agent_notebook_token"
+#: The web pages' sign-in cookie: a session id (not the token), HttpOnly, SameSite=Strict.
+COOKIE = "agent_notebook_session"
 #: Set in the ASGI scope when the caller came with the cookie (not a bearer header): its
 #: state-changing requests must then carry the CSRF token (see :mod:`.web.signin`).
 VIA_COOKIE_KEY = "agent_notebook.via_cookie"
@@ -108,6 +109,14 @@ class Tenants:
                 return Access(tenant, grant)
         return None
 
+    def identify_session(self, session: str) -> Access | None:
+        """The caller of a web sign-in session (the cookie), while it and its token live."""
+        for tenant in self.items:
+            grant = web_session_grant(tenant.tokens, session)
+            if grant is not None:
+                return Access(tenant, grant)
+        return None
+
 
 def bearer(scope: Scope) -> str | None:
     """The token of an ``Authorization: Bearer …`` header, if any."""
@@ -120,7 +129,7 @@ def bearer(scope: Scope) -> str | None:
 
 
 def cookie_token(scope: Scope) -> str | None:
-    """The token of the web pages' sign-in cookie, if any."""
+    """The session id of the web pages' sign-in cookie, if any."""
     for name, value in scope["headers"]:
         if name == b"cookie":
             token = cookie_parser(bytes(value).decode("latin-1")).get(COOKIE, "").strip()
@@ -163,9 +172,8 @@ class BearerAuth:
         via_cookie = token is None and web and (token := cookie_token(scope)) is not None
         try:
             # in a worker thread: a PostgreSQL notebook's tokens are a query away
-            access = (
-                None if token is None else await run_in_threadpool(self.tenants.identify, token)
-            )
+            identify = self.tenants.identify_session if via_cookie else self.tenants.identify
+            access = None if token is None else await run_in_threadpool(identify, token)
         except NotebookError as err:  # an unreadable token file: the log says which
             log.error("%s %s: %s", method, path, err)
             if path in OPEN_PATHS:  # /api/health still answers (and says why it cannot)

@@ -136,20 +136,22 @@ class BodyTooLarge(HTTPException):
 
 
 class BodySizeLimit:
-    """ASGI middleware: a body over ``limit`` bytes gets 413, by its Content-Length up front
-    or, without one, as soon as the bytes read pass the limit."""
+    """ASGI middleware: a body over ``limit()`` bytes gets 413, by its Content-Length up
+    front or, without one, as soon as the bytes read pass the limit. ``limit`` is asked at
+    each request: it follows the notebooks' text limit, known once they are open."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: Callable[[], int]) -> None:
         self.app = app
-        self.limit = limit
+        self.limit_of = limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.limit_of()
         declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            detail = f"the request body is larger than {self.limit} bytes"
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            detail = f"the request body is larger than {limit} bytes"
             if not declared.isdigit():
                 detail = "the Content-Length header is not a number"
             response = error_response(413 if declared.isdigit() else 400, detail)
@@ -162,8 +164,8 @@ class BodySizeLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise BodyTooLarge(self.limit)
+                if seen > limit:
+                    raise BodyTooLarge(limit)
             return message
 
         await self.app(scope, counted, send)

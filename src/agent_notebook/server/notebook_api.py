@@ -31,7 +31,7 @@ from ..model import (
     TaskStatus,
     Text,
 )
-from ..notebook import MAX_SEARCH_LIMIT, Notebook, WriteBackKind, weak_match_hint
+from ..notebook import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, Notebook, WriteBackKind, weak_match_hint
 from ..privacy.redaction import ForgetReport
 from ..slice import MAX_SLICE_TOKENS, Slice
 from .auth import access_of
@@ -437,6 +437,9 @@ def write_back(
 # -- search, slices, stats ------------------------------------------------------------------
 
 
+_CAP = f"at most {MAX_QUERY_CHARS:,} characters"
+
+
 class SearchPage(Page[SearchHit]):
     """A page of search hits; ``hint`` says why there is none when nothing matched well."""
 
@@ -446,7 +449,8 @@ class SearchPage(Page[SearchHit]):
 @router.get("/search", tags=["search"])
 def search(
     nb: Nb,
-    q: Annotated[str, Query(min_length=1, max_length=10_000, description="What to look for.")],
+    # The length cap is the facade's (one check, one message for every front end).
+    q: Annotated[str, Query(min_length=1, description=f"What to look for ({_CAP}).")],
     session: str | None = None,
     since: Annotated[datetime | None, Query(description="From this time (no zone: UTC).")] = None,
     until: Annotated[datetime | None, Query(description="Before this time.")] = None,
@@ -502,7 +506,7 @@ def search(
 @router.get("/slice", tags=["search"])
 def slice_(
     nb: Nb,
-    q: Annotated[str, Query(max_length=10_000, description="What the guest needs to know.")],
+    q: Annotated[str, Query(description=f"What the guest needs to know ({_CAP}).")],
     budget: Annotated[int, Query(ge=1, le=MAX_SLICE_TOKENS)] = 4000,
     audience: Annotated[str, Query(min_length=1, max_length=100)] = "guest",
     session: str | None = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,8 +11,21 @@ from langchain_core.language_models import BaseChatModel
 
 from .. import config as cfg
 
-#: Requests with a larger body get 413 (1 MiB; ``--max-body`` changes it).
-DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+#: The most bytes JSON spends on one byte of a text: a control character (one byte of
+#: UTF-8) is sent as ``\u0001``; other characters cost at most 3x (``\uXXXX`` for 2-4
+#: bytes of UTF-8, a pair of them for 4), ASCII 1x.
+JSON_BYTES_PER_TEXT_BYTE = len(json.dumps("\x01")) - len(json.dumps(""))
+#: Room for what a request carries besides one moment's text: its other fields (speaker,
+#: concepts, actions...) and the JSON around them.
+ENVELOPE_BYTES = 64 * 1024
+
+
+def body_limit_for(max_text_bytes: int) -> int:
+    """The body limit that lets one moment of ``max_text_bytes`` through however JSON
+    escapes it, so that a text over the limit gets the facade's clear 422, not a 413."""
+    return JSON_BYTES_PER_TEXT_BYTE * max_text_bytes + ENVELOPE_BYTES
+
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 
@@ -30,7 +44,9 @@ class ServerSettings:
     backend: str | None = None
     model: str | None = None
     models: Mapping[str, BaseChatModel] = field(default_factory=dict)
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    #: Requests with a larger body get 413; None: :func:`body_limit_for` the largest
+    #: ``moments.max_text_bytes`` of the notebooks served (``--max-body`` sets it).
+    max_body_bytes: int | None = None
     host: str = DEFAULT_HOST
     mcp: bool = True
 

@@ -8,7 +8,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Container, Iterator
+from collections.abc import Callable, Container, Iterator
 from pathlib import Path
 
 from ..errors import StorageError
@@ -32,9 +32,24 @@ def ensure_private_dir(path: Path) -> Path:
 
 
 def ensure_private_file(path: Path) -> Path:
-    """Create ``path`` empty and owner-only if it does not exist."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE_MODE)
-    os.close(fd)
+    """Create ``path`` empty and owner-only if it does not exist; make it owner-only if it
+    does. An existing file is never opened, only its mode set through its path.
+
+    Why: on POSIX, closing *any* descriptor of a file drops every ``fcntl`` lock the
+    process holds on it. Opening and closing a live SQLite database here would silently
+    drop the locks of the process's own connections to it; the next process to close its
+    connection then believes itself the last one and deletes the write-ahead log, with the
+    commits in it (SQLite's "How To Corrupt", section 2.2). So a new file is made under a
+    temporary name and linked into place, and the descriptor closed is the temporary's.
+    """
+    if not os.path.lexists(path):
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".new")
+        try:
+            os.close(fd)  # mkstemp makes it 0600; closed before it has the real name
+            with contextlib.suppress(FileExistsError):  # another process was first: keep theirs
+                os.link(tmp, path)
+        finally:
+            os.unlink(tmp)
     if os.stat(path).st_mode & 0o077:
         os.chmod(path, PRIVATE_FILE_MODE)
     return path
@@ -109,18 +124,15 @@ def exclusive_lock(path: Path, timeout_s: float = 30.0) -> Iterator[None]:
         return
     fd = os.open(ensure_private_file(path), os.O_RDWR)
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise StorageError(
-                        f"{path}: another process has held this lock for {timeout_s:.0f}s; "
-                        "retry when it is done"
-                    ) from None
-                time.sleep(0.005)
+        _flock(
+            fd,
+            fcntl.LOCK_EX,
+            timeout_s,
+            lambda: (
+                f"{path}: another process has held "
+                f"this lock for {timeout_s:.0f}s; retry when it is done"
+            ),
+        )
         held.add(key)
         try:
             yield
@@ -128,3 +140,55 @@ def exclusive_lock(path: Path, timeout_s: float = 30.0) -> Iterator[None]:
             held.discard(key)
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def _flock(fd: int, operation: int, timeout_s: float, busy: Callable[[], str]) -> None:
+    """``flock(fd, operation)``, polling until ``timeout_s`` runs out (then a
+    :class:`StorageError` saying ``busy()``)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            fcntl.flock(fd, operation | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise StorageError(busy()) from None
+            time.sleep(0.005)
+
+
+class UseLock:
+    """A ``flock`` on ``path`` held until :meth:`release`: shared by every process that
+    uses a notebook, exclusive for one that needs it to itself (a key rotation). ``flock``
+    locks belong to the open file, so unlike SQLite's ``fcntl`` locks they survive other
+    descriptors of the file being closed."""
+
+    def __init__(
+        self, path: Path, *, exclusive: bool, timeout_s: float, busy: Callable[[], str]
+    ) -> None:
+        self._fd: int | None = os.open(ensure_private_file(path), os.O_RDWR)
+        try:
+            _flock(self._fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, timeout_s, busy)
+        except BaseException:
+            self.release()
+            raise
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing releases the lock
+            self._fd = None
+
+
+def flock_holders(path: Path) -> set[int]:
+    """The pids holding a ``flock`` on ``path`` (from Linux's ``/proc/locks``; empty where
+    there is none): for an error message, never for a decision."""
+    try:
+        inode = os.stat(path).st_ino
+        table = Path("/proc/locks").read_text()
+    except OSError:
+        return set()
+    holders = set()
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].endswith(f":{inode}"):
+            holders.add(int(fields[4]))
+    return holders

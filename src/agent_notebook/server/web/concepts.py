@@ -4,7 +4,6 @@ after a dry-run preview of everything that would go."""
 from __future__ import annotations
 
 from typing import Annotated
-from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse
@@ -15,20 +14,17 @@ from .render import page
 router = APIRouter(include_in_schema=False)
 
 
-def concept_url(name: str) -> str:
-    return f"/concepts/{quote(name, safe='')}"
-
-
 @router.get("/concepts", response_class=HTMLResponse)
 def concepts(request: Request, nb: Nb, offset: Offset = 0) -> HTMLResponse:
     found = nb.concepts(offset, PAGE)
     return page(request, "concepts.html", concepts=found, pager=Pager(offset, len(found)))
 
 
-@router.get("/concepts/{name}", response_class=HTMLResponse)
+@router.get("/concepts/{name:path}", response_class=HTMLResponse)
 def concept(request: Request, name: str, nb: Nb, offset: Offset = 0) -> HTMLResponse:
     """The concept's moments, a page at a time (the index lists their ids; only the shown
-    page's moments are read)."""
+    page's moments are read). ``:path``: a name may hold "/" (the links send it as %2F,
+    which the server decodes before routing)."""
     entry = nb.concept(name)
     shown = [nb.get_moment(mid) for mid in entry.moments[offset : offset + PAGE]]
     return page(
@@ -40,7 +36,7 @@ def concept(request: Request, name: str, nb: Nb, offset: Offset = 0) -> HTMLResp
     )
 
 
-@router.post("/concepts/{name}/forget", response_class=HTMLResponse, dependencies=[Checked])
+@router.post("/concepts/{name:path}/forget", response_class=HTMLResponse, dependencies=[Checked])
 def forget(
     request: Request,
     name: str,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
@@ -35,7 +36,13 @@ def _pct(value: float, top: float = 1.0) -> str:
     return f"{share * 100:.1f}%"
 
 
-_ENV.filters.update(when=_when, day=_day, pct=_pct)
+def concept_url(name: str) -> str:
+    """A concept's page, every character escaped: Jinja's ``urlencode`` leaves "/" as it
+    is, which would split a name such as "tcp/ip" into two path segments."""
+    return f"/concepts/{quote(name, safe='')}"
+
+
+_ENV.filters.update(when=_when, day=_day, pct=_pct, concept_url=concept_url)
 
 
 #: Every page: scripts and everything else only from this server, never in a frame.

@@ -37,6 +37,19 @@ def _time(text: str, name: str) -> datetime | None:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
+def _score(text: str) -> float | None:
+    """The form's min_score as a number (the facade checks its range), or None when empty."""
+    if not text.strip():
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise InvalidInput(
+            f"search: min_score {text!r} is not a number; give one from 0 to 1 such as 0.3, "
+            "or leave it empty for the notebook's default"
+        ) from None
+
+
 def explain_bars(hit: SearchHit) -> list[tuple[str, float]]:
     """What found the hit: each signal's share of its fused score (0..1), then relevance."""
     bars = [
@@ -61,8 +74,8 @@ def _results(
     q = form["q"].strip()
     hits: list[SearchHit] | None = None
     hint = None
+    min_score = _score(form["min_score"])  # checked with or without a query
     if q or image or audio:
-        min_score = form["min_score"]
         hits = nb.search(
             q,
             session=form["session"].strip() or None,
@@ -72,11 +85,11 @@ def _results(
             concept=form["concept"].strip() or None,
             mode=form["mode"],
             limit=LIMIT,
-            min_score=float(min_score) if min_score.strip() else None,
+            min_score=min_score,
             image=image,
             audio=audio,
         )
-        cut = nb.config.search.min_score if not min_score.strip() else float(min_score)
+        cut = nb.config.search.min_score if min_score is None else min_score
         if not hits and q and cut > 0:
             hint = weak_match_hint(q, cut)
     return page(

@@ -1,13 +1,16 @@
 """Signing in to the web pages, and keeping their forms safe from other sites (CSRF).
 
 The owner (or a guest) types a token into ``/signin``; it is checked like a bearer token and
-kept in the :data:`~..auth.COOKIE` cookie: HttpOnly (no script reads it), SameSite=Strict
-(no other site's page sends it), Secure over HTTPS. A script sends
-``Authorization: Bearer <token>`` instead and needs no cookie.
+a sign-in session is made for it (:mod:`agent_notebook.privacy.web_sessions`, kept beside
+the tokens, so every server of a PostgreSQL notebook honours it). The
+:data:`~..auth.COOKIE` cookie holds the session's random id, never the token: HttpOnly (no
+script reads it), SameSite=Strict (no other site's page sends it), Secure over HTTPS.
+Signing out ends the session on the server, so a copy of the cookie stops working too. A
+script sends ``Authorization: Bearer <token>`` instead and needs no cookie.
 
 CSRF: a request that came with the cookie and changes something must also carry the CSRF
 token, in a form's ``csrf`` field or an ``X-CSRF-Token`` header. The token is an HMAC of the
-sign-in token, printed into the pages: another site can make a browser send the cookie, but
+session id (or of a bearer token), printed into the pages: another site can make a browser send the cookie, but
 it cannot read a page to learn the CSRF token. A foreign ``Origin`` is refused too."""
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ _CSRF_CONTEXT = b"agent-notebook web csrf v1"
 
 
 def request_token(request: Request) -> str | None:
-    """The token the request came with: its bearer header, else the cookie."""
+    """The secret the request came with: its bearer token, else the cookie's session id."""
     return bearer(request.scope) or cookie_token(request.scope)
 
 
@@ -95,11 +98,12 @@ def signin(
     if access is None:
         error = "That token is not valid on this server (wrong or revoked)."
         return bare("signin.html", status=401, next=_local(next), error=error)
+    session = access.tenant.tokens.sessions.open(token.strip())
     target = "/slice" if access.is_guest else _local(next)
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(
         COOKIE,
-        token.strip(),
+        session,
         httponly=True,
         samesite="strict",
         secure=request.url.scheme == "https",
@@ -110,7 +114,12 @@ def signin(
 
 @router.post("/signout")
 def signout(request: Request) -> Response:
-    """Forget the cookie (the token itself stays valid: revoke a guest's on Housekeeping)."""
+    """End the cookie's session on the server and forget the cookie (the token itself stays
+    valid: revoke a guest's on Housekeeping)."""
+    session = cookie_token(request.scope)
+    access: Access | None = request.scope.get(ACCESS_KEY)
+    if session is not None and access is not None and request.scope.get(VIA_COOKIE_KEY):
+        access.tenant.tokens.sessions.close(session)
     response = RedirectResponse("/signin", status_code=303)
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     return response

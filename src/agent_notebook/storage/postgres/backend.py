@@ -814,6 +814,23 @@ class PostgresBackend(SqlReads):
             )
             return bool(done.rowcount)
 
+    # -- the web pages' sign-in sessions (hashes only: see privacy.web_sessions) ------------
+
+    def web_sessions(self) -> list[tuple[str, str, datetime]]:
+        found = self._query("SELECT sha256, token_sha256, created FROM web_sessions")
+        return [(str(h), str(t), c) for h, t, c in found]
+
+    def add_web_session(self, sha256: str, token_sha256: str, created: datetime) -> None:
+        with self.atomic():
+            self._write(
+                "INSERT INTO web_sessions (sha256, token_sha256, created) VALUES (%s, %s, %s)",
+                (sha256, token_sha256, created),
+            )
+
+    def delete_web_sessions(self, sha256s: list[str]) -> None:
+        with self.atomic():
+            self._write("DELETE FROM web_sessions WHERE sha256 = ANY(%s)", (sha256s,))
+
     # -- lifecycle --------------------------------------------------------------------------
 
     def purge(self) -> None:

@@ -146,6 +146,16 @@ MIGRATIONS: Final[list[list[str]]] = [
         "INSERT INTO vector_drops_horizon SELECT 0 "
         "WHERE NOT EXISTS (SELECT 1 FROM vector_drops_horizon)",
     ],
+    # 6: the web pages' sign-in sessions, beside the API tokens (privacy.web_sessions):
+    # hashes only, so a session made on one server is honoured (and ended) on every other.
+    # (Idempotent, like 5: a test replays the migrations from a faked version.)
+    [
+        """CREATE TABLE IF NOT EXISTS web_sessions (
+            sha256 text PRIMARY KEY,          -- of the session id; the id is never stored
+            token_sha256 text NOT NULL,       -- of the token signed in with
+            created timestamptz NOT NULL
+        )""",
+    ],
 ]
 
 #: The longest lexeme a ``tsvector`` holds (bytes).
