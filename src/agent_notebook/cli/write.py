@@ -64,6 +64,7 @@ def init(
         from ..privacy.tokens import owner_token_path, tokens_of
 
         with Notebook.open(root) as nb:
+            nb.set_up_chat_state()  # a PostgreSQL notebook's LangGraph tables, made now
             where = nb.backend.location
             tokens = tokens_of(root, nb.backend)  # a PostgreSQL notebook's: in its database
             _, created = tokens.ensure_owner()  # 'serve' asks every client for a token

@@ -343,6 +343,16 @@ class Notebook:
                 self._connections.append(conn)
         return self._checkpointers[key]
 
+    def set_up_chat_state(self) -> None:
+        """Make the tables of :attr:`store` and :attr:`checkpointer` now, when they live in
+        a PostgreSQL database shared with other servers: a server (and ``init``) does it at
+        start-up, so no request waits on another server's migrations (issue 28). Elsewhere
+        they are made on first use, as before."""
+        from ..langgraph.stores import is_postgres
+
+        if is_postgres(self.backend):
+            _ = self.store, self.checkpointer
+
     @property
     def store(self) -> BaseStore:
         """A LangGraph ``BaseStore`` in this notebook's own file (``SqliteStore`` on

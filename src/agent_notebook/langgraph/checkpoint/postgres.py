@@ -37,6 +37,7 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
+from ...storage.postgres.setup import plain, setup_connection
 from .base import (
     CheckpointPruned,
     DeltaReducer,
@@ -82,6 +83,12 @@ SERDE_TABLES: Final = {
 }
 
 
+class _PlainSaver(PostgresSaver):
+    """LangGraph's checkpoint migrations without ``CONCURRENTLY`` (see :mod:`.storage.postgres.setup`)."""
+
+    MIGRATIONS = plain(PostgresSaver.MIGRATIONS)
+
+
 class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
     """``PostgresSaver`` on a connection pool, with the notebook's checkpoint semantics."""
 
@@ -102,9 +109,11 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
 
     def setup(self) -> None:
         """``PostgresSaver``'s tables, and the triggers that tell a rebuilt delta-channel
-        value kept from an earlier read is stale (:mod:`.postgres_history`)."""
-        super().setup()
-        self._epoch_installed = install_epoch(self.pool)
+        value kept from an earlier read is stale (:mod:`.postgres_history`), under the
+        schema's setup lock on a connection of their own (:mod:`agent_notebook.storage.postgres.setup`)."""
+        with setup_connection(self.pool, "LangGraph's checkpoint tables") as conn:
+            _PlainSaver(conn).setup()
+            self._epoch_installed = install_epoch(conn)
 
     @contextmanager
     def _cursor(self, *, pipeline: bool = False) -> Iterator[Cursor[DictRow]]:

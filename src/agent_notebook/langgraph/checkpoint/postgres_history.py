@@ -36,7 +36,7 @@ from .delta_history import CachedValues
 
 __all__ = ["EPOCH_TRIGGERS", "install_epoch", "read_epoch", "walk_to_cached"]
 
-#: The advisory lock (first key) of the insert rules (second key: the thread) and of setup.
+#: The advisory lock (first key) of the insert rules (second key: the thread).
 HISTORY_LOCK: Final = 0x4E48  # "NH"
 _TABLES: Final = {"cp": "checkpoints", "w": "checkpoint_writes", "b": "checkpoint_blobs"}
 #: (name, table, event, transition table or None, function) of every trigger.
@@ -91,44 +91,40 @@ _COUNT_TRIGGERS = (
 _TRIGGER_NAMES: Final = [name for name, *_ in EPOCH_TRIGGERS]
 
 
-def install_epoch(pool: Any) -> bool:
-    """Create the counter, its functions and triggers in the schema unless all are there
-    (in one transaction under an advisory lock, so servers starting together wait for one
-    another). False when this role cannot (then nothing is kept: :func:`read_epoch`)."""
+def install_epoch(conn: Any) -> bool:
+    """Create the counter, its functions and triggers in the schema unless all are there,
+    in one transaction on ``conn`` (the setup's: it holds the schema's setup lock, and its
+    ``lock_timeout`` bounds the waits here). False when this role cannot (then nothing is
+    kept: :func:`read_epoch`)."""
     import psycopg
 
-    with pool.connection() as conn:
-        try:
-            with conn.transaction():
+    try:
+        with conn.transaction():  # no lock of its own: the caller holds the setup lock
+            conn.execute(_EPOCH_TABLE)
+            conn.execute(
+                "INSERT INTO checkpoint_history_epoch (id, n) VALUES (0, 0) ON CONFLICT DO NOTHING"
+            )
+            found = conn.execute(_COUNT_TRIGGERS, (_TRIGGER_NAMES,)).fetchone()
+            if _count(found) == len(EPOCH_TRIGGERS):
+                return True
+            for name, body in _FUNCTIONS.items():
+                # The schema's tables whichever search_path the writer has.
                 conn.execute(
-                    "SELECT pg_advisory_xact_lock(%s, hashtext(current_schema()))", (HISTORY_LOCK,)
+                    f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql "
+                    f"SET search_path FROM CURRENT AS $$ BEGIN {body} RETURN NULL; END $$"
                 )
-                conn.execute(_EPOCH_TABLE)
+            replace = conn.info.server_version >= 140000
+            for name, table, event, kind, function in EPOCH_TRIGGERS:
+                if not replace:
+                    conn.execute(f"DROP TRIGGER IF EXISTS {name} ON {table}")
+                referencing = f"REFERENCING {kind} TABLE AS changed " if kind else ""
                 conn.execute(
-                    "INSERT INTO checkpoint_history_epoch (id, n) VALUES (0, 0) "
-                    "ON CONFLICT DO NOTHING"
+                    f"CREATE {'OR REPLACE ' if replace else ''}TRIGGER {name} "
+                    f"AFTER {event} ON {table} {referencing}"
+                    f"FOR EACH STATEMENT EXECUTE FUNCTION {function}()"
                 )
-                found = conn.execute(_COUNT_TRIGGERS, (_TRIGGER_NAMES,)).fetchone()
-                if _count(found) == len(EPOCH_TRIGGERS):
-                    return True
-                for name, body in _FUNCTIONS.items():
-                    # The schema's tables whichever search_path the writer has.
-                    conn.execute(
-                        f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql "
-                        f"SET search_path FROM CURRENT AS $$ BEGIN {body} RETURN NULL; END $$"
-                    )
-                replace = conn.info.server_version >= 140000
-                for name, table, event, kind, function in EPOCH_TRIGGERS:
-                    if not replace:
-                        conn.execute(f"DROP TRIGGER IF EXISTS {name} ON {table}")
-                    referencing = f"REFERENCING {kind} TABLE AS changed " if kind else ""
-                    conn.execute(
-                        f"CREATE {'OR REPLACE ' if replace else ''}TRIGGER {name} "
-                        f"AFTER {event} ON {table} {referencing}"
-                        f"FOR EACH STATEMENT EXECUTE FUNCTION {function}()"
-                    )
-        except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction):
-            return False
+    except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction):
+        return False
     return True
 
 

@@ -4,8 +4,9 @@ map and an app's items.
 
 * Each gets a pool of its own, with the backend's URL, schema and bounds, and the row
   factory LangGraph's Postgres classes want (``dict_row``, no prepared statements).
-* LangGraph's migrations (``setup()``) run under an advisory lock, so two servers starting
-  at once do not collide on the migration tables.
+* LangGraph's migrations (``setup()``) run under an advisory lock, taken without waiting
+  inside a statement and without ``CREATE INDEX CONCURRENTLY``, so any number of servers
+  can start at once (:mod:`.storage.postgres.setup`); a server makes them at start-up, not on first use.
 * :func:`store_lock` serialises read-modify-write cycles on the store across servers with
   an advisory lock, as the file lock does beside a SQLite store.
 * The store is semantic without pgvector (which ``PostgresStore``'s own index needs and this
@@ -46,12 +47,14 @@ from psycopg_pool import ConnectionPool
 
 from ...core.crypto import Cipher
 from ...errors import StorageError
+from ...storage.postgres.setup import SETUP_LOCK, plain, setup_connection, where
 from ..checkpoint.postgres import NotebookPostgresSaver, rewrite_rows
 from .sealed import Sealing, resealed_value
 from .vector_cache import HORIZON_TABLE, LOG_KEPT, LOG_TABLE, PRUNE_EVERY, Item
 from .vectors import MODEL_TABLE, IndexedStore, IndexFactory, StoreIndex, to_blob
 
 __all__ = [
+    "SETUP_LOCK",
     "VECTOR_TABLE",
     "NotebookPostgresStore",
     "SealedPostgresStore",
@@ -60,9 +63,8 @@ __all__ = [
     "store_lock",
 ]
 
-#: The advisory lock class of LangGraph's migrations and of the store's writers (the
-#: schema's hash is the other key).
-SETUP_LOCK: Final = 0x4E53  # "NS"
+#: The advisory lock class of the store's writers (the schema's hash is the other key); the
+#: migrations' is :data:`~.storage.postgres.setup.SETUP_LOCK`.
 STORE_LOCK: Final = 0x4E57  # "NW"
 LOG_LOCK: Final = 0x4E4C  # "NL"
 #: The store's vectors (its semantic index), beside LangGraph's tables.
@@ -149,13 +151,32 @@ def open_pool(backend: Any) -> ConnectionPool[Any]:
 
 @contextmanager
 def advisory_lock(pool: ConnectionPool[Any], kind: int) -> Iterator[None]:
-    """Hold ``kind``'s advisory lock of the pool's schema (one holder across servers)."""
+    """Hold ``kind``'s advisory lock of the pool's schema (one holder across servers),
+    waiting at most the pool's timeout for it (then a StorageError: a 503)."""
+    import psycopg
+
     with pool.connection() as conn:
-        conn.execute("SELECT pg_advisory_lock(%s, hashtext(current_schema()))", (kind,))
+        try:
+            # lock_timeout bounds the wait; SET LOCAL ends with the transaction, the
+            # session-level lock it took does not.
+            with conn.transaction():
+                conn.execute(f"SET LOCAL lock_timeout = {max(1, int(pool.timeout * 1000))}")
+                conn.execute("SELECT pg_advisory_lock(%s, hashtext(current_schema()))", (kind,))
+        except psycopg.errors.LockNotAvailable as err:
+            raise StorageError(
+                f"{where(pool)}: waited {pool.timeout:.0f} s for the store's write lock, which "
+                "another server holds; retry"
+            ) from err
         try:
             yield
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s, hashtext(current_schema()))", (kind,))
+
+
+class _PlainStore(PostgresStore):
+    """LangGraph's store migrations without ``CONCURRENTLY`` (see :mod:`.storage.postgres.setup`)."""
+
+    MIGRATIONS = plain(PostgresStore.MIGRATIONS)
 
 
 class NotebookPostgresStore(IndexedStore, PostgresStore):
@@ -174,20 +195,20 @@ class NotebookPostgresStore(IndexedStore, PostgresStore):
     ) -> None:
         super().__init__(pool)
         self.pool = pool
+        self._set_up = False
         self._init_index(index, index_factory)
 
     def setup(self) -> None:
         """LangGraph's migrations (without its pgvector ones), then the vector tables, under
-        the schema's setup lock."""
-        index, self.index_config = self.index_config, None
-        try:
-            with advisory_lock(self.pool, SETUP_LOCK):
-                super().setup()
-                with self.pool.connection() as conn:
-                    for statement in VECTOR_TABLES:
-                        conn.execute(statement)
-        finally:
-            self.index_config = index
+        the schema's setup lock, on a connection of their own (:mod:`.storage.postgres.setup`); once per
+        store (an index made later needs no other table)."""
+        if self._set_up:
+            return
+        with setup_connection(self.pool, "LangGraph's store tables") as conn:
+            _PlainStore(conn).setup()  # no index config: no pgvector migrations
+            for statement in VECTOR_TABLES:
+                conn.execute(statement)
+        self._set_up = True
 
     # -- puts: the item and its vectors in one transaction -------------------------------------
 
@@ -334,15 +355,22 @@ def open_postgres_store(
         if cipher is None
         else SealedPostgresStore(pool, cipher=cipher)
     )
-    store.setup()
+    try:
+        store.setup()
+    except BaseException:
+        pool.close()
+        raise
     return store
 
 
 def open_postgres_saver(backend: Any, keep: int | None) -> NotebookPostgresSaver:
     pool = open_pool(backend)
     saver = NotebookPostgresSaver(pool, keep=keep)
-    with advisory_lock(pool, SETUP_LOCK):
+    try:
         saver.setup()
+    except BaseException:
+        pool.close()
+        raise
     return saver
 
 
