@@ -68,8 +68,8 @@ from langgraph.graph.message import add_messages
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import percentile
 from agent_notebook import Notebook
+from agent_notebook.chat import build_chat_graph
 from agent_notebook.config import NotebookConfig, write_config
-from agent_notebook.graph import build_chat_graph
 
 USER_CHARS = 300
 ANSWER_CHARS = 400

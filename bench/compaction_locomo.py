@@ -48,7 +48,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from agent_notebook import Notebook
 from agent_notebook.compaction import dropped_manifest
-from agent_notebook.enrich import STOPWORDS
+from agent_notebook.core.enrich import STOPWORDS
 from agent_notebook.model import ROLLUP_INDEX_PREFIX, Moment, SearchHit
 from agent_notebook.storage import open_backend
 from retrieval_locomo import DEFAULT_DATA, load_conversation, normalise_evidence

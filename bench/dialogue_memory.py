@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import percentile
 from agent_notebook import Notebook
 from agent_notebook.config import NotebookConfig, SearchSettings
+from agent_notebook.core.lexical import terms
 from agent_notebook.embed import EMBEDDERS, default_embedder
-from agent_notebook.search.lexical import terms
 from agent_notebook.storage import open_backend
 from embed_cache import CachedEmbedder
 from retrieval_locomo import PLAIN

@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import percentile
 from agent_notebook import Notebook
-from agent_notebook.privacy.crypto import Cipher, generate_key
+from agent_notebook.core.crypto import Cipher, generate_key
 from agent_notebook.storage import open_backend
 from search_latency import (
     DEFAULT_DATA,

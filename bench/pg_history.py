@@ -28,9 +28,9 @@ from langgraph.graph import END, START, StateGraph
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from agent_notebook.graph.state import ThreadState
-from agent_notebook.pg_saver import NotebookPostgresSaver
-from agent_notebook.pg_saver_history import EPOCH_TRIGGERS
+from agent_notebook.chat.state import ThreadState
+from agent_notebook.langgraph.checkpoint.postgres import NotebookPostgresSaver
+from agent_notebook.langgraph.checkpoint.postgres_history import EPOCH_TRIGGERS
 
 THREAD = {"configurable": {"thread_id": "bench"}}
 

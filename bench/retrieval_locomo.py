@@ -47,11 +47,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import percentile
 from agent_notebook import Notebook
 from agent_notebook.config import NotebookConfig, SearchSettings
+from agent_notebook.core.enrich import STOPWORDS
+from agent_notebook.core.lexical import tokenize
 from agent_notebook.embed import default_embedder
-from agent_notebook.enrich import STOPWORDS
 from agent_notebook.ingest.locomo import parse_locomo_time
 from agent_notebook.search.engine import SearchEngine, SearchRequest
-from agent_notebook.search.lexical import tokenize
 from agent_notebook.storage import MomentFilter, open_backend
 from embed_cache import CachedEmbedder
 

@@ -30,9 +30,9 @@ from langgraph.store.base import PutOp
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import summary_ms
 from agent_notebook.embed import MiniLmEmbedder
+from agent_notebook.langgraph.store.sqlite import StoreIndex
+from agent_notebook.langgraph.stores import open_store
 from agent_notebook.storage import SqliteBackend
-from agent_notebook.storage.langgraph_store import StoreIndex
-from agent_notebook.stores import open_store
 
 DIM = 384
 NS = ("notes",)

@@ -11,7 +11,7 @@ from hypothesis import settings
 
 import pg
 from agent_notebook import Notebook
-from agent_notebook.privacy.crypto import Cipher, generate_key
+from agent_notebook.core.crypto import Cipher, generate_key
 from agent_notebook.storage import MemoryBackend, SqliteBackend, StorageBackend, YamlDirBackend
 
 # No example fails for taking long (Hypothesis' default deadline is 200 ms): a loaded machine
@@ -35,7 +35,38 @@ SEALED_KEY = generate_key()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    pg.drop_database()
+    if pg._created is not None:
+        with pg.sharing_the_server():
+            pg.drop_database()
+
+
+def _uses_pg_module(module: object) -> bool:
+    return getattr(module, "pg", None) is pg
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _postgres_module_guard(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A module that imports ``pg`` shares the PostgreSQL server for its whole length (its
+    module-scoped servers and pools too); one with ``PG_EXCLUSIVE = True`` (it restarts
+    the server) has it alone: see :func:`pg.sharing_the_server`."""
+    if not _uses_pg_module(request.module):
+        yield
+        return
+    with pg.sharing_the_server(exclusive=getattr(request.module, "PG_EXCLUSIVE", False)):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _postgres_test_guard(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test run on a postgres backend (a parameter) in a module that does not import
+    ``pg`` shares the server for its length."""
+    params = getattr(getattr(request.node, "callspec", None), "params", {})
+    on_pg = any(isinstance(v, str) and v.startswith("postgres") for v in params.values())
+    if not on_pg or _uses_pg_module(request.module):
+        yield
+        return
+    with pg.sharing_the_server():
+        yield
 
 
 def make_backend(kind: str, root: Path) -> StorageBackend:
@@ -66,7 +97,9 @@ def private_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
     the shell that started the suite."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(tmp_path_factory.mktemp("user-home")))
-        for name in [n for n in os.environ if n.startswith("AGENT_NOTEBOOK_")]:
+        # AGENT_NOTEBOOK_TEST_* are the suite's own settings (pg.ENV, pg.RESTART_ENV)
+        settings = [n for n in os.environ if n.startswith("AGENT_NOTEBOOK_")]
+        for name in [n for n in settings if not n.startswith("AGENT_NOTEBOOK_TEST_")]:
             patch.delenv(name)
         yield
 

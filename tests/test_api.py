@@ -11,7 +11,7 @@ import agent_notebook.errors as errors
 PACKAGES = [
     "agent_notebook",
     "agent_notebook.session",
-    "agent_notebook.graph",
+    "agent_notebook.chat",
     "agent_notebook.storage",
 ]
 

@@ -14,9 +14,9 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agent_notebook import Notebook
+from agent_notebook.chat import ModelNotConfigured, build_chat_graph
+from agent_notebook.chat.compaction import tool_pairs_intact
 from agent_notebook.config import ChatSettings
-from agent_notebook.graph import ModelNotConfigured, build_chat_graph
-from agent_notebook.graph.compaction import tool_pairs_intact
 from waiting import HANG_GUARD_S
 
 THREAD = {"configurable": {"thread_id": "t-1"}}
@@ -74,7 +74,7 @@ def test_history_survives_a_restart_of_the_process(tmp_path: Path) -> None:
         from langchain_core.language_models.fake_chat_models import FakeListChatModel
         from langchain_core.messages import HumanMessage
         from agent_notebook import Notebook
-        from agent_notebook.graph import build_chat_graph
+        from agent_notebook.chat import build_chat_graph
 
         with Notebook.open({str(tmp_path / "home")!r}) as nb:
             graph = build_chat_graph(nb, model=FakeListChatModel(responses=["ok"]))
@@ -208,7 +208,7 @@ def test_the_messages_a_turn_folds_away_were_analysed_after_the_turns_that_broug
 ) -> None:
     import threading
 
-    import agent_notebook.summarize as summarize
+    import agent_notebook.compaction.summarize as summarize
 
     analysed: list[str] = []  # the thread of each sentence analysis
     units = summarize._units

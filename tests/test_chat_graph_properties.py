@@ -12,9 +12,9 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from agent_notebook import Notebook
+from agent_notebook.chat import build_chat_graph
+from agent_notebook.chat.compaction import tool_pairs_intact
 from agent_notebook.config import ChatSettings
-from agent_notebook.graph import build_chat_graph
-from agent_notebook.graph.compaction import tool_pairs_intact
 from agent_notebook.storage import MemoryBackend
 
 words = st.lists(

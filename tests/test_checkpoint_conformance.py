@@ -25,8 +25,8 @@ from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from agent_notebook import Notebook
-from agent_notebook.privacy.crypto import generate_key, write_key_file
-from agent_notebook.saver import NotebookSaver
+from agent_notebook.core.crypto import generate_key, write_key_file
+from agent_notebook.langgraph.checkpoint.sqlite import NotebookSaver
 
 KEY_ENV = "AGENT_NOTEBOOK_KEY"
 

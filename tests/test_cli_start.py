@@ -74,6 +74,6 @@ def test_reading_commands_load_nothing_heavy(tmp_path: Path) -> None:
     loaded = json.loads(report.read_text())
     assert loaded["codes"] == [0] * len(commands), result.stderr.decode()
     assert b"Book the train to Lyon" in result.stdout  # the search found it
-    assert "agent_notebook.notebook" in loaded["modules"]  # the commands did open it
+    assert "agent_notebook.notebook.facade" in loaded["modules"]  # the commands did open it
     heavy = sorted({m.split(".")[0] for m in loaded["modules"]} & HEAVY)
     assert not heavy, f"a light command loaded {heavy}"

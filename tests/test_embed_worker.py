@@ -13,7 +13,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from agent_notebook.embed import LangChainEmbedder, MiniLmEmbedder, default_embedder
-from agent_notebook.notebook import Notebook
+from agent_notebook.notebook.facade import Notebook
 from agent_notebook.search import semantic
 from agent_notebook.storage import SqliteBackend
 
@@ -66,7 +66,7 @@ def record(nb: Notebook, texts: list[str]) -> None:
 def test_close_stops_the_worker_after_its_chunk_and_leaves_the_rest_queued(
     minilm: MiniLmEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("agent_notebook.notebook.CLOSE_EMBED_WAIT_S", 0.1)
+    monkeypatch.setattr("agent_notebook.notebook.facade.CLOSE_EMBED_WAIT_S", 0.1)
     gated = GatedEmbedder(minilm)
     texts = [f"moment number {i} about the trip to Lyon" for i in range(200)]
     nb = Notebook(SqliteBackend(tmp_path / "notebook.db"), embedder=gated)

@@ -18,8 +18,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
 from agent_notebook import Notebook
-from agent_notebook.errors import InvalidInput
-from agent_notebook.privacy.crypto import (
+from agent_notebook.core.crypto import (
     Cipher,
     SealedBlobError,
     WrongKey,
@@ -27,6 +26,7 @@ from agent_notebook.privacy.crypto import (
     key_text,
     write_key_file,
 )
+from agent_notebook.errors import InvalidInput
 from agent_notebook.storage import SqliteBackend
 from clirun import as_text, run
 

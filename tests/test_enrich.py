@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_notebook.enrich import (
+from agent_notebook.core.enrich import (
     BASE_IMPORTANCE,
     MAX_CONCEPTS,
     MAX_RETRIEVAL_KEYS,

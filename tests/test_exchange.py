@@ -221,7 +221,7 @@ def test_round_trip_carries_chat_state_vectors_and_archive(tmp_path: Path) -> No
     from langgraph.checkpoint.base import empty_checkpoint
 
     from agent_notebook.compaction import ColdArchive
-    from agent_notebook.exchange import export_target, media_home
+    from agent_notebook.notebook.exchange import export_target, media_home
 
     home = tmp_path / "source"
     with Notebook.open(home, background_embedding=False) as nb:

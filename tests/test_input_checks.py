@@ -35,10 +35,10 @@ from agent_notebook.config import (
     load_config,
     write_config,
 )
-from agent_notebook.drafts import MAX_JSON_DEPTH
 from agent_notebook.ingest import IngestPlan
 from agent_notebook.ingest.plan import IngestSession
 from agent_notebook.model import MAX_ID_NUMBER, MomentDraft
+from agent_notebook.notebook.drafts import MAX_JSON_DEPTH
 from agent_notebook.privacy.tokens import ensure_owner_token
 from agent_notebook.server import ServerSettings, create_app
 from agent_notebook.server.mcp_tools import build_mcp

@@ -27,9 +27,9 @@ from typing_extensions import TypedDict
 
 import pg
 from agent_notebook import Notebook
+from agent_notebook.chat import build_chat_graph
 from agent_notebook.config import ChatSettings
-from agent_notebook.graph import build_chat_graph
-from agent_notebook.saver import CheckpointPruned
+from agent_notebook.langgraph.checkpoint.sqlite import CheckpointPruned
 
 NOTES = ("notes",)
 FACTS = {
@@ -89,7 +89,7 @@ def store_vectors(nb: Notebook, key: str) -> list[bytes]:
     if nb.backend.capabilities.name == "postgres":
         import psycopg
 
-        from agent_notebook.pg_store import VECTOR_TABLE
+        from agent_notebook.langgraph.store.postgres import VECTOR_TABLE
 
         with psycopg.connect(nb.backend.url, **nb.backend.connect_kwargs) as conn:  # type: ignore[attr-defined]
             statement = f"SELECT embedding FROM {VECTOR_TABLE} WHERE key = %s"

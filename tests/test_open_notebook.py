@@ -24,10 +24,10 @@ from langgraph.graph.message import add_messages
 from pydantic import BaseModel
 
 from agent_notebook import Notebook
-from agent_notebook.checkpoints import NOTHING_NEW, import_checkpoints
+from agent_notebook.chat import build_chat_graph
+from agent_notebook.chat.compaction import message_tokens
 from agent_notebook.config import ChatSettings
-from agent_notebook.graph import build_chat_graph
-from agent_notebook.graph.compaction import message_tokens
+from agent_notebook.notebook.checkpoints import NOTHING_NEW, import_checkpoints
 from chat_models import RecordingModel
 
 TRIP = "on-trip"

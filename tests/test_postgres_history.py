@@ -15,9 +15,9 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
-from agent_notebook.pg_saver import reseal_checkpoints
-from agent_notebook.pg_saver_history import EPOCH_TRIGGERS
-from agent_notebook.privacy.crypto import Cipher, generate_key
+from agent_notebook.core.crypto import Cipher, generate_key
+from agent_notebook.langgraph.checkpoint.postgres import reseal_checkpoints
+from agent_notebook.langgraph.checkpoint.postgres_history import EPOCH_TRIGGERS
 from test_saver_delta import chat_graph, expected, run, thread
 from test_saver_history import PostgresDb, configs, fresh_read, read
 

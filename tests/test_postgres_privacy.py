@@ -21,8 +21,8 @@ import pytest
 
 import pg
 from agent_notebook import Notebook
-from agent_notebook.privacy.crypto import generate_key, write_key_file
-from agent_notebook.search.lexical import stem
+from agent_notebook.core.crypto import generate_key, write_key_file
+from agent_notebook.core.lexical import stem
 from waiting import HANG_GUARD_S
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

@@ -21,11 +21,8 @@ from langgraph.checkpoint.base import empty_checkpoint
 import pg
 from agent_notebook import Notebook
 from agent_notebook import config as cfg
-from agent_notebook.errors import StorageError
-from agent_notebook.graph import build_chat_graph
-from agent_notebook.pg_saver import reseal_checkpoints
-from agent_notebook.pg_store import open_pool
-from agent_notebook.privacy.crypto import (
+from agent_notebook.chat import build_chat_graph
+from agent_notebook.core.crypto import (
     MAGIC,
     Cipher,
     WrongKey,
@@ -34,6 +31,9 @@ from agent_notebook.privacy.crypto import (
     sealed_key_id,
     write_key_file,
 )
+from agent_notebook.errors import StorageError
+from agent_notebook.langgraph.checkpoint.postgres import reseal_checkpoints
+from agent_notebook.langgraph.store.postgres import open_pool
 from agent_notebook.storage.postgres import PostgresBackend
 from clirun import as_text, run
 from test_postgres_privacy import database_files

@@ -18,9 +18,9 @@ from langgraph.store.base import PutOp
 
 import pg
 from agent_notebook import Notebook
+from agent_notebook.langgraph.store.sqlite import StoreIndex
+from agent_notebook.langgraph.stores import open_store
 from agent_notebook.storage import SqliteBackend, StorageBackend
-from agent_notebook.storage.langgraph_store import StoreIndex
-from agent_notebook.stores import open_store
 
 WORDS = ["cat", "rent", "train", "food", "music"]
 NOTES = ("notes",)
@@ -181,7 +181,7 @@ def test_two_stores_on_one_database_see_each_others_writes(backend: StorageBacke
 
 
 def test_a_copy_behind_the_pruned_log_loads_everything_again(backend: StorageBackend) -> None:
-    from agent_notebook.storage.store_vector_cache import LOG_KEPT
+    from agent_notebook.langgraph.store.vector_cache import LOG_KEPT
 
     reader, conn1 = opened(backend, index())
     writer, conn2 = opened(backend, index())

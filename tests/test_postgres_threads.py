@@ -16,11 +16,11 @@ from langchain_core.messages import HumanMessage
 
 import pg
 from agent_notebook import Notebook
-from agent_notebook.graph import build_chat_graph
-from agent_notebook.pg_saver import NotebookPostgresSaver
-from agent_notebook.pg_store import NotebookPostgresStore, SealedPostgresStore
-from agent_notebook.privacy.crypto import generate_key, write_key_file
-from agent_notebook.saver_base import CheckpointPruned
+from agent_notebook.chat import build_chat_graph
+from agent_notebook.core.crypto import generate_key, write_key_file
+from agent_notebook.langgraph.checkpoint.base import CheckpointPruned
+from agent_notebook.langgraph.checkpoint.postgres import NotebookPostgresSaver
+from agent_notebook.langgraph.store.postgres import NotebookPostgresStore, SealedPostgresStore
 from chat_models import RecordingModel
 from test_checkpoint_conformance import KEY_ENV, notebook_supply, passes_conformance
 

@@ -66,7 +66,7 @@ def test_chat_cuts_do_not_store_the_conversation_twice(tmp_path: Path) -> None:
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
     from langchain_core.messages import HumanMessage
 
-    from agent_notebook.graph import build_chat_graph
+    from agent_notebook.chat import build_chat_graph
 
     answers = [f"(turn {i}) " + SOURCES[4] + f" Then step {i} of the plan." for i in range(40)]
     with Notebook.open(tmp_path / "home", background_embedding=False) as nb:

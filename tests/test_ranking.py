@@ -12,10 +12,10 @@ import pytest
 
 from agent_notebook import Notebook
 from agent_notebook.config import NotebookConfig, SearchSettings
-from agent_notebook.dates import relative_dates
-from agent_notebook.enrich import enrich
+from agent_notebook.core.dates import relative_dates
+from agent_notebook.core.enrich import enrich
+from agent_notebook.core.lexical import terms, tokenize
 from agent_notebook.search.hybrid import Fused, cover_query, named_speakers, session_evidence
-from agent_notebook.search.lexical import terms, tokenize
 from agent_notebook.search.query import dialogue_words, latest_turns, query_dates
 from agent_notebook.storage import MomentFilter, SqliteBackend
 from conftest import make_backend

@@ -23,9 +23,9 @@ from langchain_core.messages import HumanMessage
 import pg
 from agent_notebook import Notebook
 from agent_notebook import config as cfg
+from agent_notebook.chat import build_chat_graph
+from agent_notebook.core.lexical import stem
 from agent_notebook.errors import InvalidId, InvalidInput, NotFound
-from agent_notebook.graph import build_chat_graph
-from agent_notebook.search.lexical import stem
 from agent_notebook.storage import MemoryBackend
 from clirun import text_cli
 

@@ -19,10 +19,9 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
-from agent_notebook.graph.state import ThreadState
-from agent_notebook.privacy.crypto import CHECKPOINT_CIPHER, Cipher, generate_key
-from agent_notebook.saver import NotebookSaver
-from agent_notebook.saver_codec import (
+from agent_notebook.chat.state import ThreadState
+from agent_notebook.core.crypto import CHECKPOINT_CIPHER, Cipher, generate_key
+from agent_notebook.langgraph.checkpoint.codec import (
     DICTIONARY_V1,
     DICTIONARY_V2,
     TAG_V1,
@@ -31,6 +30,7 @@ from agent_notebook.saver_codec import (
     compress,
     decompress,
 )
+from agent_notebook.langgraph.checkpoint.sqlite import NotebookSaver
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 

@@ -22,8 +22,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from agent_notebook.graph.state import MESSAGES_SNAPSHOT_EVERY, ThreadState
-from agent_notebook.saver import NotebookSaver
+from agent_notebook.chat.state import MESSAGES_SNAPSHOT_EVERY, ThreadState
+from agent_notebook.langgraph.checkpoint.sqlite import NotebookSaver
 
 
 class OldState(TypedDict):

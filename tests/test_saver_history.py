@@ -22,10 +22,10 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 import pg
 from agent_notebook import Notebook
-from agent_notebook.graph import build_chat_graph
-from agent_notebook.graph.state import MESSAGES_SNAPSHOT_EVERY
-from agent_notebook.saver import NotebookSaver
-from agent_notebook.saver_history import read_epoch
+from agent_notebook.chat import build_chat_graph
+from agent_notebook.chat.state import MESSAGES_SNAPSHOT_EVERY
+from agent_notebook.langgraph.checkpoint.sqlite import NotebookSaver
+from agent_notebook.langgraph.checkpoint.sqlite_history import read_epoch
 from test_saver_delta import chat_graph, expected, question, run, shape, thread
 
 
@@ -72,7 +72,7 @@ class PostgresDb:
         from psycopg.rows import dict_row
         from psycopg_pool import ConnectionPool
 
-        from agent_notebook.pg_saver import NotebookPostgresSaver
+        from agent_notebook.langgraph.checkpoint.postgres import NotebookPostgresSaver
 
         kwargs = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0}
         self.pools.append(

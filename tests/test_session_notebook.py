@@ -35,6 +35,7 @@ from langgraph.store.sqlite import SqliteStore
 
 import agent_notebook.session as session_pkg
 from agent_notebook import Notebook
+from agent_notebook.core.tokens import CharEstimate
 from agent_notebook.errors import InvalidInput
 from agent_notebook.session import (
     SECTIONS,
@@ -44,7 +45,6 @@ from agent_notebook.session import (
 )
 from agent_notebook.session.sections import SECTION_NAMES, parse, part, render_parts, template
 from agent_notebook.storage.base import MomentFilter
-from agent_notebook.tokens import CharEstimate
 from waiting import HANG_GUARD_S
 
 SEED_DIR = Path(__file__).resolve().parents[2] / "shared" / "seeds"

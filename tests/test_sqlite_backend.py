@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from agent_notebook.core.lexical import terms
 from agent_notebook.model import Moment, Session
-from agent_notebook.search.lexical import terms
 from agent_notebook.storage.base import MomentFilter
 from agent_notebook.storage.sqlite import SqliteBackend, schema
 from agent_notebook.storage.sqlite import backend as sqlite_backend

@@ -16,11 +16,11 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+from agent_notebook.chat import build_chat_graph
+from agent_notebook.chat.runs import ChatGraph
 from agent_notebook.config import NotebookConfig
 from agent_notebook.embed import MiniLmEmbedder, default_embedder
-from agent_notebook.graph import build_chat_graph
-from agent_notebook.graph.runs import ChatGraph
-from agent_notebook.notebook import Notebook
+from agent_notebook.notebook.facade import Notebook
 from agent_notebook.search import semantic as semantic_module
 from agent_notebook.storage import SqliteBackend
 
@@ -351,7 +351,7 @@ def test_a_chat_turns_after_turn_work_waits_for_its_checkpoint(
 ) -> None:
     """The work a turn hands over (here: the analysis of its messages for a later
     condensed history) does not run beside the turn's checkpoint write but after it."""
-    import agent_notebook.summarize as summarize
+    import agent_notebook.compaction.summarize as summarize
 
     events: list[str] = []
     units = summarize._units

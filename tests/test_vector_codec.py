@@ -13,7 +13,7 @@ import pytest
 from agent_notebook.embed import MiniLmEmbedder, default_embedder
 from agent_notebook.errors import StorageError
 from agent_notebook.model import moment_number
-from agent_notebook.notebook import Notebook
+from agent_notebook.notebook.facade import Notebook
 from agent_notebook.search.semantic import decode_vector, encode_int8, encode_vector
 from agent_notebook.search.vectors import SAME_VECTOR
 from agent_notebook.storage import SqliteBackend

@@ -6,7 +6,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_notebook.storage.yamlcodec import dump_index
+from agent_notebook.core.yamlcodec import dump_index
 
 concept_names = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30)
 

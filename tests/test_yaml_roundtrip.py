@@ -31,6 +31,7 @@ from agent_notebook import (
     Session,
     TaskStatus,
 )
+from agent_notebook.core.yamlcodec import dump_record
 from agent_notebook.model import (
     MomentContent,
     MomentMetadata,
@@ -39,7 +40,6 @@ from agent_notebook.model import (
     SessionStats,
 )
 from agent_notebook.storage import YamlDirBackend
-from agent_notebook.storage.yamlcodec import dump_record
 
 #: Strings another YAML reader (1.1 or 1.2) could take for a bool, null, number or date, or
 #: that need care to print: indicators, spaces at the ends, odd line breaks, BOM, NUL.

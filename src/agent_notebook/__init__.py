@@ -48,7 +48,7 @@ _LAZY = {
         ],
         "model",
     ),
-    "Notebook": "notebook",
+    "Notebook": "notebook.facade",
 }
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
         Session,
         TaskStatus,
     )
-    from .notebook import Notebook
+    from .notebook.facade import Notebook
 
 
 def __getattr__(name: str) -> Any:

@@ -26,9 +26,9 @@ from typing import Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .core import files, yamlcodec
 from .errors import InvalidInput
 from .model import describe_validation_error
-from .storage import files, yamlcodec
 
 CONFIG_FILE = "config.yaml"
 DB_FILE = "notebook.db"

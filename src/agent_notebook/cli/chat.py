@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the chat graph's parts load when the command runs
     from langchain_core.runnables import RunnableConfig
     from langgraph.graph.state import CompiledStateGraph
 
-    from ..checkpoints import ThreadImport
+    from ..notebook.checkpoints import ThreadImport
 
 EXIT_COMMAND = "/exit"
 PROMPT = "you> "
@@ -66,8 +66,8 @@ def chat(
 
     Example: agent-notebook chat --thread trip --model openai:gpt-4o-mini
     """
-    from ..graph import ModelResolver, build_chat_graph
-    from ..graph.models import offline_models
+    from ..chat import ModelResolver, build_chat_graph
+    from ..chat.models import offline_models
 
     thread_id = thread or datetime.now().strftime("chat-%Y%m%d-%H%M%S")
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
@@ -171,7 +171,7 @@ def import_checkpoints(
 
     Example: agent-notebook import-checkpoints data/sqlite-db/checkpoints.sqlite --format json
     """
-    from ..checkpoints import import_checkpoints as run_import
+    from ..notebook.checkpoints import import_checkpoints as run_import
 
     with open_notebook(home, create=True) as nb, progress_bar() as bar:
         task = bar.add_task(f"import {file.name}", total=None)

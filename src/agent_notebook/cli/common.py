@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import InvalidInput, NotebookError
-from ..notebook import Notebook
+from ..notebook.facade import Notebook
 
 # Markup off: data and messages that quote it ("[secret:password masked]", a file name)
 # are printed as they are, never read as Rich markup.

@@ -56,7 +56,7 @@ def compact(
     with open_notebook(home) as nb, reporting_errors():
         chat_model = None
         if nb.config.compaction.summarizer == "llm":
-            from ..graph.models import ModelResolver
+            from ..chat.models import ModelResolver
 
             name = model or nb.config.compaction.model or nb.config.chat.model
             chat_model = ModelResolver(name).resolve()

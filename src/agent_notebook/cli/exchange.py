@@ -23,7 +23,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:  # the exchange loads when a command moves a notebook
-    from ..exchange import CopyReport
+    from ..notebook.exchange import CopyReport
 
 
 class ExportKind(StrEnum):
@@ -44,7 +44,7 @@ def export(
 
     Example: agent-notebook export --to yaml ./notebook-yaml
     """
-    from ..exchange import export_target, media_home
+    from ..notebook.exchange import export_target, media_home
 
     with (
         open_notebook(home) as nb,
@@ -70,7 +70,7 @@ def import_(
 
     Example: agent-notebook import ./notebook-yaml
     """
-    from ..exchange import media_home
+    from ..notebook.exchange import media_home
 
     with open_notebook(home, create=True) as nb, reporting_errors():
         backend = open_backend(source)

@@ -9,8 +9,7 @@ from typing import Annotated
 import typer
 
 from .. import config as cfg
-from ..errors import InvalidInput
-from ..privacy.crypto import (
+from ..core.crypto import (
     generate_key,
     key_from_text,
     key_id,
@@ -18,6 +17,7 @@ from ..privacy.crypto import (
     read_key_file,
     write_key_file,
 )
+from ..errors import InvalidInput
 from .common import HomeOption, reporting_errors, stderr
 
 app = typer.Typer(
@@ -94,7 +94,7 @@ def rotate(
                 raise InvalidInput(f"key rotate: the environment variable {new_key_env} is empty")
             new_key = key_from_text(text, f"environment variable {new_key_env}")
             where = f"the key in {new_key_env} (as AGENT_NOTEBOOK_KEY or your key_env)"
-        from ..privacy.rotation import rotate_key  # loads LangGraph's store, to seal it
+        from ..notebook.rotation import rotate_key  # loads LangGraph's store, to seal it
 
         report = rotate_key(root, new_key)
         typer.echo(

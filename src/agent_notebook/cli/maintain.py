@@ -59,7 +59,7 @@ def doctor(
 
     Example: agent-notebook doctor --fix --format json
     """
-    from ..doctor import doctor as run_checks
+    from ..notebook.doctor import doctor as run_checks
 
     with permissions.quiet_on_open(), open_notebook(home) as nb:
         report = run_checks(nb, fix=fix)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..notebook import Notebook
+from ..notebook.facade import Notebook
 from .common import (
     HomeOption,
     OutputFormat,
@@ -43,8 +43,8 @@ def migrate(
 
     Example: agent-notebook migrate --to postgresql://postgres@127.0.0.1:5432/notes
     """
-    from ..exchange import Archives, ChatState
-    from ..exchange import migrate as run
+    from ..notebook.exchange import Archives, ChatState
+    from ..notebook.exchange import migrate as run
 
     with reporting_errors():
         source = Notebook.open(home, create=False, background_embedding=False, store_index=None)
@@ -93,7 +93,7 @@ def migrate(
 def cold_archive(nb: Notebook) -> ColdArchive:
     """``nb``'s cold archive, sealed as its records are."""
     from ..compaction.archive import ColdArchive
-    from ..privacy.crypto import cipher_of
+    from ..core.crypto import cipher_of
 
     assert nb.archive_dir is not None  # Notebook.open gives every notebook a home
     return ColdArchive(nb.archive_dir, cipher=cipher_of(nb.backend))

@@ -10,8 +10,8 @@ from typing import Annotated
 import typer
 
 from ..model import Moment, SearchHit, Session
-from ..notebook import weak_match_hint
-from ..slice import MAX_SLICE_TOKENS
+from ..notebook.facade import weak_match_hint
+from ..search.slice import MAX_SLICE_TOKENS
 from .common import (
     FormatOption,
     HomeOption,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -67,10 +70,10 @@ def serve(
     import uvicorn
 
     from .. import config as cfg
-    from ..privacy.tokens import open_tokens
+    from ..core.files import ensure_private_dir
     from ..server import ServerSettings, create_app
+    from ..server.app import open_tenants
     from ..server.listen import listen
-    from ..storage.files import ensure_private_dir
 
     settings = ServerSettings(
         homes=tuple(homes or [cfg.resolve_home(None)]),
@@ -83,17 +86,39 @@ def serve(
         sock = listen(host, port)  # first: a taken port fails now, not after the opening
         for root in settings.all_homes():
             ensure_private_dir(root)
-            with open_tokens(root, backend) as tokens:
-                _, created = tokens.ensure_owner()
-                made = "created now; " if created else ""
-                stderr.print(
-                    f"{root}: clients send 'Authorization: Bearer <token>'; "
-                    f"{tokens.owner_hint()} ({made}guest tokens: agent-notebook token create)",
-                    highlight=False,
-                )
-    config = uvicorn.Config(create_app(settings), host=host, port=port, log_level=log_level)
-    with sock:
-        uvicorn.Server(config).run(sockets=[sock])
+        # The notebooks are opened (and a PostgreSQL notebook's tables made) before uvicorn
+        # starts, with SIGTERM and SIGINT ending the process at once, whatever call the
+        # opening waits in: uvicorn's own handlers only ask a running server to stop
+        # (issue 28). PostgreSQL frees its locks as the connections drop.
+        with _signals_end_the_process():
+            tenants = open_tenants(settings)
+    try:
+        for tenant in tenants:
+            made = "created now; " if tenant.tokens_created else ""
+            stderr.print(
+                f"{tenant.home}: clients send 'Authorization: Bearer <token>'; "
+                f"{tenant.tokens.owner_hint()} ({made}guest tokens: agent-notebook token create)",
+                highlight=False,
+            )
+        config = uvicorn.Config(
+            create_app(settings, opened=tenants), host=host, port=port, log_level=log_level
+        )
+        with sock:
+            uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        for tenant in tenants:
+            tenant.notebook.close()
+
+
+@contextmanager
+def _signals_end_the_process() -> Iterator[None]:
+    """SIGTERM and SIGINT end the process (the default action, by the kernel) for the block."""
+    kept = {sig: signal.signal(sig, signal.SIG_DFL) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in kept.items():
+            signal.signal(sig, handler)
 
 
 def mcp(
@@ -109,7 +134,7 @@ def mcp(
 
     Example: agent-notebook mcp --home ~/.agent-notebook --guest
     """
-    from ..notebook import Notebook
+    from ..notebook.facade import Notebook
     from ..server.mcp_tools import build_mcp
 
     with reporting_errors(), Notebook.open(home, backend=backend) as nb:

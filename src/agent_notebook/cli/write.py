@@ -11,7 +11,7 @@ import typer
 from .. import config as cfg
 from ..errors import InvalidInput
 from ..model import MomentDraft, validate_record
-from ..notebook import Notebook
+from ..notebook.facade import Notebook
 from ..storage import is_postgres_url
 from .common import (
     CATCH_UP_LIMIT,
@@ -56,7 +56,7 @@ def init(
                 f"--backend must be sqlite, yaml or a postgresql:// URL, not {backend!r}"
             )
         root = cfg.resolve_home(home)
-        from ..storage.files import ensure_private_dir
+        from ..core.files import ensure_private_dir
 
         ensure_private_dir(root)
         if not (root / cfg.CONFIG_FILE).exists():
@@ -64,6 +64,7 @@ def init(
         from ..privacy.tokens import owner_token_path, tokens_of
 
         with Notebook.open(root) as nb:
+            nb.set_up_chat_state()  # a PostgreSQL notebook's LangGraph tables, made now
             where = nb.backend.location
             tokens = tokens_of(root, nb.backend)  # a PostgreSQL notebook's: in its database
             _, created = tokens.ensure_owner()  # 'serve' asks every client for a token

@@ -19,14 +19,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core import files
+from ..core.crypto import sealed_key_id
+from ..core.lexical import Bm25Index
 from ..errors import CorruptFile, InvalidInput, NotFound
 from ..model import ArchiveEntry, Moment
-from ..privacy.crypto import sealed_key_id
-from ..search.lexical import Bm25Index
-from ..storage import MomentFilter, StorageBackend, files
+from ..storage import MomentFilter, StorageBackend
 
 if TYPE_CHECKING:
-    from ..privacy.crypto import Cipher
+    from ..core.crypto import Cipher
 
 __all__ = ["ColdArchive"]
 

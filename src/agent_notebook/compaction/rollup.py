@@ -1,5 +1,5 @@
-"""Making one rollup: the summary (any :class:`~agent_notebook.summarize.Summarizer`), its
-lineage and its dropped manifest.
+"""Making one rollup: the summary (any :class:`~.summarize.Summarizer`), its lineage and its
+dropped manifest.
 
 A rollup's text has three parts:
 
@@ -15,7 +15,7 @@ A rollup's text has three parts:
   summary), so a name or a date stays findable and on record.
 
 The dropped manifest is the check run after: the identifiers, numbers, dates and names found
-in the original moments (:func:`agent_notebook.enrich.exact_identifiers`, plus bare numbers)
+in the original moments (:func:`agent_notebook.core.enrich.exact_identifiers`, plus bare numbers)
 that the text does not keep, as written in the originals (``7 June``, not the key
 ``--06-07``), in the order they first appear. It is kept with the rollup
 (``Moment.rollup.dropped``), so what a summary lost is on record.
@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from ..config import CompactionSettings
-from ..enrich import enrich, exact_identifiers, identifiers
+from ..core.enrich import enrich, exact_identifiers, identifiers
+from ..core.tokens import TokenCounter
 from ..model import (
     ROLLUP_INDEX_PREFIX,
     Moment,
@@ -39,10 +40,9 @@ from ..model import (
     Rollup,
     RollupLevel,
 )
-from ..tokens import TokenCounter
 
 if TYPE_CHECKING:  # summarize loads LangChain: a command that never compacts needs none
-    from ..summarize import ExtractiveSummarizer, Summarizer
+    from .summarize import ExtractiveSummarizer, Summarizer
 
 __all__ = [
     "INDEX_PREFIX",
@@ -194,7 +194,7 @@ def build_rollup(
     items = _salient_items(original_texts)
     index_room = min(round(budget * INDEX_SHARE), counter.count(_index_line(items)))
     room = max(1, budget - index_room)
-    from ..summarize import ExtractiveSummarizer
+    from .summarize import ExtractiveSummarizer
 
     if isinstance(summarizer, ExtractiveSummarizer):
         body, spent = _extract(under, whole, summarizer, room, counter)

@@ -29,16 +29,16 @@ from typing import TYPE_CHECKING, Final
 from pydantic import BaseModel, Field
 
 from ..config import CompactionSettings
+from ..core.tokens import TokenCounter
 from ..errors import InvalidInput
 from ..model import ArchiveEntry, Moment, RollupLevel
 from ..storage import StorageBackend
-from ..tokens import TokenCounter
 from .archive import ColdArchive
 from .policy import LEVELS, Group, due_groups
 from .rollup import build_rollup
 
 if TYPE_CHECKING:
-    from ..summarize import Summarizer
+    from .summarize import Summarizer
 
 __all__ = ["CompactionReport", "Compactor", "DroppedItem", "Progress"]
 

@@ -15,7 +15,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from ..model import SearchHit, validate_record
-from ..notebook import Notebook
+from ..notebook.facade import Notebook
 
 __all__ = ["NotebookRetriever", "SearchFilters", "document_of"]
 

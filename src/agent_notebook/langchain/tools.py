@@ -1,10 +1,10 @@
 """The notebook as LangChain tools, without MCP: ``notebook_tools(nb)``.
 
-The same tools, descriptions and recovery hints as the MCP server (:mod:`..agent_tools`),
-called in process. A failed call does not raise into the agent: the tool answers with the
-error and how to recover (a ``ToolMessage`` with ``status="error"`` when called with a tool
-call), and nothing was changed. Calls without an event loop of their own (``ainvoke``) run
-in LangChain's executor, off the loop.
+The same tools, descriptions and recovery hints as the MCP server
+(:mod:`agent_notebook.notebook.agent_tools`), called in process. A failed call does not
+raise into the agent: the tool answers with the error and how to recover (a ``ToolMessage``
+with ``status="error"`` when called with a tool call), and nothing was changed. Calls
+without an event loop of their own (``ainvoke``) run in LangChain's executor, off the loop.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..agent_tools import (
+from ..errors import InvalidInput, NotebookError
+from ..model import describe_validation_error
+from ..notebook.agent_tools import (
     READ_SESSION,
     RECORD,
     SEARCH,
@@ -27,9 +29,7 @@ from ..agent_tools import (
     record_moment,
     search_hits,
 )
-from ..errors import InvalidInput, NotebookError
-from ..model import describe_validation_error
-from ..notebook import Notebook
+from ..notebook.facade import Notebook
 
 __all__ = ["notebook_tools"]
 

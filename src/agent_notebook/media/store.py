@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
+from ..core import files
 from ..errors import CorruptFile, InvalidInput, NotFound
-from ..storage import files
 
 if TYPE_CHECKING:
     from ..embed.multimodal import MultimodalEmbedder

@@ -1,7 +1,7 @@
 """Owner-only homes: find what is open to other users, report it on open, fix it in doctor.
 
 Everything the library writes under a home is owner-only (directories 0700, files 0600, see
-:mod:`agent_notebook.storage.files`); a ``chmod -R``, a copy or an archive tool can loosen
+:mod:`agent_notebook.core.files`); a ``chmod -R``, a copy or an archive tool can loosen
 that. A path is *loosened* when its mode grants any group or other bit. (A stricter mode
 such as 0400 is not reported: it shares nothing.)
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..storage.files import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
+from ..core.files import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
 
 __all__ = [
     "Fixed",

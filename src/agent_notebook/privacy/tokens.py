@@ -39,9 +39,9 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from ..core.files import ensure_private_dir, exclusive_lock, write_atomic
 from ..errors import Conflict, CorruptFile, InvalidInput, NotFound
 from ..model import now_utc
-from ..storage.files import ensure_private_dir, exclusive_lock, write_atomic
 from .web_sessions import FileSessionRows, WebSessions
 
 SECRETS_DIR = "secrets"
@@ -420,8 +420,8 @@ def open_tokens(home: Path, backend: str | None = None) -> Iterator[Tokens]:
     """The tokens of the notebook in ``home`` (``backend`` overrides its configured one),
     for the CLI: a PostgreSQL notebook's database is opened for the time of the block."""
     from .. import config as cfg
+    from ..core.crypto import load_cipher
     from ..storage import is_postgres_url, open_backend
-    from .crypto import load_cipher
 
     conf = cfg.load_config(home)
     location = cfg.backend_location(home, conf, backend)

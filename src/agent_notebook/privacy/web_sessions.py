@@ -21,9 +21,9 @@ from typing import Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from ..core.files import ensure_private_dir, exclusive_lock, write_atomic
 from ..errors import CorruptFile
 from ..model import now_utc
-from ..storage.files import ensure_private_dir, exclusive_lock, write_atomic
 
 SESSIONS_FILE = "web-sessions.json"
 MAX_AGE = timedelta(days=30)

@@ -1,4 +1,5 @@
-"""Search: the lexical tokenizer and BM25 the backends share (:mod:`.lexical`), vectors and
-the embedding queue (:mod:`.vectors`, :mod:`.semantic`), and the engine that fuses the
-signals (:mod:`.engine`, :mod:`.hybrid`). Import from the modules directly: they sit in
-different layers (the backends import :mod:`.lexical`)."""
+"""Search: vectors and the embedding queue (:mod:`.vectors`, :mod:`.semantic`), the query
+(:mod:`.query`), the engine that fuses the signals (:mod:`.engine`, :mod:`.hybrid`) and
+slices, what a guess of the context should read (:mod:`.slice`). The lexical tokenizer and
+BM25 that the backends share sit below storage, in :mod:`agent_notebook.core.lexical`.
+Import from the modules directly."""

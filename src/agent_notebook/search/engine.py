@@ -12,7 +12,8 @@ from datetime import datetime
 from typing import Literal
 
 from ..config import SearchSettings
-from ..enrich import STOPWORDS, enrich, identifiers
+from ..core.enrich import STOPWORDS, enrich, identifiers
+from ..core.lexical import stem, terms, tokenize
 from ..model import Moment, SearchHit, moment_number, normalize_concept, now_utc
 from ..storage import MomentBrief, MomentFilter, StorageBackend
 from .hybrid import (
@@ -33,7 +34,6 @@ from .hybrid import (
     relevance,
     session_evidence,
 )
-from .lexical import stem, terms, tokenize
 from .query import (
     dialogue_context,
     dialogue_words,
@@ -89,7 +89,7 @@ class SearchRequest:
 
 def content_words(query: str) -> list[str]:
     """The query's words without stopwords ("what's", "the") and stray letters (the "s"
-    of "Ana's"), as :func:`.lexical.tokenize` splits them."""
+    of "Ana's"), as :func:`agent_notebook.core.lexical.tokenize` splits them."""
     return list(_content_words(query))
 
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..config import SearchSettings
+from ..core.lexical import tokenize
 from ..storage.base import MomentBrief
-from .lexical import tokenize
 
 __all__ = [
     "DATE",
@@ -223,7 +223,7 @@ def prior_factors(moment: MomentBrief, now: datetime, settings: SearchSettings) 
 
 def named_speakers(query_words: Collection[str], speakers: Iterable[str]) -> set[str]:
     """The ``speakers`` the query names: each of their words is one of ``query_words``
-    (casefolded, as :func:`.lexical.tokenize` splits them)."""
+    (casefolded, as :func:`agent_notebook.core.lexical.tokenize` splits them)."""
     wanted = set(query_words)
     named = set()
     for speaker in speakers:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
-from ..enrich import identifiers
+from ..core.enrich import identifiers
 
 __all__ = [
     "DateSpan",

@@ -38,8 +38,8 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from ..core.files import write_atomic
 from ..errors import CorruptFile, InvalidInput, MissingDependency
-from ..storage.files import write_atomic
 
 __all__ = ["EXACT_LIMIT", "VectorIndex"]
 

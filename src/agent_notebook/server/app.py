@@ -12,12 +12,13 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
 from .. import __version__
 from ..config import DEFAULT_MAX_TEXT_BYTES
-from ..errors import InvalidInput
-from ..notebook import Notebook
+from ..errors import InvalidInput, StorageError
+from ..notebook.facade import Notebook
 from ..privacy.tokens import tokens_of
 from . import chat, errors, export, notebook_api, sections_api, web
 from .auth import ACCESS_KEY, Access, BearerAuth, McpByToken, Tenant, Tenants
@@ -33,22 +34,39 @@ class Health(BaseModel):
     version: str
     #: The notebook's location, for its owner's token only (the endpoint needs none).
     notebook: str | None = None
+    #: Why the server cannot serve now (with a 503 only).
+    reason: str | None = None
 
 
-def create_app(settings: ServerSettings | None = None) -> FastAPI:
+def create_app(
+    settings: ServerSettings | None = None, opened: list[Tenant] | None = None
+) -> FastAPI:
     """The FastAPI app: chat (seed 001) under ``/api/chat``, the notebook under ``/api``,
     MCP at ``/mcp/`` (owner tools) and ``/mcp-guest/`` (guest tools), OpenAPI at ``/docs``,
     the web pages at ``/`` (:mod:`.web`); everything but ``/api/health``, the docs and the
-    sign-in page needs a token."""
+    sign-in page needs a token. ``opened``: the notebooks :func:`open_tenants` opened before
+    the server started (``serve`` does, so that a signal can stop a start-up that waits;
+    their opener closes them); without it they are opened as the app starts."""
     settings = settings or ServerSettings()
     tenants = Tenants()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
-            for home in settings.all_homes():
-                tenants.items.append(await _open_tenant(home, settings, stack))
-            _check_distinct(tenants)
+            if opened is None:
+                for home in settings.all_homes():
+                    tenant = open_tenant(home, settings)
+                    if tenant.tokens_created:
+                        log.warning(
+                            "created the owner token of %s: %s", home, tenant.tokens.owner_hint()
+                        )
+                    stack.callback(tenant.notebook.close)  # after the MCP servers below
+                    tenants.items.append(tenant)
+                _check_distinct(tenants)
+            else:
+                tenants.items.extend(opened)
+            for tenant in tenants.items:
+                await _start_mcp(tenant, settings, stack)
             app.state.tenants = tenants
             try:
                 yield
@@ -70,14 +88,27 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     for module in (chat, notebook_api, sections_api, export):
         app.include_router(module.router, responses={"default": {"model": errors.ApiError}})
 
-    @app.get("/api/health", tags=["notebook"])
-    def health(request: Request) -> Health:
-        """Liveness; open without a token (an owner's token also gets the notebook's path)."""
+    @app.get("/api/health", tags=["notebook"], response_model=Health)
+    def health(request: Request) -> Response:
+        """Liveness and readiness; open without a token (an owner's token also gets the
+        notebook's path). 503, with the reason and Retry-After, while a notebook's
+        database cannot be reached."""
         access: Access | None = request.scope.get(ACCESS_KEY)
         where = None
         if access is not None and not access.is_guest:
             where = access.tenant.notebook.backend.location
-        return Health(status="ok", version=__version__, notebook=where)
+        reason = _unreachable(tenants)
+        if reason is not None:
+            if access is None or access.is_guest:  # no server paths to a stranger
+                reason = "a notebook's database cannot be reached"
+            body = Health(status="unavailable", version=__version__, notebook=where, reason=reason)
+            return JSONResponse(
+                body.model_dump(exclude_none=True),
+                status_code=503,
+                headers={"Retry-After": str(errors.RETRY_AFTER_S)},
+            )
+        body = Health(status="ok", version=__version__, notebook=where)
+        return JSONResponse(body.model_dump(exclude={"reason"}))
 
     web.install(app)  # after the API: its routes never shadow one
     if settings.mcp:
@@ -86,33 +117,69 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     return app
 
 
-async def _open_tenant(home: Path, settings: ServerSettings, stack: AsyncExitStack) -> Tenant:
-    from ..graph.models import offline_models
+def open_tenants(settings: ServerSettings) -> list[Tenant]:
+    """Open every home's notebook for the server (closing those opened when one fails)."""
+    opened = Tenants()
+    try:
+        for home in settings.all_homes():
+            opened.items.append(open_tenant(home, settings))
+        _check_distinct(opened)
+    except BaseException:
+        for tenant in opened.items:
+            tenant.notebook.close()
+        raise
+    return opened.items
+
+
+def open_tenant(home: Path, settings: ServerSettings) -> Tenant:
+    """One home's notebook, its tokens and its chat, with every table of a PostgreSQL
+    notebook made now (no request waits on a migration: issue 28). Blocking: each wait in
+    it is bounded and ends in a StorageError."""
+    from ..chat.models import offline_models
 
     nb = Notebook.open(home, backend=settings.backend, background_embedding=True)
-    stack.callback(nb.close)  # after the MCP servers below have stopped
-    tokens = tokens_of(home, nb.backend)  # the database's for a Postgres notebook
-    _, created = tokens.ensure_owner()
-    if created:
-        log.warning("created the owner token of %s: %s", home, tokens.owner_hint())
-    tenant = Tenant(
-        home=home,
-        tokens=tokens,
-        notebook=nb,
-        chat=ChatService(
-            nb,
-            model=settings.model or nb.config.chat.model,
-            models={**offline_models(), **settings.models},
-        ),
-    )
+    try:
+        nb.set_up_chat_state()
+        tokens = tokens_of(home, nb.backend)  # the database's for a Postgres notebook
+        _, created = tokens.ensure_owner()
+        return Tenant(
+            tokens_created=created,
+            home=home,
+            tokens=tokens,
+            notebook=nb,
+            chat=ChatService(
+                nb,
+                model=settings.model or nb.config.chat.model,
+                models={**offline_models(), **settings.models},
+            ),
+        )
+    except BaseException:
+        nb.close()
+        raise
+
+
+async def _start_mcp(tenant: Tenant, settings: ServerSettings, stack: AsyncExitStack) -> None:
     if settings.mcp:
+        nb = tenant.notebook
         owner = build_mcp(nb, owner=True, host=settings.host)
         guest = build_mcp(nb, owner=False, host=settings.host)
         tenant.owner_mcp = owner.streamable_http_app()  # also makes its session manager
         tenant.guest_mcp = guest.streamable_http_app()
         for server in (owner, guest):
             await stack.enter_async_context(server.session_manager.run())
-    return tenant
+
+
+def _unreachable(tenants: Tenants) -> str | None:
+    """Why a notebook's database cannot be reached now (None: each answers)."""
+    for tenant in tenants.items:
+        ping = getattr(tenant.notebook.backend, "ping", None)
+        if ping is None:
+            continue
+        try:
+            ping()
+        except StorageError as err:
+            return str(err)
+    return None
 
 
 def body_limit(settings: ServerSettings, tenants: Tenants) -> int:

@@ -5,7 +5,7 @@ The web pages (everything else, see :mod:`.web`) take the same header, or the si
 cookie :data:`COOKIE` that ``/signin`` sets (HttpOnly, SameSite=Strict): it holds a session
 id, never the token (see :mod:`agent_notebook.privacy.web_sessions`); the cookie is never
 taken under ``/api`` or the MCP mounts, and a page's state-changing request also needs a
-CSRF token that the cookie alone cannot provide (see :mod:`.web.signin`).
+CSRF token that the cookie alone cannot provide (see :mod:`.web.csrf`).
 The token selects the notebook (each home has its own tokens, see
 :mod:`agent_notebook.privacy.tokens`), so several owners share one server without seeing each
 other's ids: another owner's session simply is not in your notebook (404). An owner token may
@@ -27,11 +27,18 @@ from starlette.requests import Request, cookie_parser
 from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..errors import NotebookError
-from ..notebook import Notebook
+from ..errors import NotebookError, StorageError
+from ..notebook.facade import Notebook
 from ..privacy.tokens import Grant, Tokens, web_session_grant
 from .chat_service import ChatService
-from .errors import HIDDEN_PLACES_KEY, Forbidden, error_response, is_api_path, status_of
+from .errors import (
+    HIDDEN_PLACES_KEY,
+    RETRY_AFTER_S,
+    Forbidden,
+    error_response,
+    is_api_path,
+    status_of,
+)
 from .guest_rights import GUEST_MAY, guest_may_request, hide_places, notebook_places
 
 log = logging.getLogger(__name__)
@@ -55,7 +62,7 @@ OPEN_PREFIXES = ("/static/", "/docs-assets/")
 #: The web pages' sign-in cookie: a session id (not the token), HttpOnly, SameSite=Strict.
 COOKIE = "agent_notebook_session"
 #: Set in the ASGI scope when the caller came with the cookie (not a bearer header): its
-#: state-changing requests must then carry the CSRF token (see :mod:`.web.signin`).
+#: state-changing requests must then carry the CSRF token (see :mod:`.web.csrf`).
 VIA_COOKIE_KEY = "agent_notebook.via_cookie"
 
 
@@ -69,6 +76,8 @@ class Tenant:
     chat: ChatService
     owner_mcp: ASGIApp | None = None
     guest_mcp: ASGIApp | None = None
+    #: Whether the owner's token was made as the notebook was opened.
+    tokens_created: bool = False
 
 
 @dataclass(frozen=True)
@@ -167,9 +176,15 @@ class BearerAuth:
             access = None if token is None else await run_in_threadpool(identify, token)
         except NotebookError as err:  # an unreadable token file: the log says which
             log.error("%s %s: %s", method, path, err)
-            detail = hide_places(str(err), self.tenants.places())  # the caller is unknown
-            await error_response(status_of(err), detail)(scope, receive, send)
-            return
+            if path in OPEN_PATHS:  # /api/health still answers (and says why it cannot)
+                access = None
+            else:
+                detail = hide_places(str(err), self.tenants.places())  # the caller is unknown
+                response = error_response(status_of(err), detail)
+                if isinstance(err, StorageError):  # the database, unreachable for now
+                    response.headers["Retry-After"] = str(RETRY_AFTER_S)
+                await response(scope, receive, send)
+                return
         if access is not None:
             scope[ACCESS_KEY] = access
             if via_cookie:

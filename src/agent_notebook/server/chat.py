@@ -15,10 +15,10 @@ from fastapi.responses import StreamingResponse
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..chat.context import Mode
 from ..errors import NotebookError
-from ..graph.context import Mode
 from ..model import Text
-from ..notebook import Notebook
+from ..notebook.facade import Notebook
 from .auth import access_of
 from .chat_service import ChatService
 from .deps import Limit, Offset, Page, notebook, page

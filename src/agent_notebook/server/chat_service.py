@@ -14,13 +14,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
+from ..chat import ContextBuilder, ModelResolver, build_chat_graph
+from ..chat.context import BuiltContext
+from ..compaction.summarize import strip_think
 from ..errors import Conflict, InvalidInput, NotebookError, NotFound
-from ..graph import ContextBuilder, ModelResolver, build_chat_graph
-from ..graph.context import BuiltContext
 from ..model import SESSION_ID_RE, THREADS_NAMESPACE
-from ..notebook import Notebook
+from ..notebook.facade import Notebook
 from ..session.session_notebook import KEY, NAMESPACE_ROOT
-from ..summarize import strip_think
 from .errors import ModelFailed
 
 

@@ -10,7 +10,7 @@ from fastapi import Header, Query, Request, Response
 from pydantic import BaseModel
 
 from ..errors import Conflict
-from ..notebook import Notebook
+from ..notebook.facade import Notebook
 from .auth import access_of
 
 MAX_PAGE = 1000

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..chat.models import ModelNotConfigured
 from ..errors import (
     Conflict,
     InvalidInput,
@@ -27,11 +28,14 @@ from ..errors import (
     NotFound,
     StorageError,
 )
-from ..graph.models import ModelNotConfigured
 from ..model import describe_errors
 from .guest_rights import hide_places
 
 log = logging.getLogger(__name__)
+
+#: The Retry-After (seconds) of a 503 that a retry may cure: a database that cannot be
+#: reached now (restarting, failing over, every pooled connection busy).
+RETRY_AFTER_S = 2
 
 #: Set by :class:`~.auth.BearerAuth` on a guest's request: the places on disk (and what to
 #: show instead) that no error sent to this caller may name.
@@ -53,7 +57,8 @@ FIXES: dict[int, str] = {
     502: "the chat model's provider failed; retry, or pick another model with model_override",
     422: "correct what the detail names and send the request again; nothing was changed",
     501: "install the optional part the detail names, then restart the server",
-    503: "the server cannot do this now; the detail says what to set up or when to retry",
+    503: "the server cannot do this now; the detail says what to set up or when to retry "
+    "(a Retry-After header: retry after that many seconds)",
     500: "this is a bug in agent-notebook; report it with the request that caused it",
 }
 TITLES: dict[int, str] = {
@@ -186,7 +191,10 @@ def install(app: FastAPI, web_error: WebError | None = None) -> None:
         status = status_of(err)
         if status >= 500:
             log.error("%s %s: %s", request.method, request.url.path, err)
-        return respond(request, status, shown_to(request, str(err)))
+        response = respond(request, status, shown_to(request, str(err)))
+        if isinstance(err, StorageError):
+            response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, err: RequestValidationError) -> Response:
@@ -201,8 +209,37 @@ def install(app: FastAPI, web_error: WebError | None = None) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, err: Exception) -> Response:
+        if (unreachable := database_unreachable(err)) is not None:
+            log.error("%s %s: %s", request.method, request.url.path, unreachable)
+            response = respond(request, 503, shown_to(request, unreachable))
+            response.headers["Retry-After"] = str(RETRY_AFTER_S)
+            return response
         log.exception("%s %s failed", request.method, request.url.path, exc_info=err)
         return respond(request, 500, shown_to(request, f"{type(err).__name__}: {err}"))
+
+
+def database_unreachable(err: Exception) -> str | None:
+    """What to tell the caller when ``err`` is a database that cannot be reached or did not
+    answer in time (psycopg's OperationalError or the pool's timeout, from a part of the
+    server that does not map them itself, as LangGraph's store and checkpointer); else None."""
+    import sys
+
+    psycopg, pool = sys.modules.get("psycopg"), sys.modules.get("psycopg_pool")
+    kinds = tuple(
+        kind
+        for kind in (
+            getattr(psycopg, "OperationalError", None),
+            getattr(pool, "PoolTimeout", None),
+        )
+        if kind is not None
+    )
+    if not kinds or not isinstance(err, kinds):
+        return None
+    first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    return (
+        f"the notebook's database cannot be reached or did not answer in time ({first}): "
+        f"retry in {RETRY_AFTER_S} s (a write cut off so may or may not have been stored)"
+    )
 
 
 def describe(errors: Any, body: type[BaseModel] | None = None) -> str:

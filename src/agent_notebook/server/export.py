@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 
-from ..notebook import Notebook
+from ..notebook.facade import Notebook
 from ..storage import SqliteBackend, StorageBackend, YamlDirBackend
 from .deps import notebook
 

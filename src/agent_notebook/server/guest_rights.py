@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..notebook import Notebook
+    from ..notebook.facade import Notebook
 
 
 @dataclass(frozen=True)

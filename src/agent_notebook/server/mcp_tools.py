@@ -22,7 +22,8 @@ from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from .. import __version__
-from ..agent_tools import (
+from ..errors import NotebookError
+from ..notebook.agent_tools import (
     READ_SESSION,
     RECORD,
     RETRY,
@@ -34,8 +35,7 @@ from ..agent_tools import (
     record_moment,
     search_hits,
 )
-from ..errors import NotebookError
-from ..notebook import Notebook
+from ..notebook.facade import Notebook
 from .guest_rights import guest_may_use_tool, hide_places, notebook_places
 
 log = logging.getLogger(__name__)

@@ -31,9 +31,15 @@ from ..model import (
     TaskStatus,
     Text,
 )
-from ..notebook import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, Notebook, WriteBackKind, weak_match_hint
-from ..privacy.redaction import ForgetReport
-from ..slice import MAX_SLICE_TOKENS, Slice
+from ..notebook.facade import (
+    MAX_QUERY_CHARS,
+    MAX_SEARCH_LIMIT,
+    Notebook,
+    WriteBackKind,
+    weak_match_hint,
+)
+from ..notebook.redaction import ForgetReport
+from ..search.slice import MAX_SLICE_TOKENS, Slice
 from .auth import access_of
 from .deps import IfMatch, Limit, Offset, Page, check_if_match, etag_of, notebook, page, set_etag
 from .errors import Forbidden

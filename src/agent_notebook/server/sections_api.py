@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import InvalidInput, NotFound
 from ..model import Text
-from ..notebook import Notebook
+from ..notebook.facade import Notebook
 from ..session import sections
 from .deps import IfMatch, check_if_match, etag_of, notebook, set_etag
 

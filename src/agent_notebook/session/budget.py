@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..tokens import TokenCounter
+from ..core.tokens import TokenCounter
 from .sections import SECTIONS, Sections, cut_to_budget, marker, render
 
 #: Stands in for a real reference while measuring; callers whose references may be longer

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from ..core.tokens import TokenCounter
 from ..errors import InvalidInput
-from ..tokens import TokenCounter
 
 SECTIONS: Final[dict[str, str]] = {
     "Current State": "Where the conversation stands right now",

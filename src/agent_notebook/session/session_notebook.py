@@ -30,11 +30,11 @@ from ..config import (
     DEFAULT_TOOL_CALL_THRESHOLD,
     SessionBudgets,
 )
-from ..enrich import identifiers
+from ..core.enrich import identifiers
+from ..core.tokens import DEFAULT_COUNTER, TokenCounter
 from ..errors import Conflict, InvalidId, InvalidInput, NotFound
+from ..langgraph.stores import write_lock
 from ..model import CUT_SPEAKER, UtcTime, normalize_concept, now_utc
-from ..stores import write_lock
-from ..tokens import DEFAULT_COUNTER, TokenCounter
 from . import budget, quotes, sections
 from .activity import ActivityMark, count_activity, mark_after
 from .updaters.base import MessageLike, NotebookUpdater, UpdateFailed, as_messages

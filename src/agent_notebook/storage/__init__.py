@@ -26,7 +26,7 @@ from .sqlite.backend import Synchronous
 from .yamldir import YamlDirBackend
 
 if TYPE_CHECKING:
-    from ..privacy.crypto import Cipher
+    from ..core.crypto import Cipher
 
 __all__ = [
     "Capabilities",

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..core import files
 from ..errors import CorruptFile
-from . import files
 
 JOURNAL_FILE = ".batch-journal.json"
 _FORMAT = "agent-notebook batch journal"

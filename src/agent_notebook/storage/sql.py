@@ -4,7 +4,7 @@ conditions of a listing or a search, and concept entries from rows.
 
 Both rank lexical matches with FTS5's BM25 (SQLite computes it in FTS5, PostgreSQL from the
 term statistics it keeps, :func:`bm25_idf`), over the same index terms
-(:func:`agent_notebook.search.lexical.terms`, or their keyed tokens when the notebook is
+(:func:`agent_notebook.core.lexical.terms`, or their keyed tokens when the notebook is
 encrypted), so the same notebook ranks the same on both.
 """
 
@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from ..core.lexical import BM25_B, BM25_K1, bm25_idf, query_term_weights, stem, tokenize
 from ..model import ConceptEntry, Moment
-from ..search.lexical import BM25_B, BM25_K1, bm25_idf, query_term_weights, stem, tokenize
 from .base import MomentFilter
 from .rows import to_us
 

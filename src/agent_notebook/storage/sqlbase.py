@@ -16,16 +16,16 @@ from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..core.crypto import sealed_key_id
+from ..core.lexical import terms
 from ..errors import StorageError
 from ..model import ConceptEntry, Moment, Session, moment_number
-from ..privacy.crypto import sealed_key_id
-from ..search.lexical import terms
 from . import rows, sql
 from .base import MomentBrief, MomentFilter, StorageBackend
 from .sqlite import sealed
 
 if TYPE_CHECKING:
-    from ..privacy.crypto import Cipher
+    from ..core.crypto import Cipher
 
 
 class SqlReads(StorageBackend):

@@ -15,8 +15,8 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from ..core.lexical import Bm25Index
 from ..model import CUT_SPEAKER, ArchiveEntry, ConceptEntry, Moment, Session, moment_number
-from ..search.lexical import Bm25Index
 from . import sql
 from .base import Activity, MomentFilter, StorageBackend, activity_of
 

@@ -40,23 +40,23 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from ..errors import CorruptFile
-from ..model import SCHEMA_VERSION, ArchiveEntry, Moment, Session, describe_validation_error
-from ..privacy.crypto import sealed_key_id
-from . import yamlcodec
-from .base import Capabilities
-from .files import (
+from ..core import yamlcodec
+from ..core.crypto import sealed_key_id
+from ..core.files import (
     ensure_private_dir,
     ensure_private_file,
     exclusive_lock,
     remove_temp_files,
     write_atomic,
 )
+from ..errors import CorruptFile
+from ..model import SCHEMA_VERSION, ArchiveEntry, Moment, Session, describe_validation_error
+from .base import Capabilities
 from .journal import JOURNAL_FILE, FileBatch, recover
 from .staged import NotebookState, StagedBackend, StagedChanges
 
 if TYPE_CHECKING:
-    from ..privacy.crypto import Cipher
+    from ..core.crypto import Cipher
 
 INDEX_FILE = "index.yaml"
 ARCHIVED_FILE = "archived.yaml"

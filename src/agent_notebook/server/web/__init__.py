@@ -5,9 +5,10 @@ Server-rendered Jinja2 templates with a little vanilla JavaScript and one styles
 shipped in the package (no build step, no CDN): every page works offline and without
 script; the script only adds drag-and-drop and keyboard shortcuts. Each page reads one page
 of data through the facade (:class:`~agent_notebook.notebook.Notebook`), which does every
-check; the pages only show what it says. Modules: :mod:`.signin` (the cookie and CSRF),
-:mod:`.sessions`, :mod:`.moments`, :mod:`.search`, :mod:`.concepts`, :mod:`.threads` (the
-session notebooks), :mod:`.housekeeping`, :mod:`.plots`, :mod:`.guest`, :mod:`.docs`."""
+check; the pages only show what it says. Modules: :mod:`.signin` (the cookie), :mod:`.csrf`
+(the forms' CSRF token), :mod:`.render` (the templates), :mod:`.sessions`, :mod:`.moments`,
+:mod:`.search`, :mod:`.concepts`, :mod:`.threads` (the session notebooks),
+:mod:`.housekeeping`, :mod:`.plots`, :mod:`.guest`, :mod:`.docs`."""
 
 from __future__ import annotations
 

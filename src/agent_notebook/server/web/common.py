@@ -8,9 +8,9 @@ from typing import Annotated
 from fastapi import Depends, Query
 from fastapi.responses import RedirectResponse
 
-from ...notebook import Notebook
+from ...notebook.facade import Notebook
 from ..deps import MAX_OFFSET, notebook
-from .signin import csrf_checked
+from .csrf import csrf_checked
 
 #: Items per page of every list: the pages read one page, never a whole table.
 PAGE = 50

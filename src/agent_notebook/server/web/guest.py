@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from ...slice import MAX_SLICE_TOKENS
+from ...search.slice import MAX_SLICE_TOKENS
 from ..auth import access_of
 from .common import Nb
 from .render import page

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
-from ...doctor import doctor
+from ...notebook.doctor import doctor
 from ..auth import access_of
 from .common import Checked, Nb, back_to
 from .plots import paired_chart

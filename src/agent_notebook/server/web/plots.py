@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
-from ...notebook import Notebook
+from ...notebook.facade import Notebook
 from ...storage.base import MomentFilter
 from .common import Nb
 from .render import page

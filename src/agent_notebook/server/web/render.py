@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ..auth import access_of
-from .signin import csrf_token
+from .csrf import csrf_token
 
 _ENV = Environment(
     loader=PackageLoader("agent_notebook.server.web", "templates"),

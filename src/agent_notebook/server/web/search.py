@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse
 
 from ...errors import InvalidInput
 from ...model import SearchHit
-from ...notebook import Notebook, weak_match_hint
+from ...notebook.facade import Notebook, weak_match_hint
 from .common import Checked, Nb
 from .render import page
 

@@ -13,8 +13,8 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
 from ...errors import Conflict, InvalidInput
+from ...langgraph.stores import thread_ids
 from ...session import SessionNotebookSync, sections
-from ...stores import thread_ids
 from ..deps import check_if_match, etag_of
 from ..sections_api import checked_section, checked_thread
 from .common import PAGE, Checked, Nb, Offset, Pager, back_to

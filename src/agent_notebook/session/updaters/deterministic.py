@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from ...enrich import identifiers
+from ...core.enrich import identifiers
 from ...model import normalize_concept
 from ..sections import SECTION_NAMES, Sections
 from .base import UpdateProposal

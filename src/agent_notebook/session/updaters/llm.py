@@ -27,8 +27,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable
 from pydantic import AliasChoices, BaseModel, Field, ValidationError, field_validator
 
+from ...compaction.summarize import strip_think
 from ...errors import InvalidInput
-from ...summarize import strip_think
 from ..sections import SECTION_NAMES, SECTIONS, Sections, render
 from .base import UpdateFailed, UpdateProposal
 

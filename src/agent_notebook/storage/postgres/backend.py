@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     import psycopg
     import psycopg_pool
 
-    from ...privacy.crypto import Cipher
+    from ...core.crypto import Cipher
 
 #: How many postings (moment, term pairs) one search may score; see ``sql.choose_terms``.
 POSTINGS_BUDGET = sql.POSTINGS_BUDGET
@@ -63,6 +63,8 @@ WRITER_LOCK: Final = 0x4E42  # "NB"
 #: second run waits for the first before it gives up.
 MAINTENANCE_LOCK: Final = 0x4E4D  # "NM"
 MAINTENANCE_WAIT_S: Final = 5.0
+#: How long a health check waits for a connection, and for its answer.
+PING_WAIT_S: Final = 5.0
 #: How long a purge waits for the transactions that may still see the removed rows.
 PURGE_WAIT_S: Final = 30.0
 #: How long a server's claim on a moment to embed holds (seconds); then anyone takes it.
@@ -134,6 +136,7 @@ class PostgresBackend(SqlReads):
         self.claimant = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._savepoints = itertools.count()
         self._error: type[Exception] = psycopg.Error
+        self._psycopg = psycopg
         self._pool_timeout: type[Exception] = pool_module.PoolTimeout
         kwargs: dict[str, Any] = {"autocommit": True}
         if schema_name is not None:
@@ -182,28 +185,59 @@ class PostgresBackend(SqlReads):
             raise StorageError(f"{self.location}: {doing} failed: {message}") from err
 
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
-        """Apply the migrations this database lacks, one process at a time."""
-        with conn, conn.transaction():
+        """Apply the migrations this database lacks, one process at a time: the writer lock
+        is taken at session level by a loop of tries (a server waiting for another's
+        migration holds no snapshot meanwhile: see :mod:`.setup`), and
+        every wait of the migration is bounded by ``timeout_s`` (then a StorageError)."""
+        from .setup import try_lock
+
+        ms = max(1, int(self.timeout_s * 1000))
+        with conn:
+            conn.execute(f"SET lock_timeout = {ms}")
+            conn.execute(f"SET statement_timeout = {ms}")
             # The schema's name keys the lock: current_schema() is null until it exists.
-            _writer_lock(
-                conn, _one(conn, "SELECT coalesce(%s, current_schema())", (self._schema_name,))
-            )
-            if self._schema_name is not None:
-                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self._schema_name}")
-            version = 0
-            if _one(conn, "SELECT to_regclass('notebook_schema')") is not None:
-                version = int(_one(conn, "SELECT version FROM notebook_schema"))
-            if version > len(schema.MIGRATIONS):
-                raise StorageError(
-                    f"{self.location}: the notebook's schema is version {version}, newer "
-                    f"than this agent-notebook knows ({len(schema.MIGRATIONS)}): upgrade it"
+            key = _one(conn, "SELECT coalesce(%s, current_schema())", (self._schema_name,))
+            try:
+                try_lock(
+                    conn,
+                    "%s, hashtext(%s)",
+                    (WRITER_LOCK, key),
+                    self.timeout_s,
+                    "another process's migration of the notebook's tables",
                 )
-            for statements in schema.MIGRATIONS[version:]:
-                for statement in statements:
-                    conn.execute(statement)
-            conn.execute("UPDATE notebook_schema SET version = %s", (len(schema.MIGRATIONS),))
-            if _one(conn, "SELECT EXISTS (SELECT 1 FROM text_index_stale)"):
-                self._rebuild_text_index(conn)
+            except StorageError as err:
+                raise StorageError(f"{self.location}: {err}") from None
+            try:
+                with conn.transaction():  # the lock is released as the connection closes
+                    self._migrate_locked(conn)
+            except (
+                self._psycopg.errors.LockNotAvailable,
+                self._psycopg.errors.QueryCanceled,
+            ) as err:
+                raise StorageError(
+                    f"{self.location}: migrating the notebook's tables waited over "
+                    f"{self.timeout_s:.0f} s for a lock or a statement ({str(err).strip()}): "
+                    "a long transaction of another session holds one of its tables; end it "
+                    "and start again"
+                ) from err
+
+    def _migrate_locked(self, conn: psycopg.Connection[Any]) -> None:
+        if self._schema_name is not None:
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self._schema_name}")
+        version = 0
+        if _one(conn, "SELECT to_regclass('notebook_schema')") is not None:
+            version = int(_one(conn, "SELECT version FROM notebook_schema"))
+        if version > len(schema.MIGRATIONS):
+            raise StorageError(
+                f"{self.location}: the notebook's schema is version {version}, newer "
+                f"than this agent-notebook knows ({len(schema.MIGRATIONS)}): upgrade it"
+            )
+        for statements in schema.MIGRATIONS[version:]:
+            for statement in statements:
+                conn.execute(statement)
+        conn.execute("UPDATE notebook_schema SET version = %s", (len(schema.MIGRATIONS),))
+        if _one(conn, "SELECT EXISTS (SELECT 1 FROM text_index_stale)"):
+            self._rebuild_text_index(conn)
 
     def _rebuild_text_index(self, conn: psycopg.Connection[Any], batch: int = 1000) -> None:
         """Compute every moment's index terms, the terms' document counts and the totals
@@ -845,6 +879,18 @@ class PostgresBackend(SqlReads):
                 )
                 return
             time.sleep(0.05)
+
+    def ping(self, wait_s: float = PING_WAIT_S) -> None:
+        """Ask the database for one row, waiting at most ``wait_s`` for a connection and as
+        long for the answer: a StorageError when it cannot (for ``/api/health``)."""
+        ms = max(1, int(wait_s * 1000))
+        with (
+            self._mapped("health check"),
+            self._pool.connection(timeout=wait_s) as conn,
+            conn.transaction(),
+        ):
+            conn.execute(f"SET LOCAL statement_timeout = {ms}")
+            conn.execute("SELECT 1")
 
     def close(self) -> None:
         self._pool.close()

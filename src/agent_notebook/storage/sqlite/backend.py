@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
+from ...core.files import ensure_private_dir, ensure_private_file
 from ...errors import InvalidInput, StorageError
 from ...model import (
     CUT_SPEAKER,
@@ -33,14 +34,13 @@ from ...model import (
 )
 from .. import sql
 from ..base import Activity, Capabilities, MomentFilter
-from ..files import ensure_private_dir, ensure_private_file
 from ..rows import MOMENT_READ
 from ..sql import concept_entry as _concept_entry
 from ..sqlbase import SqlReads
 from . import schema, sealed
 
 if TYPE_CHECKING:
-    from ...privacy.crypto import Cipher
+    from ...core.crypto import Cipher
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 

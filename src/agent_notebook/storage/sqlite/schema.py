@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from ...core.lexical import FTS5_TOKENIZER
 from ...model import DEFAULT_DECAY_RATE, DEFAULT_IMPORTANCE
-from ...search.lexical import FTS5_TOKENIZER
 from ..rows import (  # re-exported: the SQLite modules read them from here
     archive_from_row,
     archive_row,

@@ -17,13 +17,13 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from ...core.lexical import terms
 from ...errors import InvalidInput
 from ...model import DEFAULT_DECAY_RATE, DEFAULT_IMPORTANCE, ArchiveEntry, Moment, Session
-from ...search.lexical import terms
 from . import schema
 
 if TYPE_CHECKING:
-    from ...privacy.crypto import Cipher
+    from ...core.crypto import Cipher
 
 SEALED_PREFIX: Final = '{"sealed":"'
 MOMENT_AAD: Final = b"moment"

@@ -1,0 +1,165 @@
+"""The notebook's tools for agents, whatever carries them (MCP, LangChain): what each tool
+tells the model, how its answers are shaped and how its errors read.
+
+The MCP server (:mod:`agent_notebook.server.mcp_tools`) and the LangChain tools
+(:mod:`agent_notebook.langchain.tools`) both use these, so an agent reads the same
+descriptions and the same recovery hints over either, and a tool does what the facade does
+and nothing more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import Conflict, InvalidInput, NotebookError, NotFound
+
+if TYPE_CHECKING:
+    from ..model import SearchHit
+    from .facade import Notebook
+
+__all__ = [
+    "READ_SESSION",
+    "RECORD",
+    "SEARCH",
+    "SLICE",
+    "WRITE_BACK",
+    "ToolDoc",
+    "error_message",
+    "hit_summary",
+    "record_moment",
+    "search_hits",
+]
+
+
+@dataclass(frozen=True)
+class ToolDoc:
+    """A tool's description for a model: what it does, each argument, what it returns."""
+
+    summary: str
+    args: dict[str, str]
+    returns: str = ""
+
+    def text(self) -> str:
+        """Everything in one text (MCP shows no per-argument descriptions)."""
+        lines = [self.summary, "", *(f"{name}: {doc}" for name, doc in self.args.items())]
+        return "\n".join([*lines, self.returns] if self.returns else lines)
+
+    def brief(self) -> str:
+        """The summary and the returns, for a tool whose schema describes each argument."""
+        return f"{self.summary}\n{self.returns}" if self.returns else self.summary
+
+
+_SESSION_ID = "an id like s_2026-06-07_001"
+
+SEARCH = ToolDoc(
+    "Find moments in the notebook by words and meaning, best first.",
+    {
+        "query": 'what to look for, in plain words ("train to Lyon", "why we chose Postgres").',
+        "session_id": f"only this session ({_SESSION_ID}); omit to search all.",
+        "limit": "how many results, 1 to 100.",
+    },
+    "Returns for each hit: the moment id (cite it as [moment:m_12]), its session, time, "
+    "speaker, text and score. An empty list means nothing matched: try other words.",
+)
+SLICE = ToolDoc(
+    "Get a compact, read-only briefing on a topic from the notebook, within a token budget: "
+    "the relevant moments with the turns around them, each session's task, its open pending "
+    "items and related decisions, every item tagged with its source id.",
+    {
+        "query": "the topic you need to know about.",
+        "budget_tokens": "the most tokens the briefing may take (1 to 262144; 4000 is usual).",
+        "audience": "your name, recorded with the slice.",
+        "session_id": "only this session; omit for the whole notebook.",
+    },
+    "Returns Markdown. Cite items by their tags, e.g. [moment:m_12].",
+)
+READ_SESSION = ToolDoc(
+    "Read one session: its task and status, its audit log of decisions, its pending threads "
+    "(ids p_N) and escalations (ids e_N), links and stats.",
+    {"session_id": f"{_SESSION_ID} (search results name the session of each moment)."},
+)
+WRITE_BACK = ToolDoc(
+    "Write your result back into a session: the one kind of write a guest may make. It is "
+    "entered in the session's audit log under guest:<your name>.",
+    {
+        "guest": "your name (1 to 100 characters).",
+        "session_id": f"the session the result belongs to ({_SESSION_ID}).",
+        "kind": '"decision" (something settled), "pending" (a new open question or to-do), or '
+        '"escalation_outcome" (the answer to an escalation; give escalation_id, e.g. e_1, '
+        "which the hand-off to you names and read_session lists).",
+        "text": "the decision, the open item, or the outcome, in one or two sentences.",
+        "why": "the reason, briefly.",
+        "escalation_id": 'the escalation answered, with kind "escalation_outcome".',
+    },
+    "Returns the audit-log entry.",
+)
+RECORD = ToolDoc(
+    "Record a moment (a turn, a fact, an observation) in the notebook, so later searches find it.",
+    {
+        "text": "what to remember, self-contained (name people, places and dates).",
+        "session_id": "the session to add it to; omit it to start a new session with `task`.",
+        "task": "the new session's task, when session_id is omitted.",
+        "role": "user, assistant, system or tool.",
+        "speaker": "who said it, if a person.",
+    },
+    "Returns the moment's id and its session's id.",
+)
+
+RECOVERY: dict[type[NotebookError], str] = {
+    NotFound: "check the id: search and slice name moment and session ids, read_session "
+    "shows a session's pending and escalation ids (a guest: the slice and its hand-off)",
+    InvalidInput: "correct the argument the message names and call again; nothing was changed",
+    Conflict: "read the record again (read_session) and decide whether your change still "
+    "applies; nothing was changed",
+}
+RETRY = "retry later; if it keeps failing, tell the user this error"
+
+
+def error_message(err: NotebookError) -> str:
+    """What a failed tool call tells the model: the error, then how to recover."""
+    hint = next((h for kind, h in RECOVERY.items() if isinstance(err, kind)), RETRY)
+    return f"{err}. To recover: {hint}."
+
+
+TOOL_SEARCH_LIMIT = 100  # a model asking for more would drown its own context
+
+
+def search_hits(
+    notebook: Notebook, query: str, session_id: str | None = None, limit: int = 10
+) -> list[dict[str, Any]]:
+    """The search tool: ``notebook.search`` with the tool's cap on ``limit``."""
+    if not 1 <= limit <= TOOL_SEARCH_LIMIT:
+        raise InvalidInput(f"limit must be between 1 and {TOOL_SEARCH_LIMIT}, got {limit}")
+    return [hit_summary(h) for h in notebook.search(query, session=session_id, limit=limit)]
+
+
+def hit_summary(hit: SearchHit) -> dict[str, Any]:
+    """One search result as a tool returns it (JSON values only)."""
+    moment = hit.moment
+    return {
+        "id": moment.id,
+        "session": moment.session,
+        "when": moment.timestamp.isoformat(),
+        "speaker": moment.speaker or moment.role,
+        "text": moment.content.text,
+        "score": round(hit.score, 4),
+    }
+
+
+def record_moment(
+    notebook: Notebook,
+    text: str,
+    session_id: str | None = None,
+    *,
+    task: str = "",
+    role: str = "user",
+    speaker: str = "",
+) -> dict[str, str]:
+    """The record tool: ``text`` in ``session_id``, or in a new session for ``task``, in one
+    transaction (a moment that fails its checks starts no session either). Returns the
+    moment's id and its session's."""
+    with notebook.backend.atomic():
+        target = session_id or notebook.start_session(task or text[:80]).id
+        moment = notebook.record(target, text, role=role, speaker=speaker)
+    return {"id": moment.id, "session": moment.session}
