@@ -50,6 +50,27 @@ def test_opening_the_langgraph_store_and_saver_keeps_the_connections_locks(
         assert_holds_its_locks(os.getpid(), database, "the notebook, store and saver open")
 
 
+def test_a_path_to_the_live_database_is_refused_not_opened(tmp_path: Path) -> None:
+    """A user's path that names the notebook's own database (or its log) as an image, a
+    clip or a conversation is refused by stat alone: opening it would drop the locks."""
+    import os
+
+    from agent_notebook.errors import InvalidInput
+    from agent_notebook.ingest.source import read_text
+
+    with Notebook.open(tmp_path / "home", background_embedding=False) as nb:
+        database = Path(nb.backend.location)
+        session = nb.start_session("attachments").id
+        nb.record(session, "something to put in the log")
+        for target in (database, Path(f"{database}-wal")):
+            for kind in ("image", "audio"):
+                with pytest.raises(InvalidInput, match="own database"):
+                    nb.record(session, "see attached", **{kind: target})
+            with pytest.raises(InvalidInput, match="own database"):
+                read_text(target)
+        assert_holds_its_locks(os.getpid(), database, "the notebook, after the refusals")
+
+
 def test_serve_and_the_cli_on_one_home_lose_no_acknowledged_write(tmp_path: Path) -> None:
     """The README's way of working: ``serve`` and CLI commands on one home, alternately."""
     home = tmp_path / "home"

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Container, Iterator
 from pathlib import Path
 
-from ..errors import StorageError
+from ..errors import InvalidInput, StorageError
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
@@ -53,6 +53,38 @@ def ensure_private_file(path: Path) -> Path:
     if os.stat(path).st_mode & 0o077:
         os.chmod(path, PRIVATE_FILE_MODE)
     return path
+
+
+#: Every SQLite database file this process has opened, with its ``-wal`` and ``-shm``, by
+#: (device, inode): files never to be opened outside SQLite here (see
+#: :func:`ensure_private_file`).
+_live_databases: dict[tuple[int, int], str] = {}
+
+
+def register_live_database(path: Path) -> None:
+    """Remember ``path`` (a SQLite database this process has a connection to) and its log
+    files, so that :func:`refuse_live_database` keeps a user's path from opening them."""
+    for name in (str(path), f"{path}-wal", f"{path}-shm"):
+        with contextlib.suppress(OSError):
+            info = os.stat(name)
+            _live_databases[(info.st_dev, info.st_ino)] = name
+
+
+def refuse_live_database(path: Path, what: str) -> None:
+    """Raise InvalidInput when ``path`` (given by a user, about to be read as ``what``) is a
+    database file this process has open: reading it would drop SQLite's locks. Only stat
+    is used; a remembered file that is gone no longer counts (its inode may be reused)."""
+    try:
+        info = os.stat(path)
+        known = _live_databases.get((info.st_dev, info.st_ino))
+        still = known is not None and os.stat(known).st_ino == info.st_ino
+    except OSError:
+        return
+    if still:
+        raise InvalidInput(
+            f"{path} is this notebook's own database (or its log), not a {what}; give "
+            "another file"
+        )
 
 
 def write_atomic(path: Path, data: bytes, *, sync_dir: bool = True) -> None:

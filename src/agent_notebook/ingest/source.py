@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from ..core.files import refuse_live_database
 from ..errors import MalformedFile
 from ..model import MomentDraft, describe_validation_error
 
@@ -40,6 +41,7 @@ def read_text(path: Path) -> str:
                 f"conversation to a file first (for example 'cat {path} > chat.jsonl') and "
                 "ingest that",
             )
+        refuse_live_database(path, "conversation file")
         data = path.read_bytes()
     except OSError as err:
         raise MalformedFile(path, f"cannot read the file: {err.strerror or err}") from None

@@ -24,7 +24,12 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
 from ..core.crypto import Cipher
-from ..core.files import ensure_private_dir, ensure_private_file, exclusive_lock
+from ..core.files import (
+    ensure_private_dir,
+    ensure_private_file,
+    exclusive_lock,
+    register_live_database,
+)
 from ..errors import InvalidInput, StorageError
 from ..storage import StorageBackend
 from ..storage.sqlite.backend import database_file
@@ -97,6 +102,7 @@ def open_store(
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")
+        register_live_database(path)
         store = (
             NotebookStore(conn, index=index, index_factory=index_factory)
             if cipher is None
@@ -133,6 +139,7 @@ def open_checkpointer(
         # notebook's own durability. In WAL mode NORMAL survives a crash of the process
         # and spares an fsync per checkpoint.
         conn.execute("PRAGMA synchronous = NORMAL")
+        register_live_database(path)
         saver = NotebookSaver(conn, keep=keep)
         saver.setup()
     except sqlite3.Error as err:

@@ -67,6 +67,7 @@ def check_media_file(value: str | Path, kind: MediaKind) -> Path:
     from .decode import media_kind
 
     path = Path(value).expanduser()
+    files.refuse_live_database(path, f"{kind} file")
     try:
         info = path.stat()
     except FileNotFoundError:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from ...core.files import ensure_private_dir, ensure_private_file
+from ...core.files import ensure_private_dir, ensure_private_file, register_live_database
 from ...errors import InvalidInput, StorageError
 from ...model import (
     CUT_SPEAKER,
@@ -98,6 +98,7 @@ class SqliteBackend(SqlReads):
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
             self._migrate()
             if self.path != ":memory:":
+                register_live_database(Path(self.path))
                 # Reads outside a transaction go here: WAL lets them see the last commit
                 # while a writer (the embedding worker, say) holds the write connection.
                 self._reader = sqlite3.connect(
