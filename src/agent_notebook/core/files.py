@@ -82,8 +82,7 @@ def refuse_live_database(path: Path, what: str) -> None:
         return
     if still:
         raise InvalidInput(
-            f"{path} is this notebook's own database (or its log), not a {what}; give "
-            "another file"
+            f"{path} is this notebook's own database (or its log), not a {what}; give another file"
         )
 
 
