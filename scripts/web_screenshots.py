@@ -1,4 +1,4 @@
-"""Screenshots of the main web pages into docs/ (small PNGs for the README).
+"""Screenshots of the main web pages into docs/ (small PNGs for docs/server.md).
 
 Builds a small notebook from a made-up LoCoMo conversation (the tests' own), gives a thread
 a session notebook, serves it, and photographs each page in headless Chromium at a laptop

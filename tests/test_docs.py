@@ -1,4 +1,5 @@
-"""The README is the front door: its commands run, and every command is documented."""
+"""The README is the front door and docs/ holds the rest: the commands and examples of both
+run, and every command is documented in one of them."""
 
 from __future__ import annotations
 
@@ -15,15 +16,34 @@ import pytest
 import typer
 
 from agent_notebook.cli import app
+from docs_text import DOCS, ROOT, blocks, read
 from waiting import HANG_GUARD_S, wait_until
 
-ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = read("README.md")
 BIN = Path(sys.executable).parent
+
+#: The ```bash blocks that are shown, not run here, each with the reason; every other block
+#: of the README and docs/ runs line by line in a fresh home. Each key matches one block.
+SHOWN_NOT_RUN = {
+    "agent-notebook serve\n": "the Quickstart's main job: test_quickstart_main_job_runs",
+    ".venv/bin/python -m pytest\n": "the Quickstart's test command: what CI runs (.ci/run)",
+    "pip install 'agent-notebook[postgres]'": "installs a package and needs a PostgreSQL server",
+    "bench/record_latency.py": "the benchmarks take minutes each; bench/ measures speed",
+    "-n 0 tests/test_cli.py": "the suite and its tooling: the suite itself",
+}
 
 
 def bash_blocks() -> list[str]:
-    return re.findall(r"```bash\n(.*?)```", README, flags=re.S)
+    """The README's ```bash blocks (the Quickstart's are its first two)."""
+    return [code for _, code in blocks("bash", "README.md")]
+
+
+def runnable_bash_blocks() -> list[tuple[str, str]]:
+    return [
+        (page, code)
+        for page, code in blocks("bash")
+        if not any(key in code for key in SHOWN_NOT_RUN)
+    ]
 
 
 def run(command: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
@@ -95,17 +115,31 @@ def test_quickstart_main_job_runs(workdir: Path) -> None:
         server.communicate(timeout=HANG_GUARD_S)  # waits, and closes the pipe
 
 
-def test_every_command_line_example_in_the_readme_runs(workdir: Path) -> None:
-    block = next(b for b in bash_blocks() if "agent-notebook stats" in b)
+def test_every_bash_block_is_run_or_says_why_not() -> None:
+    every = blocks("bash")
+    for key in SHOWN_NOT_RUN:
+        assert sum(key in code for _, code in every) == 1, f"no one block shows {key!r}"
+    runnable = runnable_bash_blocks()
+    assert any("agent-notebook stats" in code for _, code in runnable)
+    assert runnable[0][0] == "README.md"  # the tour's commands run
+
+
+@pytest.mark.parametrize(
+    "index",
+    range(len(runnable_bash_blocks())),
+    ids=[f"{page}-{i}" for i, (page, _) in enumerate(runnable_bash_blocks())],
+)
+def test_every_command_line_example_in_the_docs_runs(index: int, workdir: Path) -> None:
+    page, block = runnable_bash_blocks()[index]
     home = workdir / "home"
     for line in block.strip().splitlines():
         command = line.split("  #", 1)[0].strip()
         result = run(command, workdir, home)
-        assert result.returncode == 0, f"{command}\n{result.stderr}"
-        assert result.stdout.strip(), f"{command} printed no data"
+        assert result.returncode == 0, f"{page}: {command}\n{result.stderr}"
+        assert result.stdout.strip(), f"{page}: {command} printed no data"
 
 
-def test_every_command_has_help_with_an_example_and_is_in_the_readme() -> None:
+def test_every_command_has_help_with_an_example_and_is_documented() -> None:
     def commands(group: typer.core.TyperGroup, prefix: str) -> list[tuple[str, str]]:
         found = []
         for name, command in group.commands.items():
@@ -118,15 +152,55 @@ def test_every_command_has_help_with_an_example_and_is_in_the_readme() -> None:
     root = typer.main.get_command(app)
     assert isinstance(root, typer.core.TyperGroup)
     listed = commands(root, "")
+    # in the prose of the README or docs/, not only in the reference generated from the help
+    documented = "\n".join(
+        path.read_text(encoding="utf-8") for path in DOCS if path.name != "cli-reference.md"
+    )
     assert {"notebook show", "notebook set", "ingest", "search"} <= {n for n, _ in listed}
     for name, help_text in listed:
         assert re.search(r"Example: .*agent-notebook ", help_text), f"'{name}' has no example"
-        assert f"agent-notebook {name}" in README, f"README does not document '{name}'"
+        assert f"agent-notebook {name}" in documented, f"neither README nor docs/ has '{name}'"
 
 
-@pytest.mark.parametrize("index", range(len(re.findall(r"```python\n", README))))
-def test_python_examples_in_the_readme_run(index: int, tmp_path: Path) -> None:
-    code = re.findall(r"```python\n(.*?)```", README, flags=re.S)[index]
+def test_the_cli_reference_is_the_commands_help() -> None:
+    from agent_notebook.cli.reference import reference
+
+    assert read("docs/cli-reference.md") == reference(), (
+        "docs/cli-reference.md is stale: python -m agent_notebook.cli.reference > "
+        "docs/cli-reference.md"
+    )
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_links_between_the_pages_lead_somewhere() -> None:
+    """The README and docs/ link to each other, to their sections and to the screenshots."""
+    checked = 0
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            file, _, anchor = target.partition("#")
+            linked = (path.parent / file).resolve() if file else path
+            assert linked.exists(), f"{path.name} links to {target}, which is not there"
+            if anchor:
+                headings = re.findall(r"^#+ (.*)$", linked.read_text(encoding="utf-8"), re.M)
+                assert anchor in {slug(h) for h in headings}, f"{path.name}: no #{anchor}"
+            checked += 1
+    assert checked > 20 and (ROOT / "docs" / "README.md") in DOCS
+
+
+@pytest.mark.parametrize(
+    "index",
+    range(len(blocks("python"))),
+    ids=[f"{page}-{i}" for i, (page, _) in enumerate(blocks("python"))],
+)
+def test_python_examples_in_the_docs_run(index: int, tmp_path: Path) -> None:
+    code = blocks("python")[index][1]
     # every /tmp home in an example gets a fresh one: a file left there by an earlier run
     # (or an older schema) must not decide the result
     code = re.sub(r"/tmp/([\w-]+)", lambda m: str(tmp_path / m.group(1)), code)

@@ -1,6 +1,6 @@
 """Ingest (issue 15): idempotent (what the notebook holds is skipped and counted, a file that
 grew adds its new turns), progress that shows when stderr is not a terminal, new moments
-left waiting for a vector as the README says, and errors that list the formats."""
+left waiting for a vector as docs/cli.md says, and errors that list the formats."""
 
 from __future__ import annotations
 
@@ -182,7 +182,7 @@ def test_the_command_reports_what_it_skipped_and_shows_progress_without_a_termin
 
 
 def test_ingest_leaves_the_new_moments_waiting_for_a_vector(tmp_path: Path) -> None:
-    """The README: one-shot commands leave new moments queued; 'reindex' embeds them."""
+    """docs/cli.md (once the README): one-shot commands leave new moments queued; 'reindex' embeds them."""
     home, chat = tmp_path / "nb", write_jsonl(tmp_path / "chat.jsonl", MESSAGES)
     code, _, err = run(home, "ingest", str(chat))
     assert code == 0, err

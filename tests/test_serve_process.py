@@ -15,6 +15,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from agent_notebook.privacy.tokens import OWNER_TOKEN_FILE, read_owner_token
+from docs_text import read
 from test_server import ENV, Server, assert_error
 
 
@@ -96,12 +97,13 @@ def test_serve_on_a_taken_port_fails_at_once_and_says_so(tmp_path: Path) -> None
     assert not home.exists()  # it failed before touching the notebook
 
 
-def test_the_readme_server_example_gives_up_when_its_port_is_taken(tmp_path: Path) -> None:
-    """The README's LangGraph-over-HTTP example, with its port taken: it stops with a
-    message instead of waiting forever."""
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    server_section = readme.split("\n## Server", 1)[1].split("\n## ", 1)[0]
-    code = server_section.split("```python\n", 1)[1].split("```", 1)[0]
+def test_the_docs_server_example_gives_up_when_its_port_is_taken(tmp_path: Path) -> None:
+    """The LangGraph-over-HTTP example of docs/server.md, with its port taken: it stops with
+    a message instead of waiting forever."""
+    server_page = read("docs/server.md")  # the README's "Server" section, moved there
+    assert server_page.startswith("# Server\n")
+    code = server_page.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "A LangGraph app over HTTP" in server_page.split(code, 1)[0]
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

@@ -1,4 +1,4 @@
-"""One SQLite home used the way the README shows it: ``serve`` running, and the CLI, an MCP
+"""One SQLite home used the way docs/storage.md shows it: ``serve`` running, and the CLI, an MCP
 client and Python beside it. Every process keeps its SQLite locks, every acknowledged write
 is in the file once, and each process sees the others' writes."""
 
@@ -72,7 +72,7 @@ def test_a_path_to_the_live_database_is_refused_not_opened(tmp_path: Path) -> No
 
 
 def test_serve_and_the_cli_on_one_home_lose_no_acknowledged_write(tmp_path: Path) -> None:
-    """The README's way of working: ``serve`` and CLI commands on one home, alternately."""
+    """The documented way of working (docs/storage.md): ``serve`` and CLI commands on one home, alternately."""
     home = tmp_path / "home"
     server = Server(home, tmp_path / "server.log")
     database = home / "notebook.db"

@@ -1,5 +1,5 @@
 """Strict tooling is part of the suite: ruff (lint and format), mypy --strict, and the
-import contract (import-linter: the layers of the README's "Development" section, declared
+import contract (import-linter: the layers of docs/development.md (once the README's "Development"), declared
 in pyproject.toml)."""
 
 from __future__ import annotations

@@ -166,7 +166,7 @@ def ingest(
     with open_notebook(home, create=True) as nb, progress_bar() as bar:
         task = bar.add_task(f"ingest {file.name}", total=plan.moment_count)
         report = nb.ingest(plan, progress=lambda n: bar.advance(task, n))
-        # The new moments wait for a vector, as after 'record' (see the README).
+        # The new moments wait for a vector, as after 'record' (see docs/cli.md).
         waiting = report.moments_added > 0 and nb.wants_vectors
     stderr.print(ingest_summary(report, file), highlight=False)
     if waiting:

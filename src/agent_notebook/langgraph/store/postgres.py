@@ -386,7 +386,7 @@ TEXT_TABLES: Final = (
 
 def vacuum_full(pool: ConnectionPool[Any], tables: Iterable[str] = TEXT_TABLES) -> None:
     """Rewrite ``tables`` (``VACUUM FULL``) so that scrubbed rows' old versions leave the
-    data files; the WAL and backups keep them until recycled (see the README)."""
+    data files; the WAL and backups keep them until recycled (see docs/storage.md)."""
     with pool.connection() as conn:
         for table in tables:
             found = conn.execute("SELECT to_regclass(%s) AS t", (table,)).fetchone()

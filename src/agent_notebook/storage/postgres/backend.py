@@ -836,7 +836,7 @@ class PostgresBackend(SqlReads):
     def purge(self) -> None:
         """Drop what no row uses, then ``VACUUM FULL`` the tables that held text: each is
         rewritten into new files, so no dead row of old text stays in the database's
-        files (it is still in the WAL and in backups: see the README). The rewrite locks
+        files (it is still in the WAL and in backups: see docs/storage.md). The rewrite locks
         each table for its length: run it when few servers write."""
         with self.atomic():
             self._write("DELETE FROM term_docs WHERE docs <= 0")
