@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 import pg
-from test_postgres_servers import PgServer, cli
+from test_postgres_servers import PgServer, assert_each_acknowledged_write_once, cli
 from waiting import HANG_GUARD_S, wait_until
 
 PG_EXCLUSIVE = True
@@ -145,22 +145,7 @@ def test_clients_lose_nothing_while_a_server_dies_and_postgres_restarts(
         print(f"\n{len(run.acked)} writes acknowledged, {run.unavailable} answers were 503")
 
         with servers[0].client() as api:  # every acknowledged write, exactly once
-            stored: list[tuple[str, str]] = []
-            offset = 0
-            while True:
-                page = api.get("/api/moments", params={"offset": offset, "limit": 1000})
-                assert page.status_code == 200, page.text
-                items = page.json()["items"]
-                stored += [(m["id"], m["content"]["text"]) for m in items]
-                if len(items) < 1000:
-                    break
-                offset += len(items)
-        ids = Counter(mid for mid, _ in stored)
-        texts = Counter(text for _, text in stored)
-        assert all(count == 1 for count in ids.values())
-        for mid, text in run.acked.items():
-            assert ids[mid] == 1 and texts[text] == 1, (mid, text)
-            assert dict(stored)[mid] == text
+            assert_each_acknowledged_write_once(api, run.acked)
     finally:
         for server in servers:
             server.stop()

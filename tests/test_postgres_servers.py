@@ -287,21 +287,27 @@ def test_four_servers_eight_clients_one_killed_lose_nothing(servers: list[PgServ
     assert len(run.acked) > CLIENTS * WRITES_PER_CLIENT // 2
     assert 0 < run.acked_at_kill < len(run.acked)  # killed mid-run; the others went on
 
-    with servers[0].client() as api:  # every acknowledged write, exactly once
-        stored: list[tuple[str, str]] = []
-        offset = 0
-        while True:
-            page = api.get("/api/moments", params={"offset": offset, "limit": 1000})
-            assert page.status_code == 200, page.text
-            items = page.json()["items"]
-            stored += [(m["id"], m["content"]["text"]) for m in items]
-            if len(items) < 1000:
-                break
-            offset += len(items)
+    with servers[0].client() as api:
+        assert_each_acknowledged_write_once(api, run.acked)
+
+
+def assert_each_acknowledged_write_once(api: httpx.Client, acked: dict[str, str]) -> None:
+    """Every acknowledged write (id: text) is stored once, with its text, and no moment
+    number repeats."""
+    stored: list[tuple[str, str]] = []
+    offset = 0
+    while True:
+        page = api.get("/api/moments", params={"offset": offset, "limit": 1000})
+        assert page.status_code == 200, page.text
+        items = page.json()["items"]
+        stored += [(m["id"], m["content"]["text"]) for m in items]
+        if len(items) < 1000:
+            break
+        offset += len(items)
     ids = Counter(mid for mid, _ in stored)
     texts = Counter(text for _, text in stored)
     assert all(count == 1 for count in ids.values())  # moment numbers never repeat
-    for mid, text in run.acked.items():
+    for mid, text in acked.items():
         assert ids[mid] == 1 and texts[text] == 1, (mid, text)
         assert dict(stored)[mid] == text
 
