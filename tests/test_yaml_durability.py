@@ -170,6 +170,22 @@ def test_a_notebook_left_open_settles_a_crashed_batch_before_it_writes(tmp_path:
         assert nb.get_session(sid).stats.moments == 2
 
 
+def test_a_journal_cut_short_while_written_leaves_no_temp_file_after_the_next_batch(
+    tmp_path: Path,
+) -> None:
+    """A crash while the journal itself is written leaves only its temp file (no journal,
+    nothing to recover, no state changed): the next batch of a process that had the notebook
+    open all along removes it."""
+    home = tmp_path / "home"
+    with Notebook.open(home, backend="yaml") as nb:
+        sid = nb.start_session("a journal cut short").id
+        cut_short = home / f".{JOURNAL_FILE}.x8k2abcd.tmp"  # as write_atomic names it
+        cut_short.write_bytes(b'{"format": "agent-notebook-batch-jour')
+        nb.record(sid, "the next batch")
+        assert not list(home.rglob("*.tmp"))
+        assert [m.content.text for m in nb.moments(sid)] == ["the next batch"]
+
+
 def test_a_failed_write_rolls_back_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A write failing part-way (a full disk) leaves the files as they were, at once."""
     root = tmp_path / "yaml"

@@ -59,6 +59,9 @@ class FileBatch:
             raise
 
     def _write_journal(self) -> None:
+        # A crash while an earlier journal was being written left only its temp file (no
+        # journal, nothing to recover); the writers' lock is held, so none is being written.
+        files.remove_temp_files(self.root, {JOURNAL_FILE})
         touched = [path for path, _ in self.writes] + self.deletes
         undo = [{"path": self._relative(p), "old": _old_bytes(p)} for p in touched]
         new_dirs = sorted(
