@@ -34,6 +34,13 @@ BACKENDS = [
 SEALED_KEY = generate_key()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first (in their order), so that on a few cores they overlap the many
+    quick ones rather than run alone at the end; the PostgreSQL restart test among them
+    then finds no other PostgreSQL test to wait for."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if pg._created is not None:
         with pg.sharing_the_server():

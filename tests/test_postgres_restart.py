@@ -101,6 +101,7 @@ class Run:
                 self.check(reader, "search", found, 200)
 
 
+@pytest.mark.slow
 def test_clients_lose_nothing_while_a_server_dies_and_postgres_restarts(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
