@@ -10,10 +10,11 @@ loss without touching the file: it reads the kernel's table, never the database.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+
+from agent_notebook.core import files
 
 PROC_LOCKS = Path("/proc/locks")
 
@@ -22,16 +23,7 @@ def lock_holders(database: Path) -> set[int]:
     """The pids holding a POSIX (``fcntl``) lock on ``database``'s inode."""
     if not PROC_LOCKS.exists():
         pytest.skip("/proc/locks is Linux's; this check needs it")
-    inode = os.stat(database).st_ino
-    holders: set[int] = set()
-    for line in PROC_LOCKS.read_text().splitlines():
-        fields = line.split()
-        if len(fields) < 8 or fields[1] == "->":  # "->": a waiter, not a holder
-            continue
-        kind, pid, device = fields[1], fields[4], fields[5]
-        if kind == "POSIX" and int(device.rsplit(":", 1)[1]) == inode:
-            holders.add(int(pid))
-    return holders
+    return files.lock_holders(database, "POSIX")
 
 
 def assert_holds_its_locks(pid: int, database: Path, who: str) -> None:

@@ -351,7 +351,7 @@ def use_lock(home: Path, *, exclusive: bool) -> files.UseLock:
     path = home / IN_USE_FILE
 
     def busy() -> str:
-        others = sorted(files.flock_holders(path) - {os.getpid()})
+        others = sorted(files.lock_holders(path) - {os.getpid()})
         pids = f" (pid {', '.join(map(str, others))})" if others else ""
         if exclusive:
             return (

@@ -209,9 +209,10 @@ class UseLock:
             self._fd = None
 
 
-def flock_holders(path: Path) -> set[int]:
-    """The pids holding a ``flock`` on ``path`` (from Linux's ``/proc/locks``; empty where
-    there is none): for an error message, never for a decision."""
+def lock_holders(path: Path, kind: str = "FLOCK") -> set[int]:
+    """The pids holding a lock of ``kind`` (``FLOCK``, or ``POSIX`` for ``fcntl`` locks
+    such as SQLite's) on ``path``, from Linux's ``/proc/locks`` (empty where there is none).
+    It reads the kernel's table, never the file."""
     try:
         inode = os.stat(path).st_ino
         table = Path("/proc/locks").read_text()
@@ -219,7 +220,7 @@ def flock_holders(path: Path) -> set[int]:
         return set()
     holders = set()
     for line in table.splitlines():
-        fields = line.split()
-        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].endswith(f":{inode}"):
-            holders.add(int(fields[4]))
+        fields = line.split()  # "1: POSIX ADVISORY READ <pid> <maj:min:inode> <start> <end>"
+        if len(fields) >= 6 and fields[1] == kind and fields[5].endswith(f":{inode}"):
+            holders.add(int(fields[4]))  # waiters ("->") have fields[1] == "->": skipped
     return holders
