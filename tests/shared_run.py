@@ -247,6 +247,8 @@ class Run:
                 assert child.stdout is not None and child.stderr is not None
                 killer: threading.Timer | None = None
                 for line in child.stdout:  # a line is printed after its record returned
+                    if not line.endswith("\n"):
+                        break  # the kill cut its printing short: not acknowledged
                     moment_id, text = line.rstrip("\n").split(" ", 1)
                     self.ledger.ack(moment_id, text, "python")
                     if killer is None:  # killed at a random point once it writes

@@ -151,7 +151,7 @@ def test_serve_and_an_mcp_client_on_one_home(tmp_path: Path) -> None:
 
 #: Seconds of mixed load per run: enough for every front end to write many times and for
 #: each chore (compact, redact, forget, export, two server kills) to land mid-run.
-TORTURE_S = 20.0
+TORTURE_S = 10.0
 
 
 def encrypted_home(tmp_path: Path) -> tuple[Path, Path]:
