@@ -1,20 +1,22 @@
 """Search composed from the backend's primitives: lexical, vector and concept signals,
-fused (see :mod:`.hybrid`), filtered, with priors; every hit says what found it."""
+fused (see :mod:`.hybrid`), filtered, with priors; every hit says what found it.
+
+:meth:`SearchEngine.search` carries out a :class:`.plan.SearchPlan` (what to run, decided
+from the request alone) in named steps: the candidates of each signal, their fusion, the
+spread to neighbours and sessions, relevance, the filters and priors, the order of the head
+and each hit's explanation (the pure ones in :mod:`.ranking`).
+"""
 
 from __future__ import annotations
 
-import functools
 import heapq
 import math
-from collections.abc import Collection
-from dataclasses import dataclass, replace
-from datetime import datetime
-from typing import Literal
+from dataclasses import replace
 
 from ..config import SearchSettings
-from ..core.enrich import STOPWORDS, enrich, identifiers
+from ..core.enrich import enrich, identifiers
 from ..core.lexical import stem, terms, tokenize
-from ..model import Moment, SearchHit, moment_number, normalize_concept, now_utc
+from ..model import SearchHit, moment_number, normalize_concept, now_utc
 from ..storage import MomentBrief, MomentFilter, StorageBackend
 from .hybrid import (
     CONCEPT,
@@ -22,25 +24,18 @@ from .hybrid import (
     LEXICAL,
     LEXICAL_LATEST,
     MEDIA,
-    MEDIA_WEIGHT,
     VECTOR,
     Coverage,
     Fused,
-    cover_query,
     fuse,
     named_speakers,
     neighbour_spread,
-    prior_factors,
     relevance,
     session_evidence,
 )
-from .query import (
-    dialogue_context,
-    dialogue_words,
-    latest_turns,
-    query_dates,
-    speaker_turns,
-)
+from .plan import Mode, SearchPlan, SearchRequest, VectorQuery, plan_search
+from .query import content_words, query_dates
+from .ranking import Ranked, cover_aspects, explained_hit, scored_hits, spread_sessions
 from .semantic import SemanticIndex
 
 __all__ = [
@@ -52,55 +47,12 @@ __all__ = [
     "neighbour_ids",
 ]
 
-Mode = Literal["hybrid", "lexical", "vector"]
 #: A concept in more moments than this says little about any of them; it is not scored.
 MAX_CONCEPT_MOMENTS = 2000
 #: ... but in a small notebook, a concept in this many moments is still scored.
 MIN_CONCEPT_CAP = 10
-#: Query coverage reads this much of each moment's text: a turn whole, a long document by
-#: its opening (a moment may hold a MiB of text; the search must stay a few ms).
-COVERAGE_CHARS = 4000
-#: What the vector signal embeds of a dialogue: its newest words, at most this many (an
-#: embedder cuts a long text's end, and embedding time grows with the length: 96 words are
-#: about 125 of MiniLM's word pieces; a user's last three turns are 33-51 words in the
-#: dialogue dev cases, and LoCoMo's long turns reach 256).
-DIALOGUE_WORDS = 96
-#: ... and of the rest of the dialogue's last turns (``dialogue_context_turns``), at most this
-#: many newest words (in the dialogue dev cases that rest is the other side's three replies
-#: and the user's turn before: 30-60 words).
-CONTEXT_WORDS = 96
-_PUNCTUATION = "\"'`.,;:!?()[]{}<>\u00ab\u00bb\u201c\u201d\u2018"
 
-
-@dataclass(frozen=True, slots=True)
-class SearchRequest:
-    query: str
-    where: MomentFilter
-    limit: int
-    concept: str | None = None
-    exclude: Collection[str] = ()
-    mode: Mode = "hybrid"
-    now: datetime | None = None
-    #: The signature of an example image or audio clip: search by example.
-    example: str | None = None
-    #: Hits less relevant than this (see :func:`.hybrid.relevance`, 0 to 1) are left out.
-    min_score: float = 0.0
-
-
-def content_words(query: str) -> list[str]:
-    """The query's words without stopwords ("what's", "the") and stray letters (the "s"
-    of "Ana's"), as :func:`agent_notebook.core.lexical.tokenize` splits them."""
-    return list(_content_words(query))
-
-
-@functools.lru_cache(maxsize=64)  # one search asks it of the same query several times
-def _content_words(query: str) -> tuple[str, ...]:
-    kept = []
-    for word in query.split():
-        if word.casefold().replace("\u2019", "'").strip(_PUNCTUATION) in STOPWORDS:
-            continue
-        kept += [t for t in tokenize(word) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
-    return tuple(kept)
+Candidates = dict[str, list[tuple[str, float]]]
 
 
 def matches_words(text: str, query: str) -> bool:
@@ -127,129 +79,129 @@ class SearchEngine:
         allowed = self._concept_members(request.concept)
         if allowed is not None and not allowed:
             return []
-        wanted = request.limit + len(request.exclude)
-        pool = max(self.settings.candidates, wanted)
-        ranked: dict[str, list[tuple[str, float]]] = {}
-        # With an example and no words, the media ranking alone (and no priors: a near
-        # copy must not fall behind a far one that is more recent or important).
-        words = request.example is None or bool(request.query.strip())
-        settings = self.settings
-        latest = latest_turns(request.query, settings.latest_turns) if words else None
-        said, lexical_scale = self._dialogue(request) if words else (None, 1.0)
-        if said is not None:
-            request = replace(
-                request, min_score=min(request.min_score, settings.dialogue_min_score)
-            )
-        lexical = words and request.mode in ("hybrid", "lexical") and lexical_scale > 0
-        # Beside a vector signal a match on stopwords alone stays in the lexical ranking, as
-        # weak evidence the vector signal and min_score judge (leave-one-conversation-out
-        # on LoCoMo chose that in hybrid, and dropping them in lexical mode).
-        judged_by_words = request.mode == "lexical" or self.semantic is None
-        drop_stopword_only = lexical and settings.content_match and judged_by_words
-        wanted_content = drop_stopword_only or request.min_score > 0
-        spoken = replace(request, query=dialogue_words(request.query))
-        wordiness = self._wordiness(spoken.query)
-        if wordiness < 1:  # a dialogue: its stopwords say nothing; one search, not two
-            spoken = replace(spoken, query=" ".join(content_words(spoken.query)))
-        # A dialogue read by meaning: sharing some of its many ordinary words makes no
-        # memory relevant (and looking them up at 100k moments costs a lexical search).
-        by_meaning = said is not None and self.semantic is not None and request.mode != "lexical"
-        if by_meaning:
-            content: list[str] | None = []
-        else:
-            content = (
-                self._content_hits(spoken, pool, allowed) if words and wanted_content else None
-            )
-        if lexical:
-            # A query of stopwords only ("what is it") has nothing else to match by.
-            having = content if drop_stopword_only and content_words(spoken.query) else None
-            ranked[LEXICAL] = self._lexical(spoken, pool, allowed, having)
-            if latest is not None and settings.latest_turn_weight > 0:
-                later = replace(request, query=latest)
-                # Its every hit counts as a match (relevance 1): never one on stopwords.
-                if settings.content_match and content_words(latest):
-                    having = self._content_hits(later, pool, allowed)
-                else:
-                    having = None
-                ranked[LEXICAL_LATEST] = self._lexical(later, pool, allowed, having)
-        if words and request.mode in ("hybrid", "vector") and self.semantic is not None:
-            ranked[VECTOR] = self._vector(request, pool, allowed, latest, said)
-        if words and request.mode == "hybrid":
-            ranked[CONCEPT] = self._concepts(request.query, pool, allowed)
-        if words and request.mode != "vector" and settings.date_weight > 0:
-            ranked[DATE] = self._dated(request, pool, allowed)
-        if request.example is not None:
-            ranked[MEDIA] = self._media(request, request.example, pool, allowed)
-        lexical_weight = lexical_scale * (
-            settings.lexical_weight if request.mode != "lexical" else 1.0
-        )
-        weights = {
-            LEXICAL: lexical_weight * wordiness,
-            LEXICAL_LATEST: lexical_weight * settings.latest_turn_weight,
-            VECTOR: settings.vector_weight if request.mode != "vector" else 1.0,
-            CONCEPT: settings.concept_weight,
-            DATE: settings.date_weight,
-            MEDIA: MEDIA_WEIGHT,
-        }
-        fused = fuse(ranked, weights, settings.rrf_k, flat={DATE})
+        plan = plan_search(request, self.settings, self.semantic is not None)
+        content = self._content(plan, allowed)
+        ranked = self._candidates(plan, allowed, content)
+        fused = fuse(ranked, plan.weights, self.settings.rrf_k, flat={DATE})
         # Ranked on briefs; only the moments returned are loaded whole.
         briefs = self._briefs(list(fused))
-        givers = self._spread(fused, briefs) if request.mode == "hybrid" else {}
+        givers = self._spread(fused, briefs) if plan.spread_to_neighbours else {}
+        if plan.session_evidence:
+            self._session_evidence(fused, briefs)
+        relevant = self._relevance(plan, fused, ranked, content, givers, allowed)
+        hits = self._ranked(plan, fused, briefs, relevant, allowed)
+        return self._results(plan, hits, relevant)
+
+    # -- the steps ---------------------------------------------------------------------------
+
+    def _content(self, plan: SearchPlan, allowed: set[int] | None) -> list[str] | None:
+        """The moments having a word of the query other than a stopword, best first (None:
+        not needed, or the lexical ranking itself)."""
+        return self._content_hits(plan.content_query, plan, allowed)
+
+    def _candidates(
+        self, plan: SearchPlan, allowed: set[int] | None, content: list[str] | None
+    ) -> Candidates:
+        """Each signal of the plan's ``(moment id, raw score)`` candidates, best first."""
+        return {signal: self._signal(signal, plan, allowed, content) for signal in plan.signals}
+
+    def _signal(
+        self, signal: str, plan: SearchPlan, allowed: set[int] | None, content: list[str] | None
+    ) -> list[tuple[str, float]]:
+        request, pool = plan.request, plan.pool
+        if signal == LEXICAL:
+            having = content if plan.lexical_by_content else None
+            return self._lexical(self._spoken(plan), pool, allowed, having)
+        if signal == LEXICAL_LATEST:
+            assert plan.latest is not None
+            later = replace(request, query=plan.latest)
+            # Its every hit counts as a match (relevance 1): never one on stopwords.
+            having = self._content_hits(plan.latest_content_query, plan, allowed)
+            return self._lexical(later, pool, allowed, having)
+        if signal == VECTOR:
+            assert plan.vector is not None
+            return self._vector(request, pool, allowed, plan.vector)
+        if signal == CONCEPT:
+            return self._concepts(request.query, pool, allowed)
+        if signal == DATE:
+            return self._dated(request, pool, allowed)
+        assert signal == MEDIA and request.example is not None
+        return self._media(request, request.example, pool, allowed)
+
+    def _session_evidence(self, fused: dict[str, Fused], briefs: dict[str, MomentBrief]) -> None:
+        """Lift the candidates of sessions that hold several (in place)."""
         session_of = {mid: b.session for mid, b in briefs.items() if mid in fused}
-        if words:  # by example alone, the nearest copy comes first, whatever its session
-            session_evidence(fused, session_of, settings.session_share, settings.session_best)
-        relevant: dict[str, float] = {}
-        if words and request.min_score > 0:
-            if content is None:  # every word of the query counts: its lexical ranking
-                found = ranked.get(LEXICAL) or self._lexical(spoken, 2 * pool, allowed)
-                content = [mid for mid, _ in found]
-            relevant = relevance(fused, set(content), givers)
-        now = request.now or now_utc()
-        # A question's named speaker; a dialogue's tags name its speakers in every turn.
-        asking = words and said is None and latest is None
-        named = self._named(request.query, briefs) if asking else set()
-        ranked_hits: list[tuple[float, int, Fused, dict[str, float]]] = []
-        for moment_id, entry in fused.items():
-            brief = briefs.get(moment_id)
-            if brief is None or moment_id in request.exclude or brief.redacted:
-                continue
-            if not request.where.matches(brief):
-                continue
-            if allowed is not None and brief.number not in allowed:
-                continue
-            if relevant.get(moment_id, 1.0) < request.min_score:
-                continue
-            factors = prior_factors(brief, now, self.settings) if words else {}
-            if brief.speaker in named:
-                factors["speaker"] = 1 + settings.speaker_bonus
-            score = entry.score * math.prod(factors.values())
-            ranked_hits.append((score, brief.number, entry, factors))
-        ranked_hits.sort(key=lambda h: (-h[0], h[1]))
-        if settings.session_decay < 1:
-            ranked_hits = _spread_sessions(
-                ranked_hits, briefs, settings.session_decay, settings.session_free, request.limit
-            )
-        asked = self._aspects(spoken.query) if words and latest is None else []
-        shown = max(request.limit, settings.coverage_window) if asked else request.limit
-        window = ranked_hits[:shown]
-        moments = {m.number: m for m in self.backend.get_moments([f"m_{h[1]}" for h in window])}
+        settings = self.settings
+        session_evidence(fused, session_of, settings.session_share, settings.session_best)
+
+    def _relevance(
+        self,
+        plan: SearchPlan,
+        fused: dict[str, Fused],
+        ranked: Candidates,
+        content: list[str] | None,
+        givers: dict[str, list[str]],
+        allowed: set[int] | None,
+    ) -> dict[str, float]:
+        """Each candidate's relevance (see :func:`.hybrid.relevance`) when the plan judges
+        it; else none."""
+        if not plan.judge_relevance:
+            return {}
+        if content is None:  # every word of the query counts: its lexical ranking
+            found = ranked.get(LEXICAL) or self._lexical(self._spoken(plan), 2 * plan.pool, allowed)
+            content = [mid for mid, _ in found]
+        return relevance(fused, set(content), givers)
+
+    def _ranked(
+        self,
+        plan: SearchPlan,
+        fused: dict[str, Fused],
+        briefs: dict[str, MomentBrief],
+        relevant: dict[str, float],
+        allowed: set[int] | None,
+    ) -> list[Ranked]:
+        """The candidates within the filters, scored with the priors, best first (the head
+        spread over sessions when the plan says so)."""
+        request, settings = plan.request, self.settings
+        hits = scored_hits(
+            fused,
+            briefs,
+            where=request.where,
+            exclude=request.exclude,
+            allowed=allowed,
+            relevant=relevant,
+            min_score=request.min_score,
+            priors=plan.priors,
+            named=self._named(request.query, briefs) if plan.name_speakers else set(),
+            now=request.now or now_utc(),
+            settings=settings,
+        )
+        if plan.spread_sessions:
+            decay, free = settings.session_decay, settings.session_free
+            hits = spread_sessions(hits, briefs, decay, free, plan.limit)
+        return hits
+
+    def _results(
+        self, plan: SearchPlan, hits: list[Ranked], relevant: dict[str, float]
+    ) -> list[SearchHit]:
+        """The head of ``hits``, loaded whole, reordered by the aspects of the question it
+        covers (when the plan has them) and explained."""
+        window = hits[: plan.shown]
+        wanted = [f"m_{h.number}" for h in window]
+        moments = {m.number: m for m in self.backend.get_moments(wanted)}
         coverage: dict[int, Coverage] = {}
-        if asked:  # the best coverage_window, whatever the limit: the same head for any
-            covered = settings.coverage_window
-            reordered, coverage = _cover_aspects(window[:covered], moments, asked, settings)
-            window = reordered + window[covered:]
-        head = window[: request.limit]
-        return [
-            self._hit(
-                moments[number],
-                score,
-                entry,
-                factors,
-                relevant.get(f"m_{number}"),
-                coverage.get(number),
+        if plan.aspects:  # the best coverage_window, whatever the limit: the same head for any
+            covered = self.settings.coverage_window
+            reordered, coverage = cover_aspects(
+                window[:covered], moments, plan.aspects, self.settings
             )
-            for score, number, entry, factors in head
-            if number in moments  # gone since it was ranked (archived, say)
+            window = reordered + window[covered:]
+        return [
+            explained_hit(
+                moments[hit.number], hit, relevant.get(f"m_{hit.number}"), coverage.get(hit.number)
+            )
+            for hit in window[: plan.limit]
+            if hit.number in moments  # gone since it was ranked (archived, say)
         ]
 
     # -- the signals -------------------------------------------------------------------------
@@ -272,99 +224,47 @@ class SearchEngine:
             found = [(mid, s) for mid, s in found if mid in having]
         return found
 
-    def _dialogue(self, request: SearchRequest) -> tuple[str | None, float]:
-        """For a speaker-tagged dialogue, what the user said lately (``dialogue_turns``: the
-        vector signal reads it alone) and the scale of the lexical signals' weights
-        (``dialogue_lexical_weight`` beside a vector signal; 0: not ranked at all); for
-        any other query, None and 1."""
-        settings = self.settings
-        said = speaker_turns(
-            request.query, settings.dialogue_speaker, settings.dialogue_turns, DIALOGUE_WORDS
-        )
-        if said is None or request.mode != "hybrid" or self.semantic is None:
-            return said, 1.0
-        return said, settings.dialogue_lexical_weight
+    @staticmethod
+    def _spoken(plan: SearchPlan) -> SearchRequest:
+        """The request as the lexical signal reads it (see ``SearchPlan.spoken``)."""
+        return replace(plan.request, query=plan.spoken)
 
-    def _aspects(self, query: str) -> list[str]:
-        """The stems a question asks about, for :func:`.hybrid.cover_query`: its words
-        that are not stopwords, when it has two to ``long_query_terms`` of them (a long
-        query, like a dialogue so far, is not a list of things asked)."""
-        if self.settings.coverage_gain <= 0:
+    def _content_hits(
+        self, query: str | None, plan: SearchPlan, allowed: set[int] | None
+    ) -> list[str] | None:
+        """The moments the lexical search for ``query`` (the words of a query other than
+        stopwords; see ``SearchPlan.content_query``) finds, best first; "" finds none,
+        None is no list."""
+        if query is None:
+            return None
+        if not query:
             return []
-        asked = list(dict.fromkeys(stem(word) for word in content_words(query)))
-        longest = self.settings.long_query_terms
-        return asked if len(asked) >= 2 and (not longest or len(asked) <= longest) else []
+        plain = SearchRequest(query, plan.request.where, plan.request.limit)
+        return [mid for mid, _ in self._lexical(plain, 2 * plan.pool, allowed)]
 
     def _named(self, query: str, briefs: dict[str, MomentBrief]) -> set[str]:
         """The speakers of the candidates that ``query`` names, for ``speaker_bonus``."""
-        if self.settings.speaker_bonus <= 0:
-            return set()
         return named_speakers(tokenize(query), {b.speaker for b in briefs.values()})
-
-    def _wordiness(self, query: str) -> float:
-        """The whole query's lexical weight, 1 for a question: a dialogue-long query matches
-        a moment by a few of its many ordinary words, which says little of what it is
-        about (its latest turns are ranked on their own for their words)."""
-        longest = self.settings.long_query_terms
-        distinct = len({stem(word) for word in content_words(query)})
-        return 1.0 if not longest or distinct <= longest else longest / distinct
-
-    def _content_hits(
-        self, request: SearchRequest, pool: int, allowed: set[int] | None
-    ) -> list[str] | None:
-        """The moments that have a word of the query other than a stopword ("the door code"
-        matches many moments by "the"), best first, or None when every word of the query
-        is one (the lexical ranking itself is that list then). The lexical ranking keeps
-        the stopwords (BM25 ranks better with them), so the other words are looked up once
-        more for this."""
-        words = content_words(request.query)
-        if not words:
-            return []
-        if words == tokenize(request.query):
-            return None
-        plain = SearchRequest(" ".join(words), request.where, request.limit)
-        return [mid for mid, _ in self._lexical(plain, 2 * pool, allowed)]
 
     def _vector(
         self,
         request: SearchRequest,
         pool: int,
         allowed: set[int] | None,
-        latest: str | None = None,
-        said: str | None = None,
+        vector: VectorQuery,
     ) -> list[tuple[str, float]]:
-        """Moments nearest the query by meaning; a dialogue's by what the user ``said``
-        lately and, weighing less, the exchange around it (see ``dialogue_turns`` and
-        ``dialogue_context_turns``), another query of several lines by the whole and its
-        ``latest`` turns."""
+        """Moments nearest the plan's ``vector`` query by meaning (see
+        :class:`.plan.VectorQuery`), within the filters."""
         assert self.semantic is not None
         restrict = self._restrict(request, allowed)
         if restrict is not None and not restrict:
             return []
-        if said is not None:
-            settings = self.settings
-            context = None
-            if settings.dialogue_context_weight > 0:
-                context = dialogue_context(
-                    request.query,
-                    settings.dialogue_speaker,
-                    settings.dialogue_turns,
-                    settings.dialogue_context_turns,
-                    CONTEXT_WORDS,
-                )
-            return self.semantic.search(
-                said,
-                pool,
-                allowed=restrict,
-                latest=context,
-                latest_weight=settings.dialogue_context_weight,
-            )
         return self.semantic.search(
-            request.query,
+            vector.text,
             pool,
             allowed=restrict,
-            latest=latest,
-            latest_weight=self.settings.latest_turn_weight,
+            latest=vector.latest,
+            latest_weight=vector.latest_weight,
         )
 
     def _dated(
@@ -482,91 +382,3 @@ class SearchEngine:
                 for receiver in receivers:
                     givers.setdefault(receiver, []).append(giver)
         return givers
-
-    @staticmethod
-    def _hit(
-        moment: Moment,
-        score: float,
-        entry: Fused,
-        factors: dict[str, float],
-        relevant: float | None,
-        coverage: Coverage | None = None,
-    ) -> SearchHit:
-        moved = {} if coverage is None else coverage.explain()
-        explain = {
-            **({} if relevant is None else {"relevance": relevant}),
-            "fused": entry.score,
-            **{f"{name}_share": share for name, share in entry.shares().items()},
-            **{f"{name}_rank": float(s.rank) for name, s in entry.signals.items()},
-            **{f"{name}_raw": s.raw for name, s in entry.signals.items()},
-            **{f"{name}_prior": f for name, f in factors.items()},
-            **{f"{name}_gain": g for name, g in entry.gains.items()},
-            **moved,
-        }
-        covered = [] if coverage is None else coverage.words
-        return SearchHit(moment=moment, score=score, explain=explain, covered=covered)
-
-
-def _cover_aspects(
-    hits: list[tuple[float, int, Fused, dict[str, float]]],
-    moments: dict[int, Moment],
-    asked: list[str],
-    settings: SearchSettings,
-) -> tuple[list[tuple[float, int, Fused, dict[str, float]]], dict[int, Coverage]]:
-    """``hits`` (best first) reordered by :func:`.hybrid.cover_query` over the stems
-    ``asked``, each weighing ``log(1 + hits / hits having it) ** coverage_idf_power``: a
-    word most of the candidates have says nothing new (a speaker's name), a word only one
-    has is what the others miss; and, by moment number, what the step did to each."""
-    wanted = set(asked)
-    covers = [
-        wanted.intersection(terms(moments[n].content.text[:COVERAGE_CHARS]))
-        if n in moments
-        else set()
-        for _, n, _, _ in hits
-    ]
-    having = {word: sum(word in c for c in covers) for word in asked}
-    power = settings.coverage_idf_power
-    weights = {w: math.log(1 + len(hits) / n) ** power for w, n in having.items() if n}
-    order = cover_query(
-        [h[0] for h in hits],
-        covers,
-        weights,
-        settings.coverage_gain,
-        len(hits),
-        settings.coverage_residual,
-    )
-    done = {
-        hits[i][1]: Coverage(i + 1, after + 1, [w for w in asked if w in covers[i]])
-        for after, i in enumerate(order)
-    }
-    return [hits[i] for i in order], done
-
-
-def _spread_sessions(
-    hits: list[tuple[float, int, Fused, dict[str, float]]],
-    briefs: dict[str, MomentBrief],
-    decay: float,
-    free: int,
-    limit: int,
-) -> list[tuple[float, int, Fused, dict[str, float]]]:
-    """``hits`` (best first) reordered so that, past the first ``free`` hits of a session,
-    each hit's score counts ``decay`` less for every further better hit of its session
-    already taken: the head of the results spans sessions, as the evidence of a question
-    often does, without breaking up a session's few best turns. Lazy greedy: a hit is
-    re-scored when popped."""
-    taken: dict[str, int] = {}
-    heap = [(-score, number, 0, i) for i, (score, number, _, _) in enumerate(hits)]
-    heapq.heapify(heap)
-    order: list[int] = []
-    while heap and len(order) < limit:
-        _, number, seen, i = heapq.heappop(heap)
-        session = briefs[f"m_{number}"].session
-        now_seen = taken.get(session, 0)
-        if now_seen != seen:  # its session gained hits since it was scored
-            factor = decay ** max(0, now_seen - free + 1)
-            heapq.heappush(heap, (-hits[i][0] * factor, number, now_seen, i))
-            continue
-        order.append(i)
-        taken[session] = now_seen + 1
-    chosen = set(order)
-    return [hits[i] for i in order] + [h for i, h in enumerate(hits) if i not in chosen]

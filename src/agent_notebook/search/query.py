@@ -8,14 +8,17 @@ ones'.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
-from ..core.enrich import identifiers
+from ..core.enrich import STOPWORDS, identifiers
+from ..core.lexical import tokenize
 
 __all__ = [
     "DateSpan",
+    "content_words",
     "dialogue_context",
     "dialogue_words",
     "latest_turns",
@@ -27,6 +30,25 @@ __all__ = [
 
 #: "Ana: ..." or "[User] ...": who speaks, at the start of a turn.
 _SPEAKER_TAG = re.compile(r"^(?:[^\W\d][\w .'-]{0,30}:|\[[^\]\n]{1,30}\])\s+")
+
+
+_PUNCTUATION = "\"'`.,;:!?()[]{}<>\u00ab\u00bb\u201c\u201d\u2018"
+
+
+def content_words(query: str) -> list[str]:
+    """The query's words without stopwords ("what's", "the") and stray letters (the "s"
+    of "Ana's"), as :func:`agent_notebook.core.lexical.tokenize` splits them."""
+    return list(_content_words(query))
+
+
+@functools.lru_cache(maxsize=64)  # one search asks it of the same query several times
+def _content_words(query: str) -> tuple[str, ...]:
+    kept = []
+    for word in query.split():
+        if word.casefold().replace("\u2019", "'").strip(_PUNCTUATION) in STOPWORDS:
+            continue
+        kept += [t for t in tokenize(word) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
+    return tuple(kept)
 
 
 def turns(query: str) -> list[str]:

@@ -1,0 +1,167 @@
+"""From fused candidates to the hits a search returns (pure, no I/O): the filters and
+priors that score each candidate, the spread of the head over sessions, the reordering by
+the aspects of the question a hit covers, and each hit's explanation."""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Collection, Mapping
+from datetime import datetime
+from typing import NamedTuple
+
+from ..config import SearchSettings
+from ..core.lexical import terms
+from ..model import Moment, SearchHit
+from ..storage import MomentBrief, MomentFilter
+from .hybrid import Coverage, Fused, cover_query, prior_factors
+
+__all__ = [
+    "COVERAGE_CHARS",
+    "Ranked",
+    "cover_aspects",
+    "explained_hit",
+    "scored_hits",
+    "spread_sessions",
+]
+
+#: Query coverage reads this much of each moment's text: a turn whole, a long document by
+#: its opening (a moment may hold a MiB of text; the search must stay a few ms).
+COVERAGE_CHARS = 4000
+
+
+class Ranked(NamedTuple):
+    """A candidate that passed the filters: its final score, moment number, fusion entry
+    and prior factors (name: multiplier)."""
+
+    score: float
+    number: int
+    entry: Fused
+    factors: dict[str, float]
+
+
+def scored_hits(
+    fused: Mapping[str, Fused],
+    briefs: Mapping[str, MomentBrief],
+    *,
+    where: MomentFilter,
+    exclude: Collection[str],
+    allowed: set[int] | None,
+    relevant: Mapping[str, float],
+    min_score: float,
+    priors: bool,
+    named: Collection[str],
+    now: datetime,
+    settings: SearchSettings,
+) -> list[Ranked]:
+    """The candidates within the filters (``where``, not in ``exclude``, not redacted, of
+    the concept ``allowed``, at least ``min_score`` relevant), each fused score times its
+    priors and a bonus when its speaker is ``named``: best first, ties by moment number."""
+    ranked: list[Ranked] = []
+    for moment_id, entry in fused.items():
+        brief = briefs.get(moment_id)
+        if brief is None or moment_id in exclude or brief.redacted:
+            continue
+        if not where.matches(brief):
+            continue
+        if allowed is not None and brief.number not in allowed:
+            continue
+        if relevant.get(moment_id, 1.0) < min_score:
+            continue
+        factors = prior_factors(brief, now, settings) if priors else {}
+        if brief.speaker in named:
+            factors["speaker"] = 1 + settings.speaker_bonus
+        score = entry.score * math.prod(factors.values())
+        ranked.append(Ranked(score, brief.number, entry, factors))
+    ranked.sort(key=lambda h: (-h[0], h[1]))
+    return ranked
+
+
+def spread_sessions(
+    hits: list[Ranked],
+    briefs: Mapping[str, MomentBrief],
+    decay: float,
+    free: int,
+    limit: int,
+) -> list[Ranked]:
+    """``hits`` (best first) reordered so that, past the first ``free`` hits of a session,
+    each hit's score counts ``decay`` less for every further better hit of its session
+    already taken: the head of the results spans sessions, as the evidence of a question
+    often does, without breaking up a session's few best turns. Lazy greedy: a hit is
+    re-scored when popped."""
+    taken: dict[str, int] = {}
+    heap = [(-score, number, 0, i) for i, (score, number, _, _) in enumerate(hits)]
+    heapq.heapify(heap)
+    order: list[int] = []
+    while heap and len(order) < limit:
+        _, number, seen, i = heapq.heappop(heap)
+        session = briefs[f"m_{number}"].session
+        now_seen = taken.get(session, 0)
+        if now_seen != seen:  # its session gained hits since it was scored
+            factor = decay ** max(0, now_seen - free + 1)
+            heapq.heappush(heap, (-hits[i][0] * factor, number, now_seen, i))
+            continue
+        order.append(i)
+        taken[session] = now_seen + 1
+    chosen = set(order)
+    return [hits[i] for i in order] + [h for i, h in enumerate(hits) if i not in chosen]
+
+
+def cover_aspects(
+    hits: list[Ranked],
+    moments: Mapping[int, Moment],
+    asked: tuple[str, ...],
+    settings: SearchSettings,
+) -> tuple[list[Ranked], dict[int, Coverage]]:
+    """``hits`` (best first) reordered by :func:`.hybrid.cover_query` over the stems
+    ``asked``, each weighing ``log(1 + hits / hits having it) ** coverage_idf_power``: a
+    word most of the candidates have says nothing new (a speaker's name), a word only one
+    has is what the others miss; and, by moment number, what the step did to each."""
+    wanted = set(asked)
+    covers = [
+        wanted.intersection(terms(moments[n].content.text[:COVERAGE_CHARS]))
+        if n in moments
+        else set()
+        for _, n, _, _ in hits
+    ]
+    having = {word: sum(word in c for c in covers) for word in asked}
+    power = settings.coverage_idf_power
+    weights = {w: math.log(1 + len(hits) / n) ** power for w, n in having.items() if n}
+    order = cover_query(
+        [h[0] for h in hits],
+        covers,
+        weights,
+        settings.coverage_gain,
+        len(hits),
+        settings.coverage_residual,
+    )
+    done = {
+        hits[i][1]: Coverage(i + 1, after + 1, [w for w in asked if w in covers[i]])
+        for after, i in enumerate(order)
+    }
+    return [hits[i] for i in order], done
+
+
+def explained_hit(
+    moment: Moment,
+    hit: Ranked,
+    relevant: float | None,
+    coverage: Coverage | None = None,
+) -> SearchHit:
+    """The hit for ``moment``, its ``explain`` saying what found it and what moved it:
+    relevance, the fused score with each signal's share, rank and raw score, the priors,
+    the gains from neighbours and sessions, the coverage step's move."""
+    entry = hit.entry
+    moved = {} if coverage is None else coverage.explain()
+    explain = {
+        **({} if relevant is None else {"relevance": relevant}),
+        "fused": entry.score,
+        **{f"{name}_share": share for name, share in entry.shares().items()},
+        **{f"{name}_rank": float(s.rank) for name, s in entry.signals.items()},
+        **{f"{name}_raw": s.raw for name, s in entry.signals.items()},
+        **{f"{name}_prior": f for name, f in hit.factors.items()},
+        **{f"{name}_gain": g for name, g in entry.gains.items()},
+        **moved,
+    }
+    covered = [] if coverage is None else coverage.words
+    return SearchHit(moment=moment, score=hit.score, explain=explain, covered=covered)
