@@ -14,44 +14,45 @@ numbers (the ``N`` of ``m_N``); scores are cosine similarities.
 * The matrix is kept in both modes: scores are always recomputed from it, and a search
   restricted to a small ``allowed`` set scores just those vectors exactly.
 
-:meth:`VectorIndex.save` writes a real faiss file (``IndexIDMap2`` over ``IndexFlatIP`` or
-``IndexHNSWFlat``, readable with ``faiss.read_index``; stale entries carry the id -1, faiss's
-"no result") and a JSON sidecar with the model, dimension and checksum, so :meth:`load` can
-refuse a file made for another model and detect a damaged one.
+:meth:`VectorIndex.save` writes a real faiss file and a JSON sidecar with the model,
+dimension and checksum (:mod:`.vector_files`), so :meth:`load` can refuse a file made for
+another model and detect a damaged one. The graph itself is :mod:`.hnsw`'s.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
-import hashlib
-import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Collection, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..core.files import write_atomic
-from ..errors import CorruptFile, InvalidInput, MissingDependency
+from ..errors import InvalidInput
+from .hnsw import (
+    FloatMatrix,
+    Graph,
+    Keys,
+    faiss_available,
+    grown,
+    import_faiss,
+    new_hnsw,
+)
+from .vector_files import read_index_files, serialized, write_index_files
 
 __all__ = ["EXACT_LIMIT", "VectorIndex"]
 
 #: At or below this many vectors a search is exact; above it, approximate (HNSW).
 EXACT_LIMIT: Final = 50_000
-#: HNSW graph degree (faiss ``M``) and search breadth (``efSearch``).
-HNSW_M: Final = 32
+#: HNSW search breadth (faiss ``efSearch``; the graph's degree is :data:`.hnsw.HNSW_M`).
 EF_SEARCH: Final = 128
 #: An ``allowed`` set this small (or within 4 x k) is scored exactly even in approximate mode.
 SMALL_ALLOWED: Final = 20_000
-#: The HNSW graph is rebuilt once this fraction of its entries is stale.
-STALE_FRACTION: Final = 0.10
 #: Vectors per faiss call while building in the background (the granularity of stopping).
 BUILD_CHUNK: Final = 2048
 #: Changes made during a build that are replayed while holding the lock, at most.
@@ -59,32 +60,8 @@ FINAL_REPLAY: Final = 64
 #: An upsert whose vector has at least this cosine with the old one keeps its graph entry
 #: (re-adding the same text's vector, as float16 from the store, is not a change).
 SAME_VECTOR: Final = 1.0 - 1e-4
-FORMAT: Final = 1
 
 log = logging.getLogger(__name__)
-
-_FloatMatrix = NDArray[np.float32]
-_Keys = NDArray[np.int64]
-
-
-def _import_faiss() -> Any:
-    try:
-        import faiss
-    except ImportError as err:
-        raise MissingDependency("vector index files", package="faiss-cpu") from err
-    return faiss
-
-
-def _faiss_available() -> bool:
-    try:
-        _import_faiss()
-    except MissingDependency:
-        return False
-    return True
-
-
-def _new_hnsw(faiss: Any, dim: int) -> Any:
-    return faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
 
 
 def _top(scores: NDArray[np.float32], k: int) -> NDArray[np.intp]:
@@ -93,54 +70,6 @@ def _top(scores: NDArray[np.float32], k: int) -> NDArray[np.intp]:
         return np.argsort(-scores, kind="stable")
     part = np.argpartition(-scores, k - 1)[:k]
     return part[np.argsort(-scores[part], kind="stable")]
-
-
-def _grown(array: NDArray[Any], needed: int) -> NDArray[Any]:
-    """``array`` with room for ``needed`` rows; capacity doubles so appends stay O(1)."""
-    if needed <= array.shape[0]:
-        return array
-    capacity = max(needed, 2 * array.shape[0], 1024)
-    bigger = np.empty((capacity, *array.shape[1:]), dtype=array.dtype)
-    bigger[: array.shape[0]] = array
-    return bigger
-
-
-class _Graph:
-    """An HNSW graph whose entries (faiss labels 0..ntotal-1) map to keys; -1 marks stale."""
-
-    def __init__(self, hnsw: Any, labels: _Keys, owner: Any = None) -> None:
-        self.hnsw = hnsw
-        self.owner = owner  # keeps a loaded IndexIDMap2, which owns ``hnsw``, alive
-        self.labels = labels  # capacity >= ntotal
-        live = labels[: self.ntotal]
-        self.label_of: dict[int, int] = {
-            key: label for label, key in enumerate(live.tolist()) if key >= 0
-        }
-        self.stale = int(live.size - len(self.label_of))
-
-    @property
-    def ntotal(self) -> int:
-        return int(self.hnsw.ntotal)
-
-    def retire(self, keys: Iterable[int]) -> None:
-        for key in keys:
-            label = self.label_of.pop(key, None)
-            if label is not None:
-                self.labels[label] = -1
-                self.stale += 1
-
-    def append(self, keys: _Keys, vectors: _FloatMatrix) -> None:
-        """Add entries for keys that have none (callers retire the old entry first)."""
-        if not keys.size:
-            return
-        start = self.ntotal
-        self.hnsw.add(np.ascontiguousarray(vectors, dtype=np.float32))
-        self.labels = _grown(self.labels, start + keys.size)
-        self.labels[start : start + keys.size] = keys
-        self.label_of.update(zip(keys.tolist(), range(start, start + keys.size), strict=True))
-
-    def too_stale(self) -> bool:
-        return self.stale > STALE_FRACTION * self.ntotal
 
 
 # Background builds are stopped (between chunks) at interpreter exit, so faiss is never
@@ -173,11 +102,11 @@ class VectorIndex:
         self.exact_limit = exact_limit
         self._lock = threading.RLock()
         self._save_lock = threading.Lock()
-        self._matrix: _FloatMatrix = np.empty((0, dim), dtype=np.float32)
-        self._keys: _Keys = np.empty(0, dtype=np.int64)
+        self._matrix: FloatMatrix = np.empty((0, dim), dtype=np.float32)
+        self._keys: Keys = np.empty(0, dtype=np.int64)
         self._rows: dict[int, int] = {}  # key -> row of _matrix / _keys
         self._n = 0
-        self._graph: _Graph | None = None
+        self._graph: Graph | None = None
         # Keys changed while a graph is built in the background, replayed into it after.
         self._dirty: set[int] | None = None
         self._stop = threading.Event()
@@ -270,9 +199,9 @@ class VectorIndex:
         return list(zip(self._keys[picked].tolist(), scores[best].tolist(), strict=True))
 
     def _search_graph(
-        self, graph: _Graph, q: NDArray[np.float32], k: int, rows: NDArray[np.int64] | None
+        self, graph: Graph, q: NDArray[np.float32], k: int, rows: NDArray[np.int64] | None
     ) -> list[tuple[int, float]]:
-        faiss = _import_faiss()
+        faiss = import_faiss()
         ntotal = graph.ntotal
         mask: NDArray[np.bool_] | None
         if rows is not None:
@@ -330,8 +259,8 @@ class VectorIndex:
             count = int(fresh.sum())
             if count:
                 n = self._n
-                self._matrix = _grown(self._matrix, n + count)
-                self._keys = _grown(self._keys, n + count)
+                self._matrix = grown(self._matrix, n + count)
+                self._keys = grown(self._keys, n + count)
                 self._matrix[n : n + count] = matrix[fresh]
                 self._keys[n : n + count] = key_array[fresh]
                 rows.update(zip(key_array[fresh].tolist(), range(n, n + count), strict=True))
@@ -346,7 +275,7 @@ class VectorIndex:
 
     def _check_batch(
         self, keys: Sequence[int], vectors: NDArray[np.float32]
-    ) -> tuple[_Keys, _FloatMatrix]:
+    ) -> tuple[Keys, FloatMatrix]:
         key_array = np.asarray(keys)
         if key_array.size == 0:
             key_array = key_array.astype(np.int64)
@@ -418,7 +347,7 @@ class VectorIndex:
             return  # a build is running, or failed: stay as we are
         graph = self._graph
         if graph is None:
-            if self._n > self.exact_limit and _faiss_available():
+            if self._n > self.exact_limit and faiss_available():
                 self._start_build()
         elif graph.too_stale():
             if self._n <= self.exact_limit:
@@ -438,13 +367,13 @@ class VectorIndex:
         with _builds_lock:  # before the thread can end: its exit waits for our lock
             _builds[thread] = self._stop
 
-    def _build(self, keys: _Keys, matrix: _FloatMatrix) -> None:
+    def _build(self, keys: Keys, matrix: FloatMatrix) -> None:
         """Build a graph from a snapshot without the lock, replay what changed meanwhile,
         then swap it in. Runs on its own thread."""
         done = False
         try:
-            faiss = _import_faiss()
-            graph = _Graph(_new_hnsw(faiss, self.dim), np.empty(0, dtype=np.int64))
+            faiss = import_faiss()
+            graph = Graph(new_hnsw(faiss, self.dim), np.empty(0, dtype=np.int64))
             for start in range(0, keys.size, BUILD_CHUNK):
                 if self._stop.is_set():
                     return
@@ -478,7 +407,7 @@ class VectorIndex:
             with _builds_lock:
                 _builds.pop(threading.current_thread(), None)
 
-    def _take_changes(self) -> tuple[list[int], _Keys, _FloatMatrix]:
+    def _take_changes(self) -> tuple[list[int], Keys, FloatMatrix]:
         """The keys changed since the last call, and the current vectors of those still
         here. Called with the lock held."""
         assert self._dirty is not None
@@ -489,11 +418,11 @@ class VectorIndex:
         return changed, present, vectors.reshape(-1, self.dim)
 
     @staticmethod
-    def _apply(graph: _Graph, changed: list[int], present: _Keys, vectors: _FloatMatrix) -> None:
+    def _apply(graph: Graph, changed: list[int], present: Keys, vectors: FloatMatrix) -> None:
         graph.retire(changed)
         graph.append(present, vectors)
 
-    def _replay(self, graph: _Graph) -> None:
+    def _replay(self, graph: Graph) -> None:
         self._apply(graph, *self._take_changes())
 
     # -- files -------------------------------------------------------------------------------
@@ -509,42 +438,15 @@ class VectorIndex:
             self._maybe_rebuild()
 
     def save(self, path: Path) -> None:
-        """Write the index to ``path`` and its sidecar ``<path>.json``, each atomically and
-        owner-only.
-
-        The sidecar goes first and comes back last: a crash in between leaves an index file
-        without a sidecar, which :meth:`load` treats as absent (rebuild), never as a pair
-        that does not belong together.
-        """
-        faiss = _import_faiss()
+        """Write the index to ``path`` and its sidecar ``<path>.json`` (see
+        :mod:`.vector_files`)."""
         with self._lock:
-            if self._graph is not None:
-                graph = self._graph
-                index = faiss.IndexIDMap2(_new_hnsw(faiss, self.dim))
-                index.index = graph.hnsw  # wrap the live graph; -1 ids are its stale entries
-                index.ntotal = graph.ntotal
-                faiss.copy_array_to_vector(graph.labels[: graph.ntotal], index.id_map)
-            else:
-                index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
-                index.add_with_ids(self._matrix[: self._n], self._keys[: self._n])
-            serialized = faiss.serialize_index(index)
+            data = serialized(self.dim, self._graph, self._matrix[: self._n], self._keys[: self._n])
             count = self._n
-        del index
-        data = serialized.tobytes()
-        del serialized
-        sidecar = {
-            "format": FORMAT,
-            "model_id": self.model_id,
-            "dim": self.dim,
-            "count": count,
-            "bytes": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(),
-        }
+        data_bytes = data.tobytes()
+        del data
         with self._save_lock:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(_sidecar(path))
-            write_atomic(path, data)
-            write_atomic(_sidecar(path), (json.dumps(sidecar, indent=2) + "\n").encode())
+            write_index_files(path, data_bytes, model_id=self.model_id, dim=self.dim, count=count)
 
     @classmethod
     def load(
@@ -555,71 +457,18 @@ class VectorIndex:
 
         Raises :class:`CorruptFile` when the file is damaged.
         """
-        faiss = _import_faiss()
-        meta_path = _sidecar(path)
-        try:
-            data = path.read_bytes()
-            meta_text = meta_path.read_bytes()
-        except FileNotFoundError:
+        saved = read_index_files(path, model_id=model_id, dim=dim)
+        if saved is None:
             return None
-        except OSError as err:
-            raise CorruptFile(path, f"cannot be read ({err.strerror}){_REBUILD}") from err
-        try:
-            meta = json.loads(meta_text)
-            if not isinstance(meta, dict):
-                raise ValueError("not a JSON object")
-            saved_model, saved_dim, count = meta["model_id"], meta["dim"], meta["count"]
-            size, digest = meta["bytes"], meta["sha256"]
-        except (ValueError, KeyError, TypeError) as err:
-            raise CorruptFile(meta_path, f"is not a vector index description{_REBUILD}") from err
-        if meta.get("format") != FORMAT or saved_model != model_id or saved_dim != dim:
-            return None
-        if len(data) != size or hashlib.sha256(data).hexdigest() != digest:
-            raise CorruptFile(path, f"does not match its checksum in {meta_path.name}{_REBUILD}")
-        try:
-            # deserialize_index returns the concrete class; the object owns ``inner``
-            index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
-            del data
-            if not isinstance(index, faiss.IndexIDMap2):
-                raise ValueError(f"an {type(index).__name__}, not an IndexIDMap2")
-            inner = faiss.downcast_index(index.index)
-            hnsw = isinstance(inner, faiss.IndexHNSWFlat)
-            if not (hnsw or isinstance(inner, faiss.IndexFlatIP)):
-                raise ValueError(f"an IndexIDMap2 over {type(inner).__name__}")
-            ids = faiss.vector_to_array(index.id_map).astype(np.int64)
-            live = ids >= 0
-            if (
-                index.d != dim
-                or index.ntotal != ids.size
-                or inner.metric_type != faiss.METRIC_INNER_PRODUCT
-                or ids.size != inner.ntotal
-                or int(live.sum()) != count
-                or np.unique(ids[live]).size != count
-                or (count and int(ids[live].min()) < 1)
-                or (not hnsw and not live.all())
-            ):
-                raise ValueError("inconsistent contents")
-            vectors = inner.reconstruct_n(0, inner.ntotal) if inner.ntotal else None
-        except (RuntimeError, ValueError, AttributeError) as err:
-            raise CorruptFile(path, f"is not a valid vector index ({err}){_REBUILD}") from err
+        count = saved.count
         self = cls(dim, model_id, exact_limit=exact_limit)
-        if vectors is not None:
-            self._matrix = np.ascontiguousarray(vectors[live], dtype=np.float32)
-            self._keys = ids[live]
+        if saved.vectors is not None:
+            self._matrix = np.ascontiguousarray(saved.vectors[saved.live], dtype=np.float32)
+            self._keys = saved.ids[saved.live]
             self._rows = dict(zip(self._keys.tolist(), range(count), strict=True))
             self._n = count
-        if hnsw and count > exact_limit:
-            self._graph = _Graph(inner, ids, owner=index)
+        if saved.hnsw is not None and count > exact_limit:
+            self._graph = Graph(saved.hnsw, saved.ids, owner=saved.owner)
         with self._lock:
             self._maybe_rebuild()  # a flat file above the limit: build the graph now
         return self
-
-
-_REBUILD = (
-    "; it is derived from the stored vectors, so it can be deleted and rebuilt with "
-    "`agent-notebook reindex`"
-)
-
-
-def _sidecar(path: Path) -> Path:
-    return path.with_name(path.name + ".json")
