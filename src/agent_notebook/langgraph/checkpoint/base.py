@@ -32,7 +32,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from ...core.crypto import CHECKPOINT_CIPHER, sealed_key_id
-from ...errors import InvalidInput, NotFound
+from ...errors import CheckpointPruned, InvalidInput
 from .delta_history import CachedValues, DeltaHistoryCache
 
 if TYPE_CHECKING:
@@ -141,10 +141,6 @@ class HistoryWalk(Protocol):
         channels: list[str],
         cached: CachedValues | None,
     ) -> Mapping[str, DeltaChannelHistory]: ...
-
-
-class CheckpointPruned(NotFound):
-    """A checkpoint id older than the ones a pruning checkpointer keeps."""
 
 
 @dataclass(frozen=True, slots=True)
