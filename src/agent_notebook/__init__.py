@@ -10,20 +10,32 @@ Start with :class:`Notebook`::
         hits = nb.search("train Lyon")
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
+# No ``from __future__ import annotations`` and no ``from typing import …``: every public name
+# bound here is part of the API and listed in ``__all__`` (tests/test_exported_members.py checks).
+import typing as _typing
 
 from .errors import (
+    CheckpointPruned,
     Conflict,
     CorruptFile,
+    CorruptMedia,
+    Forbidden,
     InvalidId,
     InvalidInput,
+    MalformedAnswer,
     MalformedFile,
+    MalformedItem,
     MissingDependency,
+    ModelFailed,
+    ModelNotConfigured,
     NotebookError,
     NotFound,
+    SealedBlobError,
     StorageError,
+    SummaryFailed,
+    UpdateFailed,
+    VectorChangesPruned,
+    WrongKey,
 )
 
 __version__ = "0.1.0"
@@ -51,7 +63,7 @@ _LAZY = {
     "Notebook": "notebook.facade",
 }
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from .model import (
         Action,
         ConceptEntry,
@@ -69,7 +81,7 @@ if TYPE_CHECKING:
     from .notebook.facade import Notebook
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -86,16 +98,23 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Action",
+    "CheckpointPruned",
     "ConceptEntry",
     "Conflict",
     "CorruptFile",
+    "CorruptMedia",
     "Decision",
     "Escalation",
+    "Forbidden",
     "InvalidId",
     "InvalidInput",
     "Link",
+    "MalformedAnswer",
     "MalformedFile",
+    "MalformedItem",
     "MissingDependency",
+    "ModelFailed",
+    "ModelNotConfigured",
     "Moment",
     "MomentDraft",
     "NotFound",
@@ -103,9 +122,14 @@ __all__ = [
     "NotebookError",
     "NotebookStats",
     "PendingItem",
+    "SealedBlobError",
     "SearchHit",
     "Session",
     "StorageError",
+    "SummaryFailed",
     "TaskStatus",
+    "UpdateFailed",
+    "VectorChangesPruned",
+    "WrongKey",
     "__version__",
 ]

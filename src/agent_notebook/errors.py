@@ -1,21 +1,36 @@
 """The one exception tree of agent-notebook.
 
-Every error the library raises on purpose is a :class:`NotebookError`; driver and file-system
-errors are mapped into it at the storage boundary (``raise ... from err``), so callers catch one
-root and front ends turn it into a message, an exit code or an HTTP status::
+Every error the library raises on purpose is a :class:`NotebookError`, and every one of them
+is defined here (the modules that raise them re-export the names they always had); driver and
+file-system errors are mapped into it at the storage boundary (``raise ... from err``), so
+callers catch one root and front ends turn it into a message, an exit code or an HTTP status::
 
     NotebookError
-    ├── InvalidInput            bad ids, values or files; nothing was changed  (also ValueError)
-    │   ├── InvalidId           an id off its format (``../x``, ``s_bad``, empty)
-    │   └── MalformedFile       a file that cannot be parsed; names the path and line
-    ├── NotFound                an unknown session, moment, pending item…   (also LookupError)
-    ├── Conflict                an id that exists already with other content
-    ├── StorageError            the backend failed (disk, database, lock)
-    │   └── CorruptFile         a stored file that no longer parses; names the file
-    └── MissingDependency       an optional part is not installed; names the install command
-                                                                          (also ImportError)
+    ├── InvalidInput             bad ids, values or files; nothing was changed  (a ValueError)
+    │   ├── InvalidId            an id off its format (``../x``, ``s_bad``, empty)
+    │   ├── MalformedFile        a file that cannot be parsed (ingest); names the path and line
+    │   ├── MalformedItem        one item of an ingested file is wrong (a message, a turn, a time)
+    │   ├── MalformedAnswer      a model's session-notebook answer is unusable (parse_answer)
+    │   ├── CorruptMedia         an image or audio file that does not decode; names the file
+    │   └── WrongKey             the notebook was sealed with another key than the one given
+    ├── NotFound                 an unknown session, moment, pending item…  (a LookupError)
+    │   ├── CheckpointPruned     a checkpoint id older than those a pruning checkpointer keeps
+    │   └── VectorChangesPruned  vector changes asked after a position the log no longer keeps
+    ├── Conflict                 an id that exists already with other content (HTTP 409)
+    ├── Forbidden                a valid token that may not do this, a guest off its routes (403)
+    ├── StorageError             the backend failed (disk, database, lock)  (HTTP 503)
+    │   ├── CorruptFile          a stored file that no longer parses; names the file
+    │   └── SealedBlobError      a sealed blob that does not open with its key (altered, moved)
+    ├── MissingDependency        an optional part is not installed; names pip's command (ImportError)
+    ├── ModelNotConfigured       the chat graph has no model: none given, configured or in the env
+    ├── ModelFailed              the chat model (its provider) failed during a request (HTTP 502)
+    ├── SummaryFailed            compaction's summarizer got no summary and had no fallback
+    └── UpdateFailed             the session-notebook updater got no valid proposal; no change
 
-Messages say what was wrong, where, and how to fix it.
+Messages say what was wrong, where, and how to fix it. ``MalformedItem`` and
+``MalformedAnswer`` are mostly caught inside the package (ingest turns the first into a
+``MalformedFile`` with the path and line, the updater retries on the second, then raises
+``UpdateFailed``); they reach a caller only from the parsing helpers that raise them directly.
 """
 
 from __future__ import annotations
@@ -23,15 +38,27 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
+    "CheckpointPruned",
     "Conflict",
     "CorruptFile",
+    "CorruptMedia",
+    "Forbidden",
     "InvalidId",
     "InvalidInput",
+    "MalformedAnswer",
     "MalformedFile",
+    "MalformedItem",
     "MissingDependency",
+    "ModelFailed",
+    "ModelNotConfigured",
     "NotFound",
     "NotebookError",
+    "SealedBlobError",
     "StorageError",
+    "SummaryFailed",
+    "UpdateFailed",
+    "VectorChangesPruned",
+    "WrongKey",
 ]
 
 
@@ -66,6 +93,32 @@ class MalformedFile(InvalidInput):
         super().__init__(f"{where}: {problem}")
 
 
+class MalformedItem(InvalidInput):
+    """One item of an ingested file (a message, a turn, a time) is wrong. The parser adds the
+    path and line and raises :class:`MalformedFile`; ``parse_locomo_time`` raises it as is."""
+
+
+class MalformedAnswer(InvalidInput):
+    """A model's answer to the session-notebook updater cannot be used; the message says what
+    was wrong with it. The updater asks again, then raises :class:`UpdateFailed`."""
+
+
+_REEXPORT = "re-export or copy the file again from its source"
+
+
+class CorruptMedia(InvalidInput):
+    """A media file that cannot be decoded (truncated, damaged, or not what its name says)."""
+
+    def __init__(self, path: Path | str, problem: str, fix: str = _REEXPORT) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}; {fix}. Nothing was recorded.")
+
+
+class WrongKey(InvalidInput):
+    """The notebook was sealed with another key than the one given. Nothing was changed."""
+
+
 class NotFound(NotebookError, LookupError):
     """The id names nothing in this notebook."""
 
@@ -73,8 +126,26 @@ class NotFound(NotebookError, LookupError):
         return str(self.args[0]) if self.args else ""
 
 
+class CheckpointPruned(NotFound):
+    """A checkpoint id older than the ones a pruning checkpointer keeps."""
+
+
+class VectorChangesPruned(NotFound):
+    """``StorageBackend.vector_changes`` from a position older than the changes it still
+    keeps (a removal there may be gone from its log): the caller loads the vectors again
+    from position 0."""
+
+    def __init__(self, after: int) -> None:
+        super().__init__(f"the vector changes after {after} were pruned: load from 0")
+        self.after = after
+
+
 class Conflict(NotebookError):
     """The write would overwrite different data under the same id."""
+
+
+class Forbidden(NotebookError):
+    """The token is valid but may not do this (a guest off its routes): HTTP 403."""
 
 
 class StorageError(NotebookError):
@@ -92,6 +163,10 @@ class CorruptFile(StorageError):
         )
 
 
+class SealedBlobError(StorageError):
+    """A sealed blob does not open with its key: altered, truncated or moved."""
+
+
 class MissingDependency(NotebookError, ImportError):
     """An optional part of agent-notebook is not installed."""
 
@@ -102,3 +177,25 @@ class MissingDependency(NotebookError, ImportError):
             f"pip install '{package}'" if package else f"pip install 'agent-notebook[{extra}]'"
         )
         super().__init__(f"{feature} needs an optional dependency: {command}")
+
+
+class ModelNotConfigured(NotebookError):
+    """No chat model was given, configured or set in the environment variable ``env_var``."""
+
+    def __init__(self, env_var: str) -> None:
+        super().__init__(
+            "no chat model configured: set 'chat: {model: provider:name}' in config.yaml, or "
+            f"{env_var}=provider:name (for example openai:gpt-4o-mini), or pass --model"
+        )
+
+
+class ModelFailed(NotebookError):
+    """The chat model (a provider) failed while serving a request: HTTP 502."""
+
+
+class SummaryFailed(NotebookError):
+    """No summary could be made (the model failed and there was no fallback)."""
+
+
+class UpdateFailed(NotebookError):
+    """The updater could not produce a valid proposal; the notebook stays as it was."""

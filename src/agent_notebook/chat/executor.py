@@ -21,6 +21,8 @@ from typing import Final, TypeVar
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 
+from ..langgraph.private import executor_module
+
 #: A ``configurable`` key; LangGraph keeps keys starting with "__" out of the metadata.
 KEPT_POOL: Final = "__agent_notebook_kept_pool__"
 POOL_THREADS: Final = 4
@@ -49,10 +51,10 @@ def keep_pool(graph: _Graph) -> _Graph:
 
 
 def _install() -> bool:
-    """Route LangGraph's executor factory through :func:`_executor_for_config` (once)."""
-    try:
-        from langgraph.pregel import _executor
-    except ImportError:
+    """Route LangGraph's executor factory (a private name: see
+    :mod:`agent_notebook.langgraph.private`) through ``executor_for_config`` (once)."""
+    _executor = executor_module()
+    if _executor is None:
         return False
     original = getattr(_executor, "get_executor_for_config", None)
     if original is None:

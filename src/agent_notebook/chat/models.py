@@ -13,19 +13,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from ..errors import InvalidInput, MissingDependency, NotebookError
+from ..errors import InvalidInput, MissingDependency
+from ..errors import ModelNotConfigured as ModelNotConfigured  # re-export: was defined here
 
 MODEL_ENV = "AGENT_NOTEBOOK_MODEL"
-
-
-class ModelNotConfigured(NotebookError):
-    """No chat model was given, configured or set in the environment."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            "no chat model configured: set 'chat: {model: provider:name}' in config.yaml, or "
-            f"{MODEL_ENV}=provider:name (for example openai:gpt-4o-mini), or pass --model"
-        )
 
 
 class ModelResolver:
@@ -47,7 +38,7 @@ class ModelResolver:
     def resolve(self, override: str | None = None) -> BaseChatModel:
         chosen: BaseChatModel | str | None = override or self.default or os.environ.get(MODEL_ENV)
         if chosen is None:
-            raise ModelNotConfigured()
+            raise ModelNotConfigured(MODEL_ENV)
         if isinstance(chosen, BaseChatModel):
             return chosen
         with self._lock:

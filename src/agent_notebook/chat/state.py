@@ -6,9 +6,9 @@ from typing import Annotated, Optional
 
 from langchain_core.messages import AnyMessage
 from langgraph.channels.delta import DeltaChannel
-from langgraph.graph.message import _messages_delta_reducer
 
 from ..langgraph.checkpoint.sqlite import last_write
+from ..langgraph.private import messages_delta_reducer
 from ..notebook.checkpoints import ImportedThread
 
 #: A checkpoint stores the whole ``messages`` list once in this many updates of it (two a
@@ -43,7 +43,7 @@ class ThreadState(ImportedThread, total=False):
     # as an import writes it, reads as the snapshot the deltas start from).
     messages: Annotated[
         list[AnyMessage],
-        DeltaChannel(_messages_delta_reducer, snapshot_frequency=MESSAGES_SNAPSHOT_EVERY),
+        DeltaChannel(messages_delta_reducer, snapshot_frequency=MESSAGES_SNAPSHOT_EVERY),
     ]
     context_config: Optional[dict[str, str]]  # noqa: UP045 - the seed's spelling
     model_override: Optional[str]  # noqa: UP045

@@ -26,7 +26,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from ..core.enrich import STOPWORDS, enrich, identifiers
 from ..core.tokens import DEFAULT_COUNTER, TokenCounter
-from ..errors import InvalidInput, NotebookError
+from ..errors import InvalidInput, SummaryFailed
 
 __all__ = [
     "ExtractiveSummarizer",
@@ -48,10 +48,6 @@ _ROLE: Final = re.compile(r"(?:user|assistant|system|tool result(?: \(error\))?)
 _WORD: Final = re.compile(r"[^\W\d_][\w'-]{2,}")
 _THINK: Final = re.compile(r"<think>.*?(?:</think>|\Z)", re.S | re.I)
 _ROLES: Final = ((HumanMessage, "user"), (AIMessage, "assistant"), (ToolMessage, "tool result"))
-
-
-class SummaryFailed(NotebookError):
-    """No summary could be made (the model failed and there was no fallback)."""
 
 
 @runtime_checkable

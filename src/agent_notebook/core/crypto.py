@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final, Protocol
 
-from ..errors import InvalidInput, StorageError
+from ..errors import InvalidInput, SealedBlobError, WrongKey
 
 __all__ = [
     "MAGIC",
@@ -52,14 +52,6 @@ NONCE_BYTES: Final = 12
 HEADER_BYTES: Final = len(MAGIC) + KEY_ID_BYTES + NONCE_BYTES
 CHECKPOINT_CIPHER: Final = "anb-aesgcm"  # the name LangGraph's EncryptedSerializer records
 _NEW_KEY_HINT: Final = "create one with 'agent-notebook key new --file PATH'"
-
-
-class WrongKey(InvalidInput):
-    """The notebook was sealed with another key than the one given. Nothing was changed."""
-
-
-class SealedBlobError(StorageError):
-    """A sealed blob does not open with its key: altered, truncated or moved."""
 
 
 def generate_key() -> bytes:

@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
-from ..errors import MalformedFile
+from ..errors import MalformedFile, MalformedItem
 from ..model import MomentDraft
 from .plan import IngestSession
-from .source import Problem, json_type, line_of, make_draft, optional_str
+from .source import json_type, line_of, make_draft, optional_str
 
 _SESSION_KEY: Final = re.compile(r"session_(\d+)")
 #: "1:56 pm on 8 May, 2023"
@@ -38,15 +38,15 @@ def parse_locomo_time(value: str) -> datetime:
     match = _DATE_TIME.fullmatch(value)
     month = _MONTHS.get(match[5].lower()) if match else None
     if match is None or month is None:
-        raise Problem(f"{value!r} is not a LoCoMo time such as '1:56 pm on 8 May, 2023'")
+        raise MalformedItem(f"{value!r} is not a LoCoMo time such as '1:56 pm on 8 May, 2023'")
     hour, minute = int(match[1]), int(match[2])
     if not 1 <= hour <= 12:
-        raise Problem(f"{value!r} has hour {hour}, expected 1 to 12 with am/pm")
+        raise MalformedItem(f"{value!r} has hour {hour}, expected 1 to 12 with am/pm")
     hour = hour % 12 + (12 if match[3].lower() == "p" else 0)
     try:
         return datetime(int(match[6]), month, int(match[4]), hour, minute, tzinfo=UTC)
     except ValueError as err:
-        raise Problem(f"{value!r} is not a real time ({err})") from None
+        raise MalformedItem(f"{value!r} is not a real time ({err})") from None
 
 
 def sessions_from_locomo(path: Path, text: str, data: Any) -> list[IngestSession]:
@@ -130,13 +130,13 @@ class _Conversation:
             self.fail(f"{self.label} {date_key} is {json_type(date_time)}, not a string", *where)
         try:
             started = parse_locomo_time(date_time)
-        except Problem as problem:
+        except MalformedItem as problem:
             self.fail(f"{self.label} {date_key}: {problem}", "conversation", date_key)
         drafts = []
         for index, turn in enumerate(turns):
             try:
                 draft = _draft(turn, started + timedelta(seconds=index), dia_ids)
-            except Problem as problem:
+            except MalformedItem as problem:
                 self.fail(f"{self.label} {key} turn {index}: {problem}", *where, index)
             if not draft.is_empty:  # a turn with no text nor caption: nothing to keep
                 drafts.append(draft)
@@ -145,13 +145,13 @@ class _Conversation:
 
 def _draft(turn: object, when: datetime, dia_ids: set[str]) -> MomentDraft:
     if not isinstance(turn, dict):
-        raise Problem(f"expected a turn object, got {json_type(turn)}")
+        raise MalformedItem(f"expected a turn object, got {json_type(turn)}")
     for field in ("speaker", "dia_id", "text"):
         if not isinstance(turn.get(field), str):
-            raise Problem(f"has no '{field}' string")
+            raise MalformedItem(f"has no '{field}' string")
     dia_id: str = turn["dia_id"]
     if dia_id in dia_ids:
-        raise Problem(f"dia_id {dia_id!r} repeats an earlier turn")
+        raise MalformedItem(f"dia_id {dia_id!r} repeats an earlier turn")
     dia_ids.add(dia_id)
     text: str = turn["text"]
     caption = (optional_str(turn, "blip_caption") or "").strip()

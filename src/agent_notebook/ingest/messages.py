@@ -12,11 +12,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import MalformedFile
+from ..errors import MalformedFile, MalformedItem
 from ..model import MomentDraft
 from .plan import IngestSession
 from .source import (
-    Problem,
     json_type,
     line_of,
     load_json,
@@ -69,7 +68,7 @@ def _session(
     for index, item in enumerate(items):
         try:
             draft = _draft(item, index, previous)
-        except Problem as problem:
+        except MalformedItem as problem:
             raise MalformedFile(path, f"message {index}: {problem}", line_at(index)) from None
         assert draft.timestamp is not None
         previous = draft.timestamp
@@ -88,16 +87,16 @@ def _session(
 
 def _draft(item: object, index: int, previous: datetime) -> MomentDraft:
     if not isinstance(item, dict):
-        raise Problem(f"expected a message object, got {json_type(item)}")
+        raise MalformedItem(f"expected a message object, got {json_type(item)}")
     if "role" not in item:
-        raise Problem("has no 'role'")
+        raise MalformedItem("has no 'role'")
     role = item["role"]
     if not isinstance(role, str):
-        raise Problem(f"unknown role type: 'role' must be a string, not {json_type(role)}")
+        raise MalformedItem(f"unknown role type: 'role' must be a string, not {json_type(role)}")
     if not role.strip():
-        raise Problem("'role' is empty")
+        raise MalformedItem("'role' is empty")
     if "content" not in item:
-        raise Problem("has no 'content'")
+        raise MalformedItem("has no 'content'")
     speaker = optional_str(item, "speaker")
     if speaker is None:
         speaker = optional_str(item, "name")
@@ -122,17 +121,19 @@ def _content_text(content: object) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise Problem(f"'content' must be a string or a list of parts, not {json_type(content)}")
+        raise MalformedItem(
+            f"'content' must be a string or a list of parts, not {json_type(content)}"
+        )
     texts: list[str] = []
     for number, part in enumerate(content):
         if isinstance(part, str):
             texts.append(part)
         elif not isinstance(part, dict):
-            raise Problem(f"content part {number} is {json_type(part)}, not an object")
+            raise MalformedItem(f"content part {number} is {json_type(part)}, not an object")
         elif part.get("type") == "text":
             text = part.get("text")
             if not isinstance(text, str):
-                raise Problem(f"content part {number} is a text part without a 'text' string")
+                raise MalformedItem(f"content part {number} is a text part without a 'text' string")
             texts.append(text)
     return "\n".join(texts)
 
@@ -144,4 +145,4 @@ def _source_id(value: object, index: int) -> str:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    raise Problem(f"'id' must be a string or an integer, not {json_type(value)}")
+    raise MalformedItem(f"'id' must be a string or an integer, not {json_type(value)}")

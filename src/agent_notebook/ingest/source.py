@@ -14,15 +14,15 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from ..core.files import refuse_live_database
-from ..errors import MalformedFile
+from ..errors import MalformedFile, MalformedItem
 from ..model import MomentDraft, describe_validation_error
 
 _WHITESPACE: Final = re.compile(r"[ \t\n\r]*")
 _DECODER: Final = json.JSONDecoder()
 
 
-class Problem(Exception):
-    """A problem inside one item of a file; the caller adds the path and the line."""
+#: A problem inside one item of a file; the caller adds the path and the line.
+Problem = MalformedItem
 
 
 def read_text(path: Path) -> str:
@@ -138,36 +138,36 @@ def parse_timestamp(value: object) -> datetime:
     """An ISO 8601 string (naive means UTC) or epoch seconds, as an aware UTC time."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         if isinstance(value, float) and not math.isfinite(value):
-            raise Problem(f"timestamp {value!r} is not a finite number")
+            raise MalformedItem(f"timestamp {value!r} is not a finite number")
         try:
             return datetime.fromtimestamp(value, UTC)
         except (OverflowError, OSError, ValueError):
-            raise Problem(f"timestamp {value!r} is out of range for epoch seconds") from None
+            raise MalformedItem(f"timestamp {value!r} is out of range for epoch seconds") from None
     if not isinstance(value, str):
-        raise Problem(
+        raise MalformedItem(
             f"timestamp must be an ISO 8601 string or epoch seconds, not {json_type(value)}"
         )
     try:
         when = datetime.fromisoformat(value.strip())
         return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
     except ValueError:
-        raise Problem(
+        raise MalformedItem(
             f"timestamp {value!r} is not ISO 8601 (for example 2026-06-07T10:00:00Z)"
         ) from None
     except OverflowError:
-        raise Problem(f"timestamp {value!r} is out of range") from None
+        raise MalformedItem(f"timestamp {value!r} is out of range") from None
 
 
 def optional_str(item: dict[str, Any], key: str) -> str | None:
-    """``item[key]`` when it is a string, ``None`` when absent or null; a Problem otherwise."""
+    """``item[key]`` when it is a string, ``None`` when absent or null; a MalformedItem otherwise."""
     value = item.get(key)
     if value is None or isinstance(value, str):
         return value
-    raise Problem(f"'{key}' must be a string, not {json_type(value)}")
+    raise MalformedItem(f"'{key}' must be a string, not {json_type(value)}")
 
 
 def make_draft(**fields: Any) -> MomentDraft:
     try:
         return MomentDraft.model_validate(fields)
     except ValidationError as err:
-        raise Problem(describe_validation_error(err, MomentDraft)) from None
+        raise MalformedItem(describe_validation_error(err, MomentDraft)) from None

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image, features
 
-from ..errors import InvalidInput
+from ..errors import CorruptMedia, InvalidInput
 
 try:
     import soundfile as _sf
@@ -71,17 +71,6 @@ _BY_SUFFIX: dict[str, Format] = {
 }
 _PILLOW_FORMAT = {"png": "PNG", "jpeg": "JPEG", "webp": "WEBP"}
 _SNDFILE_FORMAT = {"wav": "WAV", "flac": "FLAC", "ogg": "OGG", "mp3": "MP3"}
-
-_REEXPORT = "re-export or copy the file again from its source"
-
-
-class CorruptMedia(InvalidInput):
-    """A media file that cannot be decoded (truncated, damaged, or not what its name says)."""
-
-    def __init__(self, path: Path | str, problem: str, fix: str = _REEXPORT) -> None:
-        self.path = str(path)
-        self.problem = problem
-        super().__init__(f"{self.path}: {problem}; {fix}. Nothing was recorded.")
 
 
 def media_kind(path: Path) -> Literal["image", "audio"]:

@@ -26,9 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from ..errors import CorruptFile, StorageError
+from ..errors import CorruptFile, StorageError, VectorChangesPruned
 from ..model import moment_number
-from ..storage.base import VectorChangesPruned
 
 if TYPE_CHECKING:
     import numpy as np

@@ -19,15 +19,17 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..chat.models import ModelNotConfigured
 from ..errors import (
     Conflict,
     InvalidInput,
     MissingDependency,
+    ModelNotConfigured,
     NotebookError,
     NotFound,
     StorageError,
 )
+from ..errors import Forbidden as Forbidden  # re-export: was defined here
+from ..errors import ModelFailed as ModelFailed  # re-export: was defined here
 from ..model import describe_errors
 from .guest_rights import hide_places
 
@@ -77,14 +79,6 @@ TITLES: dict[int, str] = {
 }
 
 
-class ModelFailed(NotebookError):
-    """The chat model (a provider) failed: 502."""
-
-
-class Forbidden(NotebookError):
-    """The token is valid but may not do this (a guest off its routes): 403."""
-
-
 #: Where errors are JSON; elsewhere (the web pages) a page says what went wrong.
 API_ROOTS = ("/api", "/mcp", "/mcp-guest")
 #: How a web page shows an error: ``(request, status, detail) -> response``.
@@ -128,8 +122,11 @@ def status_of(err: NotebookError) -> int:
     return 500
 
 
-class BodyTooLarge(HTTPException):
-    """Raised while reading a body past the limit (FastAPI re-raises HTTP exceptions)."""
+class _BodyTooLarge(HTTPException):
+    """Raised while reading a body past the limit (FastAPI re-raises HTTP exceptions).
+
+    Private, outside the tree of ``agent_notebook.errors``: Starlette turns it into the 413
+    response, it never reaches a caller."""
 
     def __init__(self, limit: int) -> None:
         super().__init__(413, f"the request body is larger than {limit} bytes")
@@ -165,7 +162,7 @@ class BodySizeLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
-                    raise BodyTooLarge(limit)
+                    raise _BodyTooLarge(limit)
             return message
 
         await self.app(scope, counted, send)

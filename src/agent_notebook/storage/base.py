@@ -19,17 +19,8 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from ..errors import InvalidInput
+from ..errors import VectorChangesPruned as VectorChangesPruned  # re-export: was defined here
 from ..model import ArchiveEntry, ConceptEntry, Moment, Session, moment_number
-
-
-class VectorChangesPruned(Exception):
-    """:meth:`StorageBackend.vector_changes` from a position older than the changes it still
-    keeps (a removal there may be gone from its log): the caller loads the vectors again
-    from position 0."""
-
-    def __init__(self, after: int) -> None:
-        super().__init__(f"the vector changes after {after} were pruned: load from 0")
-        self.after = after
 
 
 @dataclass(frozen=True, slots=True)

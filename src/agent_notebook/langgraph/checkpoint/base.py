@@ -29,10 +29,10 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
     get_checkpoint_id,
 )
-from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from ...core.crypto import CHECKPOINT_CIPHER, sealed_key_id
-from ...errors import InvalidInput, NotFound
+from ...errors import CheckpointPruned, InvalidInput
+from ..private import DeltaSnapshot, messages_delta_reducer
 from .delta_history import CachedValues, DeltaHistoryCache
 
 if TYPE_CHECKING:
@@ -123,9 +123,7 @@ def scrub_metadata(scrub: Callable[[Any], Any], metadata: Any) -> Any:
 
 
 def _default_delta_reducers() -> dict[str, DeltaReducer]:
-    from langgraph.graph.message import _messages_delta_reducer
-
-    messages: DeltaReducer = _messages_delta_reducer  # type: ignore[assignment]
+    messages: DeltaReducer = messages_delta_reducer  # type: ignore[assignment]
     return {"messages": messages, "condensed_history": last_write}
 
 
@@ -141,10 +139,6 @@ class HistoryWalk(Protocol):
         channels: list[str],
         cached: CachedValues | None,
     ) -> Mapping[str, DeltaChannelHistory]: ...
-
-
-class CheckpointPruned(NotFound):
-    """A checkpoint id older than the ones a pruning checkpointer keeps."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,14 +319,13 @@ class SaverSemantics:
         self, histories: Mapping[str, DeltaChannelHistory], names: list[str]
     ) -> dict[str, Any]:
         """The value of each delta channel of ``names``: its seed with its writes replayed."""
-        from langgraph._internal._typing import MISSING
         from langgraph.channels.delta import DeltaChannel
 
         values = {}
         for name in names:
-            channel: DeltaChannel[Any] = DeltaChannel(self.delta_reducers[name]).from_checkpoint(
-                histories[name].get("seed", MISSING)
-            )
+            empty: DeltaChannel[Any] = DeltaChannel(self.delta_reducers[name])
+            # no seed stored: an empty channel's own checkpoint() is "nothing stored"
+            channel = empty.from_checkpoint(histories[name].get("seed", empty.checkpoint()))
             channel.replay_writes(histories[name]["writes"])
             values[name] = channel.get()
         return values
@@ -344,7 +337,7 @@ class SaverSemantics:
         there as is and skips its own replay."""
         values = found.checkpoint["channel_values"]
         for name, value in list(values.items()):
-            if isinstance(value, _DeltaSnapshot):  # a snapshot reads as its plain value
+            if isinstance(value, DeltaSnapshot):  # a snapshot reads as its plain value
                 values[name] = value.value
         names = [n for n in self._walked_channels(found) if n in self.delta_reducers]
         if names:
@@ -352,7 +345,7 @@ class SaverSemantics:
 
     def materialise(self, thread: str, namespace: str, checkpoint_id: str) -> bool:
         """Store in checkpoint ``checkpoint_id`` the full value of every delta channel it
-        reads through its ancestors (as the ``_DeltaSnapshot`` LangGraph itself writes), so
+        reads through its ancestors (as the ``DeltaSnapshot`` LangGraph itself writes), so
         it reads the same without them. True when the checkpoint changed."""
         config: RunnableConfig = {
             "configurable": {
@@ -376,7 +369,7 @@ class SaverSemantics:
                 "delta_reducers={name: reducer} to NotebookSaver so older checkpoints can go"
             )
         for name, value in self._delta_values(found, walked).items():
-            checkpoint["channel_values"][name] = _DeltaSnapshot(value)
+            checkpoint["channel_values"][name] = DeltaSnapshot(value)
         self._rewrite_checkpoint(found, checkpoint)
         return True
 

@@ -31,13 +31,13 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from psycopg import Cursor
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from ...storage.postgres.setup import plain, setup_connection
+from ..private import DeltaSnapshot
 from .base import (
     CheckpointPruned,
     DeltaReducer,
@@ -334,7 +334,7 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
             ]
 
     def _rewrite_checkpoint(self, found: CheckpointTuple, checkpoint: Checkpoint) -> None:
-        # PostgresSaver's put upserts the checkpoint row and stores each _DeltaSnapshot as
+        # PostgresSaver's put upserts the checkpoint row and stores each DeltaSnapshot as
         # a blob of its channel's version; called on the class, it does not prune again.
         config: RunnableConfig = {"configurable": {**found.config["configurable"]}}
         config["configurable"].pop("checkpoint_id", None)  # put takes it as the parent's
@@ -344,7 +344,7 @@ class NotebookPostgresSaver(SaverSemantics, PostgresSaver):
         versions = {
             name: checkpoint["channel_versions"][name]
             for name, value in checkpoint["channel_values"].items()
-            if isinstance(value, _DeltaSnapshot)
+            if isinstance(value, DeltaSnapshot)
         }
         if isinstance(self.serde, EncryptedSerializer):
             self._put_sealed(config, checkpoint, found.metadata, versions)

@@ -22,16 +22,18 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from langgraph.checkpoint.base import DeltaChannelHistory
 from langgraph.checkpoint.postgres import PostgresSaver
-from langgraph.checkpoint.postgres.base import (
-    _build_delta_stage1_sql,
-    _build_delta_stage2_sql,
-    _DeltaStage2Row,
-)
 
+from ..private import (
+    pg_build_writes_history,
+    pg_delta_stage1_sql,
+    pg_delta_stage2_sql,
+    pg_ingest_stage1_page,
+    pg_try_advance_walks,
+)
 from .delta_history import CachedValues
 
 __all__ = ["EPOCH_TRIGGERS", "install_epoch", "read_epoch", "walk_to_cached"]
@@ -170,7 +172,7 @@ def walk_to_cached(
     channels = list(channels)
     since = cached.checkpoint_id
     cur.execute(
-        _build_delta_stage1_sql(channels, paged=False)
+        pg_delta_stage1_sql(channels)
         + " AND checkpoint_id >= %s AND checkpoint_id <= %s ORDER BY checkpoint_id DESC",
         [
             *(ch for ch in channels for _ in range(4)),
@@ -184,14 +186,15 @@ def walk_to_cached(
     versions: list[dict[str, str | None]] = [{} for _ in channels]
     has_blob: list[dict[str, bool]] = [{} for _ in channels]
     inline: list[dict[str, Any]] = [{} for _ in channels]
-    saver._ingest_stage1_page(cur.fetchall(), channels, parent_of, versions, has_blob, inline)
+    pg_ingest_stage1_page(saver, cur.fetchall(), channels, parent_of, versions, has_blob, inline)
     for i in range(len(channels)):  # the walk passes the cached checkpoint's own snapshot
         has_blob[i][since], inline[i][since] = False, None
     chain_by_ch: dict[str, list[str]] = {ch: [] for ch in channels}
     seed_ver_by_ch: dict[str, str | None] = {ch: None for ch in channels}
     seed_inline_by_ch: dict[str, Any] = {}
     seeded: set[str] = set()
-    saver._try_advance_walks(
+    pg_try_advance_walks(
+        saver,
         checkpoint_id,
         channels,
         parent_of,
@@ -211,16 +214,17 @@ def walk_to_cached(
         chain_by_ch[ch] = chain_by_ch[ch][: chain_by_ch[ch].index(since) + 1]
     with_chain = [ch for ch in channels if chain_by_ch[ch]]
     with_seed = [ch for ch in channels if seed_ver_by_ch[ch] is not None]
-    rows: list[_DeltaStage2Row] = []
-    if sql := _build_delta_stage2_sql(channels_with_chain=with_chain, channels_with_seed=with_seed):
+    rows: list[Any] = []  # LangGraph's stage-2 rows
+    if sql := pg_delta_stage2_sql(channels_with_chain=with_chain, channels_with_seed=with_seed):
         params: list[Any] = []
         for ch in with_chain:
             params.extend([thread_id, checkpoint_ns, ch, chain_by_ch[ch]])
         for ch in with_seed:
             params.extend([thread_id, checkpoint_ns, ch, seed_ver_by_ch[ch]])
         cur.execute(sql, params)
-        rows = cast("list[_DeltaStage2Row]", cur.fetchall())
-    histories = saver._build_delta_channels_writes_history(
+        rows = cur.fetchall()
+    histories = pg_build_writes_history(
+        saver,
         channels=channels,
         chain_by_ch=chain_by_ch,
         seed_ver_by_ch=seed_ver_by_ch,

@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from langgraph.checkpoint.base import DeltaChannelHistory
-from langgraph.checkpoint.sqlite._delta import (
-    DELTA_STAGE1_SQL,
-    build_delta_channels_writes_history,
-    build_delta_stage2_sql,
-    step_walk_with_row,
-)
 
+from ..private import (
+    SQLITE_DELTA_STAGE1_SQL,
+    sqlite_delta_stage2_sql,
+    sqlite_delta_writes_history,
+    sqlite_step_walk_with_row,
+)
 from .delta_history import CachedValues
 
 __all__ = [
@@ -99,7 +99,7 @@ def walk_to_cached(
     walk_state: dict[str, Any] = {}
     seeded: set[str] = set()
     cur.execute(
-        DELTA_STAGE1_SQL, (thread_id, checkpoint_ns, checkpoint_id, thread_id, checkpoint_ns)
+        SQLITE_DELTA_STAGE1_SQL, (thread_id, checkpoint_ns, checkpoint_id, thread_id, checkpoint_ns)
     )
     for cid, type_tag, blob in cur:
         if (
@@ -113,7 +113,7 @@ def walk_to_cached(
                 seed_val_by_ch[ch] = copy.copy(cached.values[ch])
                 seeded.add(ch)
             break
-        if step_walk_with_row(
+        if sqlite_step_walk_with_row(
             cid=cid,
             type_tag=type_tag,
             blob=blob,
@@ -127,7 +127,7 @@ def walk_to_cached(
         ):
             break
     with_chain = [ch for ch in channels if chain_by_ch[ch]]
-    stage2_sql = build_delta_stage2_sql(
+    stage2_sql = sqlite_delta_stage2_sql(
         has_task_path=has_task_path, chain_lens=[len(chain_by_ch[ch]) for ch in with_chain]
     )
     rows: list[tuple[str, str, str, int, str, bytes, str]] = []
@@ -139,7 +139,7 @@ def walk_to_cached(
             "list[tuple[str, str, str, int, str, bytes, str]]",
             cur.execute(stage2_sql, params).fetchall(),
         )
-    return build_delta_channels_writes_history(
+    return sqlite_delta_writes_history(
         channels=channels,
         chain_by_ch=chain_by_ch,
         seed_val_by_ch=seed_val_by_ch,

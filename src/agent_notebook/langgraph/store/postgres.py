@@ -34,13 +34,6 @@ from typing import Any, Final, cast
 
 from langgraph.store.base import PutOp, SearchItem, SearchOp
 from langgraph.store.postgres import PostgresStore
-from langgraph.store.postgres.base import (
-    _decode_ns_bytes,
-    _ensure_index_config,
-    _json_loads,
-    _namespace_to_text,
-    _row_to_search_item,
-)
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
@@ -49,6 +42,13 @@ from ...core.crypto import Cipher
 from ...errors import StorageError
 from ...storage.postgres.setup import SETUP_LOCK, plain, setup_connection, where
 from ..checkpoint.postgres import NotebookPostgresSaver, rewrite_rows
+from ..private import (
+    pg_store_decode_namespace,
+    pg_store_ensure_index_config,
+    pg_store_json_loads,
+    pg_store_namespace_text,
+    pg_store_search_item,
+)
 from .sealed import Sealing, resealed_value
 from .vector_cache import HORIZON_TABLE, LOG_KEPT, LOG_TABLE, PRUNE_EVERY, Item
 from .vectors import MODEL_TABLE, IndexedStore, IndexFactory, StoreIndex, to_blob
@@ -184,7 +184,7 @@ class NotebookPostgresStore(IndexedStore, PostgresStore):
     needed), ``abatch`` on a worker thread."""
 
     def _ensure_config(self, config: dict[str, Any]) -> tuple[Any, Any]:
-        return _ensure_index_config(config)  # type: ignore[arg-type]
+        return pg_store_ensure_index_config(config)
 
     def __init__(
         self,
@@ -224,7 +224,7 @@ class NotebookPostgresStore(IndexedStore, PostgresStore):
                 (ns, key, path, to_blob(vector))
                 for (ns, key, path, _), vector in zip(texts, embedded, strict=True)
             ]
-        items = sorted({(_namespace_to_text(op.namespace), op.key) for _, op in put_ops})
+        items = sorted({(pg_store_namespace_text(op.namespace), op.key) for _, op in put_ops})
         with cur.connection.transaction():
             for query, params in queries:
                 cur.execute(query, params)
@@ -287,8 +287,8 @@ class NotebookPostgresStore(IndexedStore, PostgresStore):
         )
         rows = {(r["prefix"], r["key"]): r for r in cur.fetchall()}
         return [
-            _row_to_search_item(
-                _decode_ns_bytes(rows[item]["prefix"]),
+            pg_store_search_item(
+                pg_store_decode_namespace(rows[item]["prefix"]),
                 cast(Any, {**rows[item], "score": score}),
                 loader=self._deserializer,
             )
@@ -314,13 +314,15 @@ class NotebookPostgresStore(IndexedStore, PostgresStore):
                 "SELECT s.prefix, s.key, s.value FROM store s WHERE EXISTS (SELECT 1 FROM "
                 f"{VECTOR_TABLE} v WHERE v.prefix = s.prefix AND v.key = s.key)"
             ).fetchall()
-        return [(_decode_ns_bytes(r["prefix"]), r["key"], _value(r["value"])) for r in found]
+        return [
+            (pg_store_decode_namespace(r["prefix"]), r["key"], _value(r["value"])) for r in found
+        ]
 
     def is_indexed(self, namespace: tuple[str, ...], key: str) -> bool:
         with self.pool.connection() as conn:
             row = conn.execute(
                 f"SELECT 1 AS one FROM {VECTOR_TABLE} WHERE prefix = %s AND key = %s LIMIT 1",
-                (_namespace_to_text(namespace), key),
+                (pg_store_namespace_text(namespace), key),
             ).fetchone()
         return row is not None
 
@@ -331,7 +333,7 @@ def _pair_arrays(items: Sequence[Item]) -> tuple[list[str], list[str]]:
 
 
 def _value(stored: Any) -> dict[str, Any]:
-    return stored if isinstance(stored, dict) else cast(dict[str, Any], _json_loads(stored))
+    return stored if isinstance(stored, dict) else cast(dict[str, Any], pg_store_json_loads(stored))
 
 
 class SealedPostgresStore(Sealing, NotebookPostgresStore):

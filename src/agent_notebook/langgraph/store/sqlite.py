@@ -25,16 +25,13 @@ from langgraph.store.base import SearchItem, SearchOp
 from langgraph.store.sqlite import SqliteStore
 from langgraph.store.sqlite.base import VECTOR_MIGRATIONS as _VECTOR_TABLES
 
-# SqliteStore's own helpers (langgraph-checkpoint-sqlite 3.1): how it validates an index
-# config and spells namespaces in SQL, so that ours are its.
-from langgraph.store.sqlite.base import (
-    _decode_ns_text,
-    _ensure_index_config,
-    _json_loads,
-    _namespace_to_text,
-    _row_to_search_item,
+from ..private import (
+    sqlite_store_decode_namespace,
+    sqlite_store_ensure_index_config,
+    sqlite_store_json_loads,
+    sqlite_store_namespace_text,
+    sqlite_store_search_item,
 )
-
 from .vector_cache import HORIZON_TABLE, LOG_KEPT, LOG_TABLE, PRUNE_EVERY, Item
 from .vectors import MODEL_TABLE, IndexedStore, IndexFactory, StoreIndex
 
@@ -76,7 +73,7 @@ class NotebookStore(IndexedStore, SqliteStore):
         # IndexConfig key "fields" (langgraph-checkpoint-sqlite 3.1): give it both.
         if "fields" in config and "text_fields" not in config:
             config = {**config, "text_fields": config["fields"]}
-        return _ensure_index_config(config)  # type: ignore[arg-type]
+        return sqlite_store_ensure_index_config(config)
 
     def __init__(
         self,
@@ -114,14 +111,17 @@ class NotebookStore(IndexedStore, SqliteStore):
                 f"SELECT DISTINCT s.prefix, s.key, s.value FROM store s "
                 f"JOIN {VECTOR_TABLE} v ON v.prefix = s.prefix AND v.key = s.key"
             ).fetchall()
-        return [(_decode_ns_text(prefix), key, _json_loads(value)) for prefix, key, value in stale]
+        return [
+            (sqlite_store_decode_namespace(prefix), key, sqlite_store_json_loads(value))
+            for prefix, key, value in stale
+        ]
 
     def is_indexed(self, namespace: tuple[str, ...], key: str) -> bool:
         with self.lock:
             try:
                 row = self.conn.execute(
                     f"SELECT 1 FROM {VECTOR_TABLE} WHERE prefix = ? AND key = ? LIMIT 1",
-                    (_namespace_to_text(namespace), key),
+                    (sqlite_store_namespace_text(namespace), key),
                 ).fetchone()
             except sqlite3.OperationalError:  # no store_vectors table: never indexed
                 return False
@@ -198,8 +198,8 @@ class NotebookStore(IndexedStore, SqliteStore):
             )
         }
         return [
-            _row_to_search_item(
-                _decode_ns_text(prefix),
+            sqlite_store_search_item(
+                sqlite_store_decode_namespace(prefix),
                 {
                     "key": key,
                     "value": rows[prefix, key][2],

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import BaseMessage, convert_to_messages
 
-from ...errors import NotebookError
+from ...errors import UpdateFailed as UpdateFailed  # re-export: was defined here
 from ..sections import Sections
 
 MessageLike = BaseMessage | dict[str, Any]
@@ -26,10 +26,6 @@ class UpdateProposal:
 
     sections: Sections
     resolved: list[str] = field(default_factory=list)
-
-
-class UpdateFailed(NotebookError):
-    """The updater could not produce a valid proposal; the notebook stays as it was."""
 
 
 @runtime_checkable

@@ -28,9 +28,9 @@ from langchain_core.runnables import Runnable
 from pydantic import AliasChoices, BaseModel, Field, ValidationError, field_validator
 
 from ...compaction.summarize import strip_think
-from ...errors import InvalidInput
+from ...errors import InvalidInput, MalformedAnswer, UpdateFailed
 from ..sections import SECTION_NAMES, SECTIONS, Sections, render
-from .base import UpdateFailed, UpdateProposal
+from .base import UpdateProposal
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
@@ -87,8 +87,7 @@ class NotebookAnswer(BaseModel):
         return [] if value is None else [value] if isinstance(value, str) else value
 
 
-class Malformed(ValueError):
-    """An answer that cannot be used; the message says what was wrong with it."""
+Malformed = MalformedAnswer  # its name here before errors.py
 
 
 _INSTRUCTIONS: Final = f"""\
@@ -167,21 +166,21 @@ def retry_prompt(prompt: list[BaseMessage], problem: str, *, json_mode: bool) ->
 
 def parse_answer(answer: object) -> NotebookAnswer:
     """A :class:`NotebookAnswer` from what the model gave back (an instance, a dict, a message
-    or text holding a JSON object), or :class:`Malformed` saying what was wrong."""
+    or text holding a JSON object), or :class:`MalformedAnswer` saying what was wrong."""
     if isinstance(answer, NotebookAnswer):
         return answer
     if isinstance(answer, BaseException):
-        raise Malformed(f"the model call failed: {type(answer).__name__}: {answer}")
+        raise MalformedAnswer(f"the model call failed: {type(answer).__name__}: {answer}")
     if isinstance(answer, BaseMessage | str):
         answer = _json_object(str(answer.text) if isinstance(answer, BaseMessage) else answer)
     if not isinstance(answer, dict):
-        raise Malformed(
+        raise MalformedAnswer(
             f"expected a JSON object with the seven sections, got {type(answer).__name__}"
         )
     try:
         return NotebookAnswer.model_validate(answer)
     except ValidationError as err:
-        raise Malformed(_describe(err)) from None
+        raise MalformedAnswer(_describe(err)) from None
 
 
 def to_proposal(answer: NotebookAnswer, current: Sections) -> UpdateProposal:
@@ -201,11 +200,11 @@ def _json_object(text: str) -> Any:
     text = strip_think(text)
     text = fence[1] if (fence := _FENCE.search(text)) else text
     if (start := text.find("{")) < 0:
-        raise Malformed(f"no JSON object in the answer (it begins {text.strip()[:80]!r})")
+        raise MalformedAnswer(f"no JSON object in the answer (it begins {text.strip()[:80]!r})")
     try:
         return json.JSONDecoder().raw_decode(text, start)[0]
     except json.JSONDecodeError as err:
-        raise Malformed(
+        raise MalformedAnswer(
             f"invalid JSON: {err.msg} at line {err.lineno} column {err.colno}"
         ) from None
 
@@ -235,7 +234,7 @@ class _Attempts:
         """The proposal, or None to ask again with :attr:`prompt`; UpdateFailed after the last."""
         try:
             return to_proposal(parse_answer(answer), self.current)
-        except Malformed as err:
+        except MalformedAnswer as err:
             self.problems.append(f"attempt {len(self.problems) + 1}: {err}")
             if len(self.problems) >= self.tries:
                 raise UpdateFailed(

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
-from ...errors import Conflict, InvalidInput, StorageError
+from ...errors import Conflict, InvalidInput, StorageError, VectorChangesPruned
 from ...model import (
     CUT_SPEAKER,
     ArchiveEntry,
@@ -44,7 +44,7 @@ from ...model import (
     moment_number,
 )
 from .. import rows, sql
-from ..base import Capabilities, MomentFilter, VectorChangesPruned
+from ..base import Capabilities, MomentFilter
 from ..sqlbase import SqlReads
 from ..sqlite import sealed
 from . import schema
