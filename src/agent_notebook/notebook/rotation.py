@@ -31,7 +31,7 @@ from ..langgraph.store.sealed import resealed_value
 from ..langgraph.store.sqlite import VECTOR_TABLE as SQLITE_STORE_VECTORS
 from ..langgraph.stores import CHECKPOINT_FILE, is_postgres, store_path
 from ..storage import SqliteBackend, StorageBackend, YamlDirBackend, open_backend
-from ..storage.sqlbase import SqlReads
+from ..storage.sql.reads import SqlReads
 
 __all__ = ["RotationReport", "rotate_key"]
 

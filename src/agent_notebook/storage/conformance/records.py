@@ -1,17 +1,5 @@
-"""The conformance suite every storage backend must pass, as pytest classes.
-
-Use it from a test module that provides two fixtures::
-
-    from agent_notebook.storage.conformance import *  # noqa: F403  (the Test* classes)
-
-    @pytest.fixture
-    def backend(tmp_path) -> StorageBackend: ...       # a fresh, empty backend
-
-    @pytest.fixture
-    def reopen(backend) -> Callable[[], StorageBackend]: ...  # same data, new instance
-
-The in-memory reference backend passes it first; no driver is mocked.
-"""
+"""The conformance suite (see the package): the records themselves (counters, sessions,
+moments), transactions and reopening; and the records every topic of the suite writes."""
 
 from __future__ import annotations
 
@@ -20,8 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ..model import (
-    CUT_SPEAKER,
+from ...model import (
     Action,
     ArchiveEntry,
     Decision,
@@ -38,20 +25,7 @@ from ..model import (
     TaskStatus,
     Tombstone,
 )
-from .base import MomentBrief, MomentFilter, StorageBackend
-
-__all__ = [
-    "TestArchive",
-    "TestAtomic",
-    "TestConceptIndex",
-    "TestCounters",
-    "TestDeleteSession",
-    "TestLexicalSearch",
-    "TestMoments",
-    "TestReopen",
-    "TestSessions",
-    "TestVectors",
-]
+from ..base import MomentBrief, MomentFilter, StorageBackend
 
 T0 = datetime(2026, 6, 7, 9, 30, tzinfo=UTC)
 SID = "s_2026-06-07_001"
@@ -127,6 +101,18 @@ def rich_moment() -> Moment:
             )
         ],
         source_id="D1:3",
+    )
+
+
+def make_entry(num: int, sid: str = SID, *, concepts: list[str] | None = None) -> ArchiveEntry:
+    return ArchiveEntry(
+        id=f"m_{num}",
+        session=sid,
+        timestamp=T0 + timedelta(minutes=num),
+        rollup="m_99",
+        file="2026-06/m_99.jsonl.gz",
+        sha256="0" * 64,
+        concepts=concepts or [],
     )
 
 
@@ -287,85 +273,6 @@ class TestAtomic:
         assert backend.count_moments(SID) == 1
 
 
-class TestConceptIndex:
-    def test_members_up_to_a_cap(self, backend: StorageBackend) -> None:
-        backend.put_session(make_session())
-        backend.put_moments(
-            [
-                make_moment(n, f"text {n}", concepts=["lyon"] if n % 2 else ["paris"])
-                for n in (1, 2, 3, 5, 8)
-            ]
-        )
-        assert backend.concept_members("lyon", 3) == [1, 3, 5]
-        assert backend.concept_members("lyon", 2) is None
-        assert backend.concept_members("paris", 9) == [2, 8]
-        assert backend.concept_members("rome", 9) == []
-
-    def test_concepts_point_at_moments_and_sessions(self, backend: StorageBackend) -> None:
-        backend.put_session(make_session())
-        backend.put_session(make_session(SID2))
-        backend.put_moments(
-            [
-                make_moment(1, "a", concepts=["lyon", "train"]),
-                make_moment(12, "b", SID2, concepts=["lyon"]),
-                make_moment(3, "c", concepts=["lyon"]),
-            ]
-        )
-        entry = backend.get_concept("lyon")
-        assert entry is not None
-        assert entry.moments == ["m_1", "m_3", "m_12"]
-        assert entry.sessions == [SID, SID2]
-        assert [c.concept for c in backend.list_concepts()] == ["lyon", "train"]
-        assert [c.concept for c in backend.list_concepts(offset=1, limit=5)] == ["train"]
-        assert backend.count_concepts() == 2
-        assert backend.get_concept("paris") is None
-
-
-class TestLexicalSearch:
-    @pytest.fixture
-    def filled(self, backend: StorageBackend) -> StorageBackend:
-        backend.put_session(make_session())
-        backend.put_session(make_session(SID2, T0 + timedelta(days=1)))
-        backend.put_moments(
-            [
-                make_moment(1, "We booked the train to Lyon", speaker="Ana"),
-                make_moment(2, "The train was late, the train was cold", role="assistant"),
-                make_moment(3, "Dinner at a café in Lyon", speaker="Ana"),
-                make_moment(4, "Unrelated chatter about weather", SID2, speaker="Ben"),
-                make_moment(5, "Train tickets refunded", SID2, speaker="ana"),
-            ]
-        )
-        return backend
-
-    def test_any_word_matches_and_more_matches_rank_higher(self, filled: StorageBackend) -> None:
-        ids = [mid for mid, _ in filled.search_text("train Lyon", MomentFilter(), 10)]
-        assert ids[0] == "m_1"  # the only moment with both words
-        assert set(ids) == {"m_1", "m_2", "m_3", "m_5"}
-        scores = [s for _, s in filled.search_text("train Lyon", MomentFilter(), 10)]
-        assert scores == sorted(scores, reverse=True) and all(s > 0 for s in scores)
-
-    def test_accents_and_case_fold(self, filled: StorageBackend) -> None:
-        assert [m for m, _ in filled.search_text("CAFE", MomentFilter(), 10)] == ["m_3"]
-
-    def test_filters(self, filled: StorageBackend) -> None:
-        def ids(where: MomentFilter) -> set[str]:
-            return {m for m, _ in filled.search_text("train lyon", where, 10)}
-
-        assert ids(MomentFilter(session=SID2)) == {"m_5"}
-        assert ids(MomentFilter(speaker="ANA")) == {"m_1", "m_3", "m_5"}
-        assert ids(MomentFilter(speaker="assistant")) == {"m_2"}  # a role matches too
-        assert ids(MomentFilter(since=T0 + timedelta(minutes=2))) == {"m_2", "m_3", "m_5"}
-        assert ids(MomentFilter(until=T0 + timedelta(minutes=2))) == {"m_1"}
-
-    def test_query_syntax_is_just_words(self, filled: StorageBackend) -> None:
-        for query in ['"train', "train AND NOT", "lyon*", "(cold) OR -", "NEAR(train"]:
-            assert filled.search_text(query, MomentFilter(), 10)  # no syntax error, still finds
-        assert filled.search_text("  ?!  ", MomentFilter(), 10) == []
-
-    def test_limit(self, filled: StorageBackend) -> None:
-        assert len(filled.search_text("train lyon", MomentFilter(), 2)) == 2
-
-
 class TestReopen:
     def test_data_survives_reopening(
         self, backend: StorageBackend, reopen: Callable[[], StorageBackend]
@@ -383,281 +290,3 @@ class TestReopen:
         assert entry is not None and entry.moments == ["m_8"]
         assert again.next_number("moment") == 9
         assert [m for m, _ in again.search_text("eight", MomentFilter(), 5)] == ["m_8"]
-
-
-class TestVectors:
-    def test_put_get_and_the_queue(self, backend: StorageBackend) -> None:
-        backend.put_session(make_session())
-        backend.put_moments([make_moment(n, f"text {n}") for n in (1, 2, 3)])
-        assert backend.unembedded("model-a") == [1, 2, 3]
-        backend.put_vectors("model-a", [(1, "text 1", b"v1"), (3, "text 3", b"v3")])
-        assert backend.get_vectors("model-a") == [(1, b"v1"), (3, b"v3")]
-        assert backend.get_vectors("model-a", after=1, limit=5) == [(3, b"v3")]
-        assert backend.unembedded("model-a") == [2]
-        assert backend.unembedded("model-a", limit=0) == []
-        assert backend.unembedded("model-b") == [1, 2, 3]  # another model: all again
-        assert backend.unembedded("model-b", after=1) == [2, 3]
-        assert backend.unembedded("model-b", limit=1, after=2) == [3]
-        backend.put_vectors("model-b", [(1, "text 1", b"w1")])  # replaces model-a's
-        assert backend.get_vectors("model-a") == [(3, b"v3")]
-        assert backend.get_vectors("model-b") == [(1, b"w1")]
-
-    def test_text_cut_from_a_session_notebook_is_not_queued(self, backend: StorageBackend) -> None:
-        """Its text is quotes of other moments (which have vectors): it gets none."""
-        backend.put_session(make_session())
-        cut = make_moment(2, "## Worklog\n- user: ⟦m_1@0+9⟧", role="system", speaker=CUT_SPEAKER)
-        backend.put_moments([make_moment(1, "text 1"), cut, make_moment(3, "text 3")])
-        assert backend.unembedded("model-a") == [1, 3]
-        assert backend.claim_unembedded("model-a", limit=5) == [1, 3]
-
-    def test_the_change_feed_brings_an_index_up_to_date(self, backend: StorageBackend) -> None:
-        """Following ``vector_changes`` from any position and applying what it reports
-        gives the stored vectors (every backend; a database server reports removals too)."""
-        backend.put_session(make_session())
-        backend.put_moments([make_moment(n, f"text {n}") for n in (1, 2, 3)])
-        backend.put_vectors("m", [(1, "text 1", b"v1"), (2, "text 2", b"v2")])
-        index: dict[int, bytes] = {}
-
-        def follow(after: int) -> int:
-            while True:
-                changes, after = backend.vector_changes("m", after, limit=1)
-                if not changes:
-                    return after
-                for num, blob in changes:
-                    if blob is None:
-                        index.pop(num, None)
-                    else:
-                        index[num] = blob
-
-        seen = follow(0)
-        assert index == {1: b"v1", 2: b"v2"}
-        assert backend.vector_changes("m", seen) == ([], seen)
-        backend.put_vectors("m", [(3, "text 3", b"v3"), (1, "text 1", b"w1")])
-        seen = follow(seen)
-        assert index[3] == b"v3"
-        assert backend.claim_unembedded("m", limit=5) == []
-        backend.put_moments([make_moment(2, "rewritten")])  # its vector goes
-        assert backend.claim_unembedded("m", limit=5) == [2]
-        follow(seen)
-        if backend.capabilities.shared_embedding:  # every change is numbered, claims hold
-            assert index == {1: b"w1", 3: b"v3"}
-            assert backend.claim_unembedded("m", limit=5) == []
-
-    def test_a_vector_of_old_or_missing_text_is_dropped(self, backend: StorageBackend) -> None:
-        backend.put_session(make_session())
-        backend.put_moments([make_moment(1, "first words"), make_moment(2, "second")])
-        backend.put_vectors("m", [(1, "first words", b"v1"), (2, "second", b"v2")])
-        backend.put_moments([make_moment(1, "rewritten words"), make_moment(2, "second")])
-        assert backend.get_vectors("m") == [(2, b"v2")]  # unchanged text keeps its vector
-        assert backend.unembedded("m") == [1]
-        # a worker that embedded the old text, or a moment that does not exist: skipped
-        backend.put_vectors("m", [(1, "first words", b"old"), (9, "nine", b"v9")])
-        assert backend.get_vectors("m") == [(2, b"v2")]
-
-    def test_vectors_roll_back_with_their_transaction(self, backend: StorageBackend) -> None:
-        backend.put_session(make_session())
-        backend.put_moments([make_moment(1, "one")])
-        with pytest.raises(RuntimeError), backend.atomic():
-            backend.put_vectors("m", [(1, "one", b"v1")])
-            raise RuntimeError("abort")
-        assert backend.get_vectors("m") == []
-
-    def test_vectors_survive_reopening(
-        self, backend: StorageBackend, reopen: Callable[[], StorageBackend]
-    ) -> None:
-        if not backend.capabilities.persistent:
-            pytest.skip(f"{backend.capabilities.name} is not persistent")
-        backend.put_session(make_session())
-        backend.put_moments([make_moment(1, "one"), make_moment(2, "two")])
-        blob = bytes(range(256)) * 3  # any bytes, newlines included
-        backend.put_vectors("m", [(1, "one", blob)])
-        backend.close()
-        again = reopen()
-        assert again.get_vectors("m") == [(1, blob)]
-        assert again.unembedded("m") == [2]
-
-
-def make_entry(num: int, sid: str = SID, *, concepts: list[str] | None = None) -> ArchiveEntry:
-    return ArchiveEntry(
-        id=f"m_{num}",
-        session=sid,
-        timestamp=T0 + timedelta(minutes=num),
-        rollup="m_99",
-        file="2026-06/m_99.jsonl.gz",
-        sha256="0" * 64,
-        concepts=concepts or [],
-    )
-
-
-class TestArchive:
-    @pytest.fixture
-    def filled(self, backend: StorageBackend) -> StorageBackend:
-        backend.put_session(make_session())
-        backend.put_moments(
-            [
-                make_moment(1, "We booked the train to Lyon", concepts=["lyon", "train"]),
-                make_moment(2, "Dinner in Lyon", concepts=["lyon"]),
-                make_moment(3, "Seat 42 on the train", concepts=["train"]),
-            ]
-        )
-        backend.put_vectors(
-            "m", [(1, "We booked the train to Lyon", b"v1"), (2, "Dinner in Lyon", b"v2")]
-        )
-        return backend
-
-    def test_archived_moments_leave_the_active_set_and_every_index(
-        self, filled: StorageBackend
-    ) -> None:
-        filled.archive_moments([make_entry(1, concepts=["lyon", "train"])])
-        assert filled.get_moment("m_1") is None
-        assert [m.id for m in filled.list_moments()] == ["m_2", "m_3"]
-        assert filled.count_moments() == 2 and filled.count_moments(SID) == 2
-        found = {m for m, _ in filled.search_text("train lyon", MomentFilter(), 10)}
-        assert found == {"m_2", "m_3"}
-        lyon = filled.get_concept("lyon")
-        assert lyon is not None and lyon.moments == ["m_2"]
-        assert filled.get_vectors("m") == [(2, b"v2")]
-        assert 1 not in filled.unembedded("m")
-        assert filled.get_archived(["m_3", "m_1"]) == [make_entry(1, concepts=["lyon", "train"])]
-        assert filled.list_archived() == [make_entry(1, concepts=["lyon", "train"])]
-        assert filled.count_archived() == 1
-        assert filled.archived_with_concept("lyon") == ["m_1"]
-        assert filled.archived_with_concept("paris") == []
-
-    def test_a_concept_only_in_archived_moments_keeps_them(self, filled: StorageBackend) -> None:
-        filled.archive_moments(
-            [make_entry(3, concepts=["train"]), make_entry(1, concepts=["train"])]
-        )
-        assert filled.archived_with_concept("train") == ["m_1", "m_3"]
-        assert filled.get_concept("train") is None
-        assert [e.id for e in filled.list_archived(offset=1, limit=5)] == ["m_3"]
-
-    def test_archiving_again_replaces_the_entry(self, filled: StorageBackend) -> None:
-        filled.archive_moments([make_entry(1, concepts=["lyon"])])
-        again = make_entry(1, concepts=["train"]).model_copy(update={"file": "other.jsonl.gz"})
-        filled.archive_moments([again])  # a rerun after a crash: the moment is gone already
-        assert filled.get_archived(["m_1"]) == [again]
-        assert filled.count_archived() == 1
-        assert filled.archived_with_concept("lyon") == []
-        assert filled.archived_with_concept("train") == ["m_1"]
-
-    def test_archiving_rolls_back_with_its_transaction(self, filled: StorageBackend) -> None:
-        with pytest.raises(RuntimeError), filled.atomic():
-            filled.archive_moments([make_entry(2)])
-            assert filled.get_moment("m_2") is None
-            assert [m.id for m in filled.list_moments(SID)] == ["m_1", "m_3"]
-            raise RuntimeError("abort")
-        moment = filled.get_moment("m_2")
-        assert moment is not None and moment.content.text == "Dinner in Lyon"
-        assert filled.count_archived() == 0
-        assert [m for m, _ in filled.search_text("dinner", MomentFilter(), 5)] == ["m_2"]
-
-    def test_archive_survives_reopening(
-        self, filled: StorageBackend, reopen: Callable[[], StorageBackend]
-    ) -> None:
-        if not filled.capabilities.persistent:
-            pytest.skip(f"{filled.capabilities.name} is not persistent")
-        filled.archive_moments([make_entry(2, concepts=["lyon"])])
-        filled.close()
-        again = reopen()
-        assert again.get_moment("m_2") is None
-        assert again.get_archived(["m_2"]) == [make_entry(2, concepts=["lyon"])]
-        assert again.archived_with_concept("lyon") == ["m_2"]
-        assert again.get_vectors("m") == [(1, b"v1")]
-
-
-class TestDeleteSession:
-    @pytest.fixture
-    def filled(self, backend: StorageBackend) -> StorageBackend:
-        """Two sessions sharing the concept "lyon"; SID's m_1 archived, m_2 and m_3 with
-        vectors, SID2's m_4 with a vector."""
-        backend.put_session(make_session())
-        backend.put_session(make_session(SID2, T0 + timedelta(days=1)))
-        backend.put_moments(
-            [
-                make_moment(1, "Old note about Lyon", concepts=["lyon"]),
-                make_moment(2, "We booked the train to Lyon", concepts=["lyon", "train"]),
-                make_moment(3, "Seat 42 on the train", concepts=["train"]),
-                make_moment(4, "Dinner in Lyon", SID2, concepts=["lyon"]),
-            ]
-        )
-        backend.archive_moments([make_entry(1, concepts=["lyon"])])
-        backend.put_vectors(
-            "m",
-            [
-                (2, "We booked the train to Lyon", b"v2"),
-                (3, "Seat 42 on the train", b"v3"),
-                (4, "Dinner in Lyon", b"v4"),
-            ],
-        )
-        return backend
-
-    def _assert_only_the_other_session(self, backend: StorageBackend) -> None:
-        assert backend.get_session(SID) is None
-        assert [s.id for s in backend.list_sessions()] == [SID2]
-        assert backend.count_sessions() == 1
-        assert [m.id for m in backend.list_moments()] == ["m_4"]
-        assert backend.get_moment("m_2") is None and backend.count_moments(SID) == 0
-        assert backend.list_moments(SID) == []
-        assert [m for m, _ in backend.search_text("train lyon", MomentFilter(), 10)] == ["m_4"]
-        lyon = backend.get_concept("lyon")
-        assert lyon is not None and (lyon.moments, lyon.sessions) == (["m_4"], [SID2])
-        assert backend.get_concept("train") is None
-        assert [c.concept for c in backend.list_concepts()] == ["lyon"]
-        assert backend.count_concepts() == 1
-        assert backend.get_vectors("m") == [(4, b"v4")]
-        assert backend.unembedded("m") == []
-        assert backend.count_archived() == 0 and backend.get_archived(["m_1"]) == []
-        assert backend.archived_with_concept("lyon") == []
-
-    def test_deleting_removes_the_session_and_all_derived_of_its_moments(
-        self, filled: StorageBackend
-    ) -> None:
-        filled.delete_session(SID)
-        self._assert_only_the_other_session(filled)
-        filled.delete_session(SID)  # again, or an unknown id: nothing happens
-        filled.delete_session("s_2030-01-01_001")
-        self._assert_only_the_other_session(filled)
-        # the id can be used again
-        filled.put_session(make_session(task="again"))
-        filled.put_moments([make_moment(5, "A new start")])
-        assert [m.id for m in filled.list_moments(SID)] == ["m_5"]
-
-    def test_reads_inside_see_the_deletion_and_an_error_undoes_it(
-        self, filled: StorageBackend
-    ) -> None:
-        with pytest.raises(RuntimeError), filled.atomic():
-            filled.delete_session(SID)
-            assert filled.get_session(SID) is None
-            assert [m.id for m in filled.list_moments()] == ["m_4"]
-            assert filled.get_moment("m_3") is None and filled.count_archived() == 0
-            raise RuntimeError("abort")
-        assert [m.id for m in filled.list_moments(SID)] == ["m_2", "m_3"]
-        assert filled.get_vectors("m") == [(2, b"v2"), (3, b"v3"), (4, b"v4")]
-        assert filled.count_archived() == 1
-
-    def test_deleted_and_recreated_in_one_transaction(self, filled: StorageBackend) -> None:
-        with filled.atomic():
-            filled.delete_session(SID)
-            filled.put_session(make_session(task="again"))
-            filled.put_moments([make_moment(5, "A new start")])
-        session = filled.get_session(SID)
-        assert session is not None and session.task == "again"
-        assert [m.id for m in filled.list_moments(SID)] == ["m_5"]
-        assert [m for m, _ in filled.search_text("train", MomentFilter(), 10)] == []
-
-    def test_deletion_survives_reopening(
-        self, filled: StorageBackend, reopen: Callable[[], StorageBackend]
-    ) -> None:
-        if not filled.capabilities.persistent:
-            pytest.skip(f"{filled.capabilities.name} is not persistent")
-        filled.delete_session(SID)
-        filled.close()
-        self._assert_only_the_other_session(reopen())
-
-    def test_vector_models_lists_the_models_in_use(self, filled: StorageBackend) -> None:
-        filled.put_vectors("a-model", [(4, "Dinner in Lyon", b"w4")])
-        assert filled.vector_models() == ["a-model", "m"]
-        filled.delete_session(SID)
-        filled.delete_session(SID2)
-        assert filled.vector_models() == []
