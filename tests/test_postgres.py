@@ -20,8 +20,8 @@ from agent_notebook.errors import StorageError
 from agent_notebook.model import Moment, MomentContent, Session
 from agent_notebook.storage import MomentFilter, SqliteBackend, StorageBackend, open_backend
 from agent_notebook.storage.postgres import PostgresBackend
-from agent_notebook.storage.postgres import backend as pg_backend
-from agent_notebook.storage.sqlite import backend as sqlite_backend
+from agent_notebook.storage.postgres import fulltext as pg_fulltext
+from agent_notebook.storage.sqlite import fulltext as sqlite_fulltext
 from clirun import cli
 
 #: The LoCoMo dev set beside the checkout (in ../shared, or ../../shared for a worktree).
@@ -120,7 +120,7 @@ def test_the_cost_budget_chooses_the_same_terms(
     moments = [moment(n, f"common words here {n}", sid) for n in range(1, 41)]
     moments.append(moment(41, "common zebra", sid))
     fill_both([sqlite, postgres], moments, [sid])
-    for module in (sqlite_backend, pg_backend):
+    for module in (sqlite_fulltext, pg_fulltext):
         monkeypatch.setattr(module, "POSTINGS_BUDGET", 10)
     assert [i for i, _ in postgres.search_text("common zebra", MomentFilter(), 5)] == ["m_41"]
     # only "common" (41 moments, over budget): the newest moments alone count

@@ -13,7 +13,7 @@ from agent_notebook.core.lexical import terms
 from agent_notebook.model import Moment, Session
 from agent_notebook.storage.base import MomentFilter
 from agent_notebook.storage.sqlite import SqliteBackend, schema
-from agent_notebook.storage.sqlite import backend as sqlite_backend
+from agent_notebook.storage.sqlite import fulltext as sqlite_fulltext
 
 WHEN = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 SESSION = "s_2026-03-01_001"
@@ -162,7 +162,7 @@ def test_search_takes_rare_terms_first_within_its_budget(
         [moment(n, f"common words here {n}", []) for n in range(1, 41)]
         + [moment(41, "common rare-ish zebra", [])]
     )
-    monkeypatch.setattr(sqlite_backend, "POSTINGS_BUDGET", 10)
+    monkeypatch.setattr(sqlite_fulltext, "POSTINGS_BUDGET", 10)
     hits = backend.search_text("common zebra", MomentFilter(), limit=5)
     # "zebra" (1 moment) fits the budget, "common" (41) does not: only zebra's moment scores.
     assert [moment_id for moment_id, _ in hits] == ["m_41"]

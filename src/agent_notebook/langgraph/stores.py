@@ -32,7 +32,7 @@ from ..core.files import (
 )
 from ..errors import InvalidInput, StorageError
 from ..storage import StorageBackend
-from ..storage.sqlite.backend import database_file
+from ..storage.sqlite.maintenance import database_file
 from .checkpoint.sqlite import NotebookSaver
 from .store.index import lazy_index_config
 from .store.sealed import SealedSqliteStore

@@ -67,7 +67,7 @@ from ..model import (
     now_utc,
     validate_record,
 )
-from ..storage.sqlite.backend import database_file, vacuum
+from ..storage.sqlite.maintenance import database_file, vacuum
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver

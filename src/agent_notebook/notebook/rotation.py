@@ -31,7 +31,7 @@ from ..langgraph.store.sealed import resealed_value
 from ..langgraph.store.sqlite import VECTOR_TABLE as SQLITE_STORE_VECTORS
 from ..langgraph.stores import CHECKPOINT_FILE, is_postgres, store_path
 from ..storage import SqliteBackend, StorageBackend, YamlDirBackend, open_backend
-from ..storage.sqlbase import SqlReads
+from ..storage.sql.rotation import SqlKeyRotation
 
 __all__ = ["RotationReport", "rotate_key"]
 
@@ -74,7 +74,7 @@ def rotate_key(home: Path, new_key: bytes) -> RotationReport:
 def _rotate(
     home: Path, conf: cfg.NotebookConfig, backend: StorageBackend, cipher: Cipher, old_key: bytes
 ) -> RotationReport:
-    if isinstance(backend, SqlReads | YamlDirBackend):
+    if isinstance(backend, SqlKeyRotation | YamlDirBackend):
         records = backend.reseal()
     else:
         raise InvalidInput(f"the {backend.capabilities.name} backend stores nothing to seal")

@@ -23,7 +23,7 @@ from ..errors import InvalidInput
 from .base import Capabilities, MomentBrief, MomentFilter, StorageBackend
 from .memory import MemoryBackend
 from .sqlite import SqliteBackend
-from .sqlite.backend import Synchronous
+from .sqlite.connection import Synchronous
 from .yamldir import YamlDirBackend
 
 if TYPE_CHECKING:

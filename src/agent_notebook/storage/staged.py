@@ -17,8 +17,8 @@ from typing import TypeVar
 
 from ..core.lexical import Bm25Index
 from ..model import CUT_SPEAKER, ArchiveEntry, ConceptEntry, Moment, Session, moment_number
-from . import sql
 from .base import Activity, MomentFilter, StorageBackend, activity_of
+from .sql import ranking
 
 
 @dataclass
@@ -380,9 +380,9 @@ class StagedBackend(StorageBackend):
     # -- search -----------------------------------------------------------------------------
 
     def search_text(self, query: str, where: MomentFilter, limit: int) -> list[tuple[str, float]]:
-        """BM25 as FTS5 ranks it, on the terms SQLite would choose (``sql.choose_terms``,
+        """BM25 as FTS5 ranks it, on the terms SQLite would choose (``ranking.choose_terms``,
         with its bound on postings), so these backends rank like SQLite."""
-        words, order = sql.query_words(query)
+        words, order = ranking.query_words(query)
         if not words:
             return []
         with self._reading() as state:
@@ -392,10 +392,10 @@ class StagedBackend(StorageBackend):
                 keys = None
             index = state.text_index
             total = max(state.moments, default=0)
-            chosen, postings = sql.choose_terms(
-                order, index.document_counts(words), total, sql.POSTINGS_BUDGET
+            chosen, postings = ranking.choose_terms(
+                order, index.document_counts(words), total, ranking.POSTINGS_BUDGET
             )
-            above = total - sql.POSTINGS_BUDGET if postings > sql.POSTINGS_BUDGET else 0
+            above = total - ranking.POSTINGS_BUDGET if postings > ranking.POSTINGS_BUDGET else 0
             hits = []
             for num, score in index.score_terms(chosen, keys, above):
                 if where.matches(state.moments[num]):

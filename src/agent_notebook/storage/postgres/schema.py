@@ -107,7 +107,7 @@ MIGRATIONS: Final[list[list[str]]] = [
     # 3: vectors as a change log every server's in-process index follows (``seq``), with
     # tombstones for the vectors removed (``vector_drops``), and the embedding claims.
     # ``seq`` is taken by every write of a vector or a tombstone, inside a transaction that
-    # holds the notebook's writer lock (``backend._writer_lock``) to its commit: so seqs
+    # holds the notebook's writer lock (``connection.writer_lock``) to its commit: so seqs
     # become visible in the order they were taken, and a reader that has seen seq N can
     # never later find a committed change below N (the usual hazard of a sequence, a
     # transaction committing after a later one). Nothing may write these tables without
@@ -136,7 +136,7 @@ MIGRATIONS: Final[list[list[str]]] = [
         "CREATE TABLE text_index_stale (one boolean PRIMARY KEY DEFAULT true CHECK (one))",
         "INSERT INTO text_index_stale SELECT true WHERE EXISTS (SELECT 1 FROM moments)",
     ],
-    # 5: tombstones are pruned once older than ``DROPS_KEPT`` (``backend._drop_vectors``);
+    # 5: tombstones are pruned once older than ``DROPS_KEPT`` (``vectors._drop_vectors``);
     # ``vector_drops_horizon`` holds the newest seq pruned, and an index that has not seen
     # that far is loaded again from the start (``VectorChangesPruned``). The tombstones
     # already there count from now. (Idempotent: a test replays it on a faked version.)
@@ -172,6 +172,12 @@ UPSERT_MOMENT: Final = f"""
         terms = excluded.terms, frequent = excluded.frequent, length = excluded.length
 """
 
+#: Writes an archive row (:meth:`PostgresBackend._archive_row`'s columns).
+UPSERT_ARCHIVED: Final = (
+    "INSERT INTO archived (num, session_id, body) VALUES (%s, %s, %s) "
+    "ON CONFLICT (num) DO UPDATE SET session_id = excluded.session_id, body = excluded.body"
+)
+
 #: A moment's :class:`MomentBrief` fields (fields at their defaults are not in the body).
 SELECT_BRIEFS: Final = f"""
     SELECT num, session_id, ts_us, role, speaker,
@@ -179,7 +185,7 @@ SELECT_BRIEFS: Final = f"""
         coalesce((body::jsonb #>> '{{metadata,decay_rate}}')::float8, {DEFAULT_DECAY_RATE}),
         coalesce(jsonb_typeof(body::jsonb -> 'redacted'), 'null') != 'null',
         strpos(text, '?') > 0
-    FROM moments WHERE num = ANY(%s)"""
+    FROM moments WHERE num"""
 
 
 def score_sql(count: int) -> str:

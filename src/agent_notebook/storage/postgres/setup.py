@@ -51,7 +51,7 @@ def plain(migrations: Sequence[str]) -> list[str]:
 
 def where(pool: Any) -> str:
     """The pool's database (without a password) and schema, for messages."""
-    from .backend import redacted_url
+    from .connection import redacted_url
 
     place = redacted_url(str(pool.conninfo))
     options = str(pool.kwargs.get("options", ""))

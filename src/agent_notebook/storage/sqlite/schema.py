@@ -26,6 +26,7 @@ __all__ = [
     "MIGRATIONS",
     "MOMENT_COLUMNS",
     "SELECT_BRIEFS",
+    "UPSERT_ARCHIVED",
     "UPSERT_MOMENT",
     "archive_from_row",
     "archive_row",
@@ -248,6 +249,11 @@ UPSERT_MOMENT: Final = f"""
         role = excluded.role, text = excluded.text, body = excluded.body
 """
 
+#: Writes an archive row (:meth:`SqliteBackend._archive_row`'s columns).
+UPSERT_ARCHIVED: Final = (
+    "INSERT INTO archived (num, body) VALUES (?, ?) "
+    "ON CONFLICT (num) DO UPDATE SET body = excluded.body"
+)
 
 #: A moment's :class:`MomentBrief` fields (fields at their defaults are not in the body).
 SELECT_BRIEFS: Final = f"""
@@ -256,4 +262,4 @@ SELECT_BRIEFS: Final = f"""
         coalesce(json_extract(body, '$.metadata.decay_rate'), {DEFAULT_DECAY_RATE}),
         json_type(body, '$.redacted') IS NOT NULL AND json_type(body, '$.redacted') != 'null',
         instr(text, '?') > 0
-    FROM moments WHERE num IN"""
+    FROM moments WHERE num"""

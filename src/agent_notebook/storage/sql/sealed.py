@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ...core.lexical import terms
 from ...errors import InvalidInput
 from ...model import DEFAULT_DECAY_RATE, DEFAULT_IMPORTANCE, ArchiveEntry, Moment, Session
-from . import schema
+from .. import rows
 
 if TYPE_CHECKING:
     from ...core.crypto import Cipher
@@ -61,7 +61,7 @@ def index_terms(cipher: Cipher, text: str) -> list[str]:
 
 
 def moment_row(cipher: Cipher, moment: Moment) -> tuple[int, str, int, str, str, str, str]:
-    num, session, ts, speaker, role, _, _ = schema.moment_row(moment)
+    num, session, ts, speaker, role, _, _ = rows.moment_row(moment)
     record = moment.model_dump(mode="json", exclude_defaults=True)
     record["schema_version"] = moment.schema_version  # as the plain body keeps it
     body: dict[str, object] = {"sealed": cipher.encrypt_text(_json(record), MOMENT_AAD)}
@@ -86,7 +86,7 @@ def moment_from_row(cipher: Cipher | None, row: Sequence[Any]) -> Moment:
     session, time and speaker too): the plain columns beside it are not trusted."""
     body = row[-1]
     if not is_sealed(body):
-        return schema.moment_from_row(row)
+        return rows.moment_from_row(row)
     record = _require(cipher).decrypt_text(sealed_part(body), MOMENT_AAD, "a stored moment")
     return Moment.model_validate_json(record)
 
@@ -97,7 +97,7 @@ def session_body(cipher: Cipher, session: Session) -> str:
 
 def session_from_row(cipher: Cipher | None, body: str) -> Session:
     if not is_sealed(body):
-        return schema.session_from_row(body)
+        return rows.session_from_row(body)
     record = _require(cipher).decrypt_text(sealed_part(body), SESSION_AAD, "a stored session")
     return Session.model_validate_json(record)
 
@@ -108,7 +108,7 @@ def archive_body(cipher: Cipher, entry: ArchiveEntry) -> str:
 
 def archive_from_row(cipher: Cipher | None, body: str) -> ArchiveEntry:
     if not is_sealed(body):
-        return schema.archive_from_row(body)
+        return rows.archive_from_row(body)
     record = _require(cipher).decrypt_text(sealed_part(body), ARCHIVED_AAD, "an archive entry")
     return ArchiveEntry.model_validate_json(record)
 

@@ -1,6 +1,6 @@
-"""What the SQL backends (SQLite, PostgreSQL) share beyond their dialects: the choice of a
-search's terms within a cost budget, the document frequencies a write changes, the filter
-conditions of a listing or a search, and concept entries from rows.
+"""What the searches by words share (SQLite's, PostgreSQL's, and the staged backends' that
+rank as SQLite does): the choice of a search's terms within a cost budget, and the
+document frequencies a write changes.
 
 Both rank lexical matches with FTS5's BM25 (SQLite computes it in FTS5, PostgreSQL from the
 term statistics it keeps, :func:`bm25_idf`), over the same index terms
@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
-from ..core.lexical import BM25_B, BM25_K1, bm25_idf, query_term_weights, stem, tokenize
-from ..model import ConceptEntry, Moment
-from .base import MomentFilter
-from .rows import to_us
+from ...core.lexical import BM25_B, BM25_K1, bm25_idf, query_term_weights, stem, tokenize
+from ...model import Moment
 
 #: How many postings (moment, term pairs) one search may score; see :func:`choose_terms`.
 POSTINGS_BUDGET: Final = 1500
@@ -34,8 +32,6 @@ __all__ = [
     "POSTINGS_BUDGET",
     "bm25_idf",
     "choose_terms",
-    "concept_entry",
-    "filter_sql",
     "frequency_change",
     "query_words",
 ]
@@ -94,35 +90,3 @@ def frequency_change(
         if (old := replaced.get(moment.number)) is not None:
             change.subtract(set(terms_of(old.content.text)))
     return change
-
-
-def filter_sql(
-    where: MomentFilter, mark: str = "?", nocase: str = "{} = {} COLLATE NOCASE"
-) -> tuple[list[str], list[Any]]:
-    """SQL conditions on ``moments m`` for ``where``, with their parameters; ``mark`` is the
-    driver's placeholder and ``nocase`` compares a column with it ignoring case."""
-    conditions: list[str] = []
-    params: list[Any] = []
-    if where.session is not None:
-        conditions.append(f"m.session_id = {mark}")
-        params.append(where.session)
-    if where.since is not None:
-        conditions.append(f"m.ts_us >= {mark}")
-        params.append(to_us(where.since))
-    if where.until is not None:
-        conditions.append(f"m.ts_us < {mark}")
-        params.append(to_us(where.until))
-    if where.speaker is not None:
-        speaker, role = nocase.format("m.speaker", mark), nocase.format("m.role", mark)
-        conditions.append(f"({speaker} OR {role})")
-        params += [where.speaker, where.speaker]
-    return conditions, params
-
-
-def concept_entry(concept: str, rows: Sequence[tuple[int, str]]) -> ConceptEntry:
-    """The entry of ``concept`` from its ``(moment number, session id)`` rows in order."""
-    return ConceptEntry(
-        concept=concept,
-        moments=[f"m_{num}" for num, _ in rows],
-        sessions=sorted({sid for _, sid in rows}),
-    )
