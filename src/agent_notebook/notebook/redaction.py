@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from ..media.store import MediaStore
     from ..search.semantic import SemanticIndex
     from ..storage import StorageBackend
+    from .vectors import Vectors
 
 __all__ = ["MIN_WORDS", "RUN_WORDS", "ForgetReport", "Redactable", "Redaction", "Scrubber"]
 
@@ -94,13 +95,13 @@ log = logging.getLogger(__name__)
 
 class Redactable(Protocol):
     """The parts of a notebook a redaction reaches: :class:`~agent_notebook.Notebook`, which
-    imports this module (so a protocol), passes itself. ``_semantic`` is the vector index
-    only when already loaded, and ``_cold_archive`` the archive the facade keeps open."""
+    imports this module (so a protocol), passes itself. ``_vectors`` drops the vectors of
+    redacted moments from the index only when it is already loaded."""
 
     backend: StorageBackend
     home: Path | None
     config: NotebookConfig
-    _semantic: SemanticIndex | None
+    _vectors: Vectors
 
     @property
     def semantic(self) -> SemanticIndex | None: ...
@@ -110,7 +111,7 @@ class Redactable(Protocol):
     def store(self) -> BaseStore: ...
     def media_store(self) -> MediaStore: ...
     def checkpointer_for(self, chat: ChatSettings) -> BaseCheckpointSaver[Any]: ...
-    def _cold_archive(self, archive_dir: Path | None = ...) -> ColdArchive: ...
+    def cold_archive(self, archive_dir: Path | None = ...) -> ColdArchive: ...
 
 
 class ForgetReport(BaseModel):
@@ -413,8 +414,7 @@ class Redaction:
         self._scrub_sessions(plan)
         self._scrub_store()
         self._scrub_checkpoints()
-        if (semantic := self.nb._semantic) is not None and self.changed_numbers:
-            semantic.forget(self.changed_numbers)
+        self.nb._vectors.forget(self.changed_numbers)
         self._purge()
         self._remove_media(media_paths_of(plan.targets.values()))
 
@@ -722,7 +722,7 @@ class Redaction:
     def _archive(self) -> ColdArchive | None:
         if self.nb.archive_dir is None:
             return None
-        return self.nb._cold_archive()
+        return self.nb.cold_archive()
 
     def _store(self) -> BaseStore | None:
         from ..langgraph.stores import is_postgres, store_path

@@ -300,6 +300,11 @@ class StorageBackend(ABC):
         default every unembedded one: one process embeds its notebook."""
         return self.unembedded(model, limit=limit, after=after)
 
+    def ping(self) -> None:
+        """Raise :class:`~agent_notebook.errors.StorageError` when the data cannot be reached
+        now (a database server that does not answer); a local file or memory always can."""
+        return None
+
     def server_status(self) -> dict[str, object]:
         """What ``doctor`` shows about a database server (nothing for a local file)."""
         return {}
