@@ -220,3 +220,60 @@ def _png() -> bytes:
     out = io.BytesIO()
     Image.new("RGB", (4, 4), (200, 30, 30)).save(out, format="PNG")
     return out.getvalue()
+
+
+# -- capabilities are declared, not guessed --------------------------------------------------
+
+
+def name_switches(source: str) -> list[int]:
+    """Lines of ``source`` that compare a backend's ``capabilities.name`` with something."""
+    return sorted(
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Compare)
+        and any(
+            isinstance(side, ast.Attribute)
+            and side.attr == "name"
+            and isinstance(side.value, ast.Attribute)
+            and side.value.attr == "capabilities"
+            for side in (node.left, *node.comparators)
+        )
+    )
+
+
+def test_no_branch_outside_storage_switches_on_a_backend_name() -> None:
+    assert name_switches('if b.capabilities.name == "sqlite":\n    pass\n') == [1]
+    modules = [p for p in sorted(PACKAGE.rglob("*.py")) if "storage" not in p.parts]
+    found = [
+        f"{path.relative_to(PACKAGE)}:{line}"
+        for path in modules
+        for line in name_switches(path.read_text(encoding="utf-8"))
+    ]
+    assert found == [], "read a flag of storage.base.Capabilities instead:\n" + "\n".join(found)
+
+
+def test_the_declared_capabilities_decide(tmp_path: Path) -> None:
+    from agent_notebook.langgraph.stores import checkpoint_path, in_database, store_path
+    from agent_notebook.privacy.tokens import FileTokens, tokens_of
+    from agent_notebook.storage import MemoryBackend
+
+    memory, sqlite, yaml = (
+        MemoryBackend(),
+        SqliteBackend(tmp_path / "n.db"),
+        YamlDirBackend(tmp_path / "yaml"),
+    )
+    try:
+        with pytest.raises(InvalidInput, match="the memory backend stores nothing to seal"):
+            memory.reseal()
+        assert store_path(memory) is None  # not persistent: the store is in memory
+        assert store_path(sqlite) == checkpoint_path(sqlite) == tmp_path / "n.db"
+        assert store_path(yaml) is not None and store_path(yaml) != checkpoint_path(yaml)
+        assert not any(in_database(b) for b in (memory, sqlite, yaml))
+        assert isinstance(tokens_of(tmp_path, sqlite), FileTokens)
+        assert (yaml.capabilities.vector_index_file, sqlite.capabilities.vector_index_file) == (
+            True,
+            False,
+        )
+    finally:
+        for backend in (memory, sqlite, yaml):
+            backend.close()

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from ..compaction import ARCHIVE_DIR, ColdArchive, CompactionReport, Compactor
 from ..compaction.runner import Progress as CompactProgress
 from ..core import files
-from ..core.crypto import cipher_of
 from ..core.files import exclusive_lock as write_lock_file
 from ..errors import InvalidInput, NotFound
 from ..model import ArchiveEntry, Moment, check_moment_id, now_utc
@@ -46,7 +45,7 @@ class Archive:
                 "(Notebook.open(home)) or pass archive_dir"
             )
         if self._opened is None or self._opened.root != root:
-            self._opened = ColdArchive(root, cipher=cipher_of(self.nb.backend))
+            self._opened = ColdArchive(root, cipher=self.nb.backend.cipher)
         return self._opened
 
     def compact(

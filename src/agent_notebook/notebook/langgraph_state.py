@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .. import config as cfg
-from ..core.crypto import cipher_of
 from ..model import SESSION_ID_RE, THREADS_NAMESPACE
 
 if TYPE_CHECKING:
@@ -45,7 +44,7 @@ class LangGraphState:
 
             backend = self.nb.backend
             saver, conn = open_checkpointer(backend, chat.checkpoints, chat.keep_checkpoints)
-            if (cipher := cipher_of(backend)) is not None:  # checkpoints hold the chat
+            if (cipher := backend.cipher) is not None:  # checkpoints hold the chat
                 saver.serde = EncryptedSerializer(cipher.checkpoint_cipher(), saver.serde)
             self._checkpointers[key] = saver
             if conn is not None:
@@ -53,9 +52,7 @@ class LangGraphState:
         return self._checkpointers[key]
 
     def set_up(self) -> None:
-        from ..langgraph.stores import is_postgres
-
-        if is_postgres(self.nb.backend):
+        if self.nb.backend.capabilities.langgraph_tables == "database":
             _ = self.store, self.checkpointer_for(self.nb.config.chat)
 
     @property
@@ -65,7 +62,7 @@ class LangGraphState:
             from ..langgraph.store.sqlite import StoreIndex
             from ..langgraph.stores import open_store
 
-            cipher = cipher_of(self.nb.backend)
+            cipher = self.nb.backend.cipher
             choice = self.store_index_choice
             index = StoreIndex(choice) if choice not in ("default", None) else None  # type: ignore[arg-type]
             semantic = choice == "default" and cipher is None and self.nb.wants_vectors

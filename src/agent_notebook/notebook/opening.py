@@ -35,8 +35,7 @@ def open_storage(
         location = cfg.backend_location(root, conf, backend)
         cipher = load_cipher(conf.privacy.encryption, root)  # None unless encryption is on
         storage = open_backend(location, sqlite_synchronous=conf.sqlite_synchronous, cipher=cipher)
-        if hasattr(storage, "local_dir"):  # a database server's notebook: side files here
-            storage.local_dir = root
+        storage.local_dir = root  # the files beside the records (a database's notebook too)
     except BaseException:
         in_use.release()
         raise

@@ -642,7 +642,8 @@ class Redaction:
 
     def _purge(self) -> None:
         self.backend.purge()
-        main = Path(self.backend.location) if self.backend.capabilities.name == "sqlite" else None
+        own_file = self.backend.capabilities.langgraph_tables == "own_file"
+        main = Path(self.backend.location) if own_file else None  # purged with the records
         for conn in self._side_connections():
             if database_file(conn) != main:
                 vacuum(conn)
@@ -654,7 +655,7 @@ class Redaction:
 
     def _purge_vectors(self) -> None:
         home = self.nb.home
-        if home is None or self.backend.capabilities.name != "yaml":
+        if home is None or not self.backend.capabilities.vector_index_file:
             return
         index_file = home / "embeddings.faiss"
         if not index_file.exists():
@@ -725,9 +726,9 @@ class Redaction:
         return self.nb.cold_archive()
 
     def _store(self) -> BaseStore | None:
-        from ..langgraph.stores import is_postgres, store_path
+        from ..langgraph.stores import in_database, store_path
 
-        if is_postgres(self.backend):  # in the database: there is one
+        if in_database(self.backend):  # in the database: there is one
             return self.nb.store
         path = store_path(self.backend)
         return self.nb.store if path is not None and path.exists() else None
@@ -737,17 +738,17 @@ class Redaction:
         notebook's ``NotebookPostgresSaver`` (which has ``scrub``)."""
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        from ..langgraph.stores import CHECKPOINT_FILE, is_postgres, store_path
+        from ..langgraph.stores import CHECKPOINT_FILE, in_database, store_path
 
         chat = self.nb.config.chat
         path = chat.checkpoints
-        if path is None and is_postgres(self.backend):
+        if path is None and in_database(self.backend):
             saver = self.nb.checkpointer_for(chat)
             return saver if hasattr(saver, "scrub") else None
         if path is None and (beside := store_path(self.backend)) is not None:
             path = (
                 beside
-                if self.backend.capabilities.name == "sqlite"
+                if self.backend.capabilities.langgraph_tables == "own_file"
                 else beside.with_name(CHECKPOINT_FILE)
             )
         if path is None or not Path(path).expanduser().exists():

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..compaction import ARCHIVE_DIR, ColdArchive
-from ..core.crypto import cipher_of
 from ..storage import StorageBackend
 
 if TYPE_CHECKING:
@@ -101,7 +100,7 @@ class Transfer:
             copied = _copy_media(source, MediaStore(media_from), nb.media_store())
             if nb.archive_dir is not None and source.count_archived():
                 archives = Archives(ColdArchive(media_from / ARCHIVE_DIR), nb.cold_archive())
-        store, saver, conns = open_existing(source, cipher_of(source))
+        store, saver, conns = open_existing(source, source.cipher)
         try:
             theirs = ChatState(store, saver)
             mine = ChatState(

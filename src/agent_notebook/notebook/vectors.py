@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from .. import config as cfg
-from ..core.crypto import cipher_of
 from ..errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -48,8 +47,8 @@ class Vectors:
                 backend = self.nb.backend
                 if (  # with encryption on, the faiss file (plain vectors) is not written
                     self.nb.home is not None
-                    and backend.capabilities.name == "yaml"
-                    and cipher_of(backend) is None
+                    and backend.capabilities.vector_index_file
+                    and backend.cipher is None
                 ):
                     index_file = self.nb.home / "embeddings.faiss"
                 self.index = SemanticIndex(backend, embedder, index_file=index_file)
