@@ -71,7 +71,8 @@ if TYPE_CHECKING:
     from ..privacy.tokens import Tokens
     from ..search.semantic import SemanticIndex
     from ..session import SessionNotebook
-    from .exchange import CopyReport, MigrationReport
+    from .exchange import CopyReport
+    from .migration import MigrationReport
     from .redaction import ForgetReport
 
 #: How long close() lets the worker embed what was just recorded before stopping it after
@@ -512,10 +513,9 @@ class Notebook:
         *,
         with_media: bool = True,
     ) -> CopyReport:
-        """Export this notebook (as :meth:`export_to`) into a new YAML directory or SQLite
-        file at ``destination``; with ``with_media``, the media and archive files go into
-        that directory (beside the ``.db`` file). The lock files the export took are gone
-        after it (see :func:`.exchange.export_target`)."""
+        """Export (as :meth:`export_to`) into a new YAML directory or SQLite file, with its
+        media and archive files (beside a ``.db`` file) unless not ``with_media``; the lock
+        files the export took are gone after it (:func:`.exchange.export_target`)."""
         return self._transfer.export_file(destination, kind, progress, with_media)
 
     def import_from(
@@ -533,7 +533,7 @@ class Notebook:
     def migrate_to(self, target: Notebook, progress: Progress | None = None) -> MigrationReport:
         """Copy the whole of this notebook (records, vectors, the cold archive and its
         files, the chat state, media files) into the empty ``target`` notebook, then count
-        both (see :func:`.exchange.migrate`); this one is only read."""
+        both (see :func:`.migration.migrate`); this one is only read."""
         return self._transfer.migrate_to(target, progress)
 
     # -- deletion, redaction, stats (:mod:`.maintenance`) -------------------------------------

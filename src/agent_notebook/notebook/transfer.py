@@ -14,8 +14,9 @@ from ..storage import StorageBackend
 if TYPE_CHECKING:
     from ..langgraph.stores import Closeable
     from ..media.store import MediaStore
-    from .exchange import CopyReport, MigrationReport
+    from .exchange import CopyReport
     from .facade import Notebook
+    from .migration import MigrationReport
 
 Progress = Callable[[int], None]
 
@@ -121,7 +122,8 @@ class Transfer:
         return report
 
     def migrate_to(self, target: Notebook, progress: Progress | None) -> MigrationReport:
-        from .exchange import Archives, ChatState, migrate
+        from .exchange import Archives, ChatState
+        from .migration import migrate
 
         source = self.nb
         archives = None
