@@ -18,7 +18,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from agent_notebook.config import DEFAULT_MAX_TEXT_BYTES
-from agent_notebook.notebook.facade import MAX_QUERY_CHARS
+from agent_notebook.notebook.checks import MAX_QUERY_CHARS
 from clirun import text_cli
 from test_server import Server, assert_error, new_session
 

@@ -18,7 +18,7 @@ from agent_notebook import Notebook
 from agent_notebook.core.crypto import Cipher, generate_key
 from agent_notebook.core.lexical import terms
 from agent_notebook.model import Session
-from agent_notebook.notebook.facade import SESSION_ROW_LAG
+from agent_notebook.notebook.recording import SESSION_ROW_LAG
 from agent_notebook.storage.base import MomentFilter
 from agent_notebook.storage.sqlite import SqliteBackend
 from test_sqlite_backend import SESSION, WHEN, moment  # one way to make a moment

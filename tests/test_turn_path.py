@@ -343,7 +343,7 @@ def test_closing_during_a_turn_runs_the_work_the_turn_holds(tmp_path: Path) -> N
         nb.close()
         assert held.done() and held.exception() is None
         assert seen == [0]
-    assert nb._after_turn is None  # the turn's end started nothing on the closed notebook
+    assert nb._turns.executor is None  # the turn's end started nothing on the closed notebook
 
 
 def test_a_chat_turns_after_turn_work_waits_for_its_checkpoint(

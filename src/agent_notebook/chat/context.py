@@ -22,7 +22,8 @@ from typing import Final, Literal, cast, get_args
 from ..core.tokens import DEFAULT_COUNTER, TokenCounter
 from ..errors import InvalidInput
 from ..model import Decision, Moment, PendingItem, Session
-from ..notebook.facade import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, Notebook
+from ..notebook.checks import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT
+from ..notebook.facade import Notebook
 from ..session.sections import SECTION_NAMES, SECTIONS
 
 Mode = Literal["not in context", "summary", "full"]

@@ -44,16 +44,9 @@ def export(
 
     Example: agent-notebook export --to yaml ./notebook-yaml
     """
-    from ..notebook.exchange import export_target, media_home
-
-    with (
-        open_notebook(home) as nb,
-        reporting_errors(),
-        export_target(destination, to.value) as target,
-    ):
-        media = media_home(destination)  # media/ and archive/ go along
-        report = _copy(
-            lambda p: nb.export_to(target, p, media_to=media), nb.backend.count_moments()
+    with open_notebook(home) as nb, reporting_errors():
+        report = _copy(  # media/ and archive/ go along
+            lambda p: nb.export_file(destination, to.value, p), nb.moment_count()
         )
     _report("exported", report, fmt)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -17,9 +17,6 @@ from .common import (
     progress_bar,
     reporting_errors,
 )
-
-if TYPE_CHECKING:
-    from ..compaction.archive import ColdArchive
 
 URL_HELP = "Where to: a postgresql://user@host:port/database URL (or a .db file)."
 
@@ -43,9 +40,6 @@ def migrate(
 
     Example: agent-notebook migrate --to postgresql://postgres@127.0.0.1:5432/notes
     """
-    from ..notebook.exchange import Archives, ChatState
-    from ..notebook.exchange import migrate as run
-
     with reporting_errors():
         source = Notebook.open(home, create=False, background_embedding=False, store_index=None)
         try:
@@ -53,22 +47,10 @@ def migrate(
             # the target's store indexes what the source's had indexed (its own embedder)
             target = Notebook.open(target_home, backend=to, background_embedding=False)
             try:
-                archives = None
-                if source.backend.count_archived():
-                    archives = Archives(cold_archive(source), cold_archive(target))
-                chat = (
-                    ChatState(source.store, source.checkpointer),
-                    ChatState(target.store, target.checkpointer),
-                )
                 with progress_bar() as bar:
-                    task = bar.add_task("migrate", total=source.backend.count_moments())
-                    report = run(
-                        source.backend,
-                        target.backend,
-                        chat,
-                        archives=archives,
-                        media=(source.media_store(), target.media_store()),
-                        progress=lambda done: bar.update(task, completed=done),
+                    task = bar.add_task("migrate", total=source.moment_count())
+                    report = source.migrate_to(
+                        target, progress=lambda done: bar.update(task, completed=done)
                     )
             finally:
                 target.close()
@@ -88,12 +70,3 @@ def migrate(
     if not report.ok:
         wrong = ", ".join(c.what for c in report.counts if not c.ok)
         fail(f"the counts differ ({wrong}): the source is untouched; see above")
-
-
-def cold_archive(nb: Notebook) -> ColdArchive:
-    """``nb``'s cold archive, sealed as its records are."""
-    from ..compaction.archive import ColdArchive
-    from ..core.crypto import cipher_of
-
-    assert nb.archive_dir is not None  # Notebook.open gives every notebook a home
-    return ColdArchive(nb.archive_dir, cipher=cipher_of(nb.backend))

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from ..model import Moment, SearchHit, Session
-from ..notebook.facade import weak_match_hint
+from ..notebook.checks import weak_match_hint
 from ..search.slice import MAX_SLICE_TOKENS
 from .common import (
     FormatOption,

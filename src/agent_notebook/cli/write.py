@@ -61,12 +61,12 @@ def init(
         ensure_private_dir(root)
         if not (root / cfg.CONFIG_FILE).exists():
             cfg.write_config(root, cfg.NotebookConfig(backend=backend))
-        from ..privacy.tokens import owner_token_path, tokens_of
+        from ..privacy.tokens import owner_token_path
 
         with Notebook.open(root) as nb:
             nb.set_up_chat_state()  # a PostgreSQL notebook's LangGraph tables, made now
-            where = nb.backend.location
-            tokens = tokens_of(root, nb.backend)  # a PostgreSQL notebook's: in its database
+            where = nb.location
+            tokens = nb.access_tokens()  # a PostgreSQL notebook's: in its database
             _, created = tokens.ensure_owner()  # 'serve' asks every client for a token
             hint = tokens.owner_hint()
     stderr.print(f"notebook ready at {root} ({where})", highlight=False)
@@ -136,8 +136,12 @@ def record(
     with open_notebook(home, create=True) as nb:
         nb.check_drafts(drafts, "record: moment")  # before a session is started for them
         if target is None:
-            target = nb.start_session(task or "Recorded from the command line").id
-        recorded = nb.record_many(target, drafts)
+            started, recorded = nb.record_in_new_session(
+                task or "Recorded from the command line", drafts
+            )
+            target = started.id
+        else:
+            recorded = nb.record_many(target, drafts)
     stderr.print(f"recorded {len(recorded)} moment(s) in {target}", highlight=False)
     emit(recorded, fmt, MOMENT_COLUMNS)
 

@@ -35,7 +35,6 @@ __all__ = [
     "KeySettings",
     "SealedBlobError",
     "WrongKey",
-    "cipher_of",
     "generate_key",
     "key_from_text",
     "load_cipher",
@@ -169,13 +168,6 @@ def load_cipher(
         return None
     key, source = load_key(settings, home, env)
     return Cipher(key, source=source)
-
-
-def cipher_of(backend: object) -> Cipher | None:
-    """The cipher a storage backend seals with (None: not encrypted, or a backend that
-    does not encrypt, such as the in-memory one)."""
-    cipher = getattr(backend, "cipher", None)
-    return cipher if isinstance(cipher, Cipher) else None
 
 
 def sealed_key_id(blob: bytes) -> bytes | None:

@@ -55,17 +55,17 @@ class Closeable(Protocol):
     def close(self) -> None: ...
 
 
-def is_postgres(backend: StorageBackend) -> bool:
-    """Whether ``backend``'s store and threads live in its PostgreSQL database."""
-    return backend.capabilities.name == "postgres"
+def in_database(backend: StorageBackend) -> bool:
+    """Whether ``backend``'s store and threads live in its database server's tables."""
+    return backend.capabilities.langgraph_tables == "database"
 
 
 def store_path(backend: StorageBackend) -> Path | None:
     """The SQLite file a store for ``backend`` lives in; None when it is in memory or in a
-    PostgreSQL database (see :func:`is_postgres`)."""
-    if not backend.capabilities.persistent or is_postgres(backend):
+    PostgreSQL database (see :func:`in_database`)."""
+    if not backend.capabilities.persistent or in_database(backend):
         return None
-    if backend.capabilities.name == "sqlite":
+    if backend.capabilities.langgraph_tables == "own_file":
         return Path(backend.location)
     return Path(backend.location) / STORE_FILE
 
@@ -86,7 +86,7 @@ def open_store(
             "the store of an encrypted notebook cannot have a semantic index: vectors of its "
             "values would give their meaning away; open it without store_index"
         )
-    if is_postgres(backend):
+    if in_database(backend):
         from .store.postgres import open_postgres_store
 
         pg_store = open_postgres_store(backend, cipher, index=index, index_factory=index_factory)
@@ -120,7 +120,7 @@ def open_checkpointer(
     """A checkpointer for ``backend``'s threads (on ``path`` when given) and its connection:
     a :class:`NotebookSaver` keeping every checkpoint, or the latest ``keep`` of a thread;
     a PostgreSQL notebook's is in its database (without ``path``)."""
-    if path is None and is_postgres(backend):
+    if path is None and in_database(backend):
         from .store.postgres import open_postgres_saver
 
         pg_saver = open_postgres_saver(backend, keep)
@@ -150,7 +150,7 @@ def open_checkpointer(
 def checkpoint_path(backend: StorageBackend) -> Path | None:
     """The SQLite file ``backend``'s checkpoints live in by default; None in memory."""
     path = store_path(backend)
-    if path is not None and backend.capabilities.name != "sqlite":
+    if path is not None and backend.capabilities.langgraph_tables != "own_file":
         path = path.with_name(CHECKPOINT_FILE)
     return path
 
@@ -162,7 +162,7 @@ def open_existing(
     created for a notebook that has none), and the connections to close after."""
     store = saver = None
     conns: list[Closeable] = []
-    if is_postgres(backend):  # LangGraph's setup() is idempotent: nothing of it is lost
+    if in_database(backend):  # LangGraph's setup() is idempotent: nothing of it is lost
         store, conn = open_store(backend, cipher)
         saver, pool = open_checkpointer(backend)
         return store, saver, [c for c in (conn, pool) if c is not None]

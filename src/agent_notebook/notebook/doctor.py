@@ -82,10 +82,9 @@ def _multimodal(nb: Notebook) -> str:
 
 
 def _media_files(nb: Notebook) -> str:
-    from ..core.crypto import cipher_of
 
     count = len(nb.media_store().names())
-    unsealed = cipher_of(nb.backend) is not None and count
+    unsealed = nb.backend.cipher is not None and count
     return f"{count} in media/" + (" (not covered by encryption at rest)" if unsealed else "")
 
 

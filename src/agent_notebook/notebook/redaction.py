@@ -28,29 +28,25 @@ few are not matched elsewhere (they would match unrelated text).
 :meth:`Redaction.forget` finds what a concept is tied to (the concept index, archived
 moments with it, and every moment, archived record and session-notebook line where the
 phrase appears as words) and redacts it the same way, the phrase too. The audit log
-records each redaction without its text.
+records each redaction without its text. The matching is :mod:`.scrubbing`'s, the
+scrubbing of the store and the checkpoints :mod:`.chat_scrubbing`'s.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
 from ..core.enrich import enrich
 from ..errors import InvalidInput, NotFound
-from ..langgraph.checkpoint.base import scrub_channel, scrub_checkpoint, scrub_metadata
-from ..langgraph.store.vectors import IndexedStore
 from ..media.store import media_paths_of
 from ..model import (
     CUT_SPEAKER,
@@ -62,12 +58,13 @@ from ..model import (
     Session,
     Tombstone,
     check_moment_id,
-    is_free_text,
     normalize_concept,
     now_utc,
     validate_record,
 )
 from ..storage.sqlite.maintenance import database_file, vacuum
+from .chat_scrubbing import scrub_checkpoints, scrub_store, store_items
+from .scrubbing import MIN_WORDS, RUN_WORDS, Scrubber, phrase_pattern, secret_of, words_of
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -78,29 +75,22 @@ if TYPE_CHECKING:
     from ..media.store import MediaStore
     from ..search.semantic import SemanticIndex
     from ..storage import StorageBackend
+    from .vectors import Vectors
 
 __all__ = ["MIN_WORDS", "RUN_WORDS", "ForgetReport", "Redactable", "Redaction", "Scrubber"]
 
-#: A sentence of this many words or more is removed wherever it appears verbatim.
-MIN_WORDS: Final = 4
-#: A line sharing this many consecutive words with a redacted text is replaced whole.
-RUN_WORDS: Final = 6
-#: What replaces a line that mentions a forgotten concept.
-FORGOTTEN: Final = "[redacted]"
-_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
-_WORD = re.compile(r"\w+")
 log = logging.getLogger(__name__)
 
 
 class Redactable(Protocol):
     """The parts of a notebook a redaction reaches: :class:`~agent_notebook.Notebook`, which
-    imports this module (so a protocol), passes itself. ``_semantic`` is the vector index
-    only when already loaded, and ``_cold_archive`` the archive the facade keeps open."""
+    imports this module (so a protocol), passes itself. ``_vectors`` drops the vectors of
+    redacted moments from the index only when it is already loaded."""
 
     backend: StorageBackend
     home: Path | None
     config: NotebookConfig
-    _semantic: SemanticIndex | None
+    _vectors: Vectors
 
     @property
     def semantic(self) -> SemanticIndex | None: ...
@@ -110,7 +100,7 @@ class Redactable(Protocol):
     def store(self) -> BaseStore: ...
     def media_store(self) -> MediaStore: ...
     def checkpointer_for(self, chat: ChatSettings) -> BaseCheckpointSaver[Any]: ...
-    def _cold_archive(self, archive_dir: Path | None = ...) -> ColdArchive: ...
+    def cold_archive(self, archive_dir: Path | None = ...) -> ColdArchive: ...
 
 
 class ForgetReport(BaseModel):
@@ -124,168 +114,6 @@ class ForgetReport(BaseModel):
     #: Session-notebook sections that mentioned it, as ``<thread>/<section>``.
     sections: list[str] = Field(default_factory=list)
     dry_run: bool = False
-
-
-# -- matching ------------------------------------------------------------------------------
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text.casefold())
-
-
-def _fragments(text: str) -> list[str]:
-    """The pieces of ``text`` removed wherever they appear verbatim, longest first."""
-    pieces = [text.strip(), *(s.strip() for s in _SENTENCE_END.split(text))]
-    found = {p for p in pieces if len(_words(p)) >= MIN_WORDS}
-    return sorted(found, key=len, reverse=True)
-
-
-def _runs(text: str) -> set[tuple[str, ...]]:
-    """Word runs of ``text`` whose presence in a line gives it away."""
-    words = _words(text)
-    if len(words) < MIN_WORDS:
-        return set()
-    size = min(RUN_WORDS, len(words))
-    return {tuple(words[i : i + size]) for i in range(len(words) - size + 1)}
-
-
-def phrase_pattern(phrase: str) -> re.Pattern[str]:
-    """``phrase`` as whole words, any case, any spacing."""
-    words = phrase.split()
-    return re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, words)) + r"(?!\w)", re.I)
-
-
-@dataclass
-class _Secret:
-    moment_id: str
-    text: str
-    source_id: str | None
-    fragments: list[str] = field(init=False)
-    runs: set[tuple[str, ...]] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.fragments = _fragments(self.text)
-        self.runs = _runs(self.text)
-
-    @property
-    def marker(self) -> str:
-        return f"[redacted {self.moment_id}]"
-
-
-class Scrubber:
-    """Removes redacted texts (and forgotten phrases) from strings and JSON-like values."""
-
-    def __init__(self, secrets: Sequence[_Secret] = (), phrases: Sequence[str] = ()) -> None:
-        self.secrets = list(secrets)
-        self.patterns = [phrase_pattern(p) for p in phrases if p.strip()]
-        self.texts = {s.text for s in self.secrets if s.text}
-        self.source_ids = {s.source_id for s in self.secrets if s.source_id}
-        self.run_sizes = {len(r) for s in self.secrets for r in s.runs}
-
-    def add(self, secret: _Secret) -> None:
-        self.secrets.append(secret)
-        if secret.text:
-            self.texts.add(secret.text)
-        if secret.source_id:
-            self.source_ids.add(secret.source_id)
-        self.run_sizes |= {len(r) for r in secret.runs}
-
-    def __bool__(self) -> bool:
-        return bool(self.secrets or self.patterns)
-
-    def _leak(self, line: str) -> str | None:
-        """The marker for ``line`` if it still gives a redacted text away, else None."""
-        for pattern in self.patterns:
-            if pattern.search(line):
-                return FORGOTTEN
-        if not self.run_sizes:
-            return None
-        words = _words(line)
-        for size in self.run_sizes:
-            runs = {tuple(words[i : i + size]) for i in range(len(words) - size + 1)}
-            for secret in self.secrets:
-                if runs & secret.runs:
-                    return secret.marker
-        return None
-
-    def leaks(self, text: str) -> bool:
-        return self.text(text) != text
-
-    def text(self, value: str) -> str:
-        for secret in self.secrets:
-            if secret.text and value.strip() == secret.text.strip():
-                return secret.marker
-            for piece in secret.fragments:
-                if piece in value:
-                    value = value.replace(piece, secret.marker)
-        lines = value.split("\n")
-        leaked = False
-        for i, line in enumerate(lines):
-            if (marker := self._leak(line)) is not None:
-                indent = line[: len(line) - len(line.lstrip(" \t-*>0123456789."))]
-                lines[i] = indent + marker
-                leaked = True
-        return "\n".join(lines) if leaked else value
-
-    def value(self, data: Any) -> Any:
-        """``data`` (str, dict, list, tuple, LangChain message, nested) with redacted text
-        removed; the same object when nothing changed."""
-        if isinstance(data, str):
-            return self.text(data)
-        if isinstance(data, BaseMessage):
-            return self._message(data)
-        if isinstance(data, dict):
-            items = {k: self.value(v) for k, v in data.items()}
-            return data if all(items[k] is v for k, v in data.items()) else items
-        if isinstance(data, list | tuple):
-            changed = [self.value(v) for v in data]
-            if all(a is b for a, b in zip(changed, data, strict=True)):
-                return data
-            return type(data)(changed) if isinstance(data, tuple) else changed
-        return data
-
-    def record(self, record: BaseModel) -> BaseModel:
-        """``record`` with redacted text removed from its free-text fields only: an id, a
-        time or a status that happens to contain a forgotten phrase is structure, and
-        rewriting it would break the record. The same object when nothing changed."""
-        update: dict[str, Any] = {}
-        for name, info in type(record).model_fields.items():
-            value = getattr(record, name)
-            new = self._field(value, is_free_text(info.annotation, info.metadata))
-            if new is not value:
-                update[name] = new
-        return record.model_copy(update=update) if update else record
-
-    def _field(self, value: Any, free_text: bool) -> Any:
-        if isinstance(value, BaseModel):
-            return self.record(value)
-        if isinstance(value, list):
-            changed = [self._field(v, free_text) for v in value]
-            return value if all(a is b for a, b in zip(changed, value, strict=True)) else changed
-        if free_text and isinstance(value, str) and not isinstance(value, Enum):
-            return self.text(value)
-        return value
-
-    def _message(self, message: BaseMessage) -> BaseMessage:
-        marker = next(
-            (
-                s.marker
-                for s in self.secrets
-                if (s.source_id and message.id == s.source_id)
-                or (s.text and message.text.strip() == s.text.strip())
-            ),
-            None,
-        )
-        content = marker if marker is not None else self.value(message.content)
-        update: dict[str, Any] = {}
-        if content is not message.content:
-            update["content"] = content
-        calls = getattr(message, "tool_calls", None)
-        if calls:
-            scrubbed = self.value(calls)
-            if scrubbed is not calls:
-                update["tool_calls"] = scrubbed
-        return message.model_copy(update=update) if update else message
 
 
 # -- the work ------------------------------------------------------------------------------
@@ -348,14 +176,14 @@ class Redaction:
         plan = _Plan(targets={moment.id: moment})
         if archived:
             plan.archived_targets.add(moment.id)
-        self.scrubber = Scrubber([_secret(moment)])
+        self.scrubber = Scrubber([secret_of(moment)])
         self._apply(plan)
         found = self.backend.get_moment(moment_id)
         return found if found is not None else self._archived_moment(moment_id)
 
     def forget(self, concept: str, *, dry_run: bool) -> ForgetReport:
         name = normalize_concept(concept)
-        if not name or not _words(name):
+        if not name or not words_of(name):
             raise InvalidInput(
                 f"forget: the concept {concept!r} has no words; give the concept to forget, "
                 "for example 'agent-notebook forget \"Lyon trip\"'"
@@ -385,7 +213,7 @@ class Redaction:
                     plan.archived_targets.add(moment.id)
                 elif hit:
                     plan.rollups.add(moment.id)
-        for secret in map(_secret, plan.targets.values()):
+        for secret in map(secret_of, plan.targets.values()):
             self.scrubber.add(secret)
         plan.rollups |= self._rollups_over(plan)
         plan.sections = self._sections_mentioning(pattern)
@@ -411,10 +239,11 @@ class Redaction:
         self._redact_active(plan, tombstone)
         self._redact_archive(plan, tombstone)
         self._scrub_sessions(plan)
-        self._scrub_store()
-        self._scrub_checkpoints()
-        if (semantic := self.nb._semantic) is not None and self.changed_numbers:
-            semantic.forget(self.changed_numbers)
+        if (store := self._store()) is not None:
+            scrub_store(store, self.scrubber)
+        if (saver := self._saver()) is not None:
+            scrub_checkpoints(saver, self.scrubber)
+        self.nb._vectors.forget(self.changed_numbers)
         self._purge()
         self._remove_media(media_paths_of(plan.targets.values()))
 
@@ -554,95 +383,10 @@ class Redaction:
                 new.decisions = [*new.decisions, *added]
                 self.backend.put_session(new)
 
-    def _scrub_store(self) -> None:
-        store = self._store()
-        if store is None:
-            return
-        from ..langgraph.stores import write_lock
-
-        with write_lock(store):
-            changes = []
-            for item in _store_items(store):
-                if item.namespace[:1] == ("session",) and isinstance(
-                    item.value.get("content"), str
-                ):
-                    value = self._scrubbed_session_notebook(item.value)
-                else:
-                    value = self.scrubber.value(item.value)
-                if value is not item.value:
-                    changes.append((item.namespace, item.key, value))
-            for namespace, key, value in changes:
-                # an indexed item is embedded again from its scrubbed value (its old vectors
-                # go with the old value); others stay unindexed
-                indexed = isinstance(store, IndexedStore) and store.is_indexed(namespace, key)
-                store.put(namespace, key, value, index=None if indexed else False)
-
-    def _scrubbed_session_notebook(self, value: dict[str, Any]) -> dict[str, Any]:
-        """A session notebook's stored value with its text (and the errors of failed
-        updates) scrubbed and its revision bumped; its thread, times and marks are
-        structure and stay. The same object when nothing changed."""
-        content = self.scrubber.text(value["content"])
-        old_failures = value.get("failures") or []
-        failures = [self._scrubbed_failure(f) for f in old_failures]
-        changed = any(a is not b for a, b in zip(failures, old_failures, strict=True))
-        if content is value["content"] and not changed:
-            return value
-        revision = value.get("revision")
-        bumped = revision + 1 if isinstance(revision, int) else revision
-        return {**value, "content": content, "failures": failures, "revision": bumped}
-
-    def _scrubbed_failure(self, failure: Any) -> Any:
-        """A failed update's record with its error scrubbed (its time and updater stay)."""
-        if not isinstance(failure, dict) or not isinstance(failure.get("error"), str):
-            return failure
-        error = self.scrubber.text(failure["error"])
-        return failure if error is failure["error"] else {**failure, "error": error}
-
-    def _scrub_checkpoints(self) -> None:
-        saver = self._saver()
-        if saver is None:
-            return
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        if not isinstance(saver, SqliteSaver):  # a PostgreSQL notebook's: its own statements
-            saver.scrub(self.scrubber.value)  # type: ignore[attr-defined]
-            return
-        serde = saver.serde
-        with saver.cursor() as cur:
-            rows = cur.execute(
-                "SELECT rowid, type, checkpoint, metadata FROM checkpoints"
-            ).fetchall()
-            for rowid, kind, blob, metadata in rows:
-                value = serde.loads_typed((kind, blob))
-                scrubbed = scrub_checkpoint(self.scrubber.value, value)
-                meta = json.loads(metadata) if metadata is not None else None
-                new_meta = scrub_metadata(self.scrubber.value, meta)
-                if scrubbed is value and new_meta is meta:
-                    continue
-                new_kind, new_blob = serde.dumps_typed(scrubbed)
-                cur.execute(
-                    "UPDATE checkpoints SET type = ?, checkpoint = ?, metadata = ? WHERE rowid = ?",
-                    (
-                        new_kind,
-                        new_blob,
-                        None if new_meta is None else json.dumps(new_meta, ensure_ascii=False),
-                        rowid,
-                    ),
-                )
-            rows = cur.execute("SELECT rowid, channel, type, value FROM writes").fetchall()
-            for rowid, channel, kind, blob in rows:
-                value = serde.loads_typed((kind, blob))
-                scrubbed = scrub_channel(self.scrubber.value, channel, value)
-                if scrubbed is not value:
-                    new_kind, new_blob = serde.dumps_typed(scrubbed)
-                    cur.execute(
-                        "UPDATE writes SET type = ?, value = ? WHERE rowid = ?",
-                        (new_kind, new_blob, rowid),
-                    )
-
     def _purge(self) -> None:
         self.backend.purge()
-        main = Path(self.backend.location) if self.backend.capabilities.name == "sqlite" else None
+        own_file = self.backend.capabilities.langgraph_tables == "own_file"
+        main = Path(self.backend.location) if own_file else None  # purged with the records
         for conn in self._side_connections():
             if database_file(conn) != main:
                 vacuum(conn)
@@ -654,7 +398,7 @@ class Redaction:
 
     def _purge_vectors(self) -> None:
         home = self.nb.home
-        if home is None or self.backend.capabilities.name != "yaml":
+        if home is None or not self.backend.capabilities.vector_index_file:
             return
         index_file = home / "embeddings.faiss"
         if not index_file.exists():
@@ -701,7 +445,7 @@ class Redaction:
         from ..session.session_notebook import KEY, NAMESPACE_ROOT
 
         found = []
-        for item in _store_items(store):
+        for item in store_items(store):
             if item.namespace[:1] != (NAMESPACE_ROOT,) or len(item.namespace) != 2:
                 continue
             if item.key != KEY or not isinstance(item.value.get("content"), str):
@@ -722,12 +466,12 @@ class Redaction:
     def _archive(self) -> ColdArchive | None:
         if self.nb.archive_dir is None:
             return None
-        return self.nb._cold_archive()
+        return self.nb.cold_archive()
 
     def _store(self) -> BaseStore | None:
-        from ..langgraph.stores import is_postgres, store_path
+        from ..langgraph.stores import in_database, store_path
 
-        if is_postgres(self.backend):  # in the database: there is one
+        if in_database(self.backend):  # in the database: there is one
             return self.nb.store
         path = store_path(self.backend)
         return self.nb.store if path is not None and path.exists() else None
@@ -737,17 +481,17 @@ class Redaction:
         notebook's ``NotebookPostgresSaver`` (which has ``scrub``)."""
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        from ..langgraph.stores import CHECKPOINT_FILE, is_postgres, store_path
+        from ..langgraph.stores import CHECKPOINT_FILE, in_database, store_path
 
         chat = self.nb.config.chat
         path = chat.checkpoints
-        if path is None and is_postgres(self.backend):
+        if path is None and in_database(self.backend):
             saver = self.nb.checkpointer_for(chat)
             return saver if hasattr(saver, "scrub") else None
         if path is None and (beside := store_path(self.backend)) is not None:
             path = (
                 beside
-                if self.backend.capabilities.name == "sqlite"
+                if self.backend.capabilities.langgraph_tables == "own_file"
                 else beside.with_name(CHECKPOINT_FILE)
             )
         if path is None or not Path(path).expanduser().exists():
@@ -771,16 +515,5 @@ class Redaction:
         return list(unique.values())
 
 
-def _secret(moment: Moment) -> _Secret:
-    return _Secret(moment.id, moment.content.text, moment.source_id)
-
-
 def _by_number(ids: Any) -> list[str]:
     return sorted(ids, key=lambda i: int(i[2:]))
-
-
-def _store_items(store: BaseStore, page: int = 500) -> Iterator[Any]:
-    offset = 0
-    while batch := store.search((), limit=page, offset=offset):
-        yield from batch
-        offset += len(batch)

@@ -29,9 +29,8 @@ from ..errors import InvalidInput, StorageError
 from ..langgraph.checkpoint.base import reseal_typed
 from ..langgraph.store.sealed import resealed_value
 from ..langgraph.store.sqlite import VECTOR_TABLE as SQLITE_STORE_VECTORS
-from ..langgraph.stores import CHECKPOINT_FILE, is_postgres, store_path
-from ..storage import SqliteBackend, StorageBackend, YamlDirBackend, open_backend
-from ..storage.sql.rotation import SqlKeyRotation
+from ..langgraph.stores import CHECKPOINT_FILE, in_database, store_path
+from ..storage import StorageBackend, open_backend
 
 __all__ = ["RotationReport", "rotate_key"]
 
@@ -74,16 +73,13 @@ def rotate_key(home: Path, new_key: bytes) -> RotationReport:
 def _rotate(
     home: Path, conf: cfg.NotebookConfig, backend: StorageBackend, cipher: Cipher, old_key: bytes
 ) -> RotationReport:
-    if isinstance(backend, SqlKeyRotation | YamlDirBackend):
-        records = backend.reseal()
-    else:
-        raise InvalidInput(f"the {backend.capabilities.name} backend stores nothing to seal")
+    records = backend.reseal()  # InvalidInput unless the backend encrypts at rest
     checkpoints = 0
-    if is_postgres(backend):
-        in_database = conf.chat.checkpoints is None
-        stored, checkpoints = _reseal_postgres_langgraph(backend, cipher, in_database)
+    if in_database(backend):
+        checkpoints_there = conf.chat.checkpoints is None
+        stored, checkpoints = _reseal_postgres_langgraph(backend, cipher, checkpoints_there)
         records += stored
-    if not is_postgres(backend) or conf.chat.checkpoints is not None:
+    if not in_database(backend) or conf.chat.checkpoints is not None:
         checkpoints = _reseal_checkpoints(_checkpoint_file(home, conf, backend), cipher)
     if (store := store_path(backend)) is not None:
         records += _reseal_store(store, cipher)
@@ -110,11 +106,11 @@ def _reseal_archive(root: Path, cipher: Cipher) -> int:
     return done
 
 
-def _checkpoint_file(home: Path, conf: cfg.NotebookConfig, backend: object) -> Path:
+def _checkpoint_file(home: Path, conf: cfg.NotebookConfig, backend: StorageBackend) -> Path:
     if conf.chat.checkpoints is not None:
         return Path(conf.chat.checkpoints).expanduser()
-    if isinstance(backend, SqliteBackend):
-        return Path(backend.path)
+    if backend.capabilities.langgraph_tables == "own_file":  # in the notebook's own file
+        return Path(backend.location)
     return home / CHECKPOINT_FILE
 
 

@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -43,6 +43,9 @@ from ..core.files import ensure_private_dir, exclusive_lock, write_atomic
 from ..errors import Conflict, CorruptFile, InvalidInput, NotFound
 from ..model import now_utc
 from .web_sessions import FileSessionRows, WebSessions
+
+if TYPE_CHECKING:
+    from ..storage import StorageBackend
 
 SECRETS_DIR = "secrets"
 OWNER_TOKEN_FILE = "owner-token"
@@ -407,11 +410,11 @@ class DatabaseTokens:
             _write_private(owner_token_path(self.home), (token + "\n").encode())
 
 
-def tokens_of(home: Path, backend: object) -> Tokens:
+def tokens_of(home: Path, backend: StorageBackend) -> Tokens:
     """Where the notebook in ``home``, stored by ``backend``, keeps its tokens: the database
-    when it can hold them (a PostgreSQL notebook), else ``home``'s files."""
-    if all(hasattr(backend, m) for m in ("api_tokens", "add_api_token", "set_api_token")):
-        return DatabaseTokens(backend, home)  # type: ignore[arg-type]
+    when it can hold them (``holds_api_tokens``: a PostgreSQL notebook), else ``home``'s files."""
+    if backend.capabilities.holds_api_tokens:
+        return DatabaseTokens(cast("TokenTable", backend), home)
     return FileTokens(home)
 
 

@@ -19,7 +19,6 @@ from .. import __version__
 from ..config import DEFAULT_MAX_TEXT_BYTES
 from ..errors import InvalidInput, StorageError
 from ..notebook.facade import Notebook
-from ..privacy.tokens import tokens_of
 from . import chat, errors, export, notebook_api, sections_api, web
 from .auth import ACCESS_KEY, Access, BearerAuth, McpByToken, Tenant, Tenants
 from .chat_service import ChatService
@@ -96,7 +95,7 @@ def create_app(
         access: Access | None = request.scope.get(ACCESS_KEY)
         where = None
         if access is not None and not access.is_guest:
-            where = access.tenant.notebook.backend.location
+            where = access.tenant.notebook.location
         reason = _unreachable(tenants)
         if reason is not None:
             if access is None or access.is_guest:  # no server paths to a stranger
@@ -140,7 +139,7 @@ def open_tenant(home: Path, settings: ServerSettings) -> Tenant:
     nb = Notebook.open(home, backend=settings.backend, background_embedding=True)
     try:
         nb.set_up_chat_state()
-        tokens = tokens_of(home, nb.backend)  # the database's for a Postgres notebook
+        tokens = nb.access_tokens()  # the database's for a Postgres notebook
         _, created = tokens.ensure_owner()
         return Tenant(
             tokens_created=created,
@@ -172,11 +171,8 @@ async def _start_mcp(tenant: Tenant, settings: ServerSettings, stack: AsyncExitS
 def _unreachable(tenants: Tenants) -> str | None:
     """Why a notebook's database cannot be reached now (None: each answers)."""
     for tenant in tenants.items:
-        ping = getattr(tenant.notebook.backend, "ping", None)
-        if ping is None:
-            continue
         try:
-            ping()
+            tenant.notebook.check_reachable()
         except StorageError as err:
             return str(err)
     return None

@@ -18,7 +18,7 @@ from ..chat import ContextBuilder, ModelResolver, build_chat_graph
 from ..chat.context import BuiltContext
 from ..compaction.summarize import strip_think
 from ..errors import Conflict, InvalidInput, NotebookError, NotFound
-from ..model import SESSION_ID_RE, THREADS_NAMESPACE
+from ..model import THREADS_NAMESPACE
 from ..notebook.facade import Notebook
 from ..session.session_notebook import KEY, NAMESPACE_ROOT
 from .errors import ModelFailed
@@ -44,9 +44,7 @@ class ChatService:
     def exists(self, thread_id: str) -> bool:
         if self.nb.store.get(THREADS_NAMESPACE, thread_id) is not None:
             return True
-        return bool(SESSION_ID_RE.fullmatch(thread_id)) and (
-            self.nb.backend.get_session(thread_id) is not None
-        )
+        return self.nb.has_session(thread_id)
 
     def require(self, thread_id: str) -> str:
         """The notebook session of a known thread; NotFound otherwise."""

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Annotated, Generic, TypeVar
 
 from fastapi import Header, Query, Request, Response
 from pydantic import BaseModel
 
-from ..errors import Conflict
+from ..notebook.etags import check_if_match as check_if_match  # the routers' ETags
+from ..notebook.etags import etag_of as etag_of
 from ..notebook.facade import Notebook
 from .auth import access_of
 
@@ -48,25 +48,6 @@ def page(items: Sequence[_T], offset: int, limit: int) -> Page[_T]:
 def notebook(request: Request) -> Notebook:
     """The notebook of the request's bearer token (see :mod:`.auth`)."""
     return access_of(request).tenant.notebook
-
-
-def etag_of(data: BaseModel | str) -> str:
-    """A strong ETag: a hash of the record's JSON (or of the text)."""
-    raw = data if isinstance(data, str) else data.model_dump_json()
-    return '"' + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:20] + '"'
-
-
-def check_if_match(if_match: str | None, current: str, what: str) -> None:
-    """Raise :class:`Conflict` unless ``if_match`` is absent, ``*`` or ``current``."""
-    if if_match is None:
-        return
-    offered = [tag.strip().removeprefix("W/") for tag in if_match.split(",")]
-    if "*" in offered or current in offered:
-        return
-    raise Conflict(
-        f"{what} changed since you read it (If-Match {if_match}, now {current}); "
-        "read it again and reapply your change"
-    )
 
 
 def set_etag(response: Response, tag: str) -> None:

@@ -13,7 +13,6 @@ from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 
 from ..notebook.facade import Notebook
-from ..storage import SqliteBackend, StorageBackend, YamlDirBackend
 from .deps import notebook
 
 router = APIRouter(prefix="/api")
@@ -32,15 +31,10 @@ def export(
     SQLite file (``format=sqlite``); ``agent-notebook import`` reads either back."""
     work = Path(tempfile.mkdtemp(prefix="agent-notebook-export-"))
     try:
-        target: StorageBackend
-        if format == "yaml":
-            target = YamlDirBackend(work / "notebook")
-        else:
-            target = SqliteBackend(work / "notebook.db")
-        try:
-            nb.export_to(target)
-        finally:
-            target.close()
+        # the records and chat state only: the media and archive files stay on the server
+        nb.export_file(
+            work / ("notebook" if format == "yaml" else "notebook.db"), format, with_media=False
+        )
         if format == "yaml":
             file = work / "notebook.tar.gz"
             with tarfile.open(file, "w:gz") as tar:

@@ -72,7 +72,7 @@ def notebook_places(notebook: Notebook) -> dict[str, str]:
     places = {}
     if notebook.home is not None:
         places.update({str(notebook.home): "<home>", os.path.realpath(notebook.home): "<home>"})
-    location = notebook.backend.location
+    location = notebook.location
     places.update({location: "<notebook>", os.path.realpath(location): "<notebook>"})
     return places
 

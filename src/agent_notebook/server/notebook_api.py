@@ -31,17 +31,13 @@ from ..model import (
     TaskStatus,
     Text,
 )
-from ..notebook.facade import (
-    MAX_QUERY_CHARS,
-    MAX_SEARCH_LIMIT,
-    Notebook,
-    WriteBackKind,
-    weak_match_hint,
-)
+from ..notebook.checks import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, weak_match_hint
+from ..notebook.facade import Notebook
 from ..notebook.redaction import ForgetReport
+from ..notebook.sessions import WriteBackKind
 from ..search.slice import MAX_SLICE_TOKENS, Slice
 from .auth import access_of
-from .deps import IfMatch, Limit, Offset, Page, check_if_match, etag_of, notebook, page, set_etag
+from .deps import IfMatch, Limit, Offset, Page, etag_of, notebook, page, set_etag
 from .errors import Forbidden
 
 router = APIRouter(prefix="/api")
@@ -122,12 +118,7 @@ def _guarded(
 ) -> _T:
     """Check ``If-Match`` against the session and write, in one transaction; the response
     carries the session's new ETag."""
-    with nb.backend.atomic():
-        if if_match is not None:
-            current = etag_of(nb.get_session(session_id))
-            check_if_match(if_match, current, f"session {session_id}")
-        result = write()
-        tag = etag_of(nb.get_session(session_id))
+    result, tag = nb.write_if_match(session_id, if_match, write)
     set_etag(response, tag)
     return result
 

@@ -16,16 +16,24 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Literal, Protocol
 
+from ..core.crypto import Cipher
 from ..errors import InvalidInput
 from ..errors import VectorChangesPruned as VectorChangesPruned  # re-export: was defined here
 from ..model import ArchiveEntry, ConceptEntry, Moment, Session, moment_number
 
+#: Where a persistent notebook's LangGraph store and checkpoints live (see
+#: :attr:`Capabilities.langgraph_tables`).
+LangGraphTables = Literal["own_file", "directory", "database"]
+
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    """What a backend can promise; declared, never guessed."""
+    """What a backend can promise; declared, never guessed. Each backend class sets one as
+    its ``capabilities`` class attribute; the callers above ``storage/`` read these flags
+    rather than a backend's name, its class or the attributes it happens to have."""
 
     name: str
     #: ``atomic()`` is all-or-nothing even if the process dies inside it.
@@ -39,6 +47,19 @@ class Capabilities:
     #: Servers share the embedding work through claims (``claim_unembedded``), and a
     #: moment skipped because another holds it may need a later pass to take it over.
     shared_embedding: bool = False
+    #: Where the LangGraph store and checkpoints of a persistent notebook live: tables in the
+    #: backend's own SQLite file (``own_file``), SQLite files in the backend's directory
+    #: (``directory``), or tables in its database server (``database``).
+    langgraph_tables: LangGraphTables = "directory"
+    #: Search keeps the vectors in a faiss file of the notebook's home too
+    #: (``embeddings.faiss``): the backend's own vector files are slow to load whole.
+    vector_index_file: bool = False
+    #: The records are sealed with the notebook's key when encryption is on, and
+    #: :meth:`StorageBackend.reseal` seals them again with a new one (key rotation).
+    encrypts_at_rest: bool = False
+    #: The notebook's API tokens live in the backend (``api_tokens`` and the methods of
+    #: :class:`~agent_notebook.privacy.tokens.TokenTable`), not in the home's files.
+    holds_api_tokens: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +152,12 @@ class StorageBackend(ABC):
     """The contract. See the module docstring."""
 
     capabilities: Capabilities
+    #: The cipher the records are sealed with (None: not encrypted).
+    cipher: Cipher | None = None
+    #: The notebook's home, where this process keeps the files beside the records (set by
+    #: ``Notebook.open``; None for a backend opened alone). A database server's notebook
+    #: keeps its config, media and archive there.
+    local_dir: Path | None = None
 
     @property
     @abstractmethod
@@ -290,6 +317,16 @@ class StorageBackend(ABC):
         """Moments above ``after`` for this process to embed now, oldest first. By
         default every unembedded one: one process embeds its notebook."""
         return self.unembedded(model, limit=limit, after=after)
+
+    def reseal(self) -> int:
+        """Seal every record again with the cipher's current key (key rotation); returns how
+        many were rewritten. Only a backend that declares ``encrypts_at_rest`` can."""
+        raise InvalidInput(f"the {self.capabilities.name} backend stores nothing to seal")
+
+    def ping(self) -> None:
+        """Raise :class:`~agent_notebook.errors.StorageError` when the data cannot be reached
+        now (a database server that does not answer); a local file or memory always can."""
+        return None
 
     def server_status(self) -> dict[str, object]:
         """What ``doctor`` shows about a database server (nothing for a local file)."""

@@ -74,6 +74,8 @@ class YamlDirBackend(StagedBackend):
         multi_process=True,
         persistent=True,
         native_full_text=False,
+        vector_index_file=True,  # the vectors are one file per moment
+        encrypts_at_rest=True,
     )
 
     def __init__(self, root: Path | str, *, cipher: Cipher | None = None) -> None:

@@ -13,7 +13,6 @@ from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
 from ...notebook.facade import Notebook
-from ...storage.base import MomentFilter
 from .common import Nb
 from .render import page
 
@@ -36,8 +35,8 @@ def moments_per_day(nb: Notebook, bins: int = BINS) -> tuple[list[tuple[str, flo
     counts = []
     for n in range(-(-span // width)):
         since = start + timedelta(days=n * width)
-        where = MomentFilter(since=since, until=since + timedelta(days=width))
-        counts.append((since.strftime("%Y-%m-%d"), float(len(nb.backend.moment_numbers(where)))))
+        found = nb.moment_count(since=since, until=since + timedelta(days=width))
+        counts.append((since.strftime("%Y-%m-%d"), float(found)))
     return counts, width
 
 

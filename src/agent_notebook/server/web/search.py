@@ -14,7 +14,8 @@ from fastapi.responses import HTMLResponse
 
 from ...errors import InvalidInput
 from ...model import SearchHit
-from ...notebook.facade import Notebook, weak_match_hint
+from ...notebook.checks import weak_match_hint
+from ...notebook.facade import Notebook
 from .common import Checked, Nb
 from .render import page
 

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from ...model import TaskStatus
 from ..auth import access_of
-from ..deps import check_if_match, etag_of
+from ..deps import etag_of
 from .common import PAGE, Checked, Nb, Offset, Pager, back_to
 from .render import page
 
@@ -36,7 +36,7 @@ def sessions(request: Request, nb: Nb, offset: Offset = 0) -> HTMLResponse:
         "sessions.html",
         sessions=found,
         pager=Pager(offset, len(found)),
-        total=nb.backend.count_sessions(),
+        total=nb.session_count(),
     )
 
 
@@ -56,9 +56,9 @@ def change_session(
 ) -> RedirectResponse:
     """Task and status, checked against the page's ETag in the same transaction (another
     writer's change since the page was read is a conflict, not overwritten)."""
-    with nb.backend.atomic():
-        check_if_match(etag, etag_of(nb.get_session(session_id)), f"session {session_id}")
-        nb.update_session(session_id, task=task, task_status=task_status)
+    nb.write_if_match(
+        session_id, etag, lambda: nb.update_session(session_id, task=task, task_status=task_status)
+    )
     return back_to(session_url(session_id))
 
 

@@ -65,6 +65,9 @@ class PostgresBackend(
         persistent=True,
         native_full_text=True,
         shared_embedding=True,
+        langgraph_tables="database",
+        encrypts_at_rest=True,
+        holds_api_tokens=True,
     )
 
     def __init__(

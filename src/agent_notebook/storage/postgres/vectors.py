@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Final
 
+from ...errors import VectorChangesPruned
 from ...model import CUT_SPEAKER
-from ..base import VectorChangesPruned
 from .connection import PostgresConnection
 
 #: How long a server's claim on a moment to embed holds (seconds); then anyone takes it.

@@ -45,6 +45,8 @@ class SqliteBackend(SqliteFullText, SqliteMaintenance, SqlKeyRotation, SqlWrites
         multi_process=True,
         persistent=True,
         native_full_text=True,
+        langgraph_tables="own_file",
+        encrypts_at_rest=True,
     )
 
     def __init__(

@@ -1,0 +1,138 @@
+"""The notebook's compaction and its cold archive: ``compact`` (for real or on a copy), the
+archive opened with the notebook's cipher, archived records read back by id, and archived
+records dropped with their session."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..compaction import ARCHIVE_DIR, ColdArchive, CompactionReport, Compactor
+from ..compaction.runner import Progress as CompactProgress
+from ..core import files
+from ..core.files import exclusive_lock as write_lock_file
+from ..errors import InvalidInput, NotFound
+from ..model import ArchiveEntry, Moment, check_moment_id, now_utc
+from ..storage import MemoryBackend
+from .checks import aware
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from ..compaction.summarize import Summarizer
+    from .facade import Notebook
+
+
+class Archive:
+    """One notebook's compaction and cold archive (see :meth:`Notebook.compact`)."""
+
+    def __init__(self, notebook: Notebook) -> None:
+        self.nb = notebook
+        self._opened: ColdArchive | None = None
+
+    @property
+    def root(self) -> Path | None:
+        return None if self.nb.home is None else self.nb.home / ARCHIVE_DIR
+
+    def cold_archive(self, archive_dir: Path | None = None) -> ColdArchive:
+        root = archive_dir or self.root
+        if root is None:
+            raise InvalidInput(
+                "compaction needs an archive directory: open the notebook with a home "
+                "(Notebook.open(home)) or pass archive_dir"
+            )
+        if self._opened is None or self._opened.root != root:
+            self._opened = ColdArchive(root, cipher=self.nb.backend.cipher)
+        return self._opened
+
+    def compact(
+        self,
+        now: datetime | None,
+        dry_run: bool,
+        summarizer: Summarizer | None,
+        model: BaseChatModel | None,
+        archive_dir: Path | None,
+        progress: CompactProgress | None,
+    ) -> CompactionReport:
+        """Apply the age policy (``compaction:`` settings) as of ``now``: summarize faded
+        moments into daily rollups, roll days into weeks and weeks into months, and move
+        what the monthly rollups replace to the cold archive. Idempotent and safe to kill
+        (see :mod:`agent_notebook.compaction.runner`). ``dry_run`` does the same on a copy
+        and changes nothing. ``summarizer`` defaults to ``compaction.summarizer``: the
+        extractive one, or with ``llm`` one over ``model`` that falls back to it."""
+        from .exchange import copy_notebook
+
+        nb = self.nb
+        when = now_utc() if now is None else aware(now, "now")
+        chosen = summarizer or self._summarizer(model)
+        archive = self.cold_archive(archive_dir)
+        settings = nb.config.compaction
+        files.ensure_private_dir(archive.root)
+        with write_lock_file(archive.root / ".lock", 5.0):
+            if not dry_run:
+                nb.settle()  # no moment archived before its session counted it
+                compactor = Compactor(nb.backend, archive, chosen, settings, nb.tokens)
+                try:
+                    return compactor.run(when, progress=progress)
+                finally:
+                    nb._vectors.forget(compactor.archived_numbers)
+                    nb._vectors.notify_new()  # the new rollups wait for a vector
+            with tempfile.TemporaryDirectory(prefix="compact-dry-run-") as scratch:
+                copy = MemoryBackend()
+                copy_notebook(nb.backend, copy)
+                offset = 0
+                while page := nb.backend.list_archived(offset, 1000):
+                    copy.archive_moments(page)
+                    offset += len(page)
+                scratch_archive = ColdArchive(
+                    Path(scratch), also=[archive.root], cipher=archive.cipher
+                )
+                compactor = Compactor(copy, scratch_archive, chosen, settings, nb.tokens)
+                report = compactor.run(when, progress=progress)
+                return report.model_copy(update={"dry_run": True})
+
+    def _summarizer(self, model: BaseChatModel | None) -> Summarizer:
+        from ..compaction.summarize import ExtractiveSummarizer, LlmSummarizer
+
+        extractive = ExtractiveSummarizer(self.nb.tokens)
+        if self.nb.config.compaction.summarizer == "extractive":
+            return extractive
+        if model is None:
+            raise InvalidInput(
+                "compaction.summarizer is 'llm' but no chat model was given: pass model=, "
+                "set compaction.model or chat.model in config.yaml, or use 'extractive'"
+            )
+        return LlmSummarizer(model, fallback=extractive, counter=self.nb.tokens)
+
+    def record(self, moment_id: str, archive_dir: Path | None = None) -> bytes:
+        backend = self.nb.backend
+        found = backend.get_archived([check_moment_id(moment_id)])  # the id is checked first
+        if not found:
+            where = "is active: use get_moment" if backend.get_moment(moment_id) else ""
+            raise NotFound(
+                f"moment {moment_id} is not in the cold archive of {backend.location}"
+                + (f"; it {where}" if where else "")
+            )
+        return self.cold_archive(archive_dir).record(found[0])
+
+    def moment(self, moment_id: str, archive_dir: Path | None = None) -> Moment:
+        return Moment.model_validate_json(self.record(moment_id, archive_dir))
+
+
+def drop_archived(archive: ColdArchive, entries: Sequence[ArchiveEntry]) -> None:
+    """Take the records of ``entries`` out of their archive files (a file left empty is
+    deleted); the other records of a file keep their bytes, so their entries stay valid."""
+    ids_by_file: dict[str, set[str]] = {}
+    for entry in entries:
+        ids_by_file.setdefault(entry.file, set()).add(entry.id)
+    for name, ids in ids_by_file.items():
+        if not (archive.root / name).exists():
+            continue
+        kept = [line for mid, line in archive.records_of(name).items() if mid not in ids]
+        if kept:
+            archive.rewrite(name, kept)
+        else:
+            (archive.root / name).unlink(missing_ok=True)

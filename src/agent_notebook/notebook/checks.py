@@ -1,0 +1,74 @@
+"""The checks of what a caller hands the notebook, shared by the facade's parts and the
+front ends: the query cap, limits and offsets, aware datetimes, non-empty texts."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ..errors import InvalidInput
+
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "MAX_SEARCH_LIMIT",
+    "aware",
+    "check_query",
+    "limit_of",
+    "offset_of",
+    "optional_limit",
+    "required",
+    "weak_match_hint",
+]
+
+MAX_SEARCH_LIMIT = 1000
+#: The longest query a search takes, in characters, on every front end (a longer one is
+#: refused: it would cost seconds and memory and find nothing a shorter one would not).
+MAX_QUERY_CHARS = 10_000
+
+
+def weak_match_hint(query: str, min_score: float) -> str:
+    """What to say when a search found nothing relevant enough (every front end says it)."""
+    return (
+        f"nothing matches {query!r} well (minimum score {min_score:g}): try other words, "
+        "or a lower minimum score (0 shows every match, however weak)"
+    )
+
+
+def required(text: str, what: str, give: str) -> str:
+    """``text`` unless it is empty or only blanks: a record of nothing is refused."""
+    if not text.strip():
+        raise InvalidInput(f"{what}: the text is empty; give {give}")
+    return text
+
+
+def aware(when: datetime, name: str) -> datetime:
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise InvalidInput(f"{name}: {when} has no timezone; pass an aware datetime (UTC)")
+    return when
+
+
+def check_query(query: str, what: str) -> str:
+    """``query`` if it is within :data:`MAX_QUERY_CHARS`: the one cap of every front end."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(
+            f"{what}: the query is {len(query):,} characters, over the limit of "
+            f"{MAX_QUERY_CHARS:,}; shorten it to the words that matter (nothing was searched)"
+        )
+    return query
+
+
+def offset_of(offset: int) -> int:
+    if offset < 0:
+        raise InvalidInput(f"offset must be 0 or more, got {offset}")
+    return offset
+
+
+def optional_limit(limit: int | None) -> int | None:
+    if limit is not None and limit < 0:
+        raise InvalidInput(f"limit must be 0 or more, got {limit}")
+    return limit
+
+
+def limit_of(limit: int) -> int:
+    if not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise InvalidInput(f"limit must be between 1 and {MAX_SEARCH_LIMIT}, got {limit}")
+    return limit

@@ -1,0 +1,266 @@
+"""Finding what the notebook holds: moments by id or session, concepts, search (the
+engine's hits tagged by tier, with the cold archive ranked among them on request) and the
+slice of the notebook a guest gets."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import InvalidInput, NotFound
+from ..model import (
+    ConceptEntry,
+    Moment,
+    SearchHit,
+    Session,
+    check_moment_id,
+    normalize_concept,
+)
+from ..search.engine import Mode, SearchEngine, SearchRequest, matches_words, neighbour_ids
+from ..search.slice import MAX_SLICE_TOKENS, Slice, build_slice
+from ..search.slice import Format as SliceFormat
+from ..storage import MomentFilter, StorageBackend
+from .checks import (
+    MAX_SEARCH_LIMIT,
+    aware,
+    check_query,
+    limit_of,
+    offset_of,
+    optional_limit,
+)
+
+if TYPE_CHECKING:
+    from .facade import Notebook
+
+
+class Finding:
+    """The reads of one notebook (see :meth:`Notebook.search`)."""
+
+    def __init__(self, notebook: Notebook) -> None:
+        self.nb = notebook
+
+    @property
+    def backend(self) -> StorageBackend:
+        return self.nb.backend
+
+    def get_moment(self, moment_id: str) -> Moment:
+        found = self.backend.get_moment(check_moment_id(moment_id))
+        if found is None:
+            raise NotFound(f"no moment {moment_id} in {self.backend.location}")
+        return found
+
+    def moments(
+        self, session_id: str | None = None, offset: int = 0, limit: int | None = None
+    ) -> list[Moment]:
+        if session_id is not None:
+            self.nb.get_session(session_id)
+        return self.backend.list_moments(session_id, offset_of(offset), optional_limit(limit))
+
+    def moment_count(self, since: datetime | None, until: datetime | None) -> int:
+        if since is None and until is None:
+            return self.backend.count_moments()
+        where = MomentFilter(
+            since=None if since is None else aware(since, "since"),
+            until=None if until is None else aware(until, "until"),
+        )
+        return len(self.backend.moment_numbers(where))
+
+    def concept(self, name: str) -> ConceptEntry:
+        entry = self._concept_with_archive(normalize_concept(name))
+        if entry is None:
+            raise NotFound(
+                f"no concept {name!r} in the index; 'agent-notebook concepts' lists them"
+            )
+        return entry
+
+    def concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:
+        return self.backend.list_concepts(offset_of(offset), optional_limit(limit))
+
+    def search(
+        self,
+        query: str,
+        *,
+        session: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        speaker: str | None,
+        concept: str | None,
+        limit: int,
+        exclude: Collection[str],
+        mode: Mode,
+        include_archive: bool,
+        image: Path | str | None,
+        audio: Path | str | None,
+        min_score: float | None,
+    ) -> list[SearchHit]:
+        """Moments relevant to ``query``, best first, within the filters. ``hybrid`` fuses
+        lexical (BM25), vector and concept matches (lexical alone without an embedder);
+        each hit's ``explain`` says what found it. Moments in ``exclude`` (say, those
+        already in the live messages) are passed over. Rollups are found like moments
+        (``tier="rollup"``); with ``include_archive`` the cold archive is searched too (by
+        words) and its hits come ranked among the others, ``tier="archived"``. ``image`` or
+        ``audio`` searches by example: moments whose stored signature is nearest (``media``
+        in ``explain``), fused with the words when there is a query, alone without one.
+        Hits less relevant than ``min_score`` (default ``search.min_score``, 0.3) are left
+        out: relevance (``explain["relevance"]``) is 1 for a match on a word other than a
+        stopword, on a concept or by example, else the vector similarity; an empty result
+        then means nothing matches well (:func:`.checks.weak_match_hint` says so)."""
+        check_query(query, "search")
+        example = _example(image, audio)
+        if min_score is None:
+            min_score = self.nb.config.search.min_score
+        elif not 0.0 <= min_score <= 1.0:  # NaN fails too
+            raise InvalidInput(f"search: min_score {min_score!r} must be between 0 and 1")
+        if session is not None:
+            self.nb.get_session(session)
+        if since is not None and until is not None and since >= until:
+            raise InvalidInput(f"search: since ({since}) must be before until ({until})")
+        if mode not in ("hybrid", "lexical", "vector"):
+            raise InvalidInput(f"search: mode {mode!r} is not one of hybrid, lexical, vector")
+        semantic = None if mode == "lexical" else self.nb.semantic  # lexical: no model loaded
+        if mode == "vector" and semantic is None:
+            raise InvalidInput(
+                "search: vector mode needs an embedder; 'agent-notebook doctor' says why "
+                "there is none"
+            )
+        where = MomentFilter(
+            session=session,
+            since=None if since is None else aware(since, "since"),
+            until=None if until is None else aware(until, "until"),
+            speaker=speaker,
+        )
+        engine = SearchEngine(self.backend, self.nb.config.search, semantic)
+        request = SearchRequest(
+            query,
+            where,
+            limit_of(limit),
+            concept=concept,
+            exclude=set(exclude),
+            mode=mode,
+            example=example,
+            min_score=min_score,
+        )
+        return self._with_tiers(engine.search(request), request, include_archive)
+
+    def slice(
+        self,
+        query: str,
+        budget_tokens: int,
+        audience: str,
+        session: str | None,
+        fmt: SliceFormat,
+        limit: int | None,
+        exclude: Collection[str],
+        mode: Mode,
+    ) -> Slice:
+        check_query(query, "slice")
+        if not 1 <= budget_tokens <= MAX_SLICE_TOKENS:
+            raise InvalidInput(
+                f"slice: budget_tokens must be between 1 and {MAX_SLICE_TOKENS}, "
+                f"not {budget_tokens}"
+            )
+        if fmt not in ("markdown", "yaml"):
+            raise InvalidInput(f"slice: format {fmt!r} is not markdown or yaml")
+        # Enough hits to fill the budget with room for those that do not fit.
+        pool = limit or min(MAX_SEARCH_LIMIT, max(20, budget_tokens // 40))
+        hits = (
+            self.nb.search(query, session=session, limit=pool, exclude=exclude, mode=mode)
+            if query.strip()
+            else []
+        )
+        sessions: dict[str, Session] = {}
+
+        def session_of(session_id: str) -> Session:
+            if session_id not in sessions:
+                sessions[session_id] = self.nb.get_session(session_id)
+            return sessions[session_id]
+
+        around = self.turns_around([hit.moment for hit in hits])
+        return build_slice(
+            query,
+            hits,
+            budget_tokens=budget_tokens,
+            audience=audience,
+            counter=self.nb.tokens,
+            session_of=session_of,
+            neighbours_of=lambda moment: around.get(moment.id, []),
+            fmt=fmt,
+        )
+
+    def turns_around(self, moments: Sequence[Moment]) -> dict[str, list[Moment]]:
+        wanted = sorted({i for moment in moments for i in neighbour_ids(moment.number)})
+        found = {m.id: m for m in self.backend.get_moments(wanted)} if wanted else {}
+        return {
+            moment.id: [
+                near
+                for i in neighbour_ids(moment.number)
+                if (near := found.get(i)) is not None
+                and near.session == moment.session
+                and near.redacted is None
+            ]
+            for moment in moments
+        }
+
+    def _with_tiers(
+        self, hits: list[SearchHit], request: SearchRequest, include_archive: bool
+    ) -> list[SearchHit]:
+        """Tag rollups; with ``include_archive``, rank archived hits among the others by
+        reciprocal rank (each list counts alike) and tag them."""
+        tagged = [
+            h.model_copy(update={"tier": "rollup", "explain": {**h.explain, "rollup": 1.0}})
+            if h.moment.rollup is not None
+            else h
+            for h in hits
+        ]
+        if not include_archive:
+            return tagged
+        archive = self.nb.cold_archive()
+        found = archive.search(self.backend, request.query, request.where, request.limit)
+        allowed = (
+            None
+            if request.concept is None
+            else set(self.backend.archived_with_concept(normalize_concept(request.concept)))
+        )
+        k = self.nb.config.search.rrf_k
+        merged: list[tuple[float, int, SearchHit]] = []
+        for rank, hit in enumerate(tagged, 1):
+            merged.append(
+                (
+                    1 / (k + rank),
+                    hit.moment.number,
+                    hit.model_copy(update={"score": 1 / (k + rank)}),
+                )
+            )
+        rank = 0
+        for moment, raw in found:
+            if moment.id in request.exclude or (allowed is not None and moment.id not in allowed):
+                continue
+            if request.min_score > 0 and not matches_words(moment.content.text, request.query):
+                continue  # matched by stopwords only
+            rank += 1
+            explain = {"archived": 1.0, "lexical_rank": float(rank), "lexical_raw": raw}
+            hit = SearchHit(moment=moment, score=1 / (k + rank), explain=explain, tier="archived")
+            merged.append((hit.score, moment.number, hit))
+        merged.sort(key=lambda item: (-item[0], item[1]))
+        return [hit for _, _, hit in merged[: request.limit]]
+
+    def _concept_with_archive(self, concept: str) -> ConceptEntry | None:
+        """The concept's active moments and rollups, and the archived moments it had."""
+        entry = self.backend.get_concept(concept)
+        archived = self.backend.archived_with_concept(concept)
+        if entry is None and not archived:
+            return None
+        return (entry or ConceptEntry(concept=concept)).model_copy(update={"archived": archived})
+
+
+def _example(image: Path | str | None, audio: Path | str | None) -> str | None:
+    """The signature of the example to search by (InvalidInput for a bad file)."""
+    if image is not None and audio is not None:
+        raise InvalidInput("search: give an example image or an example audio, not both")
+    if image is None and audio is None:
+        return None
+    from ..media.store import attachment_of
+
+    return attachment_of(image or audio or "", "image" if image is not None else "audio").signature

@@ -1,0 +1,119 @@
+"""Upkeep that removes: deleting a session whole, redacting a moment and forgetting a
+concept (under compaction's lock, see :mod:`.redaction`), and the notebook's stats."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..core import files
+from ..core.files import exclusive_lock as write_lock_file
+from ..model import THREADS_NAMESPACE, Moment, NotebookStats, check_moment_id
+from .archive import drop_archived
+from .checks import required
+
+if TYPE_CHECKING:
+    from .facade import Notebook
+    from .redaction import ForgetReport
+
+
+@dataclass(frozen=True, slots=True)
+class SessionDeletion:
+    """What :meth:`Notebook.delete_session` removed."""
+
+    session: str
+    moments: int
+    archived: int
+    media: list[str]
+    threads: list[str]
+
+
+class Maintenance:
+    """Deletion, redaction and stats of one notebook (see :meth:`Notebook.redact`)."""
+
+    def __init__(self, notebook: Notebook) -> None:
+        self.nb = notebook
+
+    def delete_session(self, session_id: str) -> SessionDeletion:
+        """Delete a session for good: its record, its moments with their full-text rows,
+        concept-index entries and vectors, its cold-archive records, the media files no
+        other moment uses, and its threads (their thread-map entries, session notebooks
+        and checkpoints). Links and parents elsewhere that name it are left as they are."""
+        from ..langgraph.stores import store_items, write_lock
+        from ..media.store import media_paths_of
+
+        nb, backend = self.nb, self.nb.backend
+        session = nb.get_session(session_id)  # NotFound for an unknown one
+        moments = backend.list_moments(session.id)
+        archived = [e for e in backend.list_archived() if e.session == session.id]
+        threads = [
+            item.key
+            for item in store_items(nb.store, THREADS_NAMESPACE)
+            if item.value.get("session_id") == session.id
+        ]
+        threads += [session.id]  # a thread may be named by its session
+        with backend.atomic():
+            backend.delete_session(session.id)
+        nb._vectors.forget([m.number for m in moments] + [e.number for e in archived])
+        gone = media_paths_of(moments)
+        if gone:
+            nb._recording.remove_unused_media(sorted(gone))
+        if archived and nb.archive_dir is not None:
+            drop_archived(nb.cold_archive(), archived)
+        with write_lock(nb.store):
+            for thread in threads:
+                nb.store.delete(THREADS_NAMESPACE, thread)
+                for item in list(store_items(nb.store, ("session", thread))):
+                    nb.store.delete(item.namespace, item.key)
+        for thread in threads:
+            nb.checkpointer.delete_thread(thread)
+        return SessionDeletion(
+            session=session.id,
+            moments=len(moments),
+            archived=len(archived),
+            media=sorted(gone),
+            threads=threads[:-1],
+        )
+
+    def redact(self, moment_id: str, reason: str, who: str) -> Moment:
+        """Remove a moment's content (text, concepts, retrieval keys, actions) for good,
+        leaving a tombstone that says who, when and why; the session's audit log records it
+        (without the text). The text also leaves the rollups, the cold archive, the session
+        notebooks, condensed histories and checkpoints, and the files are purged; see
+        :mod:`.redaction`. Search never returns it again, by words or by meaning."""
+        from .redaction import Redaction
+
+        check_moment_id(moment_id)
+        required(reason, "redact: the reason", "why the moment is redacted (for the tombstone)")
+        with self._redaction_lock():
+            return Redaction(self.nb, reason, who).redact(moment_id)
+
+    def forget(self, concept: str, reason: str, who: str, dry_run: bool) -> ForgetReport:
+        from .redaction import Redaction
+
+        with self._redaction_lock():
+            return Redaction(self.nb, reason, who).forget(concept, dry_run=dry_run)
+
+    def _redaction_lock(self) -> AbstractContextManager[None]:
+        """Compaction's lock: a moment is not archived while it is being redacted."""
+        if self.nb.archive_dir is None:
+            return nullcontext()
+        files.ensure_private_dir(self.nb.archive_dir)
+        return write_lock_file(self.nb.archive_dir / ".lock", 30.0)
+
+    def stats(self) -> NotebookStats:
+        nb, backend = self.nb, self.nb.backend
+        sessions = nb.sessions()
+        firsts = [s.stats.first_activity for s in sessions if s.stats.first_activity]
+        lasts = [s.stats.last_activity for s in sessions if s.stats.last_activity]
+        return NotebookStats(
+            sessions=len(sessions),
+            moments=backend.count_moments(),
+            concepts=backend.count_concepts(),
+            tokens=sum(s.stats.tokens for s in sessions),
+            bytes=sum(s.stats.bytes for s in sessions),
+            first_activity=min(firsts, default=None),
+            last_activity=max(lasts, default=None),
+            backend=f"{backend.capabilities.name} at {backend.location}",
+        )

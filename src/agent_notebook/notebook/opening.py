@@ -1,0 +1,63 @@
+"""Opening a notebook (see :meth:`Notebook.open`): its home made private, the use lock a key
+rotation waits for, its config, its cipher (with encryption on) and its backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .. import config as cfg
+from ..core import files
+from ..core.crypto import load_cipher
+from ..errors import NotFound
+from ..privacy import permissions
+from ..storage import StorageBackend, is_postgres_url, open_backend
+
+if TYPE_CHECKING:
+    from .facade import Notebook
+
+
+def open_storage(
+    home: Path | str | None, backend: str | None, create: bool
+) -> tuple[Path, cfg.NotebookConfig, StorageBackend, files.UseLock]:
+    """The home, its config, its opened backend and the use lock held on it (the caller
+    releases it); see :meth:`Notebook.open`."""
+    if home is not None and is_postgres_url(home) and backend is None:
+        home, backend = None, str(home)
+    root = cfg.resolve_home(home)
+    if not root.exists() and not create:
+        raise NotFound(f"no notebook at {root}: run 'agent-notebook init --home {root}'")
+    files.ensure_private_dir(root)
+    permissions.report_on_open(root)  # logs what is open to others, and the fix
+    in_use = cfg.use_lock(root, exclusive=False)  # a key rotation waits for it, and it for one
+    try:
+        conf = cfg.load_config(root)
+        location = cfg.backend_location(root, conf, backend)
+        cipher = load_cipher(conf.privacy.encryption, root)  # None unless encryption is on
+        storage = open_backend(location, sqlite_synchronous=conf.sqlite_synchronous, cipher=cipher)
+        storage.local_dir = root  # the files beside the records (a database's notebook too)
+    except BaseException:
+        in_use.release()
+        raise
+    return root, conf, storage, in_use
+
+
+_N = TypeVar("_N", bound="Notebook")
+
+
+def open_notebook(
+    cls: type[_N],
+    home: Path | str | None,
+    backend: str | None,
+    create: bool,
+    options: dict[str, Any],
+) -> _N:
+    """``cls`` (:class:`Notebook`) on the opened home, holding its use lock until closed."""
+    root, conf, storage, in_use = open_storage(home, backend, create)
+    try:
+        notebook = cls(storage, home=root, config=conf, **options)
+    except BaseException:
+        in_use.release()
+        raise
+    notebook._in_use = in_use
+    return notebook
