@@ -17,7 +17,13 @@ from agent_notebook.facts import FactEngine, Findings, Statement
 CASES = Path(__file__).resolve().parent.parent / "tests" / "facts_cases.yaml"
 START = datetime(2026, 6, 1, 10, 0, tzinfo=UTC)  # a Monday
 KINDS = (
-    "decisions", "pending", "closures", "duplicates", "supersession", "contradictions", "expiry",
+    "decisions",
+    "pending",
+    "closures",
+    "duplicates",
+    "supersession",
+    "contradictions",
+    "expiry",
 )
 Embed = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 
@@ -44,7 +50,9 @@ class Score:
     cases: int = 0
 
     def total(self) -> Counts:
-        return Counts(*(sum(getattr(c, f) for c in self.counts.values()) for f in ("tp", "fp", "fn")))
+        return Counts(
+            *(sum(getattr(c, f) for c in self.counts.values()) for f in ("tp", "fp", "fn"))
+        )
 
 
 def load_cases(path: Path = CASES) -> list[dict[str, Any]]:
@@ -60,8 +68,12 @@ def statements_of(case: dict[str, Any], embed: Embed | None) -> list[Statement]:
         vectors = embed([s["text"] for s in said])
     return [
         Statement(
-            str(i + 1), s["text"], START + timedelta(hours=i), s.get("role", "user"),
-            s.get("speaker", ""), None if v is None else list(v),
+            str(i + 1),
+            s["text"],
+            START + timedelta(hours=i),
+            s.get("role", "user"),
+            s.get("speaker", ""),
+            None if v is None else list(v),
         )
         for i, (s, v) in enumerate(zip(said, vectors, strict=True))
     ]
@@ -85,18 +97,30 @@ def _score_case(case: dict[str, Any], findings: list[Findings], result: Score) -
     wanted_pending = [f"{kind}: {words}" for kind, words in case.get("pending", [])]
     _match_words(case["id"], "pending", found_pending, wanted_pending, result)
     closures = {(c.item.source, c.closed_by) for f in findings for c in f.closures}
-    _match_set(case["id"], "closures", closures, {(str(a), str(b)) for a, b in case.get("closed", [])}, result)
+    _match_set(
+        case["id"],
+        "closures",
+        closures,
+        {(str(a), str(b)) for a, b in case.get("closed", [])},
+        result,
+    )
     links = [(k.source, k.relation, k.target) for f in findings for k in f.links]
     wanted = [(str(a), r, str(b)) for a, r, b in case.get("links", [])]
     for relation, kind in (("duplicate_of", "duplicates"), ("superseded_by", "supersession")):
         _match_set(
-            case["id"], kind,
-            {x for x in links if x[1] == relation}, {x for x in wanted if x[1] == relation}, result,
+            case["id"],
+            kind,
+            {x for x in links if x[1] == relation},
+            {x for x in wanted if x[1] == relation},
+            result,
         )
     pairs = {frozenset((a, b)) for a, r, b in links if r == "conflicts_with"}
     _match_set(
-        case["id"], "contradictions", pairs,
-        {frozenset((a, b)) for a, r, b in wanted if r == "conflicts_with"}, result,
+        case["id"],
+        "contradictions",
+        pairs,
+        {frozenset((a, b)) for a, r, b in wanted if r == "conflicts_with"},
+        result,
     )
     expiries = {(f.statement, f.expires) for f in findings if f.expires is not None}
     wanted_expiry = {(str(i), date.fromisoformat(d)) for i, d in case.get("expires", [])}
@@ -129,5 +153,11 @@ def _match_set(case: str, kind: str, found: set[Any], wanted: set[Any], result: 
     counts.tp += len(found & wanted)
     counts.fp += len(found - wanted)
     counts.fn += len(wanted - found)
-    result.wrong += [f"{case}: false {kind}: {sorted(map(str, x)) if isinstance(x, frozenset) else x}" for x in found - wanted]
-    result.wrong += [f"{case}: missed {kind}: {sorted(map(str, x)) if isinstance(x, frozenset) else x}" for x in wanted - found]
+    result.wrong += [
+        f"{case}: false {kind}: {sorted(map(str, x)) if isinstance(x, frozenset) else x}"
+        for x in found - wanted
+    ]
+    result.wrong += [
+        f"{case}: missed {kind}: {sorted(map(str, x)) if isinstance(x, frozenset) else x}"
+        for x in wanted - found
+    ]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..core.lexical import stem
-from .text import UPDATE_CUE, content_stems, sentences, spelled_out
+from .text import UPDATE_CUE, content_stems, sentences, spelled_out, word_set
 
 __all__ = ["Claim", "claims_in", "same_subject", "value_name"]
 
@@ -55,7 +55,7 @@ class Claim:
 
 
 _DET: Final = r"(?:my|our|the|his|her|their|your|its|this|that)"
-_OWNERS: Final = frozenset("my our his her their your".split())
+_OWNERS: Final = frozenset(["my", "our", "his", "her", "their", "your"])
 _LEAD: Final = (
     r"^(?:(?:actually|correction|update|so|ok(?:ay)?|oh|well|also|btw|just so you know|quick update|"
     r"fyi|sorry|no|yes|and|but|anyway|turns out)\W+)*"
@@ -76,11 +76,14 @@ _CHANGE: Final = (
     r"until)\s+|(?=\d))(?P<val>\S.*)$"
 )
 _CHANGED: Final = re.compile(
-    _LEAD + rf"(?P<subj>(?:{_DET}\s+)?(?:[\w\-./']+\s+){{0,4}}?[\w\-./']+),?\s+(?:which\s+|that\s+)?" + _CHANGE
+    _LEAD
+    + rf"(?P<subj>(?:{_DET}\s+)?(?:[\w\-./']+\s+){{0,4}}?[\w\-./']+),?\s+(?:which\s+|that\s+)?"
+    + _CHANGE
 )
-_WHICH_CHANGED: Final = re.compile(
-    rf"(?P<subj>(?:{_DET}\s+)?(?:[\w\-./']+\s+){{0,4}}?[\w\-./']+),?\s+(?:which|that)\s+" + _CHANGE
-)
+#: "…the dashboard API response time, which has improved to 250ms": found from "which"
+#: (a search from every position for the subject first would be slow on long messages).
+_WHICH_CHANGED: Final = re.compile(r",?\s+(?:which|that)\s+" + _CHANGE)
+_WORD_BEFORE: Final = re.compile(r"[\w\-./']+")
 _PLACE: Final = re.compile(
     r"\b(?P<who>i|we)\s+(?:have\s+|had\s+|just\s+|recently\s+|finally\s+|now\s+|also\s+)*"
     r"(?P<verb>moved|relocated|live|lived|am living|are living|am based|are based|reside|"
@@ -102,25 +105,23 @@ _ACT: Final = re.compile(
     r"(?P<verb>[a-z]+)\s+(?P<obj>[^,;.!?]+)"
 )
 #: Verbs that say nothing of what is or was: wishes, requests, plans, opinions, thinking.
-_NOT_A_CLAIM: Final = frozenset(
-    """want wanted wanting need needed needing would will shall should could can may might must
+_NOT_A_CLAIM: Final = word_set("""want wanted wanting need needed needing would will shall should could can may might must
     try tried trying plan planned planning hope hoped hoping wish wished think thought thinking
     believe guess suppose wonder wondering feel felt am are was were be been being is have had
     has do did does going go get got gotten looking look trying let make sure understand know
-    knew see saw mean meant say said ask asked tell told decided agreed chose prefer""".split()
-)
+    knew see saw mean meant say said ask asked tell told decided agreed chose prefer""")
 _MULTI_VERBS: Final = frozenset(
     stem(w)
-    for w in """like love enjoy adore prefer use have own speak play know visit eat drink read
-    watch follow support write build run collect study learn keep work""".split()
+    for w in word_set("""like love enjoy adore prefer use have own speak play know visit eat drink read
+    watch follow support write build run collect study learn keep work""")
 )
 _ONE_VALUED: Final = frozenset(
     stem(w)
-    for w in """name age birthday address email phone number city country hometown job title role
+    for w in word_set("""name age birthday address email phone number city country hometown job title role
     salary deadline date day launch release time budget price cost limit quota target status
     owner version color colour size weight height rate goal plan capacity total count score
     coverage latency duration estimate location timezone manager lead favorite favourite
-    password port host""".split()
+    password port host""")
 )
 _TYPED: Final = re.compile(
     r"\d|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(?:monday|tuesday|"
@@ -168,15 +169,20 @@ def value_name(value: str) -> str:
 
 
 def _value_claims(low: str, sentence: str, update: bool) -> list[Claim]:
-    m = _COPULA.match(low) or _CHANGED.match(low) or _WHICH_CHANGED.search(low)
+    m = _COPULA.match(low) or _CHANGED.match(low)
+    subject_text = m["subj"] if m else ""
+    if m is None and (m := _WHICH_CHANGED.search(low)) is not None:
+        subject_text = " ".join(_WORD_BEFORE.findall(low[: m.start()])[-5:])
     if m is None:
         return []
-    subject = _noun_phrase(m["subj"])
+    subject = _noun_phrase(subject_text)
     if subject is None:
         return []
     owner, stems, head = subject
     value = _first_clause(m["val"])
-    if not value or value.startswith(("that ", "to ", "a bit", "very ", "so ", "too ", "why ", "how ")):
+    if not value or value.startswith(
+        ("that ", "to ", "a bit", "very ", "so ", "too ", "why ", "how ")
+    ):
         return []
     changed = m.re is not _COPULA
     if not (_TYPED.search(value) or _named(sentence, value) or stems & _ONE_VALUED):
@@ -184,9 +190,15 @@ def _value_claims(low: str, sentence: str, update: bool) -> list[Claim]:
     negated = bool(m.groupdict().get("neg"))
     return [
         Claim(
-            owner, stems, head, "value", value, not negated,
+            owner,
+            stems,
+            head,
+            "value",
+            value,
+            not negated,
             multi=bool(_ENUMERATION.search(value)) and not _TYPED.search(value),
-            update=update or changed, sentence=sentence,
+            update=update or changed,
+            sentence=sentence,
         )
     ]
 
@@ -195,9 +207,18 @@ def _place_claims(low: str, sentence: str) -> list[Claim]:
     found = []
     for m in _PLACE.finditer(low):
         verb = m["verb"]
-        if m["prep"] == "from" or (verb.startswith(("live", "lived", "am living", "are living", "reside", "am based", "are based")) and m["prep"] != "in"):
+        if m["prep"] == "from" or (
+            verb.startswith(
+                ("live", "lived", "am living", "are living", "reside", "am based", "are based")
+            )
+            and m["prep"] != "in"
+        ):
             continue
-        attribute = "employer" if re.match(r"work|worked|am working|are working|joined|started", verb) else "home"
+        attribute = (
+            "employer"
+            if re.match(r"work|worked|am working|are working|joined|started", verb)
+            else "home"
+        )
         if attribute == "employer" and m["prep"] not in ("at", "for", None):
             continue
         value = _first_clause(m["val"])
@@ -205,8 +226,17 @@ def _place_claims(low: str, sentence: str) -> list[Claim]:
             continue
         moved = verb in ("moved", "relocated", "joined") or verb.startswith("started")
         found.append(
-            Claim(m["who"], frozenset(), m["who"], attribute, value, True, multi=False,
-                  update=moved or bool(UPDATE_CUE.search(low)), sentence=sentence)
+            Claim(
+                m["who"],
+                frozenset(),
+                m["who"],
+                attribute,
+                value,
+                True,
+                multi=False,
+                update=moved or bool(UPDATE_CUE.search(low)),
+                sentence=sentence,
+            )
         )
     return found
 
@@ -219,8 +249,18 @@ def _act_claims(low: str, sentence: str, update: bool) -> list[Claim]:
         who = m["who"] or m["who2"]
         if value:
             found.append(
-                Claim(who, frozenset(), who, stem("use"), value, True, multi=False, update=True,
-                      replaces=value_name(_first_clause(old)), sentence=sentence)
+                Claim(
+                    who,
+                    frozenset(),
+                    who,
+                    stem("use"),
+                    value,
+                    True,
+                    multi=False,
+                    update=True,
+                    replaces=value_name(_first_clause(old)),
+                    sentence=sentence,
+                )
             )
         return found
     for m in _ACT.finditer(low):
@@ -238,22 +278,56 @@ def _act_claims(low: str, sentence: str, update: bool) -> list[Claim]:
         verb_stem = stem(_IRREGULAR.get(verb, verb))
         found.append(
             Claim(
-                m["who"], frozenset(), m["who"], verb_stem, obj, not neg,
+                m["who"],
+                frozenset(),
+                m["who"],
+                verb_stem,
+                obj,
+                not neg,
                 multi=verb_stem in _MULTI_VERBS or bool(_ENUMERATION.search(obj)),
-                update=update or neg.startswith("no longer"), sentence=sentence,
+                update=update or neg.startswith("no longer"),
+                sentence=sentence,
             )
         )
     return found
 
 
 _IRREGULAR: Final = {
-    "wrote": "write", "written": "write", "built": "build", "ran": "run", "bought": "buy",
-    "ate": "eat", "eaten": "eat", "drank": "drink", "drunk": "drink", "spoke": "speak",
-    "spoken": "speak", "took": "take", "taken": "take", "made": "make", "found": "find",
-    "sent": "send", "met": "meet", "kept": "keep", "left": "leave", "paid": "pay",
-    "owned": "own", "did": "do", "done": "do", "gave": "give", "given": "give",
-    "flew": "fly", "flown": "fly", "drove": "drive", "driven": "drive", "swam": "swim",
-    "swum": "swim", "taught": "teach", "learnt": "learn", "brought": "bring", "went": "go",
+    "wrote": "write",
+    "written": "write",
+    "built": "build",
+    "ran": "run",
+    "bought": "buy",
+    "ate": "eat",
+    "eaten": "eat",
+    "drank": "drink",
+    "drunk": "drink",
+    "spoke": "speak",
+    "spoken": "speak",
+    "took": "take",
+    "taken": "take",
+    "made": "make",
+    "found": "find",
+    "sent": "send",
+    "met": "meet",
+    "kept": "keep",
+    "left": "leave",
+    "paid": "pay",
+    "owned": "own",
+    "did": "do",
+    "done": "do",
+    "gave": "give",
+    "given": "give",
+    "flew": "fly",
+    "flown": "fly",
+    "drove": "drive",
+    "driven": "drive",
+    "swam": "swim",
+    "swum": "swim",
+    "taught": "teach",
+    "learnt": "learn",
+    "brought": "bring",
+    "went": "go",
 }
 
 

@@ -20,7 +20,7 @@ from ..core.lexical import tokenize
 from .claims import Claim, claims_in
 from .expiry import expires_from_text
 from .relate import contradicts, negations_of, numbers_of, overlap, supersedes
-from .text import UPDATE_CUE, content_stems, prose, sentences, spelled_out
+from .text import content_stems, prose, sentences, spelled_out
 from .threads import OpenLine, PendingKind, closes, decisions_in, open_lines_in
 
 __all__ = [
@@ -140,9 +140,13 @@ _FIRST_PERSON_DONE: Final = re.compile(
     r"\b(?:i|we)\s+(?:have|had|did|already|just|recently|successfully|finally|also)?\s*"
     r"(?:[a-z]+ed|built|wrote|written|ran|made|set up|got|used|went|done)\b"
 )
-_WISH: Final = re.compile(r"\b(?:want|need|trying|try|plan|hope|wish|would like|can you|could you|how (?:do|can|to))\b")
+_WISH: Final = re.compile(
+    r"\b(?:want|need|trying|try|plan|hope|wish|would like|can you|could you|how (?:do|can|to))\b"
+)
 _NEGATED: Final = re.compile(r"\b(?:not|never|no)\b")
-_NEVER: Final = re.compile(r"\b(?:i|we)\s+(?:have\s+|had\s+)?never\s+(?:ever\s+|actually\s+|really\s+)?(?P<rest>[^.;!?]+)")
+_NEVER: Final = re.compile(
+    r"\b(?:i|we)\s+(?:have\s+|had\s+)?never\s+(?:ever\s+|actually\s+|really\s+)?(?P<rest>[^.;!?]+)"
+)
 
 
 class FactEngine:
@@ -152,6 +156,8 @@ class FactEngine:
     def __init__(self, rules: FactRules | None = None) -> None:
         self.rules = rules or FactRules()
         self._seen: list[_Seen] = []
+        self._claims: dict[tuple[str, str], list[tuple[int, Claim]]] = {}
+        self._with_never: list[int] = []
         self._by_text: dict[str, str] = {}
         self._open: list[tuple[FoundPending, OpenLine]] = []
 
@@ -178,7 +184,7 @@ class FactEngine:
         findings.links.extend(self._repeat(seen))
         if seen.duplicate_of is None:
             findings.links.extend(self._updates_and_conflicts(seen))
-        self._seen.append(seen)
+        self._index(seen)
         return findings
 
     # -- what an earlier statement leaves --------------------------------------------------
@@ -186,21 +192,23 @@ class FactEngine:
     def _remember(self, statement: Statement, text: str) -> _Seen:
         never: list[frozenset[str]] = []
         affirmed: list[frozenset[str]] = []
-        for sentence in sentences(text):
+        # What an assistant says is its answer, not a fact of the speaker's: no claims.
+        claimed = statement.role != "assistant"
+        for sentence in sentences(text) if claimed else ():
             low = spelled_out(sentence)
             for m in _NEVER.finditer(low):
                 for part in re.split(r"\b(?:or|nor)\b|,", m["rest"]):
                     if len(stems := content_stems(part)) >= self.rules.min_experience_words:
                         never.append(stems)
-            if not low.endswith("?") and not _NEGATED.search(low) and not _WISH.search(low):
-                if _FIRST_PERSON_DONE.search(low):
-                    affirmed.append(content_stems(low))
+            plain = not (low.endswith("?") or _NEGATED.search(low) or _WISH.search(low))
+            if plain and _FIRST_PERSON_DONE.search(low):
+                affirmed.append(content_stems(low))
         return _Seen(
             statement,
             stems=content_stems(text),
             numbers=numbers_of(text),
             negations=negations_of(text),
-            claims=claims_in(text),
+            claims=claims_in(text) if claimed else [],
             never=never,
             affirmed=affirmed,
         )
@@ -229,48 +237,64 @@ class FactEngine:
                 and _cosine(vector, other) >= self.rules.paraphrase_cosine
             ):
                 seen.duplicate_of = earlier.statement.id
-                return [FactLink(seen.statement.id, "duplicate_of", earlier.statement.id, because="a paraphrase")]
+                return [
+                    FactLink(
+                        seen.statement.id,
+                        "duplicate_of",
+                        earlier.statement.id,
+                        because="a paraphrase",
+                    )
+                ]
         return []
 
     # -- updates and contradictions --------------------------------------------------------
 
     def _updates_and_conflicts(self, seen: _Seen) -> list[FactLink]:
-        links: list[FactLink] = []
+        """Links from the claims of ``seen`` to those of earlier statements that could meet
+        them (the same attribute and head or owner: an index, not a scan of everything)."""
         new = seen.statement
-        for earlier in self._seen:
-            if earlier.statement.id == new.id:
+        ended: dict[int, Claim] = {}
+        conflicting: dict[int, str] = {}
+        for claim in seen.claims:
+            for index, old in self._claims.get(_key(claim), ()):
+                earlier = self._seen[index]
+                if claim.owner in _FIRST_PERSON and earlier.statement.who != new.who:
+                    continue  # "I", "my" of another speaker: another person
+                if not earlier.superseded and index not in ended and supersedes(claim, old):
+                    ended[index] = claim
+                elif index not in conflicting and contradicts(claim, old):
+                    conflicting[index] = claim.sentence
+        # "Never" claims are rare: only the statements that hold one are looked at again.
+        for index in (
+            range(len(self._seen)) if seen.never else self._with_never if seen.affirmed else ()
+        ):
+            earlier = self._seen[index]
+            if index in conflicting or earlier.statement.who != new.who:
                 continue
-            same = new.who == earlier.statement.who
-            claims = _comparable(seen.claims, same)
-            earlier_claims = _comparable(earlier.claims, same)
-            if not earlier.superseded:
-                ended = next(
-                    (c for c in claims for old in earlier_claims if supersedes(c, old)), None
-                )
-                if ended is not None:
-                    earlier.superseded = True
-                    links.append(
-                        FactLink(earlier.statement.id, "superseded_by", new.id, new.when, ended.sentence)
-                    )
-                    continue
-            conflict = next(
-                (c for c in claims for old in earlier_claims if contradicts(c, old)), None
+            if because := _experience_conflict(seen, earlier):
+                conflicting[index] = because
+        links: list[FactLink] = []
+        for index, claim in sorted(ended.items()):
+            earlier = self._seen[index]
+            earlier.superseded = True
+            links.append(
+                FactLink(earlier.statement.id, "superseded_by", new.id, new.when, claim.sentence)
             )
-            because = conflict.sentence if conflict else self._experience_conflict(seen, earlier)
-            if because:
-                links.append(FactLink(new.id, "conflicts_with", earlier.statement.id, because=because))
-                links.append(FactLink(earlier.statement.id, "conflicts_with", new.id, because=because))
+        for index, because in sorted(conflicting.items()):
+            if index in ended:
+                continue
+            other = self._seen[index].statement.id
+            links.append(FactLink(new.id, "conflicts_with", other, because=because))
+            links.append(FactLink(other, "conflicts_with", new.id, because=because))
         return links
 
-    def _experience_conflict(self, seen: _Seen, earlier: _Seen) -> str:
-        """"I have never X" against an affirmed "I did X" of the same speaker, either order."""
-        if seen.statement.who != earlier.statement.who:
-            return ""
-        for never, affirmed in ((seen.never, earlier.affirmed), (earlier.never, seen.affirmed)):
-            for wanted in never:
-                if any(wanted <= done for done in affirmed):
-                    return "never, then done" if never is seen.never else "done, then never"
-        return ""
+    def _index(self, seen: _Seen) -> None:
+        position = len(self._seen)
+        if seen.never:
+            self._with_never.append(position)
+        for claim in seen.claims:
+            self._claims.setdefault(_key(claim), []).append((position, claim))
+        self._seen.append(seen)
 
     # -- open threads ----------------------------------------------------------------------
 
@@ -289,9 +313,18 @@ class FactEngine:
 _FIRST_PERSON: Final = frozenset(["i", "we", "my", "our"])
 
 
-def _comparable(claims: list[Claim], same_speaker: bool) -> list[Claim]:
-    """The claims that may meet another speaker's: not "I …", "my …" (a different person)."""
-    return claims if same_speaker else [c for c in claims if c.owner not in _FIRST_PERSON]
+def _key(claim: Claim) -> tuple[str, str]:
+    """Where a claim is filed: two claims meet only under the same key."""
+    return claim.attribute, claim.head if claim.attribute == "value" else claim.owner
+
+
+def _experience_conflict(seen: _Seen, earlier: _Seen) -> str:
+    """ "I have never X" against an affirmed "I did X" (the same speaker), either order."""
+    for never, affirmed in ((seen.never, earlier.affirmed), (earlier.never, seen.affirmed)):
+        for wanted in never:
+            if any(wanted <= done for done in affirmed):
+                return "never, then done" if never is seen.never else "done, then never"
+    return ""
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:

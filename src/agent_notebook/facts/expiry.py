@@ -11,6 +11,7 @@ from datetime import date, datetime, time, timedelta
 from typing import Final
 
 from ..core.enrich import exact_identifiers
+from .text import sentences
 
 __all__ = ["expires_from_text"]
 
@@ -26,13 +27,22 @@ _EXPIRY: Final = re.compile(
     rf"|{_UNTIL}\s+(?P<rest>(?:the\s+)?\d[^,;.]{{0,20}}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d[^,;]{{0,12}}))",
     re.IGNORECASE,
 )
+_CUE: Final = re.compile(
+    r"\b(?:until|till|til|through|thru|up to|today|tonight|this week|this month|the next)\b", re.I
+)
 _COUNTS: Final = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "ten": 10}
 _ISO_DAY: Final = re.compile(r"(\d{4}|-)-(\d{2})-(\d{2})")
 
 
 def expires_from_text(text: str, said: datetime) -> datetime | None:
     """The earliest end ``text`` gives itself, said at ``said`` (an aware time), or None."""
-    ends = [end for m in _EXPIRY.finditer(text) if (end := _end(m, said)) and end > said]
+    ends = [
+        end
+        for sentence in sentences(text)
+        if _CUE.search(sentence)  # a quick look first: the full pattern is slow
+        for m in _EXPIRY.finditer(sentence)
+        if (end := _end(m, said)) and end > said
+    ]
     return min(ends) if ends else None
 
 
@@ -54,7 +64,12 @@ def _end(m: re.Match[str], said: datetime) -> datetime | None:
         count = m["count"].casefold()
         n = int(count) if count.isdigit() else _COUNTS[count]
         unit = m["unit"].casefold().rstrip("s")
-        return said + {"hour": timedelta(hours=n), "day": timedelta(days=n), "week": timedelta(weeks=n)}[unit]
+        return (
+            said
+            + {"hour": timedelta(hours=n), "day": timedelta(days=n), "week": timedelta(weeks=n)}[
+                unit
+            ]
+        )
     if m["rest"]:
         for key in exact_identifiers(m["rest"]):
             if day := _ISO_DAY.fullmatch(key):

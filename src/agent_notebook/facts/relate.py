@@ -22,14 +22,18 @@ from typing import Final
 
 from ..core.lexical import stem
 from .claims import Claim, same_subject, value_name
-from .text import content_stems
+from .text import content_stems, word_set
 
 __all__ = ["contradicts", "numbers_of", "overlap", "same_value", "supersedes"]
 
 _USE: Final = stem("use")
 #: Acts whose object has one version at a time: "we run Node 18" ends at "we now run Node 20".
-_VERSIONED: Final = frozenset(stem(w) for w in "use run deploy target require install pin".split())
-_NEGATION: Final = re.compile(r"\b(?:not|never|no|nobody|nothing|none|neither|nor|without|n't)\b|n't\b")
+_VERSIONED: Final = frozenset(
+    stem(w) for w in word_set("use run deploy target require install pin")
+)
+_NEGATION: Final = re.compile(
+    r"\b(?:not|never|no|nobody|nothing|none|neither|nor|without|n't)\b|n't\b"
+)
 
 
 def same_value(a: str, b: str) -> bool:
@@ -39,7 +43,9 @@ def same_value(a: str, b: str) -> bool:
     sa, sb = content_stems(a), content_stems(b)
     if not sa or not sb:
         return False
-    if numbers_of(a) != numbers_of(b) and not (numbers_of(a) <= numbers_of(b) or numbers_of(b) <= numbers_of(a)):
+    if numbers_of(a) != numbers_of(b) and not (
+        numbers_of(a) <= numbers_of(b) or numbers_of(b) <= numbers_of(a)
+    ):
         return False
     return sa <= sb or sb <= sa
 
@@ -65,7 +71,8 @@ def supersedes(new: Claim, old: Claim) -> bool:
     if new.attribute == "value":
         return (
             same_subject(new, old)
-            and new.polarity and old.polarity
+            and new.polarity
+            and old.polarity
             and not new.multi
             and not same_value(new.value, old.value)
         )
@@ -76,7 +83,11 @@ def supersedes(new: Claim, old: Claim) -> bool:
     if new.attribute in ("home", "employer"):
         return new.polarity and old.polarity and not same_value(new.value, old.value)
     if new.replaces:  # "switched from MySQL to PostgreSQL" ends "we use MySQL"
-        return old.polarity and old.attribute == _USE and same_value(value_name(old.value), new.replaces)
+        return (
+            old.polarity
+            and old.attribute == _USE
+            and same_value(value_name(old.value), new.replaces)
+        )
     if not new.polarity and old.polarity:  # "I no longer use Docker"
         return new.update and same_value(new.value, old.value)
     if new.polarity and not old.polarity:  # "I have never drunk coffee" → "I now drink coffee"
@@ -85,7 +96,7 @@ def supersedes(new: Claim, old: Claim) -> bool:
 
 
 def _new_version(new: Claim, old: Claim) -> bool:
-    """"we use PostgreSQL 15" → "we now use PostgreSQL 16": the same thing, another version."""
+    """ "we use PostgreSQL 15" → "we now use PostgreSQL 16": the same thing, another version."""
     name_new, name_old = value_name(new.value), value_name(old.value)
     return (
         new.attribute in _VERSIONED

@@ -19,6 +19,7 @@ __all__ = [
     "prose",
     "sentences",
     "spelled_out",
+    "word_set",
 ]
 
 _FENCED: Final = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.DOTALL)
@@ -37,6 +38,12 @@ _CONTRACTIONS: Final = (
     (re.compile(r"\blet's\b"), "let us"),
 )
 
+
+def word_set(words: str) -> frozenset[str]:
+    """The blank-separated words of ``words``: the rules' word lists, written as prose."""
+    return frozenset(words.split())
+
+
 #: Words that say a statement replaces what held before: a value moved, a correction, a
 #: change of habit. With one, a flipped statement is an update; without, a contradiction.
 UPDATE_CUE: Final = re.compile(
@@ -48,10 +55,8 @@ UPDATE_CUE: Final = re.compile(
 )
 
 #: Words of no weight when two statements are compared by what they speak of.
-_GENERIC: Final = frozenset(
-    """project app application thing things stuff way ways part bit lot lots also just really
-    very currently already still ever any some this that these those here there""".split()
-)
+_GENERIC: Final = word_set("""project app application thing things stuff way ways part bit lot lots also just really
+    very currently already still ever any some this that these those here there""")
 
 
 def prose(text: str) -> str:
@@ -61,11 +66,19 @@ def prose(text: str) -> str:
     return _INDENTED_CODE.sub(" ", _FENCED.sub(" ", text))
 
 
-def sentences(text: str) -> list[str]:
-    """The sentences of prose ``text``, trimmed, none empty."""
-    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+#: Longer "sentences" are pasted logs, tables or code without fences: no claim is read there.
+MAX_SENTENCE: Final = 600
 
 
+@lru_cache(maxsize=4096)
+def sentences(text: str) -> tuple[str, ...]:
+    """The sentences of prose ``text``, trimmed, none empty nor longer than ``MAX_SENTENCE``."""
+    return tuple(
+        s.strip() for s in _SENTENCE_END.split(text) if s and s.strip() and len(s) <= MAX_SENTENCE
+    )
+
+
+@lru_cache(maxsize=65536)
 def spelled_out(sentence: str) -> str:
     """``sentence`` case-folded with its contractions spelled out ("don't" → "do not",
     "I've" → "i have", "let's" → "let us") and its blanks collapsed."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from ..core.lexical import stem
-from .text import content_stems, sentences, spelled_out
+from .text import content_stems, sentences, spelled_out, word_set
 
 __all__ = ["DecisionLine", "OpenLine", "closes", "decisions_in", "open_lines_in"]
 
@@ -48,7 +48,9 @@ class OpenLine:
 
 
 _LEAD: Final = r"^(?:(?:ok(?:ay)?|so|alright|right|great|fine|then|well|good|yes|yeah|cool)\W+)*"
-_LABELLED_DECISION: Final = re.compile(r"^\W*(?:final\s+)?decision\s*(?:made\s*)?[:\-\u2013\u2014]\s*(\S.*)$", re.I)
+_LABELLED_DECISION: Final = re.compile(
+    r"^\W*(?:final\s+)?decision\s*(?:made\s*)?[:\-\u2013\u2014]\s*(\S.*)$", re.I
+)
 _WHO: Final = r"(?:we|i|the team|everyone|everybody|all of us|the group|they)"
 _DECIDED: Final = re.compile(
     _LEAD + r"(?:(?:after|following|in|at|during|for)\b[^,]{0,60}?,?\s+)?"
@@ -57,7 +59,8 @@ _DECIDED: Final = re.compile(
     r"|(?P<pick>chose|chosen|picked|selected)\s+(?P<picked>(?!to\b|whether\b|between\b)\S.*))$"
 )
 _GOING_WITH: Final = re.compile(
-    _LEAD + rf"{_WHO}\s+(?:will|are going to|am going to|are)\s+(?:go(?:ing)?\s+with|stick(?:ing)?\s+with|"
+    _LEAD
+    + rf"{_WHO}\s+(?:will|are going to|am going to|are)\s+(?:go(?:ing)?\s+with|stick(?:ing)?\s+with|"
     r"standardi[sz](?:e|ing)\s+on|adopt(?:ing)?)\s+(?P<rest>.+)$"
 )
 _LETS: Final = re.compile(
@@ -78,17 +81,16 @@ _COMMITMENT: Final = re.compile(
     _LEAD + r"(?:i|we)\s+(?:will|shall|am going to|are going to|promise to|commit to)\s+"
     r"(?:also\s+|then\s+|first\s+|definitely\s+|still\s+)?(?P<verb>[a-z]+)\b(?P<rest>.*)$"
 )
-_NOT_COMMITTED: Final = frozenset(
-    """be have need never not probably maybe possibly try tell keep always see think feel
-    guess assume wait consider let love like hate want wish hope bet admit say mean""".split()
-)
+_NOT_COMMITTED: Final = word_set("""be have need never not probably maybe possibly try tell keep always see think feel
+    guess assume wait consider let love like hate want wish hope bet admit say mean""")
 _TODO: Final = re.compile(
     r"^\W*(?:todo|to-do|to do|action item|action|next steps?|follow[- ]up|open question)"
     r"\s*(?:is\s+to\s+|will be to\s+|[:\-\u2013\u2014])\s*(?P<rest>\S.*)$",
     re.I,
 )
 _OPEN_QUESTION: Final = re.compile(
-    _LEAD + r"(?:should we|shall we|who (?:will|is going to|is|owns|takes)|when (?:is|are|will|do we|"
+    _LEAD
+    + r"(?:should we|shall we|who (?:will|is going to|is|owns|takes)|when (?:is|are|will|do we|"
     r"does|should)|have we (?:decided|agreed|picked|chosen|settled)|did we (?:decide|agree|pick|"
     r"settle)|do we (?:know|have|need)|are we (?:going|still|ready)|is (?:anyone|someone|the)|"
     r"what(?: is|'s) the (?:plan|status|deadline|decision)|what about|which \w+ (?:should|will|do) we)\b"
@@ -100,10 +102,26 @@ _DONE: Final = re.compile(
     r"published|uploaded|updated|called|emailed|wrote|written|made|bought|checked|reviewed)\b"
 )
 _PAST: Final = {
-    "send": "sent", "write": "wrote written", "do": "did done", "make": "made", "buy": "bought",
-    "take": "took taken", "get": "got gotten", "find": "found", "run": "ran", "build": "built",
-    "pay": "paid", "tell": "told", "give": "gave given", "bring": "brought", "set": "set",
-    "put": "put", "read": "read", "pick": "picked", "ring": "rang", "draw": "drew drawn",
+    "send": "sent",
+    "write": "wrote written",
+    "do": "did done",
+    "make": "made",
+    "buy": "bought",
+    "take": "took taken",
+    "get": "got gotten",
+    "find": "found",
+    "run": "ran",
+    "build": "built",
+    "pay": "paid",
+    "tell": "told",
+    "give": "gave given",
+    "bring": "brought",
+    "set": "set",
+    "put": "put",
+    "read": "read",
+    "pick": "picked",
+    "ring": "rang",
+    "draw": "drew drawn",
 }
 
 
@@ -157,7 +175,13 @@ def open_lines_in(text: str, role: str) -> list[OpenLine]:
             continue
         if re.search(r"\b(?:if|unless|when|once)\b", low[: m.start("verb")]):
             continue
-        found.append(OpenLine(_trim(_original_span(sentence, f"{m['verb']}{m['rest']}")), "commitment", stem(m["verb"])))
+        found.append(
+            OpenLine(
+                _trim(_original_span(sentence, f"{m['verb']}{m['rest']}")),
+                "commitment",
+                stem(m["verb"]),
+            )
+        )
     return found
 
 
@@ -178,8 +202,10 @@ def closes(item: OpenLine, text: str, same_speaker: bool) -> bool:
         if low.endswith("?") or re.search(r"\b(?:not|never|will|going to|yet)\b", low):
             continue
         past = _PAST.get(item.verb, "").split()
-        if _DONE.search(low) or any(re.search(rf"\b{p}\b", low) for p in past) or (
-            item.verb and re.search(rf"\b{re.escape(item.verb)}\w*ed\b", low)
+        if (
+            _DONE.search(low)
+            or any(re.search(rf"\b{p}\b", low) for p in past)
+            or (item.verb and re.search(rf"\b{re.escape(item.verb)}\w*ed\b", low))
         ):
             return True
     return False
