@@ -104,6 +104,20 @@ _ACT: Final = re.compile(
     r"(?:(?:actually|really|ever|even|yet|now|already|also|personally|once)\s+)*"
     r"(?P<verb>[a-z]+)\s+(?P<obj>[^,;.!?]+)"
 )
+#: When an act was done is not what was done: "coffee every morning" is "coffee".
+_WHEN: Final = re.compile(
+    r"\s+(?:(?:every|each|last|this|next|on|in|at|since|for|all)\s+(?:the\s+)?(?:morning|evening|"
+    r"night|day|week|weekend|month|year|spring|summer|autumn|fall|winter|(?:mon|tues|wednes|thurs|"
+    r"fri|satur|sun)days?|jan\w*|feb\w*|march|april|may|june|july|aug\w*|sept?\w*|oct\w*|"
+    r"nov\w*|dec\w*)|yesterday|today|tonight|tomorrow|recently|lately|\w+ (?:days|weeks|months|"
+    r"years) ago)\b.*$"
+)
+_STOPPED: Final = re.compile(r"(?P<verb>[a-z]+ing)\s+(?P<obj>.+)")
+#: "I am (not) a vegetarian", "we are no longer a startup": what one is, many at once.
+_IDENTITY: Final = re.compile(
+    r"(?:^|[,;:]\s+|\b(?:and|but|so|because|since)\s+)(?P<who>i|we)\s+(?:am|are)\s+"
+    r"(?P<neg>not\s+|no longer\s+)?(?:still\s+|actually\s+|now\s+)?(?:a|an)\s+(?P<val>[^,;.!?]+)"
+)
 #: Verbs that say nothing of what is or was: wishes, requests, plans, opinions, thinking.
 _NOT_A_CLAIM: Final = word_set("""want wanted wanting need needed needing would will shall should could can may might must
     try tried trying plan planned planning hope hoped hoping wish wished think thought thinking
@@ -263,18 +277,43 @@ def _act_claims(low: str, sentence: str, update: bool) -> list[Claim]:
                 )
             )
         return found
+    if m := _IDENTITY.search(low):
+        value = _first_clause(m["val"])
+        if content_stems(value):
+            negated = bool(m["neg"])
+            found.append(
+                Claim(
+                    m["who"],
+                    frozenset(),
+                    m["who"],
+                    "identity",
+                    value,
+                    not negated,
+                    multi=True,
+                    update=update or "no longer" in (m["neg"] or ""),
+                    sentence=sentence,
+                )
+            )
     for m in _ACT.finditer(low):
-        verb = m["verb"]
-        if verb in _NOT_A_CLAIM or verb.endswith("ly") or len(verb) < 3:
+        verb, obj, neg = m["verb"], m["obj"], (m["neg"] or "").strip()
+        if verb == "been" and obj.startswith("to "):  # "I have never been to Japan"
+            verb = "go"
+        elif (ended := _STOPPED.match(obj)) and verb in ("stopped", "quit", "started", "began"):
+            # "I stopped drinking coffee": no longer drinks it; "started": now does.
+            verb, obj = ended["verb"], ended["obj"]
+            neg = "" if verb in ("started", "began") else "no longer"
+            update = True
+        elif verb in _NOT_A_CLAIM or verb.endswith("ly") or len(verb) < 3:
             continue
         aux = m["aux"] or ""
         if "will" in aux or "would" in aux:
             continue
-        obj = _first_clause(m["obj"])
+        if neg.startswith("not") and re.search(r"\byet\b", low):
+            continue  # "I have not deployed it yet" is a thread, not a denial
+        obj = _WHEN.sub("", _first_clause(obj)).strip()
         obj = re.sub(r"^(?:to|with|on|in|at|for|about|of)\s+", "", obj)
         if not content_stems(obj):
             continue
-        neg = (m["neg"] or "").strip()
         verb_stem = stem(_IRREGULAR.get(verb, verb))
         found.append(
             Claim(
