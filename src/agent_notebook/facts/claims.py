@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from ..core.enrich import STOPWORDS
 from ..core.lexical import stem
 from .text import UPDATE_CUE, content_stems, sentences, spelled_out, word_set
 
@@ -112,6 +113,16 @@ _WHEN: Final = re.compile(
     r"nov\w*|dec\w*)|yesterday|today|tonight|tomorrow|recently|lately|\w+ (?:days|weeks|months|"
     r"years) ago)\b.*$"
 )
+_COUNT: Final = re.compile(
+    r"(?<![\w.,$€£%])(?P<n>\d{1,3}(?:,\d{3})+|\d+)(?![\w.,%:/-])\s+(?:(?:new|more|total|"
+    r"additional|extra|other|different|[a-z]+al)\s+)?(?P<noun>[a-z]{3,})"
+)
+_NUMBER: Final = re.compile(r"\d+(?:[.,]\d+)*")
+_FIRST_PERSON_WORD: Final = re.compile(r"\b(?:i|we|my|our)\b")
+_TIME_UNITS: Final = word_set(
+    """seconds second minutes minute hours hour days day weeks week months month years year
+    times percent ms am pm"""
+)
 _STOPPED: Final = re.compile(r"(?P<verb>[a-z]+ing)\s+(?P<obj>.+)")
 #: "I am (not) a vegetarian", "we are no longer a startup": what one is, many at once.
 _IDENTITY: Final = re.compile(
@@ -164,6 +175,7 @@ def claims_in(text: str) -> list[Claim]:
         found += _value_claims(low, sentence, update)
         found += _place_claims(low, sentence)
         found += _act_claims(low, sentence, update)
+        found += _count_claims(low, sentence, update)
     return found
 
 
@@ -300,8 +312,8 @@ def _act_claims(low: str, sentence: str, update: bool) -> list[Claim]:
             verb = "go"
         elif (ended := _STOPPED.match(obj)) and verb in ("stopped", "quit", "started", "began"):
             # "I stopped drinking coffee": no longer drinks it; "started": now does.
-            verb, obj = ended["verb"], ended["obj"]
             neg = "" if verb in ("started", "began") else "no longer"
+            verb, obj = ended["verb"], ended["obj"]
             update = True
         elif verb in _NOT_A_CLAIM or verb.endswith("ly") or len(verb) < 3:
             continue
@@ -368,6 +380,33 @@ _IRREGULAR: Final = {
     "brought": "bring",
     "went": "go",
 }
+
+
+def _count_claims(low: str, sentence: str, update: bool) -> list[Claim]:
+    """ "I have 8 cards", "now I have a total of 10 cards": a count of a thing the speaker
+    has or did. Only a count said with an update cue ends another (:mod:`.relate`)."""
+    if not _FIRST_PERSON_WORD.search(low):
+        return []
+    context = content_stems(_NUMBER.sub(" ", low))
+    found = []
+    for m in _COUNT.finditer(low):
+        noun = m["noun"]
+        if noun in STOPWORDS or noun in _TIME_UNITS:
+            continue
+        found.append(
+            Claim(
+                "i",
+                context,
+                stem(noun),
+                "count",
+                m["n"].replace(",", ""),
+                True,
+                multi=False,
+                update=update,
+                sentence=sentence,
+            )
+        )
+    return found
 
 
 def _noun_phrase(text: str) -> tuple[str, frozenset[str], str] | None:

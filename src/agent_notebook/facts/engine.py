@@ -315,7 +315,8 @@ _FIRST_PERSON: Final = frozenset(["i", "we", "my", "our"])
 
 def _key(claim: Claim) -> tuple[str, str]:
     """Where a claim is filed: two claims meet only under the same key."""
-    return claim.attribute, claim.head if claim.attribute == "value" else claim.owner
+    by_head = claim.attribute in ("value", "count")
+    return claim.attribute, claim.head if by_head else claim.owner
 
 
 def _experience_conflict(seen: _Seen, earlier: _Seen) -> str:

@@ -27,6 +27,8 @@ from .text import content_stems, word_set
 __all__ = ["contradicts", "numbers_of", "overlap", "same_value", "supersedes"]
 
 _USE: Final = stem("use")
+#: Two counts of one noun are of the same thing when their sentences share this many words.
+_COUNT_CONTEXT: Final = 3
 #: Acts whose object has one version at a time: "we run Node 18" ends at "we now run Node 20".
 _VERSIONED: Final = frozenset(
     stem(w) for w in word_set("use run deploy target require install pin")
@@ -68,6 +70,13 @@ def supersedes(new: Claim, old: Claim) -> bool:
     """Whether ``new`` (said later) ends ``old``."""
     if new.attribute != old.attribute:
         return False
+    if new.attribute == "count":  # the same thing counted, in the same context, anew
+        return (
+            new.update
+            and new.head == old.head
+            and new.value != old.value
+            and len(new.subject & old.subject) >= _COUNT_CONTEXT
+        )
     if new.attribute == "value":
         return (
             same_subject(new, old)
