@@ -74,6 +74,7 @@ from ..storage import (
 )
 from ..storage.base import Activity, activity_of
 from .drafts import check_drafts
+from .facts import FactKeeper, as_of_until, current_view, view_limit
 
 # LangChain, LangGraph (stores, checkpoints, summarizers), the embedder, media and the
 # session notebook load when first used: a command that reads the notebook needs none.
@@ -165,6 +166,7 @@ class Notebook:
         self._semantic_ready = False
         self._archive: ColdArchive | None = None
         self._in_use: files.UseLock | None = None  # held by Notebook.open (see use_lock)
+        self.facts = FactKeeper(backend, self.config.facts.window)  # issue 30
 
     @classmethod
     def open(
@@ -636,6 +638,8 @@ class Notebook:
                 in_use = media_paths_of(self.backend.iter_moments())
                 self.media_store().remove_unused(copied, in_use)
             raise
+        if self.config.facts.enabled:  # derived, after the raw moments (issue 30)
+            self.facts.after_record(session_id, moments)
         if self._background_embedding and (semantic := self.semantic) is not None:
             semantic.notify()  # vectors are derived: made off the hot path
         return moments
@@ -753,6 +757,7 @@ class Notebook:
             relations=Relations(parent=draft.parent, links=draft.links),
             actions=draft.actions,
             source_id=draft.source_id,
+            expires=draft.expires,
         )
 
     def _adopt_children(self, moments: Sequence[Moment]) -> list[Moment]:
@@ -829,6 +834,8 @@ class Notebook:
         image: Path | str | None = None,
         audio: Path | str | None = None,
         min_score: float | None = None,
+        current: bool = False,
+        as_of: datetime | None = None,
     ) -> list[SearchHit]:
         """Moments relevant to ``query``, best first, within the filters. ``hybrid`` fuses
         lexical (BM25), vector and concept matches (lexical alone without an embedder);
@@ -841,8 +848,12 @@ class Notebook:
         Hits less relevant than ``min_score`` (default ``search.min_score``, 0.3) are left
         out: relevance (``explain["relevance"]``) is 1 for a match on a word other than a
         stopword, on a concept or by example, else the vector similarity; an empty result
-        then means nothing matches well (:func:`weak_match_hint` says so)."""
+        then means nothing matches well (:func:`weak_match_hint` says so). ``current``
+        leaves out what a later moment superseded or what expired (issue 30); ``as_of``
+        reads the notebook as it stood then (moments said by then, current then)."""
         check_query(query, "search")
+        if as_of is not None:  # issue 30: see notebook/facts.py
+            until = as_of_until(_aware(as_of, "as_of"), until)
         example = self._example(image, audio)
         if min_score is None:
             min_score = self.config.search.min_score
@@ -870,14 +881,15 @@ class Notebook:
         request = SearchRequest(
             query,
             where,
-            _limit(limit),
+            view_limit(_limit(limit), current or as_of is not None),
             concept=concept,
             exclude=set(exclude),
             mode=mode,
             example=example,
             min_score=min_score,
         )
-        return self._with_tiers(engine.search(request), request, include_archive)
+        hits = self._with_tiers(engine.search(request), request, include_archive)
+        return current_view(hits, limit, current, as_of)
 
     @staticmethod
     def _example(image: Path | str | None, audio: Path | str | None) -> str | None:
