@@ -43,6 +43,9 @@ def main() -> None:
     parser.add_argument("--beam", type=Path, default=BEAM)
     parser.add_argument("--vectors", action="store_true", help="embed BEAM messages (slow)")
     parser.add_argument("--examples", type=int, default=0)
+    parser.add_argument(
+        "--record-chats", type=int, default=2, help="chats recorded with facts on and off"
+    )
     args = parser.parse_args()
     embed = _embedder()
     labelled(embed)
@@ -50,6 +53,7 @@ def main() -> None:
         print(f"\nBEAM: {args.beam} is absent; skipped")
         return
     beam(args.beam, embed if args.vectors else None, args.examples)
+    record_cost(args.beam, args.record_chats)
 
 
 def _embedder() -> Embed | None:
@@ -141,6 +145,34 @@ def beam(root: Path, embed: Embed | None, examples: int) -> None:
     print(
         f"  engine cost per moment: p50 {1000 * percentile(costs, 0.5):.3f} ms, p95 {1000 * percentile(costs, 0.95):.3f} ms, max {1000 * max(costs):.1f} ms"
     )
+
+
+def record_cost(root: Path, chats: int) -> None:
+    """``Notebook.record`` per message (in memory, no embedder), facts on against off."""
+    from agent_notebook import Notebook
+    from agent_notebook.config import FactSettings, NotebookConfig
+    from agent_notebook.storage import MemoryBackend
+
+    if chats <= 0:
+        return
+    names = sorted((p.name for p in root.iterdir() if (p / "chat.json").is_file()), key=int)
+    costs: dict[bool, list[float]] = {True: [], False: []}
+    for name in names[:chats]:
+        statements = _statements(json.loads((root / name / "chat.json").read_text()), None)
+        for enabled in (False, True):
+            config = NotebookConfig(facts=FactSettings(enabled=enabled))
+            with Notebook(MemoryBackend(), embedder=None, config=config) as nb:
+                session = nb.start_session(started=statements[0].when).id
+                for s in statements:
+                    start = time.perf_counter()
+                    nb.record(session, s.text, role=s.role, timestamp=s.when)
+                    costs[enabled].append(time.perf_counter() - start)
+    for enabled in (False, True):
+        ms = [1000 * c for c in costs[enabled]]
+        print(
+            f"  record, facts {'on ' if enabled else 'off'} ({len(ms)} messages, {chats} chats, "
+            f"in memory): p50 {percentile(ms, 0.5):.3f} ms, p95 {percentile(ms, 0.95):.3f} ms"
+        )
 
 
 def _statements(chat: list[dict[str, Any]], embed: Embed | None) -> list[Statement]:

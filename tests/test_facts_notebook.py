@@ -123,3 +123,19 @@ def test_export_and_import_carry_every_link_validity_and_decision_source() -> No
         sessions = [x for x in target.sessions() if any(d.source for d in x.decisions)]
         (decision,) = [d for x in sessions for d in x.decisions if d.source]
         assert target.get_moment(decision.source or "").content.text.startswith("Decision:")
+
+
+def test_a_redacted_moment_leaves_no_text_in_the_decisions_and_pending_read_from_it() -> None:
+    with _notebook() as nb:
+        s = nb.start_session().id
+        decided = nb.record(
+            s, "Decision: we go with Zanzibar DB because it is secret.", timestamp=T0
+        )
+        promised = nb.record(s, "I'll email the Zanzibar contract to Bob.", timestamp=T0)
+        nb.redact(decided.id, "private")
+        nb.redact(promised.id, "private")
+        session = nb.get_session(s)
+        assert "zanzibar" not in session.model_dump_json().casefold()
+        # The engine kept no claim of the redacted text: a later moment ends nothing.
+        later = nb.record(s, "Decision: we go with Zanzibar DB because it is secret.")
+        assert not nb.get_moment(later.id).relations.links

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -37,6 +37,7 @@ __all__ = [
     "current_view",
     "still_current",
     "view_limit",
+    "without_redacted",
 ]
 
 log = logging.getLogger(__name__)
@@ -207,3 +208,27 @@ def current_view(
         return list(hits)
     at = as_of if as_of is not None else now_utc()
     return [h for h in hits if still_current(h.moment, at)][:limit]
+
+
+def without_redacted(session: Session, moment_ids: Collection[str]) -> Session:
+    """``session`` with the text of the decisions and pending items read from the moments
+    ``moment_ids`` (being redacted) replaced by ``[redacted m_N]``: it was their text.
+    The same object when none was read from them."""
+    decisions = [
+        d.model_copy(update={"what": f"[redacted {d.source}]", "why": ""})
+        if d.source in moment_ids and d.what != f"[redacted {d.source}]"
+        else d
+        for d in session.decisions
+    ]
+    pending = [
+        p.model_copy(update={"what": f"[redacted {p.source}]"})
+        if p.source in moment_ids and p.what != f"[redacted {p.source}]"
+        else p
+        for p in session.pending
+    ]
+    unchanged = all(a is b for a, b in zip(decisions, session.decisions, strict=True)) and all(
+        a is b for a, b in zip(pending, session.pending, strict=True)
+    )
+    if unchanged:
+        return session
+    return session.model_copy(update={"decisions": decisions, "pending": pending})

@@ -68,6 +68,7 @@ from ..model import (
     validate_record,
 )
 from ..storage.sqlite.backend import database_file, vacuum
+from .facts import FactKeeper, without_redacted
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -101,6 +102,7 @@ class Redactable(Protocol):
     home: Path | None
     config: NotebookConfig
     _semantic: SemanticIndex | None
+    facts: FactKeeper
 
     @property
     def semantic(self) -> SemanticIndex | None: ...
@@ -544,9 +546,12 @@ class Redaction:
             audit.setdefault(moment.session, []).append(
                 Decision(when=now, what=what, why=why, who=self.who)
             )
+        self.nb.facts.forget()  # the engines hold what they read of the redacted text
         with self.backend.atomic():
             for session in self.backend.list_sessions():
                 scrubbed = self.scrubber.record(session)
+                if isinstance(scrubbed, Session):  # always (a copy of the same model)
+                    scrubbed = without_redacted(scrubbed, plan.targets)
                 added = audit.get(session.id, [])
                 if scrubbed is session and not added:
                     continue
