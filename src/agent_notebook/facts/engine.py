@@ -130,8 +130,8 @@ class _Seen:
     claims: list[Claim]
     #: The content stems of its "I have never …" objects, and of its affirmed first-person
     #: sentences of experience ("I have added …", "I used …").
-    never: list[frozenset[str]]
-    affirmed: list[frozenset[str]]
+    never: list[tuple[frozenset[str], str]]
+    affirmed: list[tuple[frozenset[str], str]]
     superseded: bool = False
     duplicate_of: str | None = None
 
@@ -144,6 +144,9 @@ _WISH: Final = re.compile(
     r"\b(?:want|need|trying|try|plan|hope|wish|would like|can you|could you|how (?:do|can|to))\b"
 )
 _NEGATED: Final = re.compile(r"\b(?:not|never|no)\b")
+_CLAUSE_END: Final = re.compile(
+    r",|\b(?:which|but|so|because|since|and (?:i|we|now|so)|while|when|although|though)\b"
+)
 _NEVER: Final = re.compile(
     r"\b(?:i|we)\s+(?:have\s+|had\s+)?never\s+(?:ever\s+|actually\s+|really\s+)?(?P<rest>[^.;!?]+)"
 )
@@ -190,19 +193,21 @@ class FactEngine:
     # -- what an earlier statement leaves --------------------------------------------------
 
     def _remember(self, statement: Statement, text: str) -> _Seen:
-        never: list[frozenset[str]] = []
-        affirmed: list[frozenset[str]] = []
+        never: list[tuple[frozenset[str], str]] = []
+        affirmed: list[tuple[frozenset[str], str]] = []
         # What an assistant says is its answer, not a fact of the speaker's: no claims.
         claimed = statement.role != "assistant"
         for sentence in sentences(text) if claimed else ():
             low = spelled_out(sentence)
             for m in _NEVER.finditer(low):
-                for part in re.split(r"\b(?:or|nor)\b|,", m["rest"]):
+                # What was never done ends with its clause; "X or Y" are two things.
+                done = _CLAUSE_END.split(m["rest"], maxsplit=1)[0]
+                for part in re.split(r"\b(?:or|nor)\b", done):
                     if len(stems := content_stems(part)) >= self.rules.min_experience_words:
-                        never.append(stems)
+                        never.append((stems, sentence))
             plain = not (low.endswith("?") or _NEGATED.search(low) or _WISH.search(low))
             if plain and _FIRST_PERSON_DONE.search(low):
-                affirmed.append(content_stems(low))
+                affirmed.append((content_stems(low), sentence))
         return _Seen(
             statement,
             stems=content_stems(text),
@@ -322,9 +327,10 @@ def _key(claim: Claim) -> tuple[str, str]:
 def _experience_conflict(seen: _Seen, earlier: _Seen) -> str:
     """ "I have never X" against an affirmed "I did X" (the same speaker), either order."""
     for never, affirmed in ((seen.never, earlier.affirmed), (earlier.never, seen.affirmed)):
-        for wanted in never:
-            if any(wanted <= done for done in affirmed):
-                return "never, then done" if never is seen.never else "done, then never"
+        for wanted, denial in never:
+            for done, claim in affirmed:
+                if wanted <= done:
+                    return f"{denial} / {claim}"
     return ""
 
 

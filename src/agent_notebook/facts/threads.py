@@ -49,7 +49,9 @@ class OpenLine:
 
 _LEAD: Final = r"^(?:(?:ok(?:ay)?|so|alright|right|great|fine|then|well|good|yes|yeah|cool)\W+)*"
 _LABELLED_DECISION: Final = re.compile(
-    r"^\W*(?:final\s+)?decision\s*(?:made\s*)?[:\-\u2013\u2014]\s*(\S.*)$", re.I
+    # "Decision: …" or "Decision - …", never "Decision-Making Framework" (a heading).
+    r"^\W*(?:final\s+)?decision\s*(?:made\s*)?(?::|\s[\-\u2013\u2014])\**\s*(\S.*)$",
+    re.I,
 )
 _WHO: Final = r"(?:we|i|the team|everyone|everybody|all of us|the group|they)"
 _DECIDED: Final = re.compile(
@@ -211,8 +213,18 @@ def closes(item: OpenLine, text: str, same_speaker: bool) -> bool:
     return False
 
 
+#: Where what was decided ends and the rest of a long sentence (a worry, a request) begins.
+_DECISION_END: Final = re.compile(
+    r",\s*(?:but|and (?:i|we|now)|which|so|can you|could you|though)\b|;|\s(?:but i|and i am|and now i)\b"
+    r"|\s(?:can|could) you\b",
+    re.I,
+)
+
+
 def _split_why(what: str) -> DecisionLine:
     what = what.strip()
+    if end := _DECISION_END.search(what):
+        what = what[: end.start()]
     if m := _WHY.search(what):
         return DecisionLine(_trim(what[: m.start()]), _trim(m[1]))
     return DecisionLine(_trim(what), "")
@@ -220,10 +232,11 @@ def _split_why(what: str) -> DecisionLine:
 
 def _original_span(sentence: str, lowered_tail: str) -> str:
     """The end of ``sentence`` as written that ``lowered_tail`` (a lowered, spelled-out
-    tail of it) stands for: the same number of words from the end."""
-    words = sentence.split()
-    count = len(lowered_tail.split())
-    return " ".join(words[-count:]) if 0 < count <= len(words) else lowered_tail
+    tail of it) stands for: from where its first words are found (spelled-out
+    contractions in between do not move it), else the tail itself."""
+    first = " ".join(lowered_tail.split()[:3])
+    pos = " ".join(sentence.replace("\u2019", "'").split()).casefold().rfind(first)
+    return " ".join(sentence.split())[pos:] if pos >= 0 else lowered_tail
 
 
 def _verb_stem(rest: str) -> str:

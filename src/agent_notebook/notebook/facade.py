@@ -1276,6 +1276,7 @@ class Notebook:
         threads += [session.id]  # a thread may be named by its session
         with self.backend.atomic():
             self.backend.delete_session(session.id)
+        self.facts.forget(session.id)  # issue 30: what its engine read goes with it
         if self._semantic is not None:
             self._semantic.forget([m.number for m in moments] + [e.number for e in archived])
         from ..media.store import media_paths_of
