@@ -424,13 +424,13 @@ class MomentDraft(_Record):
     parent: MomentId | None = None
     links: list[Text] = Field(default_factory=list)
     actions: list[Action] = Field(default_factory=list)
+    #: When what it says stops holding (else read from its text: "until Friday"): issue 30.
+    expires: UtcTime | None = None
     #: A file to attach (copied into the notebook's media store, signed): see ``record``.
     #: The moment's ``image_path`` / ``audio_path`` are set by the media store alone.
     image_file: Text | None = None
     audio_file: Text | None = None
     source_id: Text | None = None
-    #: When what it says stops holding (else read from its text: "until Friday").
-    expires: UtcTime | None = None
 
     @model_validator(mode="before")
     @classmethod
