@@ -251,6 +251,18 @@ class CompactionSettings(BaseModel):
         return self
 
 
+class FactSettings(BaseModel):
+    """Facts read from the conversation on record, by rules, with no model (``facts:``,
+    issue 30): decisions and open threads into the session, repeats, updates and
+    contradictions as links between moments, expiry from the text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    #: How many earlier moments of the session a new one is compared with.
+    window: int = Field(200, ge=1, le=100_000)
+
+
 class Modalities(BaseModel):
     """Which modalities are recorded at all (``privacy.modalities:``). An opted-out modality
     is never written: not its content, its signature, its path, nor (``embeddings``) a
@@ -301,6 +313,7 @@ class NotebookConfig(BaseModel):
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
     privacy: PrivacySettings = Field(default_factory=PrivacySettings)
     moments: MomentLimits = Field(default_factory=MomentLimits)
+    facts: FactSettings = Field(default_factory=FactSettings)
 
 
 def resolve_home(home: Path | str | None = None) -> Path:

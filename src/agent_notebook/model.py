@@ -202,12 +202,14 @@ class SessionContext(_Record):
 
 
 class Decision(_Record):
-    """One entry of the audit log: when, what, why, who."""
+    """One entry of the audit log: when, what, why, who; ``source``, the moment it was read
+    from (issue 30), when it came from the conversation."""
 
     when: UtcTime
     what: Text
     why: Text = ""
     who: Text = "owner"
+    source: MomentId | None = None
 
 
 class PendingItem(_Record):
@@ -218,6 +220,9 @@ class PendingItem(_Record):
     since: UtcTime
     closed: UtcTime | None = None
     resolution: Text = ""
+    #: The moment it was read from, and the moment that closed it (issue 30), if any.
+    source: MomentId | None = None
+    closed_by: MomentId | None = None
 
 
 class Escalation(_Record):
@@ -286,9 +291,32 @@ class MomentMetadata(_Record):
         return _dedupe(normalize_concept(c) for c in value if c.strip())
 
 
+#: The links the fact rules add to ``relations.links`` (issue 30), as ``relation:m_N``:
+#: this moment repeats m_N, is ended by m_N (its ``valid_until`` is m_N's time), or cannot
+#: hold together with m_N (the link is on both).
+FACT_RELATIONS: Final = ("duplicate_of", "superseded_by", "conflicts_with")
+
+
+def fact_link(relation: str, target: str) -> str:
+    """``relations.links`` entry saying this moment ``relation`` ``target`` (a moment id)."""
+    if relation not in FACT_RELATIONS:
+        raise ValueError(f"{relation!r} is not one of {', '.join(FACT_RELATIONS)}")
+    return f"{relation}:{check_moment_id(target)}"
+
+
+def split_link(link: str) -> tuple[str, str]:
+    """``("superseded_by", "m_12")`` for ``superseded_by:m_12``; ``("", link)`` for a plain
+    link (a moment id or a URI)."""
+    relation, _, target = link.partition(":")
+    if relation in FACT_RELATIONS and MOMENT_ID_RE.fullmatch(target):
+        return relation, target
+    return "", link
+
+
 class Relations(_Record):
     parent: MomentId | None = None
     children: list[MomentId] = Field(default_factory=list)
+    #: Moment ids, URIs, and the fact links ``relation:m_N`` (see :data:`FACT_RELATIONS`).
     links: list[Text] = Field(default_factory=list)
 
 
@@ -355,10 +383,18 @@ class Moment(_Record):
     redacted: Tombstone | None = None
     #: Set on a summary made by compaction: its lineage and dropped manifest.
     rollup: Rollup | None = None
+    #: When a later moment ended what this one says (its ``superseded_by`` link), and when
+    #: it stops holding of itself (given on record, or read from "until Friday"): issue 30.
+    valid_until: UtcTime | None = None
+    expires: UtcTime | None = None
 
     @property
     def number(self) -> int:
         return int(self.id[2:])
+
+    def holds_at(self, when: datetime) -> bool:
+        """Whether what it says still held at ``when``: not superseded nor expired by then."""
+        return all(end is None or end > when for end in (self.valid_until, self.expires))
 
     @property
     def pinned(self) -> bool:
@@ -388,6 +424,8 @@ class MomentDraft(_Record):
     parent: MomentId | None = None
     links: list[Text] = Field(default_factory=list)
     actions: list[Action] = Field(default_factory=list)
+    #: When what it says stops holding (else read from its text: "until Friday"): issue 30.
+    expires: UtcTime | None = None
     #: A file to attach (copied into the notebook's media store, signed): see ``record``.
     #: The moment's ``image_path`` / ``audio_path`` are set by the media store alone.
     image_file: Text | None = None

@@ -43,6 +43,7 @@ from ..model import (
     Session,
     session_day,
     session_id_for,
+    split_link,
 )
 from ..storage import SqliteBackend, StorageBackend, YamlDirBackend
 
@@ -431,6 +432,12 @@ class _Copier:
 # -- renaming -----------------------------------------------------------------------------------
 
 
+def _renamed_link(link: str, ids: Mapping[str, str]) -> str:
+    """A link with its moment renamed: a moment id, or a fact link ``superseded_by:m_12``."""
+    relation, target = split_link(link)
+    return f"{relation}:{ids.get(target, target)}" if relation else ids.get(link, link)
+
+
 def rename_moment(moment: Moment, ids: Mapping[str, str]) -> Moment:
     """``moment`` with every id it holds (its own, its session's, its relations', its
     rollup's lineage) mapped through ``ids``."""
@@ -444,7 +451,7 @@ def rename_moment(moment: Moment, ids: Mapping[str, str]) -> Moment:
             update={
                 "parent": None if rel.parent is None else ids.get(rel.parent, rel.parent),
                 "children": [ids.get(c, c) for c in rel.children],
-                "links": [ids.get(link, link) for link in rel.links],
+                "links": [_renamed_link(link, ids) for link in rel.links],
             }
         ),
     }
@@ -459,7 +466,8 @@ def rename_moment(moment: Moment, ids: Mapping[str, str]) -> Moment:
 
 
 def rename_session(session: Session, ids: Mapping[str, str]) -> Session:
-    """``session`` with its id, recent moments and link targets mapped through ``ids``."""
+    """``session`` with its id, recent moments, link targets and the moments of its
+    decisions and pending items mapped through ``ids``."""
     if not ids:
         return session.model_copy(deep=True)
     context = session.context.model_copy(
@@ -469,8 +477,28 @@ def rename_session(session: Session, ids: Mapping[str, str]) -> Session:
         link.model_copy(update={"target": ids.get(link.target, link.target)})
         for link in session.links
     ]
+    # The moments the decisions and pending items were read from, and that closed them.
+    decisions = [
+        d.model_copy(update={"source": d.source and ids.get(d.source, d.source)})
+        for d in session.decisions
+    ]
+    pending = [
+        p.model_copy(
+            update={
+                "source": p.source and ids.get(p.source, p.source),
+                "closed_by": p.closed_by and ids.get(p.closed_by, p.closed_by),
+            }
+        )
+        for p in session.pending
+    ]
     return session.model_copy(
-        update={"id": ids.get(session.id, session.id), "context": context, "links": links},
+        update={
+            "id": ids.get(session.id, session.id),
+            "context": context,
+            "links": links,
+            "decisions": decisions,
+            "pending": pending,
+        },
         deep=True,
     )
 

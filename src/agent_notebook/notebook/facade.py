@@ -45,6 +45,7 @@ from ..search.slice import Format as SliceFormat
 from ..search.slice import Slice
 from ..storage import StorageBackend
 from .archive import Archive
+from .facts import FactKeeper
 from .finding import Finding
 from .langgraph_state import LangGraphState
 from .maintenance import Maintenance, SessionDeletion
@@ -75,8 +76,7 @@ if TYPE_CHECKING:
     from .migration import MigrationReport
     from .redaction import ForgetReport
 
-#: How long close() lets the worker embed what was just recorded before stopping it after
-#: its current chunk: a turn's few moments get their vector, a big ingest's rest waits.
+#: How long close() lets the worker embed the last turn's moments (a big ingest's rest waits).
 CLOSE_EMBED_WAIT_S = 2.0
 
 Progress = Callable[[int], None]
@@ -104,16 +104,11 @@ class Notebook:
         multimodal_embedder: MultimodalEmbedder | None = None,
         store_index: IndexConfig | Literal["default"] | None = "default",
     ) -> None:
-        """``embedder``: ``"default"`` follows ``search.embedder`` (the offline MiniLM model
-        when installed); ``None`` keeps search lexical; or any :class:`Embedder`, such as a
-        :class:`~agent_notebook.embed.LangChainEmbedder`. With ``background_embedding``
-        (for a notebook that lives a while: a server, a chat) new moments are embedded on a
-        worker thread; without it they wait in the queue for :meth:`reindex`.
-        ``multimodal_embedder`` fills ``content.multimodal_embedding`` of the images (and
-        audio) recorded; see :mod:`agent_notebook.embed.multimodal`. ``store_index`` is
-        LangGraph's ``index`` config for :attr:`store`; ``"default"`` embeds with this
-        notebook's embedder (when it has one and the notebook is not encrypted), ``None``
-        makes the store non-semantic; see :mod:`agent_notebook.langgraph.store.index`."""
+        """``embedder``: ``"default"`` (``search.embedder``), ``None`` (lexical search) or
+        any :class:`Embedder`; with ``background_embedding`` new moments are embedded on a
+        worker thread, else at :meth:`reindex`. ``multimodal_embedder`` signs images and
+        audio; ``store_index`` is LangGraph's ``index`` config for :attr:`store` (see
+        :mod:`agent_notebook.langgraph.store.index`)."""
         self.backend = backend
         self.multimodal_embedder = multimodal_embedder
         self.home = home
@@ -129,6 +124,7 @@ class Notebook:
         self._archive = Archive(self)
         self._transfer = Transfer(self)
         self._maintenance = Maintenance(self)
+        self.facts = FactKeeper(backend, self.config.facts.window)  # notebook/facts.py
 
     @classmethod
     def open(
@@ -140,10 +136,8 @@ class Notebook:
         background_embedding: bool = True,
         store_index: IndexConfig | Literal["default"] | None = "default",
     ) -> Self:
-        """Open (and with ``create``, make) the notebook in ``home``; see
-        :mod:`agent_notebook.config` (``store_index``: see :class:`Notebook`). ``home`` may be
-        a ``postgresql://`` URL: the notebook in that database, with the default home for its
-        config."""
+        """Open (with ``create``, make) the notebook in ``home``, a folder or a
+        ``postgresql://`` URL; see :mod:`agent_notebook.config`."""
         options = {"background_embedding": background_embedding, "store_index": store_index}
         return open_notebook(cls, home, backend, create, options)
 
@@ -417,10 +411,13 @@ class Notebook:
         image: Path | str | None = None,
         audio: Path | str | None = None,
         min_score: float | None = None,
+        current: bool = False,
+        as_of: datetime | None = None,
     ) -> list[SearchHit]:
         """Moments relevant to ``query``, best first, within the filters; ``hybrid`` fuses
         lexical, vector and concept matches, ``image``/``audio`` search by example, hits
-        under ``min_score`` are left out (see :meth:`.finding.Finding.search`)."""
+        under ``min_score`` are left out; ``current`` drops superseded and expired facts,
+        ``as_of`` reads the notebook as it stood (see :meth:`.finding.Finding.search`)."""
         return self._finding.search(
             query,
             session=session,
@@ -435,6 +432,8 @@ class Notebook:
             image=image,
             audio=audio,
             min_score=min_score,
+            current=current,
+            as_of=as_of,
         )
 
     def slice(

@@ -30,6 +30,7 @@ from .checks import (
     offset_of,
     optional_limit,
 )
+from .facts import as_of_until, current_view, view_limit
 
 if TYPE_CHECKING:
     from .facade import Notebook
@@ -94,6 +95,8 @@ class Finding:
         image: Path | str | None,
         audio: Path | str | None,
         min_score: float | None,
+        current: bool = False,
+        as_of: datetime | None = None,
     ) -> list[SearchHit]:
         """Moments relevant to ``query``, best first, within the filters. ``hybrid`` fuses
         lexical (BM25), vector and concept matches (lexical alone without an embedder);
@@ -106,8 +109,12 @@ class Finding:
         Hits less relevant than ``min_score`` (default ``search.min_score``, 0.3) are left
         out: relevance (``explain["relevance"]``) is 1 for a match on a word other than a
         stopword, on a concept or by example, else the vector similarity; an empty result
-        then means nothing matches well (:func:`.checks.weak_match_hint` says so)."""
+        then means nothing matches well (:func:`.checks.weak_match_hint` says so).
+        ``current`` leaves out what a later moment superseded or what expired; ``as_of``
+        reads the notebook as it stood then (moments said by then, current then)."""
         check_query(query, "search")
+        if as_of is not None:  # see notebook/facts.py
+            until = as_of_until(aware(as_of, "as_of"), until)
         example = _example(image, audio)
         if min_score is None:
             min_score = self.nb.config.search.min_score
@@ -135,14 +142,15 @@ class Finding:
         request = SearchRequest(
             query,
             where,
-            limit_of(limit),
+            view_limit(limit_of(limit), current or as_of is not None),
             concept=concept,
             exclude=set(exclude),
             mode=mode,
             example=example,
             min_score=min_score,
         )
-        return self._with_tiers(engine.search(request), request, include_archive)
+        hits = self._with_tiers(engine.search(request), request, include_archive)
+        return current_view(hits, limit, current, as_of)
 
     def slice(
         self,

@@ -74,6 +74,7 @@ class Recording:
         self, session_id: str, drafts: Drafts, condensed_history: str | None = None
     ) -> list[Moment]:
         moments = self._record(session_id, drafts, condensed_history)
+        self._derive_facts(session_id, moments)
         if moments:
             self.nb._vectors.notify_new()  # vectors are derived: made off the hot path
         return moments
@@ -112,8 +113,15 @@ class Recording:
         with self.backend.atomic():  # all of it or, on any error, no session either
             session = self.nb.start_session(task, started=started)
             moments = self._record(session.id, checked, None)
+        self._derive_facts(session.id, moments)
         self.nb._vectors.notify_new()  # once the moments are committed
         return self.nb.get_session(session.id), moments
+
+    def _derive_facts(self, session_id: str, moments: list[Moment]) -> None:
+        """Decisions, open threads and fact links read from ``moments``: derived, so
+        only once the raw moments are committed (see :mod:`.facts`)."""
+        if moments and self.nb.config.facts.enabled:
+            self.nb.facts.after_record(session_id, moments)
 
     def remove_unused_media(self, names: list[str]) -> None:
         """Remove the media files among ``names`` that no moment refers to."""
@@ -227,6 +235,7 @@ class Recording:
             relations=Relations(parent=draft.parent, links=draft.links),
             actions=draft.actions,
             source_id=draft.source_id,
+            expires=draft.expires,
         )
 
     def _adopt_children(self, moments: Sequence[Moment]) -> list[Moment]:

@@ -64,6 +64,7 @@ from ..model import (
 )
 from ..storage.sqlite.maintenance import database_file, vacuum
 from .chat_scrubbing import scrub_checkpoints, scrub_store, store_items
+from .facts import FactKeeper, without_redacted
 from .scrubbing import MIN_WORDS, RUN_WORDS, Scrubber, phrase_pattern, secret_of, words_of
 
 if TYPE_CHECKING:
@@ -91,6 +92,7 @@ class Redactable(Protocol):
     home: Path | None
     config: NotebookConfig
     _vectors: Vectors
+    facts: FactKeeper
 
     @property
     def semantic(self) -> SemanticIndex | None: ...
@@ -373,9 +375,12 @@ class Redaction:
             audit.setdefault(moment.session, []).append(
                 Decision(when=now, what=what, why=why, who=self.who)
             )
+        self.nb.facts.forget()  # the engines hold what they read of the redacted text
         with self.backend.atomic():
             for session in self.backend.list_sessions():
                 scrubbed = self.scrubber.record(session)
+                if isinstance(scrubbed, Session):  # always (a copy of the same model)
+                    scrubbed = without_redacted(scrubbed, plan.targets)
                 added = audit.get(session.id, [])
                 if scrubbed is session and not added:
                     continue

@@ -1,0 +1,339 @@
+"""The fact engine: statements go in, in the order they were said; what each one adds comes
+out: the decisions and open threads it states, the open threads it closes, and its links to
+earlier statements (a repeat, an update that ends one, a contradiction) and its expiry.
+
+Pure and in memory: no I/O, no model; vectors, when the caller has them, are given with the
+statements (unit length) and only gate paraphrases. Deterministic: the same statements in
+the same order give the same findings.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Final, Literal
+
+from ..core.lexical import tokenize
+from .claims import Claim, claims_in
+from .expiry import expires_from_text
+from .relate import contradicts, negations_of, numbers_of, overlap, supersedes
+from .text import content_stems, prose, sentences, spelled_out
+from .threads import OpenLine, PendingKind, closes, decisions_in, open_lines_in
+
+__all__ = [
+    "Closure",
+    "FactEngine",
+    "FactLink",
+    "FactRules",
+    "Findings",
+    "FoundDecision",
+    "FoundPending",
+    "Relation",
+    "Statement",
+]
+
+Relation = Literal["duplicate_of", "superseded_by", "conflicts_with"]
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One thing said: a moment's id, text, time (aware), role and speaker, and its vector
+    (unit length) when the caller has one."""
+
+    id: str
+    text: str
+    when: datetime
+    role: str = "user"
+    speaker: str = ""
+    vector: Sequence[float] | None = None
+
+    @property
+    def who(self) -> str:
+        return self.speaker or self.role
+
+
+@dataclass(frozen=True, slots=True)
+class FoundDecision:
+    what: str
+    why: str
+    who: str
+    when: datetime
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class FoundPending:
+    what: str
+    kind: PendingKind
+    who: str
+    since: datetime
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Closure:
+    """``closed_by`` resolves ``item``."""
+
+    item: FoundPending
+    closed_by: str
+    when: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class FactLink:
+    """``source`` → ``target``: ``duplicate_of`` (source repeats target), ``superseded_by``
+    (target ends source; ``valid_until`` is target's time) or ``conflicts_with`` (both ways)."""
+
+    source: str
+    relation: Relation
+    target: str
+    valid_until: datetime | None = None
+    #: The sentence of the later statement that made the link.
+    because: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Findings:
+    statement: str
+    decisions: list[FoundDecision] = field(default_factory=list)
+    pending: list[FoundPending] = field(default_factory=list)
+    closures: list[Closure] = field(default_factory=list)
+    links: list[FactLink] = field(default_factory=list)
+    expires: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FactRules:
+    """The thresholds of the rules."""
+
+    #: A paraphrase: cosine of the vectors at least this, and…
+    paraphrase_cosine: float = 0.9
+    #: …content-word overlap (Jaccard) at least this.
+    paraphrase_overlap: float = 0.5
+    #: Fewer content words than this: too little to call a repeat ("ok thanks").
+    min_repeat_words: int = 3
+    #: A "never" claim and an affirmed one: at least this many content words in common.
+    min_experience_words: int = 2
+
+
+@dataclass(slots=True)
+class _Seen:
+    """What the engine keeps of an earlier statement."""
+
+    statement: Statement
+    stems: frozenset[str]
+    numbers: frozenset[str]
+    negations: int
+    claims: list[Claim]
+    #: The content stems of its "I have never …" objects, and of its affirmed first-person
+    #: sentences of experience ("I have added …", "I used …").
+    never: list[tuple[frozenset[str], str]]
+    affirmed: list[tuple[frozenset[str], str]]
+    superseded: bool = False
+    duplicate_of: str | None = None
+
+
+_FIRST_PERSON_DONE: Final = re.compile(
+    r"\b(?:i|we)\s+(?:have|had|did|already|just|recently|successfully|finally|also)?\s*"
+    r"(?:[a-z]+ed|built|wrote|written|ran|made|set up|got|used|went|done)\b"
+)
+_WISH: Final = re.compile(
+    r"\b(?:want|need|trying|try|plan|hope|wish|would like|can you|could you|how (?:do|can|to))\b"
+)
+_NEGATED: Final = re.compile(r"\b(?:not|never|no)\b")
+_CLAUSE_END: Final = re.compile(
+    r",|\b(?:which|but|so|because|since|and (?:i|we|now|so)|while|when|although|though)\b"
+)
+_NEVER: Final = re.compile(
+    r"\b(?:i|we)\s+(?:have\s+|had\s+)?never\s+(?:ever\s+|actually\s+|really\s+)?(?P<rest>[^.;!?]+)"
+)
+
+
+class FactEngine:
+    """Feed statements in the order said (:meth:`observe`); each call returns what that
+    statement adds. The engine holds what it needs of the earlier ones."""
+
+    def __init__(self, rules: FactRules | None = None) -> None:
+        self.rules = rules or FactRules()
+        self._seen: list[_Seen] = []
+        self._claims: dict[tuple[str, str], list[tuple[int, Claim]]] = {}
+        self._with_never: list[int] = []
+        self._by_text: dict[str, str] = {}
+        self._open: list[tuple[FoundPending, OpenLine]] = []
+
+    def observe_all(self, statements: Iterable[Statement]) -> list[Findings]:
+        return [self.observe(s) for s in statements]
+
+    def observe(self, statement: Statement) -> Findings:
+        text = prose(statement.text)
+        seen = self._remember(statement, text)
+        findings = Findings(
+            statement.id,
+            decisions=[
+                FoundDecision(d.what, d.why, statement.who, statement.when, statement.id)
+                for d in decisions_in(text, statement.role)
+            ],
+            closures=self._closures(statement, text),
+            expires=expires_from_text(text, statement.when),
+        )
+        opened = open_lines_in(text, statement.role)
+        for line in opened:
+            item = FoundPending(line.what, line.kind, statement.who, statement.when, statement.id)
+            findings.pending.append(item)
+            self._open.append((item, line))
+        findings.links.extend(self._repeat(seen))
+        if seen.duplicate_of is None:
+            findings.links.extend(self._updates_and_conflicts(seen))
+        self._index(seen)
+        return findings
+
+    # -- what an earlier statement leaves --------------------------------------------------
+
+    def _remember(self, statement: Statement, text: str) -> _Seen:
+        never: list[tuple[frozenset[str], str]] = []
+        affirmed: list[tuple[frozenset[str], str]] = []
+        # What an assistant says is its answer, not a fact of the speaker's: no claims.
+        claimed = statement.role != "assistant"
+        for sentence in sentences(text) if claimed else ():
+            low = spelled_out(sentence)
+            for m in _NEVER.finditer(low):
+                # What was never done ends with its clause; "X or Y" are two things.
+                done = _CLAUSE_END.split(m["rest"], maxsplit=1)[0]
+                for part in re.split(r"\b(?:or|nor)\b", done):
+                    if len(stems := content_stems(part)) >= self.rules.min_experience_words:
+                        never.append((stems, sentence))
+            plain = not (low.endswith("?") or _NEGATED.search(low) or _WISH.search(low))
+            if plain and _FIRST_PERSON_DONE.search(low):
+                affirmed.append((content_stems(low), sentence))
+        return _Seen(
+            statement,
+            stems=content_stems(text),
+            numbers=numbers_of(text),
+            negations=negations_of(text),
+            claims=claims_in(text) if claimed else [],
+            never=never,
+            affirmed=affirmed,
+        )
+
+    # -- repeats -------------------------------------------------------------------------
+
+    def _repeat(self, seen: _Seen) -> list[FactLink]:
+        if len(seen.stems) < self.rules.min_repeat_words:
+            return []
+        key = " ".join(tokenize(seen.statement.text))
+        if (original := self._by_text.get(key)) is not None:
+            seen.duplicate_of = original
+            return [FactLink(seen.statement.id, "duplicate_of", original, because="the same words")]
+        self._by_text[key] = seen.statement.id
+        vector = seen.statement.vector
+        if vector is None:
+            return []
+        for earlier in reversed(self._seen):
+            other = earlier.statement.vector
+            if other is None or earlier.duplicate_of is not None:
+                continue
+            if (
+                overlap(seen.stems, earlier.stems) >= self.rules.paraphrase_overlap
+                and seen.numbers == earlier.numbers
+                and seen.negations == earlier.negations
+                and _cosine(vector, other) >= self.rules.paraphrase_cosine
+            ):
+                seen.duplicate_of = earlier.statement.id
+                return [
+                    FactLink(
+                        seen.statement.id,
+                        "duplicate_of",
+                        earlier.statement.id,
+                        because="a paraphrase",
+                    )
+                ]
+        return []
+
+    # -- updates and contradictions --------------------------------------------------------
+
+    def _updates_and_conflicts(self, seen: _Seen) -> list[FactLink]:
+        """Links from the claims of ``seen`` to those of earlier statements that could meet
+        them (the same attribute and head or owner: an index, not a scan of everything)."""
+        new = seen.statement
+        ended: dict[int, Claim] = {}
+        conflicting: dict[int, str] = {}
+        for claim in seen.claims:
+            for index, old in self._claims.get(_key(claim), ()):
+                earlier = self._seen[index]
+                if claim.owner in _FIRST_PERSON and earlier.statement.who != new.who:
+                    continue  # "I", "my" of another speaker: another person
+                if not earlier.superseded and index not in ended and supersedes(claim, old):
+                    ended[index] = claim
+                elif index not in conflicting and contradicts(claim, old):
+                    conflicting[index] = claim.sentence
+        # "Never" claims are rare: only the statements that hold one are looked at again.
+        for index in (
+            range(len(self._seen)) if seen.never else self._with_never if seen.affirmed else ()
+        ):
+            earlier = self._seen[index]
+            if index in conflicting or earlier.statement.who != new.who:
+                continue
+            if because := _experience_conflict(seen, earlier):
+                conflicting[index] = because
+        links: list[FactLink] = []
+        for index, claim in sorted(ended.items()):
+            earlier = self._seen[index]
+            earlier.superseded = True
+            links.append(
+                FactLink(earlier.statement.id, "superseded_by", new.id, new.when, claim.sentence)
+            )
+        for index, because in sorted(conflicting.items()):
+            if index in ended:
+                continue
+            other = self._seen[index].statement.id
+            links.append(FactLink(new.id, "conflicts_with", other, because=because))
+            links.append(FactLink(other, "conflicts_with", new.id, because=because))
+        return links
+
+    def _index(self, seen: _Seen) -> None:
+        position = len(self._seen)
+        if seen.never:
+            self._with_never.append(position)
+        for claim in seen.claims:
+            self._claims.setdefault(_key(claim), []).append((position, claim))
+        self._seen.append(seen)
+
+    # -- open threads ----------------------------------------------------------------------
+
+    def _closures(self, statement: Statement, text: str) -> list[Closure]:
+        done = []
+        still = []
+        for item, line in self._open:
+            if item.source != statement.id and closes(line, text, item.who == statement.who):
+                done.append(Closure(item, statement.id, statement.when))
+            else:
+                still.append((item, line))
+        self._open = still
+        return done
+
+
+_FIRST_PERSON: Final = frozenset(["i", "we", "my", "our"])
+
+
+def _key(claim: Claim) -> tuple[str, str]:
+    """Where a claim is filed: two claims meet only under the same key."""
+    by_head = claim.attribute in ("value", "count")
+    return claim.attribute, claim.head if by_head else claim.owner
+
+
+def _experience_conflict(seen: _Seen, earlier: _Seen) -> str:
+    """ "I have never X" against an affirmed "I did X" (the same speaker), either order."""
+    for never, affirmed in ((seen.never, earlier.affirmed), (earlier.never, seen.affirmed)):
+        for wanted, denial in never:
+            for done, claim in affirmed:
+                if wanted <= done:
+                    return f"{denial} / {claim}"
+    return ""
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """The cosine of two unit vectors: their dot product."""
+    return math.fsum(x * y for x, y in zip(a, b, strict=True))

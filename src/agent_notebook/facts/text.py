@@ -1,0 +1,96 @@
+"""The text the fact rules read: prose without code, contractions spelled out, sentences,
+content-word stems and the cues that say a statement updates or corrects an earlier one.
+
+Pure standard library (plus the project's stemmer, :func:`..core.lexical.terms`).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Final
+
+from ..core.enrich import STOPWORDS
+from ..core.lexical import terms
+
+__all__ = [
+    "UPDATE_CUE",
+    "content_stems",
+    "prose",
+    "sentences",
+    "spelled_out",
+    "word_set",
+]
+
+_FENCED: Final = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.DOTALL)
+_INDENTED_CODE: Final = re.compile(r"(?m)^(?: {4}|\t).*$")
+_SENTENCE_END: Final = re.compile(r"(?<=[.!?;])\s+(?=[\"'(\[]?[A-Za-z0-9])|\n+")
+_CONTRACTIONS: Final = (
+    (re.compile(r"\bcan't\b"), "can not"),
+    (re.compile(r"\bwon't\b"), "will not"),
+    (re.compile(r"\bshan't\b"), "shall not"),
+    (re.compile(r"\b(\w+)n't\b"), r"\1 not"),
+    (re.compile(r"\bi'm\b"), "i am"),
+    (re.compile(r"\b(i|we|you|they)'ve\b"), r"\1 have"),
+    (re.compile(r"\b(i|we|you|they|he|she|it)'ll\b"), r"\1 will"),
+    (re.compile(r"\b(i|we|you|they|he|she)'d\b"), r"\1 would"),
+    (re.compile(r"\b(we|you|they)'re\b"), r"\1 are"),
+    (re.compile(r"\blet's\b"), "let us"),
+)
+
+
+def word_set(words: str) -> frozenset[str]:
+    """The blank-separated words of ``words``: the rules' word lists, written as prose."""
+    return frozenset(words.split())
+
+
+#: Words that say a statement replaces what held before: a value moved, a correction, a
+#: change of habit. With one, a flipped statement is an update; without, a contradiction.
+UPDATE_CUE: Final = re.compile(
+    r"\b(?:now|no longer|any ?more|actually|correction|changed?|changing|moved?|switch(?:ed)?|"
+    r"instead|updated?|rescheduled|postponed|pushed|delayed|brought forward|migrated|replaced|"
+    r"stopped|started|quit|gave up|since then|these days|nowadays|recently|"
+    r"turns out|i meant|not anymore|revised|increased|decreased|improved|reached|dropped|grew|"
+    r"rose|fell)\b"
+)
+
+#: Words of no weight when two statements are compared by what they speak of.
+_GENERIC: Final = word_set("""project app application thing things stuff way ways part bit lot lots also just really
+    very currently already still ever any some this that these those here there""")
+
+
+def prose(text: str) -> str:
+    """``text`` without fenced or indented code (a ``# TODO`` in a code block is not a
+    thread of the conversation), with typographic apostrophes made plain."""
+    text = text.replace("\u2019", "'").replace("\u2018", "'")
+    return _INDENTED_CODE.sub(" ", _FENCED.sub(" ", text))
+
+
+#: Longer "sentences" are pasted logs, tables or code without fences: no claim is read there.
+MAX_SENTENCE: Final = 600
+
+
+@lru_cache(maxsize=4096)
+def sentences(text: str) -> tuple[str, ...]:
+    """The sentences of prose ``text``, trimmed, none empty nor longer than ``MAX_SENTENCE``."""
+    return tuple(
+        s.strip() for s in _SENTENCE_END.split(text) if s and s.strip() and len(s) <= MAX_SENTENCE
+    )
+
+
+@lru_cache(maxsize=65536)
+def spelled_out(sentence: str) -> str:
+    """``sentence`` case-folded with its contractions spelled out ("don't" → "do not",
+    "I've" → "i have", "let's" → "let us") and its blanks collapsed."""
+    low = " ".join(sentence.casefold().split())
+    for pattern, replacement in _CONTRACTIONS:
+        low = pattern.sub(replacement, low)
+    return low
+
+
+@lru_cache(maxsize=65536)
+def content_stems(text: str) -> frozenset[str]:
+    """The stems of the words of ``text`` that carry content: no stopword, no generic word."""
+    words = re.findall(r"[^\W_]+(?:[.'\-][^\W_]+)*", text.casefold())
+    kept = " ".join(w for w in words if w not in STOPWORDS and w not in _GENERIC)
+    return frozenset(terms(kept))

@@ -1,0 +1,248 @@
+"""Decisions and open threads read from one statement, and the closing of an open thread by
+a later one: rules over the text, no model.
+
+Precision first (a false decision is worse than a missed one):
+
+* a **decision** is a sentence that says one was taken: a ``Decision:`` line (any speaker),
+  or, from a speaker other than the assistant, "we decided / agreed / chose / settled on /
+  opted for …", "we will go with …", "let's use / go with / switch to / stick with …".
+  Questions, negations ("we have not decided"), conditions ("if we decide") and hedges
+  ("we might go with") are not decisions. ``why`` is what follows "because", "since", "so
+  that", "due to" or a "why:" / "reason:" label.
+* a **pending item** is a commitment ("I'll …", "we will …", "I'm going to …") of a speaker
+  other than the assistant (an assistant's "I'll explain" is a manner of speaking), a
+  ``TODO:`` / ``Action item:`` / ``Next step:`` line, or an open question about the work
+  ("should we …?", "who will …?", "when is …?", "have we decided …?"), not a request.
+* a later statement **closes** an open item when it reports it done (a completion word or
+  the commitment's verb in the past) and speaks of the same things (half of the item's
+  content words at least), or, for a question, answers it: another speaker, no question,
+  the same things.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from ..core.lexical import stem
+from .text import content_stems, sentences, spelled_out, word_set
+
+__all__ = ["DecisionLine", "OpenLine", "closes", "decisions_in", "open_lines_in"]
+
+PendingKind = Literal["commitment", "todo", "question"]
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionLine:
+    what: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class OpenLine:
+    what: str
+    kind: PendingKind
+    #: The stem of the verb committed to ("send" for "I'll send the report"), if any.
+    verb: str = ""
+
+
+_LEAD: Final = r"^(?:(?:ok(?:ay)?|so|alright|right|great|fine|then|well|good|yes|yeah|cool)\W+)*"
+_LABELLED_DECISION: Final = re.compile(
+    # "Decision: …" or "Decision - …", never "Decision-Making Framework" (a heading).
+    r"^\W*(?:final\s+)?decision\s*(?:made\s*)?(?::|\s[\-\u2013\u2014])\**\s*(\S.*)$",
+    re.I,
+)
+_WHO: Final = r"(?:we|i|the team|everyone|everybody|all of us|the group|they)"
+_DECIDED: Final = re.compile(
+    _LEAD + r"(?:(?:after|following|in|at|during|for)\b[^,]{0,60}?,?\s+)?"
+    rf"{_WHO}\s+(?:have\s+|has\s+|had\s+|finally\s+|just\s+|all\s+)*"
+    r"(?:(?P<verb>decided|agreed|settled|opted|went)\s+(?P<rest>(?:to|on|that|for|with|upon)\b.*)"
+    r"|(?P<pick>chose|chosen|picked|selected)\s+(?P<picked>(?!to\b|whether\b|between\b)\S.*))$"
+)
+_GOING_WITH: Final = re.compile(
+    _LEAD
+    + rf"{_WHO}\s+(?:will|are going to|am going to|are)\s+(?:go(?:ing)?\s+with|stick(?:ing)?\s+with|"
+    r"standardi[sz](?:e|ing)\s+on|adopt(?:ing)?)\s+(?P<rest>.+)$"
+)
+_LETS: Final = re.compile(
+    _LEAD + r"let us\s+(?P<verb>use|go with|switch to|stick with|adopt|pick|keep|move to|"
+    r"standardi[sz]e on|migrate to|settle on|ship|drop|replace)\s+(?P<rest>.+)$"
+)
+_NOT_A_DECISION: Final = re.compile(
+    r"\b(?:if|whether|unless|once|until|before|when|might|may|maybe|perhaps|could|should|"
+    r"not|never|no one|nobody|yet to|not yet|about to decide|try|trying|considering|"
+    r"thinking|wondering|need to decide|want to decide|have to decide)\b"
+)
+_WHY: Final = re.compile(
+    r"\s*(?:[,;(\u2013\u2014-]\s*)?\b(?:because|since|so that|due to|given that|as it|as they|"
+    r"why:|reason:|the reason being)\s+(.+)$"
+)
+
+_COMMITMENT: Final = re.compile(
+    _LEAD + r"(?:i|we)\s+(?:will|shall|am going to|are going to|promise to|commit to)\s+"
+    r"(?:also\s+|then\s+|first\s+|definitely\s+|still\s+)?(?P<verb>[a-z]+)\b(?P<rest>.*)$"
+)
+_NOT_COMMITTED: Final = word_set("""be have need never not probably maybe possibly try tell keep always see think feel
+    guess assume wait consider let love like hate want wish hope bet admit say mean""")
+_TODO: Final = re.compile(
+    r"^\W*(?:todo|to-do|to do|action item|action|next steps?|follow[- ]up|open question)"
+    r"\s*(?:is\s+to\s+|will be to\s+|[:\-\u2013\u2014])\s*(?P<rest>\S.*)$",
+    re.I,
+)
+_OPEN_QUESTION: Final = re.compile(
+    _LEAD
+    + r"(?:should we|shall we|who (?:will|is going to|is|owns|takes)|when (?:is|are|will|do we|"
+    r"does|should)|have we (?:decided|agreed|picked|chosen|settled)|did we (?:decide|agree|pick|"
+    r"settle)|do we (?:know|have|need)|are we (?:going|still|ready)|is (?:anyone|someone|the)|"
+    r"what(?: is|'s) the (?:plan|status|deadline|decision)|what about|which \w+ (?:should|will|do) we)\b"
+)
+_REQUEST: Final = re.compile(r"\b(?:can you|could you|would you|will you|please|help me)\b")
+_DONE: Final = re.compile(
+    r"\b(?:done|did|finished|completed|complete|sent|fixed|merged|shipped|deployed|resolved|"
+    r"closed|submitted|delivered|booked|paid|handled|sorted|taken care|wrapped up|released|"
+    r"published|uploaded|updated|called|emailed|wrote|written|made|bought|checked|reviewed)\b"
+)
+_PAST: Final = {
+    "send": "sent",
+    "write": "wrote written",
+    "do": "did done",
+    "make": "made",
+    "buy": "bought",
+    "take": "took taken",
+    "get": "got gotten",
+    "find": "found",
+    "run": "ran",
+    "build": "built",
+    "pay": "paid",
+    "tell": "told",
+    "give": "gave given",
+    "bring": "brought",
+    "set": "set",
+    "put": "put",
+    "read": "read",
+    "pick": "picked",
+    "ring": "rang",
+    "draw": "drew drawn",
+}
+
+
+def decisions_in(text: str, role: str) -> list[DecisionLine]:
+    """The decisions ``text`` states (prose, code removed)."""
+    found = []
+    for sentence in sentences(text):
+        if m := _LABELLED_DECISION.match(sentence):
+            found.append(_split_why(m[1]))
+            continue
+        if role == "assistant" or sentence.rstrip().endswith("?"):
+            continue
+        low = spelled_out(sentence)
+        m = _DECIDED.match(low) or _GOING_WITH.match(low) or _LETS.match(low)
+        if m is None:
+            continue
+        part = "rest" if m["rest"] is not None else "picked"
+        if _NOT_A_DECISION.search(low[: m.start(part)]):
+            continue
+        rest = m[part]
+        if m.re is _LETS:
+            rest = f"{m['verb']} {rest}"
+        elif m.re is _DECIDED and m["verb"]:
+            if m["verb"] == "went" and not rest.startswith("with"):
+                continue
+            rest = re.sub(r"^(?:to|on|that|for|with|upon)\s+", "", rest)
+        if _NOT_A_DECISION.search(rest.split(" because ")[0].split(" since ")[0][:40]):
+            continue  # "we decided not to decide", "we agreed that maybe …"
+        found.append(_split_why(_original_span(sentence, rest)))
+    return [d for d in found if len(d.what) >= 3]
+
+
+def open_lines_in(text: str, role: str) -> list[OpenLine]:
+    """The commitments, to-dos and open questions ``text`` states."""
+    found = []
+    for sentence in sentences(text):
+        if m := _TODO.match(sentence):
+            found.append(OpenLine(_trim(m["rest"]), "todo", _verb_stem(m["rest"])))
+            continue
+        if role == "assistant":
+            continue
+        low = spelled_out(sentence)
+        if low.endswith("?"):
+            if _OPEN_QUESTION.match(low) and not _REQUEST.search(low):
+                found.append(OpenLine(_trim(sentence), "question"))
+            continue
+        m = _COMMITMENT.match(low)
+        if m is None or m["verb"] in _NOT_COMMITTED or m["verb"].endswith("ly"):
+            continue
+        if _GOING_WITH.match(low):  # "we'll go with the blue logo" is a decision
+            continue
+        if re.search(r"\b(?:if|unless|when|once)\b", low[: m.start("verb")]):
+            continue
+        found.append(
+            OpenLine(
+                _trim(_original_span(sentence, f"{m['verb']}{m['rest']}")),
+                "commitment",
+                stem(m["verb"]),
+            )
+        )
+    return found
+
+
+def closes(item: OpenLine, text: str, same_speaker: bool) -> bool:
+    """Whether ``text`` (a later statement) resolves the open ``item``."""
+    wanted = content_stems(item.what) - ({item.verb} if item.verb else set())
+    if not wanted:
+        return False
+    for sentence in sentences(text):
+        low = spelled_out(sentence)
+        have = content_stems(low)
+        if len(wanted & have) * 2 < len(wanted):
+            continue
+        if item.kind == "question":
+            if not same_speaker and not low.endswith("?") and not _OPEN_QUESTION.match(low):
+                return True
+            continue
+        if low.endswith("?") or re.search(r"\b(?:not|never|will|going to|yet)\b", low):
+            continue
+        past = _PAST.get(item.verb, "").split()
+        if (
+            _DONE.search(low)
+            or any(re.search(rf"\b{p}\b", low) for p in past)
+            or (item.verb and re.search(rf"\b{re.escape(item.verb)}\w*ed\b", low))
+        ):
+            return True
+    return False
+
+
+#: Where what was decided ends and the rest of a long sentence (a worry, a request) begins.
+_DECISION_END: Final = re.compile(
+    r",\s*(?:but|and (?:i|we|now)|which|so|can you|could you|though)\b|;|\s(?:but i|and i am|and now i)\b"
+    r"|\s(?:can|could) you\b",
+    re.I,
+)
+
+
+def _split_why(what: str) -> DecisionLine:
+    what = what.strip()
+    if end := _DECISION_END.search(what):
+        what = what[: end.start()]
+    if m := _WHY.search(what):
+        return DecisionLine(_trim(what[: m.start()]), _trim(m[1]))
+    return DecisionLine(_trim(what), "")
+
+
+def _original_span(sentence: str, lowered_tail: str) -> str:
+    """The end of ``sentence`` as written that ``lowered_tail`` (a lowered, spelled-out
+    tail of it) stands for: from where its first words are found (spelled-out
+    contractions in between do not move it), else the tail itself."""
+    first = " ".join(lowered_tail.split()[:3])
+    pos = " ".join(sentence.replace("\u2019", "'").split()).casefold().rfind(first)
+    return " ".join(sentence.split())[pos:] if pos >= 0 else lowered_tail
+
+
+def _verb_stem(rest: str) -> str:
+    first = re.match(r"\s*([A-Za-z]+)", rest)
+    return stem(first[1].casefold()) if first else ""
+
+
+def _trim(text: str) -> str:
+    return text.strip().strip("\"'").rstrip(" .;:!,").strip()

@@ -1,0 +1,234 @@
+"""The fact engine (:mod:`agent_notebook.facts`) applied on record, and the current view.
+
+The raw moments are written first, in their own transaction; what the rules derive comes
+second, in another (a failure there loses no moment, and is logged): the decisions and
+pending items read from the moments go into the session's ``decisions`` and ``pending``
+(with their ``source`` moment), a pending item a later moment resolves is closed (its
+``closed_by`` and a resolution that names that moment), links go into ``relations.links``
+as ``relation:m_N`` (``duplicate_of`` on the repeat, ``superseded_by`` on the earlier fact
+with its ``valid_until`` set to the later moment's time, ``conflicts_with`` on both), and
+an expiry read from the text ("until Friday") into ``expires`` unless the caller gave one.
+
+:class:`FactKeeper` keeps one engine per session, fed in order; it catches up from the
+backend (the last ``facts.window`` moments of the session) when another writer recorded in
+between. Vectors are made off the hot path, so on record only exact repeats are folded;
+paraphrases need the vectors (see ``bench/facts_beam.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pydantic import ValidationError
+
+from ..errors import NotebookError
+from ..facts import FactEngine, Findings, Statement
+from ..model import Decision, Moment, PendingItem, SearchHit, Session, fact_link, now_utc
+from ..storage import StorageBackend
+
+__all__ = [
+    "FactKeeper",
+    "FactsApplied",
+    "as_of_until",
+    "current_view",
+    "still_current",
+    "view_limit",
+    "without_redacted",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class FactsApplied:
+    """What one record added: counts, for a caller or a test to see."""
+
+    decisions: int = 0
+    pending: int = 0
+    closed: int = 0
+    links: list[str] = field(default_factory=list)
+
+
+def statement_of(moment: Moment) -> Statement:
+    return Statement(moment.id, moment.content.text, moment.timestamp, moment.role, moment.speaker)
+
+
+class FactKeeper:
+    """Applies the fact rules to the moments a notebook records (one per notebook)."""
+
+    def __init__(self, backend: StorageBackend, window: int) -> None:
+        self.backend = backend
+        self.window = window
+        self._lock = threading.Lock()
+        #: session id -> its engine and the last moment it was fed
+        self._engines: dict[str, tuple[FactEngine, str]] = {}
+
+    def after_record(self, session_id: str, moments: Sequence[Moment]) -> FactsApplied:
+        """Derive and store what ``moments`` (just recorded in ``session_id``, in order) add.
+        The moments are written already: a failure here is logged, never raised, and the
+        session's engine is dropped (the next record catches up from the backend)."""
+        texts = [m for m in moments if m.content.text.strip() and m.redacted is None]
+        if not texts:
+            return FactsApplied()
+        try:
+            with self._lock:
+                engine = self._engine(session_id, moments)
+                findings = [engine.observe(statement_of(m)) for m in texts]
+                self._engines[session_id] = (engine, moments[-1].id)
+            return self._store(session_id, moments, findings)
+        except (NotebookError, ValidationError) as err:
+            log.warning("facts of %s in %s not derived: %s", moments[-1].id, session_id, err)
+            self.forget(session_id)
+            return FactsApplied()
+
+    def forget(self, session_id: str | None = None) -> None:
+        """Drop the engines (all, or one session's): after a redaction, a deletion or an
+        import, they catch up from the backend again."""
+        with self._lock:
+            if session_id is None:
+                self._engines.clear()
+            else:
+                self._engines.pop(session_id, None)
+
+    def _engine(self, session_id: str, moments: Sequence[Moment]) -> FactEngine:
+        """The session's engine, fed every earlier moment in the window."""
+        new = {m.id for m in moments}
+        total = self.backend.count_moments(session_id)
+        start = max(0, total - len(moments) - self.window)
+        earlier = [
+            m
+            for m in self.backend.list_moments(session_id, start, self.window + len(moments))
+            if m.id not in new
+        ]
+        cached = self._engines.get(session_id)
+        if cached is not None and earlier and cached[1] == earlier[-1].id:
+            return cached[0]
+        engine = FactEngine()
+        for m in earlier:
+            if m.content.text.strip() and m.redacted is None:
+                engine.observe(statement_of(m))
+        return engine
+
+    def _store(
+        self, session_id: str, moments: Sequence[Moment], findings: Iterable[Findings]
+    ) -> FactsApplied:
+        applied = FactsApplied()
+        found = list(findings)
+        if not any(f.decisions or f.pending or f.closures or f.links or f.expires for f in found):
+            return applied
+        with self.backend.atomic():
+            session = self.backend.get_session(session_id)
+            if session is None:
+                return applied
+            changed = {m.id: self.backend.get_moment(m.id) or m for m in moments}
+            touched: set[str] = set()
+            for f in found:
+                self._session_facts(session, f, applied)
+                for link in f.links:
+                    moment = changed.get(link.source) or self.backend.get_moment(link.source)
+                    if moment is None:
+                        continue
+                    changed[moment.id] = moment
+                    entry = fact_link(link.relation, link.target)
+                    if entry not in moment.relations.links:
+                        moment.relations.links = [*moment.relations.links, entry]
+                        applied.links.append(f"{link.source} {entry}")
+                        touched.add(moment.id)
+                    if link.relation == "superseded_by" and moment.valid_until is None:
+                        moment.valid_until = link.valid_until
+                        touched.add(moment.id)
+                own = changed.get(f.statement)
+                if f.expires is not None and own is not None and own.expires is None:
+                    own.expires = f.expires
+                    touched.add(own.id)
+            if touched:
+                self.backend.put_moments([changed[i] for i in sorted(touched)])
+            if applied.decisions or applied.pending or applied.closed:
+                self.backend.put_session(session)
+        return applied
+
+    @staticmethod
+    def _session_facts(session: Session, found: Findings, applied: FactsApplied) -> None:
+        for d in found.decisions:
+            session.decisions = [
+                *session.decisions,
+                Decision(when=d.when, what=d.what, why=d.why, who=d.who, source=d.source),
+            ]
+            applied.decisions += 1
+        for c in found.closures:
+            for item in session.pending:
+                if (
+                    item.source == c.item.source
+                    and item.what == c.item.what
+                    and item.closed is None
+                ):
+                    item.closed = c.when
+                    item.closed_by = c.closed_by
+                    item.resolution = f"closed by {c.closed_by}"
+                    applied.closed += 1
+                    break
+        for p in found.pending:
+            item = PendingItem(
+                id=f"p_{len(session.pending) + 1}", what=p.what, since=p.since, source=p.source
+            )
+            session.pending = [*session.pending, item]
+            applied.pending += 1
+
+
+def still_current(moment: Moment, at: datetime) -> bool:
+    """Whether ``moment`` is part of the current view at ``at``: said by then, and neither
+    superseded nor expired by then."""
+    return moment.timestamp <= at and moment.holds_at(at)
+
+
+#: A current view asks search for this many times the hits it returns: some will be
+#: superseded or expired, and are left out after ranking.
+CURRENT_VIEW_OVERFETCH = 3
+
+
+def view_limit(limit: int, filtered: bool) -> int:
+    """How many hits to ask search for, to return ``limit`` after the current view."""
+    return limit * CURRENT_VIEW_OVERFETCH if filtered else limit
+
+
+def as_of_until(as_of: datetime, until: datetime | None) -> datetime:
+    """The ``until`` filter of a search ``as_of`` a time: nothing said after it."""
+    return as_of if until is None else min(until, as_of)
+
+
+def current_view(
+    hits: Sequence[SearchHit], limit: int, current: bool, as_of: datetime | None
+) -> list[SearchHit]:
+    """``hits`` that hold at ``as_of`` (else now, with ``current``), at most ``limit``."""
+    if not current and as_of is None:
+        return list(hits)
+    at = as_of if as_of is not None else now_utc()
+    return [h for h in hits if still_current(h.moment, at)][:limit]
+
+
+def without_redacted(session: Session, moment_ids: Collection[str]) -> Session:
+    """``session`` with the text of the decisions and pending items read from the moments
+    ``moment_ids`` (being redacted) replaced by ``[redacted m_N]``: it was their text.
+    The same object when none was read from them."""
+    decisions = [
+        d.model_copy(update={"what": f"[redacted {d.source}]", "why": ""})
+        if d.source in moment_ids and d.what != f"[redacted {d.source}]"
+        else d
+        for d in session.decisions
+    ]
+    pending = [
+        p.model_copy(update={"what": f"[redacted {p.source}]"})
+        if p.source in moment_ids and p.what != f"[redacted {p.source}]"
+        else p
+        for p in session.pending
+    ]
+    unchanged = all(a is b for a, b in zip(decisions, session.decisions, strict=True)) and all(
+        a is b for a, b in zip(pending, session.pending, strict=True)
+    )
+    if unchanged:
+        return session
+    return session.model_copy(update={"decisions": decisions, "pending": pending})

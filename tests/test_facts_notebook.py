@@ -1,0 +1,141 @@
+"""The fact rules applied by a notebook on record (issue 30): decisions and pending items in
+the session, links and validity on the moments, the current view of search, and the links
+carried by export and import."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from agent_notebook import Notebook
+from agent_notebook.config import FactSettings, NotebookConfig
+from agent_notebook.storage import MemoryBackend
+
+T0 = datetime(2026, 6, 1, 10, 0, tzinfo=UTC)
+
+
+def _notebook(enabled: bool = True) -> Notebook:
+    config = NotebookConfig(facts=FactSettings(enabled=enabled))
+    return Notebook(MemoryBackend(), embedder=None, config=config)
+
+
+def test_a_moving_launch_date_is_superseded_twice_and_read_as_of_a_past_day() -> None:
+    with _notebook() as nb:
+        s = nb.start_session("launch").id
+        first = nb.record(s, "The launch is on June 5.", timestamp=T0)
+        second = nb.record(s, "The launch moved to June 12.", timestamp=T0 + timedelta(days=2))
+        third = nb.record(
+            s, "Update: the launch date is now June 19.", timestamp=T0 + timedelta(days=4)
+        )
+        old, mid = nb.get_moment(first.id), nb.get_moment(second.id)
+        assert old.relations.links == [f"superseded_by:{second.id}"]
+        assert old.valid_until == second.timestamp
+        assert mid.relations.links == [f"superseded_by:{third.id}"]
+        assert mid.valid_until == third.timestamp
+        assert nb.get_moment(third.id).valid_until is None
+
+        every = {h.moment.id for h in nb.search("launch", mode="lexical")}
+        assert every == {first.id, second.id, third.id}
+        assert [h.moment.id for h in nb.search("launch", mode="lexical", current=True)] == [
+            third.id
+        ]
+        before_second = T0 + timedelta(days=1)
+        assert [h.moment.id for h in nb.search("launch", mode="lexical", as_of=before_second)] == [
+            first.id
+        ]
+        between = T0 + timedelta(days=3)
+        assert [h.moment.id for h in nb.search("launch", mode="lexical", as_of=between)] == [
+            second.id
+        ]
+
+
+def test_decisions_and_pending_items_go_into_the_session_with_their_source() -> None:
+    with _notebook() as nb:
+        s = nb.start_session("project").id
+        decided = nb.record(
+            s, "Decision: we go with PostgreSQL because it has JSONB.", speaker="ana"
+        )
+        promised = nb.record(s, "I'll send the report to Ana tomorrow.", timestamp=T0)
+        done = nb.record(
+            s, "Sent the report to Ana this morning.", timestamp=T0 + timedelta(days=1)
+        )
+        session = nb.get_session(s)
+        (decision,) = [d for d in session.decisions if d.source is not None]
+        assert (decision.what, decision.why, decision.who) == (
+            "we go with PostgreSQL",
+            "it has JSONB",
+            "ana",
+        )
+        assert decision.source == decided.id
+        (item,) = session.pending
+        assert (item.id, item.source, item.what) == (
+            "p_1",
+            promised.id,
+            "send the report to Ana tomorrow",
+        )
+        assert item.closed == done.timestamp and item.closed_by == done.id
+        assert item.resolution == f"closed by {done.id}"
+
+
+def test_a_repeat_contradiction_and_expiry_are_kept_on_the_moments() -> None:
+    with _notebook() as nb:
+        s = nb.start_session().id
+        said = nb.record(s, "The staging server runs on port 8080.", timestamp=T0)
+        again = nb.record(
+            s, "the staging server runs on port 8080!", timestamp=T0 + timedelta(hours=1)
+        )
+        never = nb.record(s, "I have never used Docker.", timestamp=T0 + timedelta(hours=2))
+        did = nb.record(
+            s, "I used Docker to deploy the blog last week.", timestamp=T0 + timedelta(hours=3)
+        )
+        away = nb.record(s, "I'm working from the Berlin office until Friday.", timestamp=T0)
+        assert nb.get_moment(again.id).relations.links == [f"duplicate_of:{said.id}"]
+        assert nb.get_moment(never.id).relations.links == [f"conflicts_with:{did.id}"]
+        assert nb.get_moment(did.id).relations.links == [f"conflicts_with:{never.id}"]
+        assert nb.get_moment(away.id).expires == datetime(2026, 6, 6, tzinfo=UTC)
+        assert not nb.get_moment(away.id).holds_at(datetime(2026, 6, 7, tzinfo=UTC))
+
+
+def test_an_expiry_given_on_record_is_kept_and_turned_off_facts_derive_nothing() -> None:
+    with _notebook(enabled=False) as nb:
+        s = nb.start_session().id
+        given = T0 + timedelta(days=30)
+        kept = nb.record(s, "I'm in Berlin until Friday.", timestamp=T0, expires=given)
+        nb.record(s, "Decision: we go with PostgreSQL.")
+        assert nb.get_moment(kept.id).expires == given
+        assert not [d for d in nb.get_session(s).decisions if d.source]
+
+
+def test_export_and_import_carry_every_link_validity_and_decision_source() -> None:
+    with _notebook() as source, _notebook() as target:
+        target.record(target.start_session(started=T0).id, "A moment that takes the low ids.")
+        s = source.start_session(started=T0).id
+        source.record(s, "Decision: release branches are cut every Thursday.", timestamp=T0)
+        first = source.record(s, "The launch is on June 5.", timestamp=T0)
+        source.record(s, "The launch moved to June 12.", timestamp=T0 + timedelta(days=1))
+        target.import_from(source.backend)
+        moved = [m for m in target.moments() if m.content.text == first.content.text]
+        (copy,) = moved
+        (link,) = copy.relations.links
+        relation, later = link.split(":")
+        assert relation == "superseded_by"
+        assert target.get_moment(later).content.text == "The launch moved to June 12."
+        assert copy.valid_until == T0 + timedelta(days=1)
+        sessions = [x for x in target.sessions() if any(d.source for d in x.decisions)]
+        (decision,) = [d for x in sessions for d in x.decisions if d.source]
+        assert target.get_moment(decision.source or "").content.text.startswith("Decision:")
+
+
+def test_a_redacted_moment_leaves_no_text_in_the_decisions_and_pending_read_from_it() -> None:
+    with _notebook() as nb:
+        s = nb.start_session().id
+        decided = nb.record(
+            s, "Decision: we go with Zanzibar DB because it is secret.", timestamp=T0
+        )
+        promised = nb.record(s, "I'll email the Zanzibar contract to Bob.", timestamp=T0)
+        nb.redact(decided.id, "private")
+        nb.redact(promised.id, "private")
+        session = nb.get_session(s)
+        assert "zanzibar" not in session.model_dump_json().casefold()
+        # The engine kept no claim of the redacted text: a later moment ends nothing.
+        later = nb.record(s, "Decision: we go with Zanzibar DB because it is secret.")
+        assert not nb.get_moment(later.id).relations.links
