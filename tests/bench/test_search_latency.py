@@ -8,9 +8,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+from tests.support import ROOT
+
+BENCH = ROOT / "bench"
 
 #: A made-up LoCoMo-shaped data set: the questions name the speakers, whom the bench renames.
 DATA = [

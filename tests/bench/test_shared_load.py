@@ -5,9 +5,10 @@ a notebook that cannot be read back is a failure, not a crash."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from tests.support import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
 from shared_load import Acks, check, read_back
 
 

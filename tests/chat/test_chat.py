@@ -17,7 +17,7 @@ from agent_notebook import Notebook
 from agent_notebook.chat import ModelNotConfigured, build_chat_graph
 from agent_notebook.chat.compaction import tool_pairs_intact
 from agent_notebook.config import ChatSettings
-from waiting import HANG_GUARD_S
+from tests.support.waiting import HANG_GUARD_S
 
 THREAD = {"configurable": {"thread_id": "t-1"}}
 NO_EMBEDDER = {**os.environ, "AGENT_NOTEBOOK_EMBEDDER": "none"}

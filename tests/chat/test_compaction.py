@@ -38,7 +38,7 @@ from agent_notebook.compaction.summarize import (
 )
 from agent_notebook.core.tokens import DEFAULT_COUNTER
 from agent_notebook.errors import InvalidInput
-from chat_models import RecordingModel
+from tests.support.chat_models import RecordingModel
 
 # --- conversations -------------------------------------------------------------------------
 

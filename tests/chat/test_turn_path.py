@@ -23,6 +23,7 @@ from agent_notebook.embed import MiniLmEmbedder, default_embedder
 from agent_notebook.notebook.facade import Notebook
 from agent_notebook.search import semantic as semantic_module
 from agent_notebook.storage import SqliteBackend
+from tests.support.embedders import QueryLog
 
 THREAD = {"configurable": {"thread_id": "turns"}}
 LYON = "The train to Lyon leaves at 7:40 from platform 4."
@@ -33,28 +34,6 @@ def minilm() -> MiniLmEmbedder:
     embedder = default_embedder()
     assert isinstance(embedder, MiniLmEmbedder)
     return embedder
-
-
-class QueryLog:
-    """The real model, noting which thread embeds each query."""
-
-    symmetric = True
-
-    def __init__(self, inner: MiniLmEmbedder) -> None:
-        self.inner, self.model_id, self.dim = inner, inner.model_id, inner.dim
-        self.queries: list[tuple[str, str]] = []
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        self.queries.append((text, threading.current_thread().name))
-        return self.inner.embed_query(text)
-
-    @property
-    def texts(self) -> list[str]:
-        """The query texts embedded, in order."""
-        return [text for text, _ in self.queries]
 
 
 @contextmanager

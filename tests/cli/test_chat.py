@@ -14,7 +14,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
-from clirun import cli, counts, data
+from tests.support.clirun import cli, counts, data
 
 # -- chat ---------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clirun import cli, cli_process, counts, data
+from tests.support.clirun import cli, cli_process, counts, data
 
 SESSION = "s_2026-05-20_001"
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-import pg
 from agent_notebook import Notebook
 from agent_notebook.ingest import parse_file
 from agent_notebook.langgraph.store.vectors import IndexedStore
@@ -23,22 +22,13 @@ from agent_notebook.media.store import media_paths_of
 from agent_notebook.model import SearchHit
 from agent_notebook.notebook.exchange import ChatState, export_target, media_home, notebook_counts
 from agent_notebook.storage import open_backend
-from clirun import cli
-from test_exchange import contents, fill
+from tests.support import pg
+from tests.support.clirun import cli
+from tests.support.filled_notebook import contents, fill
+from tests.support.locomo import locomo_file
 
-LOCOMO = [
-    root / "shared" / "data" / "locomo" / "locomo-dev.json"
-    for root in (Path(__file__).resolve().parents[2], Path("/work"))
-]
 CONVERSATIONS = 2
 QUESTIONS_PER_CONVERSATION = 25
-
-
-def locomo_file() -> Path:
-    for path in LOCOMO:
-        if path.is_file():
-            return path
-    pytest.skip("the LoCoMo dev set is absent (see ../shared/data/locomo/README.md)")
 
 
 def chat_counts(nb: Notebook) -> dict[str, int]:

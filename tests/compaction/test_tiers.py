@@ -27,8 +27,8 @@ from agent_notebook.compaction.runner import KILL_AFTER_ENV, PAUSE_ENV
 from agent_notebook.errors import InvalidInput, NotFound
 from agent_notebook.model import Moment
 from agent_notebook.storage import StorageBackend
-from clirun import text_cli
-from waiting import HANG_GUARD_S
+from tests.support.clirun import text_cli
+from tests.support.waiting import HANG_GUARD_S
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # a Monday
 BIN = Path(sys.executable).parent

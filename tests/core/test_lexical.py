@@ -13,8 +13,8 @@ import pytest
 from agent_notebook import Notebook
 from agent_notebook.ingest import parse_file
 from agent_notebook.storage import MomentFilter
-from conftest import make_backend
-from test_migrate import locomo_file
+from tests.support.backends import make_backend
+from tests.support.locomo import locomo_file
 
 #: "cat" is in most moments (FTS5 weighs it almost nothing), "sunrise" in one, long one.
 MOMENTS = [

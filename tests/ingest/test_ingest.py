@@ -20,7 +20,7 @@ from agent_notebook.cli.common import PROGRESS_EVERY_ENV, LineProgress
 from agent_notebook.errors import MalformedFile
 from agent_notebook.ingest import parse_file
 from agent_notebook.storage import StorageBackend
-from clirun import cli_process
+from tests.support.clirun import cli_process
 
 MESSAGES = [
     {"role": "user", "content": "Book the train to Lyon", "timestamp": "2026-05-20T09:00:00Z"},

@@ -12,9 +12,8 @@ import pytest
 
 from agent_notebook.errors import InvalidInput, MalformedFile
 from agent_notebook.ingest import IngestPlan, parse_file, parse_locomo_time
+from tests.support.locomo import LOCOMO_DEV
 
-# ../shared/ beside the checkout (also in CI); the data set is never copied into the repo.
-REAL_LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 T0 = datetime(2026, 6, 7, 10, 0, tzinfo=UTC)
 
 
@@ -335,9 +334,9 @@ def test_locomo_bad_date_time(tmp_path: Path) -> None:
 
 
 def test_real_locomo_file() -> None:
-    if not REAL_LOCOMO.exists():
-        pytest.skip(f"{REAL_LOCOMO} is not available")
-    plan: IngestPlan = parse_file(REAL_LOCOMO)
+    if not LOCOMO_DEV.exists():
+        pytest.skip(f"{LOCOMO_DEV} is not available")
+    plan: IngestPlan = parse_file(LOCOMO_DEV)
     assert plan.format == "locomo"
     conversations: dict[str, int] = {}
     for session in plan.sessions:

@@ -25,11 +25,11 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
-import pg
 from agent_notebook import Notebook
 from agent_notebook.chat import build_chat_graph
 from agent_notebook.config import ChatSettings
 from agent_notebook.langgraph.checkpoint.sqlite import CheckpointPruned
+from tests.support import pg
 
 NOTES = ("notes",)
 FACTS = {

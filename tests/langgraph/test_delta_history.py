@@ -9,60 +9,18 @@ import asyncio
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
 from uuid import uuid4
 
 import pytest
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
-from typing_extensions import TypedDict
 
-from agent_notebook.chat.state import MESSAGES_SNAPSHOT_EVERY, ThreadState
+from agent_notebook.chat.state import MESSAGES_SNAPSHOT_EVERY
 from agent_notebook.langgraph.checkpoint.sqlite import NotebookSaver
-
-
-class OldState(TypedDict):
-    messages: Annotated[list[AnyMessage], add_messages]
-
-
-def answer(state: ThreadState) -> dict[str, Any]:
-    return {"messages": [AIMessage(f"answer to {state['messages'][-1].content}")]}
-
-
-def old_answer(state: OldState) -> dict[str, Any]:
-    return {"messages": [AIMessage(f"answer to {state['messages'][-1].content}")]}
-
-
-def chat_graph(saver: Any, state: type = ThreadState) -> Any:
-    graph = StateGraph(state)
-    graph.add_node("answer", answer if state is ThreadState else old_answer)
-    graph.add_edge(START, "answer")
-    graph.add_edge("answer", END)
-    return graph.compile(checkpointer=saver)
-
-
-def thread(name: str = "t") -> RunnableConfig:
-    return {"configurable": {"thread_id": name}}
-
-
-def question(i: int) -> str:
-    return f"question {i}: " + "words " * 40
-
-
-def expected(turns: int, start: int = 0) -> list[tuple[str, str]]:
-    pairs = []
-    for i in range(start, turns):
-        pairs += [("human", question(i)), ("ai", f"answer to {question(i)}")]
-    return pairs
-
-
-def shape(messages: list[AnyMessage]) -> list[tuple[str, str]]:
-    return [(m.type, str(m.content)) for m in messages]
+from tests.support.chat_threads import OldState, chat_graph, expected, question, run, shape, thread
 
 
 @pytest.fixture
@@ -70,11 +28,6 @@ def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
     connection = sqlite3.connect(tmp_path / "checkpoints.db", check_same_thread=False)
     yield connection
     connection.close()
-
-
-def run(graph: Any, turns: range, name: str = "t") -> None:
-    for i in turns:
-        graph.invoke({"messages": [HumanMessage(question(i))]}, thread(name))
 
 
 def stored_bytes(conn: sqlite3.Connection) -> int:

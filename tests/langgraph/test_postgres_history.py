@@ -18,8 +18,16 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from agent_notebook.core.crypto import Cipher, generate_key
 from agent_notebook.langgraph.checkpoint.postgres import reseal_checkpoints
 from agent_notebook.langgraph.checkpoint.postgres_history import EPOCH_TRIGGERS
-from test_saver_delta import chat_graph, expected, run, thread
-from test_saver_history import PostgresDb, configs, fresh_read, read
+from tests.support.chat_threads import (
+    PostgresDb,
+    chat_graph,
+    configs,
+    expected,
+    fresh_read,
+    read,
+    run,
+    thread,
+)
 
 
 @pytest.fixture

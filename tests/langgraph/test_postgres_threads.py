@@ -14,15 +14,15 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
 
-import pg
 from agent_notebook import Notebook
 from agent_notebook.chat import build_chat_graph
 from agent_notebook.core.crypto import generate_key, write_key_file
 from agent_notebook.langgraph.checkpoint.base import CheckpointPruned
 from agent_notebook.langgraph.checkpoint.postgres import NotebookPostgresSaver
 from agent_notebook.langgraph.store.postgres import NotebookPostgresStore, SealedPostgresStore
-from chat_models import RecordingModel
-from test_checkpoint_conformance import KEY_ENV, notebook_supply, passes_conformance
+from tests.support import pg
+from tests.support.chat_models import RecordingModel
+from tests.support.checkpoint_conformance import KEY_ENV, notebook_supply, passes_conformance
 
 THREAD = {"configurable": {"thread_id": "t-pg"}}
 

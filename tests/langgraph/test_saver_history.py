@@ -20,85 +20,23 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-import pg
 from agent_notebook import Notebook
 from agent_notebook.chat import build_chat_graph
 from agent_notebook.chat.state import MESSAGES_SNAPSHOT_EVERY
 from agent_notebook.langgraph.checkpoint.sqlite import NotebookSaver
-from agent_notebook.langgraph.checkpoint.sqlite_history import read_epoch
-from test_saver_delta import chat_graph, expected, question, run, shape, thread
-
-
-class SqliteDb:
-    """A checkpoint file; each saver on a connection of its own."""
-
-    def __init__(self, root: Path) -> None:
-        self.db = root / "checkpoints.db"
-        self.conns: list[sqlite3.Connection] = []
-
-    def saver(self, **kw: Any) -> NotebookSaver:
-        self.conns.append(sqlite3.connect(self.db, check_same_thread=False))
-        return NotebookSaver(self.conns[-1], **kw)
-
-    def epoch(self) -> int:
-        conn = sqlite3.connect(self.db)
-        try:
-            found = read_epoch(conn.cursor())
-        finally:
-            conn.close()
-        assert found is not None
-        return found
-
-    def execute(self, statement: str) -> None:
-        """A raw statement from another connection (written for PostgreSQL's tables)."""
-        conn = sqlite3.connect(self.db)
-        conn.execute(statement.replace("checkpoint_writes", "writes").replace("blob", "value"))
-        conn.commit()
-        conn.close()
-
-    def close(self) -> None:
-        for conn in self.conns:
-            conn.close()
-
-
-class PostgresDb:
-    """A schema of the test database; each saver on a pool of its own (a server)."""
-
-    def __init__(self, root: Path) -> None:
-        self.url = pg.url_with_schema(root)
-        self.pools: list[Any] = []
-
-    def saver(self, **kw: Any) -> Any:
-        from psycopg.rows import dict_row
-        from psycopg_pool import ConnectionPool
-
-        from agent_notebook.langgraph.checkpoint.postgres import NotebookPostgresSaver
-
-        kwargs = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0}
-        self.pools.append(
-            ConnectionPool(self.url, min_size=1, max_size=4, kwargs=kwargs, open=True)
-        )
-        saver = NotebookPostgresSaver(self.pools[-1], **kw)
-        saver.setup()
-        return saver
-
-    def epoch(self) -> int:
-        import psycopg
-
-        with psycopg.connect(self.url) as conn:
-            row = conn.execute("SELECT n FROM checkpoint_history_epoch").fetchone()
-        assert row is not None
-        return int(row[0])
-
-    def execute(self, statement: str) -> None:
-        import psycopg
-
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(statement)  # type: ignore[call-overload]
-
-    def close(self) -> None:
-        for pool in self.pools:
-            pool.close()
+from tests.support.chat_threads import (
+    PostgresDb,
+    SqliteDb,
+    chat_graph,
+    configs,
+    expected,
+    fresh_read,
+    question,
+    read,
+    run,
+    shape,
+    thread,
+)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -111,21 +49,6 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
 @pytest.fixture
 def saver(backend: Any) -> Any:
     return backend.saver()
-
-
-def fresh_read(backend: Any, name: str = "t", **kw: Any) -> list[tuple[str, str]]:
-    """The messages of thread ``name`` as a new checkpointer (nothing kept) reads them."""
-    return read(backend.saver(**kw), name)
-
-
-def read(saver: Any, name: str = "t") -> list[tuple[str, str]]:
-    found = saver.get_tuple(thread(name))
-    return [] if found is None else shape(found.checkpoint["channel_values"]["messages"])
-
-
-def configs(saver: Any, name: str = "t") -> list[Any]:
-    """The thread's checkpoint configs, oldest first."""
-    return [t.config for t in reversed(list(saver.list(thread(name))))]
 
 
 def test_turns_reuse_the_kept_value_and_read_exactly(

@@ -13,34 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
 
-import pg
 from agent_notebook import Notebook
 from agent_notebook.langgraph.store.sqlite import StoreIndex
 from agent_notebook.langgraph.stores import open_store
 from agent_notebook.storage import SqliteBackend, StorageBackend
+from tests.support import ROOT, pg
+from tests.support.embedders import WORDS, BagOfWords
 
-WORDS = ["cat", "rent", "train", "food", "music"]
 NOTES = ("notes",)
-
-
-class BagOfWords(Embeddings):
-    """A vector of word counts over ``WORDS`` (plus a constant, so none is zero)."""
-
-    def __init__(self, extra: float = 0.1) -> None:
-        self.extra = extra
-
-    def _embed(self, text: str) -> list[float]:
-        words = text.lower().split()
-        return [float(words.count(w)) for w in WORDS] + [self.extra]
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._embed(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._embed(text)
 
 
 def index(model: str = "bag-1", extra: float = 0.1, **config: Any) -> StoreIndex:
@@ -230,7 +212,7 @@ WRITER = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from agent_notebook import Notebook
-from test_postgres_store_index import BagOfWords, WORDS
+from tests.support.embedders import WORDS, BagOfWords
 config = {"dims": len(WORDS) + 1, "embed": BagOfWords(), "fields": ["text"]}
 with Notebook.open(sys.argv[2], store_index=config) as nb:
     nb.store.put(("notes",), "kitten", {"text": "cat cat cat"})
@@ -255,8 +237,7 @@ def test_what_another_process_puts_or_deletes_the_next_search_sees(
     ):
         fill(first.store)
         assert second.store.search(NOTES, query="cat")[0].key == "cat"  # its copy is loaded
-        tests = str(Path(__file__).parent)
-        subprocess.run([sys.executable, "-c", WRITER, tests, str(home)], check=True)
+        subprocess.run([sys.executable, "-c", WRITER, str(ROOT), str(home)], check=True)
         for nb in (first, second):
             keys = [h.key for h in nb.store.search(NOTES, query="cat", limit=10)]
             assert keys[0] == "kitten" and "cat" not in keys

@@ -32,8 +32,9 @@ from agent_notebook.media.decode import CorruptMedia
 from agent_notebook.media.signatures import audio_signature, image_signature
 from agent_notebook.media.store import MAX_MEDIA_BYTES, MediaStore
 from agent_notebook.storage import YamlDirBackend
-from clirun import text_cli
-from test_server import Server
+from tests.support.clirun import text_cli
+from tests.support.media import make_image
+from tests.support.server import Server
 
 NO_EMBEDDER = {cfg.EMBEDDER_ENV: "none"}
 
@@ -41,14 +42,6 @@ RATE = 16_000
 
 
 # -- generated media --------------------------------------------------------------------------
-
-
-def make_image(path: Path, seed: int, size: int = 128) -> Path:
-    """A smooth picture: random 8x8 colours scaled up (photo-like, unlike pixel noise)."""
-    rng = np.random.default_rng(seed)
-    small = Image.fromarray((rng.random((8, 8, 3)) * 255).astype(np.uint8))
-    small.resize((size, size), Image.Resampling.BICUBIC).save(path)
-    return path
 
 
 def recompressed(source: Path, path: Path) -> Path:

@@ -20,25 +20,13 @@ from agent_notebook import (
     Notebook,
     NotFound,
 )
-from agent_notebook.storage import StorageBackend
+from tests.support.snapshots import snapshot
 
 BAD_IDS = ["../x", "a/b", "", "s_2026-13-01_001", "m_0", "m_01"]
 #: What surrogateescape decoding makes of invalid UTF-8 (b"caf\xe9" read as UTF-8).
 LONE_SURROGATE = "\udc80"
 ESCAPED = b"caf\xe9".decode("utf-8", "surrogateescape")
 T0 = datetime(2026, 6, 7, 9, 30, tzinfo=UTC)
-
-
-def snapshot(backend: StorageBackend) -> dict[str, Any]:
-    """Everything the backend holds, as plain data."""
-    return {
-        "sessions": [s.model_dump() for s in backend.list_sessions()],
-        "moments": [m.model_dump() for m in backend.list_moments()],
-        "concepts": [c.model_dump() for c in backend.list_concepts()],
-        "counters": backend.counters(),
-        "count_sessions": backend.count_sessions(),
-        "count_moments": backend.count_moments(),
-    }
 
 
 @pytest.fixture

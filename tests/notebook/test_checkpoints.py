@@ -28,7 +28,7 @@ from agent_notebook.chat import build_chat_graph
 from agent_notebook.chat.compaction import message_tokens
 from agent_notebook.config import ChatSettings
 from agent_notebook.notebook.checkpoints import NOTHING_NEW, import_checkpoints
-from chat_models import RecordingModel
+from tests.support.chat_models import RecordingModel
 
 TRIP = "on-trip"
 BUDGET = 400  # live tokens: far less than the imported thread holds

@@ -43,7 +43,7 @@ from agent_notebook.privacy.tokens import ensure_owner_token
 from agent_notebook.server import ServerSettings, create_app
 from agent_notebook.server.mcp_tools import build_mcp
 from agent_notebook.storage import MemoryBackend, SqliteBackend
-from test_bad_input import snapshot
+from tests.support.snapshots import snapshot
 
 #: 2^63, one past SQLite's largest INTEGER: it overflowed there before.
 PAST = f"m_{MAX_ID_NUMBER + 1}"

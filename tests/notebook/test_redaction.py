@@ -20,14 +20,14 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
 
-import pg
 from agent_notebook import Notebook
 from agent_notebook import config as cfg
 from agent_notebook.chat import build_chat_graph
 from agent_notebook.core.lexical import stem
 from agent_notebook.errors import InvalidId, InvalidInput, NotFound
 from agent_notebook.storage import MemoryBackend
-from clirun import text_cli
+from tests.support import pg
+from tests.support.clirun import text_cli
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 BIN = Path(sys.executable).parent

@@ -18,7 +18,6 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 
-import pg
 from agent_notebook import Notebook
 from agent_notebook import config as cfg
 from agent_notebook.chat import build_chat_graph
@@ -35,9 +34,10 @@ from agent_notebook.errors import StorageError
 from agent_notebook.langgraph.checkpoint.postgres import reseal_checkpoints
 from agent_notebook.langgraph.store.postgres import open_pool
 from agent_notebook.storage.postgres import PostgresBackend
-from clirun import as_text, run
-from test_postgres_privacy import database_files
-from test_postgres_vectors import fake_embedder
+from tests.support import pg
+from tests.support.clirun import as_text, run
+from tests.support.embedders import fake_embedder
+from tests.support.pg_files import database_files
 
 KEY_ENV = "AGENT_NOTEBOOK_KEY"
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

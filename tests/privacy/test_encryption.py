@@ -28,7 +28,7 @@ from agent_notebook.core.crypto import (
 )
 from agent_notebook.errors import InvalidInput
 from agent_notebook.storage import SqliteBackend
-from clirun import as_text, run
+from tests.support.clirun import as_text, run
 
 KEY_ENV = "AGENT_NOTEBOOK_KEY"
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

@@ -20,7 +20,7 @@ from agent_notebook import Notebook
 from agent_notebook.config import NotebookConfig, write_config
 from agent_notebook.core.files import ensure_private_dir
 from agent_notebook.privacy.permissions import check_home, check_top, fix_command, fix_home
-from clirun import cli
+from tests.support.clirun import cli
 
 T0 = datetime(2026, 6, 7, 9, 30, tzinfo=UTC)
 LOGGER = "agent_notebook.privacy.permissions"

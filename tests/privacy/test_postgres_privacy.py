@@ -8,7 +8,6 @@ right to read it (root, or the postgres user); elsewhere it skips, saying why.""
 
 from __future__ import annotations
 
-import os
 import threading
 import uuid
 from collections.abc import Iterator
@@ -19,11 +18,12 @@ from typing import Any
 
 import pytest
 
-import pg
 from agent_notebook import Notebook
 from agent_notebook.core.crypto import generate_key, write_key_file
 from agent_notebook.core.lexical import stem
-from waiting import HANG_GUARD_S
+from tests.support import pg
+from tests.support.pg_files import database_files
+from tests.support.waiting import HANG_GUARD_S
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -33,37 +33,6 @@ def _words() -> tuple[str, str, str]:
     tag = uuid.uuid4().hex[:6]
     letters = "".join(chr(ord("a") + int(c, 16)) for c in tag)
     return f"zebraquartz{letters}", f"marmalade{letters}", f"sunflowerkite{letters}"
-
-
-def database_files(url: str) -> tuple[list[Path], list[Path]]:
-    """Every file of ``url``'s database after a ``CHECKPOINT`` (which writes what the
-    buffers hold), and those of the schema's tables, their TOAST tables and indexes."""
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("CHECKPOINT")
-        data_dir = Path(str(conn.execute("SHOW data_directory").fetchone()[0]))  # type: ignore[index]
-        relations = conn.execute(
-            "SELECT pg_relation_filepath(c.oid) FROM pg_class c "
-            "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'i') "
-            "UNION SELECT pg_relation_filepath(t.oid) FROM pg_class c "
-            "JOIN pg_class t ON t.oid = c.reltoastrelid "
-            "WHERE c.relnamespace = current_schema()::regnamespace "
-            "UNION SELECT pg_relation_filepath(i.indexrelid) FROM pg_class c "
-            "JOIN pg_index i ON i.indrelid = c.reltoastrelid "
-            "WHERE c.relnamespace = current_schema()::regnamespace"
-        ).fetchall()
-        database = conn.execute(
-            "SELECT oid FROM pg_database WHERE datname = current_database()"
-        ).fetchone()
-    assert database is not None
-    folder = data_dir / "base" / str(database[0])
-    if not os.access(folder, os.R_OK | os.X_OK):
-        pytest.skip(f"cannot read the database's files in {folder}: run as root or postgres")
-    every = sorted(p for p in folder.iterdir() if p.is_file())
-    tables = [data_dir / path for (path,) in relations if path is not None]
-    assert {p.name for p in tables} <= {p.name for p in every}, "a table's file is elsewhere"
-    return every, tables
 
 
 def holding(files: list[Path], word: str) -> list[str]:

@@ -24,11 +24,12 @@ from pathlib import Path
 import pytest
 
 from agent_notebook import Notebook
-from waiting import HANG_GUARD_S, wait_until
+from tests.support import ROOT
+from tests.support.waiting import HANG_GUARD_S, wait_until
 
 pytestmark = pytest.mark.slow
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(ROOT / "src")
 
 #: Reads "HOME RUN OUT ERR" lines; forks a child for each that records into HOME, writing
 #: each committed id to OUT (one write per line, so a kill leaves whole lines), and answers

@@ -17,9 +17,9 @@ from collections import Counter
 import httpx
 import pytest
 
-import pg
-from test_postgres_servers import PgServer, assert_each_acknowledged_write_once, cli
-from waiting import HANG_GUARD_S, wait_until
+from tests.support import pg
+from tests.support.pg_servers import PgServer, assert_each_acknowledged_write_once, cli
+from tests.support.waiting import HANG_GUARD_S, wait_until
 
 PG_EXCLUSIVE = True
 SERVERS = 4

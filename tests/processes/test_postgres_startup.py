@@ -16,10 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-import pg
-from test_postgres_servers import cli
-from test_server import ENV, PORT_TRIES, free_port
-from waiting import HANG_GUARD_S, wait_until
+from tests.support import pg
+from tests.support.pg_servers import cli
+from tests.support.server import ENV, PORT_TRIES, free_port
+from tests.support.waiting import HANG_GUARD_S, wait_until
 
 SERVERS = 4
 ROUNDS = 3

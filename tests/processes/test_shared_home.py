@@ -7,23 +7,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from agent_notebook import Notebook
-from shared_run import Run
-from sqlite_locks import assert_holds_its_locks
-from test_server import ENV, Server
-from waiting import HANG_GUARD_S
-
-
-def cli(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "agent_notebook", *args, "--home", str(home)]
-    return subprocess.run(
-        command, env=ENV, input=stdin, capture_output=True, text=True, timeout=HANG_GUARD_S
-    )
+from tests.support.server import Server
+from tests.support.shared_run import Run, cli
+from tests.support.sqlite_locks import assert_holds_its_locks
 
 
 def integrity(database: Path) -> str:
@@ -116,7 +107,7 @@ def test_serve_and_an_mcp_client_on_one_home(tmp_path: Path) -> None:
     """``agent-notebook mcp`` (stdio) beside ``serve``: the MCP process opens the home with
     its LangGraph store as the server does; the server keeps its locks and both see every
     write."""
-    from test_mcp import over_stdio, text_of
+    from tests.support.mcp_stdio import over_stdio, text_of
 
     home = tmp_path / "home"
     server = Server(home, tmp_path / "server.log")

@@ -16,8 +16,8 @@ import pytest
 import typer
 
 from agent_notebook.cli import app
-from docs_text import DOCS, ROOT, blocks, read
-from waiting import HANG_GUARD_S, wait_until
+from tests.support.docs_text import DOCS, ROOT, blocks, read
+from tests.support.waiting import HANG_GUARD_S, wait_until
 
 README = read("README.md")
 BIN = Path(sys.executable).parent

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT
+
 BIN = Path(sys.executable).parent
 
 
@@ -96,7 +97,7 @@ def test_no_test_compares_elapsed_time() -> None:
     }
     assert not found, (
         "a test compares elapsed time (fails on a loaded machine; measure speed in bench/, "
-        f"wait with tests/waiting.py): {sorted(found)}"
+        f"wait with tests/support/waiting.py): {sorted(found)}"
     )
 
 
@@ -131,3 +132,50 @@ CHECK = "assert"
 )
 def test_the_elapsed_time_check_finds_clock_comparisons(source: str, lines: list[int]) -> None:
     assert elapsed_time_comparisons(source) == lines
+
+
+def _is_test_module(dotted: str) -> bool:
+    last = dotted.rsplit(".", 1)[-1]
+    return last.startswith("test_") or last == "conftest"
+
+
+def imported_test_modules(source: str) -> list[str]:
+    """The test modules (``test_*``, ``conftest``) that ``source`` imports, by any form of
+    import (``import test_x``, ``from test_x import y``, ``from tests.server import test_x``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        found += [name for name in names if _is_test_module(name)]
+    return found
+
+
+def test_no_test_imports_another_test_file() -> None:
+    """What tests share lives in tests/support/ (a test file imported by another runs its
+    module-level code twice, under two names, and ties the two files' layouts together)."""
+    found = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for name in imported_test_modules(path.read_text(encoding="utf-8"))
+    }
+    assert not found, f"move what these share to tests/support/: {sorted(found)}"
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        ("from test_server import Server\n", ["test_server"]),
+        ("import test_mcp\n", ["test_mcp"]),
+        ("from tests.server import test_server\n", ["tests.server.test_server"]),
+        ("from tests.server.test_server import Server\n", ["tests.server.test_server"]),
+        ("def f():\n    from conftest import make_backend\n", ["conftest"]),
+        ("from tests.support.server import Server\nimport pytest\n", []),
+    ],
+    ids=["from-a-test", "import-a-test", "a-test-from-a-package", "dotted", "conftest", "support"],
+)
+def test_the_import_check_finds_test_modules(source: str, found: list[str]) -> None:
+    assert imported_test_modules(source) == found

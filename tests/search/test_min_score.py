@@ -16,7 +16,7 @@ from agent_notebook.cli import app
 from agent_notebook.errors import InvalidInput
 from agent_notebook.search.engine import content_words
 from agent_notebook.storage import SqliteBackend
-from clirun import cli_process
+from tests.support.clirun import cli_process
 
 FACTS = [
     "The door code is 4411, keep it private",

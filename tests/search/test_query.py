@@ -19,7 +19,7 @@ from agent_notebook.embed import MiniLmEmbedder, default_embedder
 from agent_notebook.errors import InvalidInput
 from agent_notebook.search.query import dialogue_context, speaker_turns
 from agent_notebook.storage import SqliteBackend
-from test_turn_path import QueryLog
+from tests.support.embedders import QueryLog
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 

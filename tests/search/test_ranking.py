@@ -18,7 +18,8 @@ from agent_notebook.core.lexical import terms, tokenize
 from agent_notebook.search.hybrid import Fused, cover_query, named_speakers, session_evidence
 from agent_notebook.search.query import dialogue_words, latest_turns, query_dates
 from agent_notebook.storage import MomentFilter, SqliteBackend
-from conftest import make_backend
+from tests.support import ROOT
+from tests.support.backends import make_backend
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday
 
@@ -98,7 +99,7 @@ def test_the_readme_example_puts_the_vegetarian_moments_first(tmp_path: Path) ->
 
     if default_embedder() is None:
         pytest.skip("the offline embedder is not installed")
-    trip = Path(__file__).resolve().parents[1] / "examples" / "trip.jsonl"
+    trip = ROOT / "examples" / "trip.jsonl"
     with Notebook(SqliteBackend(tmp_path / "trip.db")) as nb:
         nb.ingest(parse_file(trip))
         nb.reindex()
@@ -285,7 +286,7 @@ def test_explain_shows_what_query_coverage_did(lexical_nb: Notebook) -> None:
 def test_search_explain_on_the_command_line_shows_the_coverage_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from clirun import cli, cli_process, data
+    from tests.support.clirun import cli, cli_process, data
 
     home = tmp_path / "nb"
     no_embedder = {"AGENT_NOTEBOOK_EMBEDDER": "none"}

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from agent_notebook import Notebook
 from agent_notebook.errors import InvalidInput
 from agent_notebook.storage import MomentFilter, SqliteBackend
-from conftest import make_backend
-from waiting import HANG_GUARD_S
+from tests.support.backends import make_backend
+from tests.support.waiting import HANG_GUARD_S
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from agent_notebook.errors import CorruptFile, InvalidInput
 from agent_notebook.search import vectors as vectors_module
 from agent_notebook.search.vectors import VectorIndex
-from waiting import HANG_GUARD_S
+from tests.support.waiting import HANG_GUARD_S
 
 DIM = 64
 MODEL = "test-model"

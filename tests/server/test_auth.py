@@ -30,8 +30,8 @@ from agent_notebook.privacy.tokens import (
     read_owner_token,
 )
 from agent_notebook.server.settings import body_limit_for
-from clirun import text_cli
-from test_server import Server, assert_error
+from tests.support.clirun import text_cli
+from tests.support.server import Server, assert_error
 
 GUEST_WORDS = ("GET /api/slice", "write-back", "/mcp-guest/")
 

@@ -7,34 +7,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
 
 import anyio
 import httpx
-import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from agent_notebook.config import DEFAULT_MAX_TEXT_BYTES
 from agent_notebook.notebook.facade import MAX_QUERY_CHARS
-from clirun import text_cli
-from test_server import Server, assert_error, new_session
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    root = tmp_path_factory.mktemp("edges")
-    running = Server(root / "home", root / "server.log")
-    yield running
-    running.stop()
-
-
-@pytest.fixture
-def api(server: Server) -> Iterator[httpx.Client]:
-    with server.client() as client:
-        yield client
+from tests.support.clirun import text_cli
+from tests.support.server import Server, assert_error, new_session
 
 
 def assert_page_error(answer: httpx.Response, status: int, *words: str) -> str:

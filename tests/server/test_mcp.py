@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import ClientSession
 from mcp.types import CallToolResult, TextContent
 
 from agent_notebook.server.mcp_tools import build_mcp
 from agent_notebook.session.sections import SECTION_NAMES
+from tests.support.mcp_stdio import over_stdio, text_of
 
 GUEST_TOOLS = {"slice", "write_back"}  # seed 002's guest: its slice, its write-back
 OWNER_TOOLS = GUEST_TOOLS | {
@@ -25,27 +21,6 @@ OWNER_TOOLS = GUEST_TOOLS | {
     "record",
     "update_section",
 }
-
-
-def over_stdio(home: Path, work: Callable[[ClientSession], Awaitable[Any]], *extra: str) -> Any:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "agent_notebook", "mcp", "--home", str(home), *extra],
-        env={**os.environ, "AGENT_NOTEBOOK_EMBEDDER": "none"},
-    )
-
-    async def main() -> Any:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            return await work(session)
-
-    return anyio.run(main)
-
-
-def text_of(result: CallToolResult) -> str:
-    first = result.content[0]
-    assert isinstance(first, TextContent)
-    return first.text
 
 
 def test_owner_and_guest_tools_over_stdio(tmp_path: Path) -> None:

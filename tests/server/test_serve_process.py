@@ -15,8 +15,8 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from agent_notebook.privacy.tokens import OWNER_TOKEN_FILE, read_owner_token
-from docs_text import read
-from test_server import ENV, Server, assert_error
+from tests.support.docs_text import read
+from tests.support.server import ENV, Server, assert_error
 
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
-from test_media_moments import make_image
-from test_server import ENV, Server
-from web_browser import in_ci, ingest, launch, locomo_file, missing
+from tests.support.media import make_image
+from tests.support.server import ENV, Server
+from tests.support.web_browser import in_ci, ingest, launch, locomo_file, missing
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

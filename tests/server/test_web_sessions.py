@@ -5,21 +5,11 @@ sessions made with it. Over a real ``agent-notebook serve``."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from contextlib import closing
 
 import httpx
-import pytest
 
-from test_server import Server
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    root = tmp_path_factory.mktemp("web-sessions")
-    running = Server(root / "home", root / "server.log")
-    yield running
-    running.stop()
+from tests.support.server import Server
 
 
 def sign_in(url: str, token: str) -> tuple[httpx.Client, str]:

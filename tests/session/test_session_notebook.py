@@ -45,10 +45,11 @@ from agent_notebook.session import (
 )
 from agent_notebook.session.sections import SECTION_NAMES, parse, part, render_parts, template
 from agent_notebook.storage.base import MomentFilter
-from waiting import HANG_GUARD_S
+from tests.support import ROOT
+from tests.support.waiting import HANG_GUARD_S
 
-SEED_DIR = Path(__file__).resolve().parents[2] / "shared" / "seeds"
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SEED_DIR = ROOT.parent / "shared" / "seeds"
+SRC = str(ROOT / "src")
 
 # -- the seed's expectations, hard-coded (the seed file is not in every checkout) ------------
 

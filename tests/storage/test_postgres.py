@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-import pg
 from agent_notebook import Notebook
 from agent_notebook.errors import StorageError
 from agent_notebook.model import Moment, MomentContent, Session
@@ -22,17 +21,10 @@ from agent_notebook.storage import MomentFilter, SqliteBackend, StorageBackend, 
 from agent_notebook.storage.postgres import PostgresBackend
 from agent_notebook.storage.postgres import backend as pg_backend
 from agent_notebook.storage.sqlite import backend as sqlite_backend
-from clirun import cli
+from tests.support import pg
+from tests.support.clirun import cli
+from tests.support.locomo import LOCOMO_DEV
 
-#: The LoCoMo dev set beside the checkout (in ../shared, or ../../shared for a worktree).
-LOCOMO = next(
-    (
-        found
-        for up in Path(__file__).resolve().parents[1:3]
-        if (found := up.parent / "shared/data/locomo/locomo-dev.json").exists()
-    ),
-    Path("shared/data/locomo/locomo-dev.json"),
-)
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
@@ -128,10 +120,10 @@ def test_the_cost_budget_chooses_the_same_terms(
     sqlite.close()
 
 
-@pytest.mark.skipif(not LOCOMO.exists(), reason=f"{LOCOMO} is absent")
+@pytest.mark.skipif(not LOCOMO_DEV.exists(), reason=f"{LOCOMO_DEV} is absent")
 def test_locomo_questions_rank_as_on_sqlite(tmp_path: Path, postgres: PostgresBackend) -> None:
     """Every turn of two LoCoMo dev conversations, every question of them: same order."""
-    conversations = json.loads(LOCOMO.read_text())[:2]
+    conversations = json.loads(LOCOMO_DEV.read_text())[:2]
     sqlite = SqliteBackend(tmp_path / "notebook.db")
     moments: list[Moment] = []
     sids: list[str] = []

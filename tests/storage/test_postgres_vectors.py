@@ -16,29 +16,23 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from langchain_core.embeddings import DeterministicFakeEmbedding
 
-import pg
 from agent_notebook import Notebook
-from agent_notebook.embed import LangChainEmbedder
 from agent_notebook.model import moment_number
 from agent_notebook.search import semantic
 from agent_notebook.storage import StorageBackend
 from agent_notebook.storage.postgres import PostgresBackend
-from clirun import cli
+from tests.support import pg
+from tests.support.clirun import cli
+from tests.support.embedders import FAKE_DIM, fake_embedder
 
-DIM = 32
+DIM = FAKE_DIM
 WAIT = 60  # seconds; only ever reached when the test fails
 TEXTS = [
     "The red kite circled over the vineyard near Lyon",
     "Ana booked the 7:40 train to Marseille for Saturday",
     "The boiler in the cellar needs a new pressure valve",
 ]
-
-
-def fake_embedder() -> LangChainEmbedder:
-    """The same vector for the same text in every process: a moment's own text finds it."""
-    return LangChainEmbedder(DeterministicFakeEmbedding(size=DIM), "fake-32", dim=DIM)
 
 
 class CountingBackend(PostgresBackend):

@@ -21,7 +21,7 @@ from agent_notebook.model import Session
 from agent_notebook.notebook.facade import SESSION_ROW_LAG
 from agent_notebook.storage.base import MomentFilter
 from agent_notebook.storage.sqlite import SqliteBackend
-from test_sqlite_backend import SESSION, WHEN, moment  # one way to make a moment
+from tests.support.moments import SESSION, WHEN, moment  # one way to make a moment
 
 TEXTS = [
     "Booked the 09:04 TGV to Lyon Part-Dieu, seat 42, coach 7.",

@@ -14,21 +14,7 @@ from agent_notebook.model import Moment, Session
 from agent_notebook.storage.base import MomentFilter
 from agent_notebook.storage.sqlite import SqliteBackend, schema
 from agent_notebook.storage.sqlite import backend as sqlite_backend
-
-WHEN = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-SESSION = "s_2026-03-01_001"
-
-
-def moment(number: int, text: str, concepts: list[str]) -> Moment:
-    return Moment.model_validate(
-        {
-            "id": f"m_{number}",
-            "session": SESSION,
-            "timestamp": WHEN,
-            "content": {"text": text},
-            "metadata": {"concepts": concepts},
-        }
-    )
+from tests.support.moments import SESSION, WHEN, moment
 
 
 def open_with(tmp_path: Path) -> SqliteBackend:

@@ -26,8 +26,9 @@ from agent_notebook.errors import CorruptFile
 from agent_notebook.storage import YamlDirBackend
 from agent_notebook.storage.conformance import SID, make_entry, make_moment, make_session
 from agent_notebook.storage.journal import JOURNAL_FILE
+from tests.support import ROOT
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(ROOT / "src")
 BATCH = 300
 
 BATCH_CHILD = """

@@ -22,7 +22,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from waiting import HANG_GUARD_S
+from tests.support.waiting import HANG_GUARD_S
 
 PROGRAM = "agent-notebook"
 

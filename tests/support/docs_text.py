@@ -4,9 +4,9 @@ of docs/ (the rest), so a test finds the text it checks wherever it moved."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT
+
 #: Every page whose commands and examples run in the suite, the README first.
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 

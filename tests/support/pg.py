@@ -112,7 +112,7 @@ def drop_database() -> None:
 @contextmanager
 def sharing_the_server(exclusive: bool = False) -> Iterator[None]:
     """Hold the server shared (a test that uses it) or exclusively (one that restarts it)."""
-    from waiting import wait_until
+    from tests.support.waiting import wait_until
 
     def take(fd: int, kind: int) -> bool:
         try:
@@ -156,6 +156,6 @@ def restart_server() -> None:
             return False
         return True
 
-    from waiting import wait_until
+    from tests.support.waiting import wait_until
 
     wait_until(up, "PostgreSQL's restart")

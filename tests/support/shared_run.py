@@ -32,9 +32,9 @@ from pathlib import Path
 import httpx
 
 from agent_notebook import Notebook
-from sqlite_locks import assert_holds_its_locks
-from test_server import ENV, Server
-from waiting import HANG_GUARD_S, wait_until
+from tests.support.server import ENV, Server
+from tests.support.sqlite_locks import assert_holds_its_locks
+from tests.support.waiting import HANG_GUARD_S, wait_until
 
 #: Another process's acknowledged write must be found within this many searches 50 ms apart.
 FRESH_POLLS = 20
@@ -45,6 +45,14 @@ REQUEST_S = 60.0
 
 def token() -> str:
     return "tok" + uuid.uuid4().hex[:12]
+
+
+def cli(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``agent-notebook ARGS --home HOME`` as a real process (the home is shared with others)."""
+    command = [sys.executable, "-m", "agent_notebook", *args, "--home", str(home)]
+    return subprocess.run(
+        command, env=ENV, input=stdin, capture_output=True, text=True, timeout=HANG_GUARD_S
+    )
 
 
 @dataclass
@@ -113,12 +121,6 @@ class Run:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "agent_notebook", *args, "--home", str(self.home)]
-        return subprocess.run(
-            command, env=ENV, input=stdin, capture_output=True, text=True, timeout=HANG_GUARD_S
-        )
-
     def request(self, method: str, path: str, **kwargs: object) -> httpx.Response | None:
         """One request to whichever server runs now; None when none answered (down, or
         killed mid-request: not acknowledged). A 5xx outside a restart is a problem."""
@@ -176,11 +178,11 @@ class Run:
             if step % 4 == 1:
                 self.cli_record(sid, kill=step % 3 == 0)
             elif step % 4 == 2:
-                done = self.cli("stats")
+                done = cli(self.home, "stats")
                 if done.returncode != 0:
                     self.ledger.problem(f"cli stats: {done.stderr[-500:]}")
             elif step % 4 == 3:
-                done = self.cli("search", "writes", "--limit", "3")
+                done = cli(self.home, "search", "writes", "--limit", "3")
                 if done.returncode != 0:
                     self.ledger.problem(f"cli search: {done.stderr[-500:]}")
             else:
@@ -217,7 +219,7 @@ class Run:
         sid = self.sessions["http0"]
         with self.ledger.lock:
             before = {i for i, (_, who) in self.ledger.acked.items() if who == "http0"}
-        done = self.cli("moments", sid, "-f", "json", "--limit", "100000")
+        done = cli(self.home, "moments", sid, "-f", "json", "--limit", "100000")
         if done.returncode != 0:
             self.ledger.problem(f"cli moments: {done.stderr[-500:]}")
             return
@@ -343,7 +345,7 @@ class Run:
         self.chores_done.set()
 
     def compact(self) -> None:
-        done = self.cli("compact")
+        done = cli(self.home, "compact")
         if done.returncode != 0:
             self.ledger.problem(f"compact: {done.stderr[-500:]}")
 
@@ -356,7 +358,7 @@ class Run:
                     self.ledger.removed.add(victim)
                     break
             time.sleep(0.1)
-        done = self.cli("redact", victim, "--reason", "torture run")
+        done = cli(self.home, "redact", victim, "--reason", "torture run")
         if done.returncode != 0:
             self.ledger.problem(f"redact: {done.stderr[-500:]}")
             return
@@ -369,7 +371,7 @@ class Run:
         word = "zanzibarfjord"
         sid = self.sessions["cli"]
         drafts = [{"text": f"{word} notes {token()}", "concepts": [word]} for _ in range(2)]
-        done = self.cli("record", "--session", sid, "-f", "json", stdin=json.dumps(drafts))
+        done = cli(self.home, "record", "--session", sid, "-f", "json", stdin=json.dumps(drafts))
         if done.returncode != 0:
             self.ledger.problem(f"record before forget: {done.stderr[-500:]}")
             return
@@ -378,7 +380,7 @@ class Run:
             self.ledger.removed.update(ids)
         for moment, draft in zip(json.loads(done.stdout), drafts, strict=True):
             self.ledger.ack(moment["id"], draft["text"], "cli-forget")
-        forgot = self.cli("forget", word, "--reason", "torture run")
+        forgot = cli(self.home, "forget", word, "--reason", "torture run")
         if forgot.returncode != 0:
             self.ledger.problem(f"forget: {forgot.stderr[-500:]}")
 
@@ -386,7 +388,7 @@ class Run:
         with self.ledger.lock:
             before = set(self.ledger.acked) - self.ledger.removed
         target = self.home.parent / "export.db"
-        done = self.cli("export", str(target), "--to", "sqlite")
+        done = cli(self.home, "export", str(target), "--to", "sqlite")
         if done.returncode != 0:
             self.ledger.problem(f"export: {done.stderr[-500:]}")
             return
