@@ -1,6 +1,6 @@
-"""bench/shared_load.py's data-safety check: an acknowledged write counts as present only
-when exactly one moment of the run's sessions carries its marker, under the id it was given;
-a notebook that cannot be read back is a failure, not a crash."""
+"""bench/shared_load.py's data-safety check (bench/acks_check.py): an acknowledged write
+counts as present only when exactly one moment of the run's sessions carries its marker,
+under the id it was given; a notebook that cannot be read back is a failure, not a crash."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from tests.support import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
-from shared_load import Acks, check, read_back
+from acks_check import Acks, check, read_back
 
 
 def acked(*writes: tuple[str, str]) -> Acks:

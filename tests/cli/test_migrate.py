@@ -1,5 +1,5 @@
 """``agent-notebook migrate`` (issue 18, item 5) and export/import both ways between SQLite
-and PostgreSQL, on the real server (tests/pg.py).
+and PostgreSQL, on the real server (tests/support/pg.py).
 
 The LoCoMo checks: the whole dev set (2,760 turns, 500 of its questions) in lexical mode, and the
 first two conversations (788 turns) in both modes: embedding the whole set takes minutes on

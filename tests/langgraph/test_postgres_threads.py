@@ -177,7 +177,7 @@ def test_redact_removes_the_text_from_checkpoint_and_store_rows(
 
 def test_a_store_index_config_is_honoured(tmp_path: Path) -> None:
     """No pgvector needed: an app's own ``index`` config (LangGraph's) embeds and ranks
-    (the rest of the semantic store: test_postgres_store_index.py)."""
+    (the rest of the semantic store: test_store_index.py)."""
     url = pg.url_with_schema(tmp_path)
     (tmp_path / "home").mkdir(mode=0o700)
 

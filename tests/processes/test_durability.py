@@ -100,7 +100,7 @@ def _env() -> dict[str, str]:
     env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     # These children test the records; embedding (derived, with its own SIGKILL test in
-    # test_retrieval.py) would only load a model into each of them.
+    # search/test_retrieval.py) would only load a model into each of them.
     env["AGENT_NOTEBOOK_EMBEDDER"] = "none"
     return env
 
