@@ -29,7 +29,7 @@ SHOWN_NOT_RUN = {
     ".venv/bin/python -m pytest\n": "the Quickstart's test command: what CI runs (.ci/run)",
     "pip install 'agent-notebook[postgres]'": "installs a package and needs a PostgreSQL server",
     "bench/record_latency.py": "the benchmarks take minutes each; bench/ measures speed",
-    "-n 0 tests/test_cli.py": "the suite and its tooling: the suite itself",
+    "-n 0 tests/cli/test_cli.py": "the suite and its tooling: the suite itself",
 }
 
 
