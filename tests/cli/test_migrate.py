@@ -71,6 +71,7 @@ def _migrated(tmp_path: Path, data: list[Any], *, embed: bool) -> tuple[Path, st
     return home, url
 
 
+@pytest.mark.slow
 def test_migrate_of_the_locomo_dev_set_gives_identical_lexical_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -112,6 +113,7 @@ def same_but_for_ties(got: list[SearchHit], want: list[SearchHit]) -> bool:
     return len(ids) == len(wanted)
 
 
+@pytest.mark.slow
 def test_migrate_of_locomo_gives_identical_search_results(tmp_path: Path) -> None:
     data = json.loads(locomo_file().read_text(encoding="utf-8"))[:CONVERSATIONS]
     questions = [qa["question"] for conv in data for qa in conv["qa"][:QUESTIONS_PER_CONVERSATION]]

@@ -40,6 +40,7 @@ def notebooks(
     yield from notebook_supply(tmp_path, lambda home: open_notebook(home, encrypted=encrypted))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("api", ["async", "sync"])
 def test_the_default_checkpointer_passes_langgraph_conformance_in_full(
     notebooks: Iterator[Notebook], api: str, request: pytest.FixtureRequest

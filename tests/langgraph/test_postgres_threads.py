@@ -75,6 +75,7 @@ def notebooks(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("api", ["async", "sync"])
 def test_the_postgres_checkpointer_passes_langgraph_conformance_in_full(
     notebooks: Iterator[Notebook], api: str, request: pytest.FixtureRequest

@@ -25,6 +25,8 @@ from tests.support.pg_servers import PgServer, assert_each_acknowledged_write_on
 from tests.support.server import ENV
 from tests.support.waiting import HANG_GUARD_S, wait_until
 
+#: Slow as a whole: its tests share four servers (a module fixture), kept together.
+pytestmark = pytest.mark.slow
 SERVERS = 4
 CLIENTS = 8
 WRITES_PER_CLIENT = 25

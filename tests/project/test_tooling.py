@@ -19,7 +19,12 @@ BIN = Path(sys.executable).parent
 
 @pytest.mark.parametrize(
     "command",
-    [["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"], ["lint-imports"]],
+    [
+        ["ruff", "check", "."],
+        ["ruff", "format", "--check", "."],
+        pytest.param(["mypy"], marks=pytest.mark.slow),  # a minute without its cache
+        ["lint-imports"],
+    ],
     ids=["ruff-check", "ruff-format", "mypy", "import-layers"],
 )
 def test_tool_passes(command: list[str]) -> None:

@@ -23,6 +23,11 @@ THREAD = "t-web"
 SECTION = "Current State"
 
 
+#: Slow as a whole: its tests share an ingested notebook's server and a browser (module
+#: fixtures), kept together.
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("web")

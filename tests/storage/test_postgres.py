@@ -120,6 +120,7 @@ def test_the_cost_budget_chooses_the_same_terms(
     sqlite.close()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not LOCOMO_DEV.exists(), reason=f"{LOCOMO_DEV} is absent")
 def test_locomo_questions_rank_as_on_sqlite(tmp_path: Path, postgres: PostgresBackend) -> None:
     """Every turn of two LoCoMo dev conversations, every question of them: same order."""

@@ -112,6 +112,7 @@ def _check_all_or_none(home: Path, sid: str) -> int:
     return len(moments) // BATCH
 
 
+@pytest.mark.slow
 def test_sigkill_inside_record_many_leaves_all_or_none(tmp_path: Path) -> None:
     script = tmp_path / "batch_child.py"
     script.write_text(BATCH_CHILD, encoding="utf-8")

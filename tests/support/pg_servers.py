@@ -1,6 +1,6 @@
-"""``agent-notebook serve`` processes over one PostgreSQL notebook, each with a home of its own (as
-on a machine of its own), the CLI on that notebook, and the check that every acknowledged write
-is stored once."""
+"""``agent-notebook serve`` processes over one PostgreSQL notebook, each with a home of its
+own (as on a machine of its own), the CLI on that notebook, and the check that every
+acknowledged write is stored once."""
 
 from __future__ import annotations
 
