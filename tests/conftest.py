@@ -25,9 +25,15 @@ settings.load_profile("suite")
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slow tests first (in their order), so that on a few cores they overlap the many
-    quick ones rather than run alone at the end; the PostgreSQL restart test among them
-    then finds no other PostgreSQL test to wait for."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    quick ones rather than run alone at the end; first of all those of a module that has
+    the PostgreSQL server alone (``PG_EXCLUSIVE``: it restarts it), which then finds no
+    other PostgreSQL test to wait for."""
+
+    def order(item: pytest.Item) -> tuple[bool, bool]:
+        exclusive = getattr(getattr(item, "module", None), "PG_EXCLUSIVE", False)
+        return not exclusive, item.get_closest_marker("slow") is None
+
+    items.sort(key=order)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
