@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agent_notebook import Notebook
 
 #: Top-level packages a light command must not import.
@@ -46,6 +48,7 @@ with open(sys.argv[1], "w") as out:
 """
 
 
+@pytest.mark.slow
 def test_reading_commands_load_nothing_heavy(tmp_path: Path) -> None:
     home = tmp_path / "nb"
     # The default embedder setting: a search that asked for vectors would load the model.

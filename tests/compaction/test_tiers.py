@@ -304,6 +304,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory, kind: str) -> tuple[Path, o
     return _seeds[kind]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", PERSISTENT)
 # Steps 1-15 write the dailies; then per weekly (16-60) and per monthly (61-72) rollup: the
 # rollup (16, 61), its archive file (17, 62), the archive index and removal (18, 63).

@@ -56,6 +56,7 @@ def test_a_word_most_moments_have_weighs_as_little_as_in_fts5(kind: str, tmp_pat
             nb.close()
 
 
+@pytest.mark.slow
 def test_the_lexical_top_10_of_memory_and_sqlite_agree_on_a_locomo_conversation(
     tmp_path: Path,
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +12,7 @@ from agent_notebook.core.yamlcodec import dump_index
 concept_names = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.dictionaries(concept_names, st.integers(1, 10**6), max_size=5),

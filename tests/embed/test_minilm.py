@@ -54,6 +54,7 @@ def test_shapes_dtype_and_norms(minilm: MiniLmEmbedder) -> None:
     assert abs(float(np.linalg.norm(query)) - 1.0) < 1e-5
 
 
+@pytest.mark.slow
 def test_batches_sorted_by_length_keep_the_input_order(minilm: MiniLmEmbedder) -> None:
     rng = random.Random(3)
     words = ["train", "Lyon", "June", "password", "cat", "window", "river", "budget", "doctor"]

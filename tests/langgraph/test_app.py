@@ -295,6 +295,7 @@ def test_chat_settings_keep_every_checkpoint_by_default() -> None:
     assert ChatSettings().keep_checkpoints is None
 
 
+@pytest.mark.slow
 @BACKENDS
 def test_redaction_reaches_the_store_and_its_vectors(nb: Notebook) -> None:
     secret = "The safe's code is 4417, behind the Vermeer print in the hall."

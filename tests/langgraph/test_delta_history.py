@@ -79,6 +79,7 @@ def test_the_whole_list_is_stored_once_each_snapshot_interval(conn: sqlite3.Conn
     assert lengths[-1] == 2 * turns
 
 
+@pytest.mark.slow
 def test_history_time_travel_and_forks_read_the_exact_lists(conn: sqlite3.Connection) -> None:
     graph = chat_graph(NotebookSaver(conn))
     run(graph, range(60))
@@ -100,6 +101,7 @@ def test_history_time_travel_and_forks_read_the_exact_lists(conn: sqlite3.Connec
     assert shape(graph.get_state(ends[0].config).values["messages"]) == expected(60)
 
 
+@pytest.mark.slow
 def test_prune_keep_latest_and_keep_n_keep_reads_correct(conn: sqlite3.Connection) -> None:
     saver = NotebookSaver(conn)
     graph = chat_graph(saver)

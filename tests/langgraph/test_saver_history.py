@@ -51,6 +51,7 @@ def saver(backend: Any) -> Any:
     return backend.saver()
 
 
+@pytest.mark.slow
 def test_turns_reuse_the_kept_value_and_read_exactly(
     saver: Any, backend: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
