@@ -1,6 +1,6 @@
-"""The labelled cases of the fact rules (tests/facts_cases.yaml), run and scored: per kind
+"""The labelled cases of the fact rules (tests/facts/cases.yaml), run and scored: per kind
 of finding, true positives, false positives and misses, and what each case got wrong.
-Shared by bench/facts_beam.py and tests/test_facts_rules.py."""
+Shared by bench/facts_beam.py and tests/facts/test_rules.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import yaml
 
 from agent_notebook.facts import FactEngine, Findings, Statement
 
-CASES = Path(__file__).resolve().parent.parent / "tests" / "facts_cases.yaml"
+CASES = Path(__file__).resolve().parent.parent / "tests" / "facts" / "cases.yaml"
 START = datetime(2026, 6, 1, 10, 0, tzinfo=UTC)  # a Monday
 KINDS = (
     "decisions",

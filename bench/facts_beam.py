@@ -1,6 +1,6 @@
 """What the fact rules find, measured (issue 30).
 
-1. The labelled cases (tests/facts_cases.yaml): precision and recall per kind of finding
+1. The labelled cases (tests/facts/cases.yaml): precision and recall per kind of finding
    (decisions, pending items, closures, repeats, supersession, contradictions, expiry).
 2. BEAM's development chats (../shared/data/beam/100K, skipped when absent), every message
    fed to the engine in order, no vectors unless ``--vectors``:

@@ -26,9 +26,10 @@ import httpx
 from _common import SAMPLE_TEXTS, percentile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from web_browser import launch, missing
+
 from agent_notebook import Notebook
 from agent_notebook.privacy.tokens import read_owner_token
-from web_browser import launch, missing
 
 BATCH = 1000
 TARGET_MS = 300.0

@@ -20,16 +20,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # the suite's helpers: tests.support
 
-import pg  # noqa: E402
-from test_postgres_servers import cli  # noqa: E402
-from test_postgres_startup import (  # noqa: E402
+from tests.processes.test_postgres_startup import (  # noqa: E402
     SERVERS,
     owner_token,
     start_together,
     write_at_once,
 )
+from tests.support import pg  # noqa: E402
+from tests.support.pg_servers import cli  # noqa: E402
 
 
 def one_round(root: Path, kind: str, deadline: float) -> tuple[str, float, float]:

@@ -16,12 +16,11 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # the suite's helpers: tests.support
 
 from PIL import Image  # noqa: E402
-
-from test_server import ENV, Server  # noqa: E402
-from web_browser import ingest, launch, locomo_file, missing  # noqa: E402
+from tests.support.server import ENV, Server  # noqa: E402
+from tests.support.web_browser import ingest, launch, locomo_file, missing  # noqa: E402
 
 OUT = ROOT / "docs"
 SHOTS = {

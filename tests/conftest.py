@@ -9,36 +9,31 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-import pg
 from agent_notebook import Notebook
-from agent_notebook.core.crypto import Cipher, generate_key
-from agent_notebook.storage import MemoryBackend, SqliteBackend, StorageBackend, YamlDirBackend
+from agent_notebook.storage import StorageBackend
+from tests.support import pg
+from tests.support.backends import BACKENDS, make_backend
+
+#: The ``server`` and ``api`` fixtures (a real ``agent-notebook serve``) for any test module.
+pytest_plugins = ["tests.support.server"]
 
 # No example fails for taking long (Hypothesis' default deadline is 200 ms): a loaded machine
 # is slow, not wrong, and no test asserts on elapsed time.
 settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
 
-#: ``*-sealed``: encryption at rest on, under one key for the session. ``postgres*`` run on
-#: a real server (see ``pg``), each test in a schema of its own.
-BACKENDS = [
-    "memory",
-    "sqlite-memory",
-    "sqlite-file",
-    "yaml",
-    "sqlite-sealed",
-    "yaml-sealed",
-    "postgres",
-    "postgres-sealed",
-]
-SEALED_KEY = generate_key()
-
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slow tests first (in their order), so that on a few cores they overlap the many
-    quick ones rather than run alone at the end; the PostgreSQL restart test among them
-    then finds no other PostgreSQL test to wait for."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    quick ones rather than run alone at the end; first of all those of a module that has
+    the PostgreSQL server alone (``PG_EXCLUSIVE``: it restarts it), which then finds no
+    other PostgreSQL test to wait for."""
+
+    def order(item: pytest.Item) -> tuple[bool, bool]:
+        exclusive = getattr(getattr(item, "module", None), "PG_EXCLUSIVE", False)
+        return not exclusive, item.get_closest_marker("slow") is None
+
+    items.sort(key=order)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -74,27 +69,6 @@ def _postgres_test_guard(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     with pg.sharing_the_server():
         yield
-
-
-def make_backend(kind: str, root: Path) -> StorageBackend:
-    if kind.startswith("postgres"):
-        from agent_notebook.storage.postgres import PostgresBackend
-
-        cipher = Cipher(SEALED_KEY) if kind == "postgres-sealed" else None
-        return PostgresBackend(pg.database_url(), schema_name=pg.schema_for(root), cipher=cipher)
-    if kind == "memory":
-        return MemoryBackend()
-    if kind == "sqlite-memory":
-        return SqliteBackend(":memory:")
-    if kind == "sqlite-file":
-        return SqliteBackend(root / "notebook.db")
-    if kind == "yaml":
-        return YamlDirBackend(root / "yaml")
-    if kind == "sqlite-sealed":
-        return SqliteBackend(root / "notebook.db", cipher=Cipher(SEALED_KEY))
-    if kind == "yaml-sealed":
-        return YamlDirBackend(root / "yaml", cipher=Cipher(SEALED_KEY))
-    raise ValueError(kind)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -11,7 +11,7 @@ Start with :class:`Notebook`::
 """
 
 # No ``from __future__ import annotations`` and no ``from typing import …``: every public name
-# bound here is part of the API and listed in ``__all__`` (tests/test_exported_members.py checks).
+# bound here is part of the API and listed in ``__all__`` (tests/project/test_exported_members.py checks).
 import typing as _typing
 
 from .errors import (

@@ -1,7 +1,7 @@
 """The CLI reference (docs/cli-reference.md), generated from the commands' own help.
 
 ``python -m agent_notebook.cli.reference > docs/cli-reference.md`` writes it again;
-``tests/test_docs.py`` fails while the file differs from what this prints.
+``tests/project/test_docs.py`` fails while the file differs from what this prints.
 """
 
 from __future__ import annotations

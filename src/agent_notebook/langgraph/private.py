@@ -3,7 +3,7 @@
 LangGraph may move or change a private name in any release. Each one below is kept for a
 gain (measured by ``bench/langgraph_private.py`` where it is speed or size; figures below
 from one run on a loaded machine: compare within a run), and
-``tests/test_langgraph_private.py`` checks each (its module, its signature or attributes)
+``tests/langgraph/test_private.py`` checks each (its module, its signature or attributes)
 against the installed LangGraph, naming the symbol and the version when one moved. No other
 module imports a private LangGraph name (that test checks it too).
 

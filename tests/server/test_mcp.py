@@ -1,0 +1,101 @@
+"""The MCP tools through a real MCP client session over stdio (``agent-notebook mcp``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from mcp import ClientSession
+from mcp.types import CallToolResult, TextContent
+
+from agent_notebook.server.mcp_tools import build_mcp
+from agent_notebook.session.sections import SECTION_NAMES
+from tests.support.mcp_stdio import over_stdio, text_of
+
+GUEST_TOOLS = {"slice", "write_back"}  # seed 002's guest: its slice, its write-back
+OWNER_TOOLS = GUEST_TOOLS | {
+    "search",
+    "read_session",
+    "read_notebook_section",
+    "record",
+    "update_section",
+}
+
+
+def test_owner_and_guest_tools_over_stdio(tmp_path: Path) -> None:
+    async def work(session: ClientSession) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        tools = (await session.list_tools()).tools
+        seen["tools"] = {t.name: t.description or "" for t in tools}
+        recorded = await session.call_tool(
+            "record", {"text": "Ana booked the 09:04 train to Lyon for 7 June", "task": "Trip"}
+        )
+        assert not recorded.isError, recorded.content
+        seen["recorded"] = json.loads(text_of(recorded))
+        session_id = seen["recorded"]["session"]
+        found = await session.call_tool("search", {"query": "train to Lyon"})
+        seen["found"] = [json.loads(c.text) for c in found.content if isinstance(c, TextContent)]
+        seen["slice"] = text_of(await session.call_tool("slice", {"query": "Lyon train"}))
+        back = await session.call_tool(
+            "write_back",
+            {
+                "guest": "planner",
+                "session_id": session_id,
+                "kind": "pending",
+                "text": "Book a hotel",
+            },
+        )
+        assert not back.isError, back.content
+        read = await session.call_tool("read_session", {"session_id": session_id})
+        seen["session"] = json.loads(text_of(read))
+        updated = await session.call_tool(
+            "update_section",
+            {"thread_id": "trip", "section": "Current State", "content": "Hotel still open"},
+        )
+        seen["updated"] = text_of(updated)
+        section = await session.call_tool(
+            "read_notebook_section", {"thread_id": "trip", "section": "Current State"}
+        )
+        seen["section"] = text_of(section)
+        seen["unknown"] = await session.call_tool("read_session", {"session_id": "s_bad"})
+        seen["bad_section"] = await session.call_tool(
+            "read_notebook_section", {"thread_id": "trip", "section": "Mood"}
+        )
+        return seen
+
+    seen = over_stdio(tmp_path / "home", work)
+    assert set(seen["tools"]) == OWNER_TOOLS
+    assert all(len(doc) > 80 for doc in seen["tools"].values())  # written for a model
+    moment_id = seen["recorded"]["id"]
+    assert seen["found"][0]["id"] == moment_id and "Lyon" in seen["found"][0]["text"]
+    assert f"moment:{moment_id}" in seen["slice"]
+    assert [p["what"] for p in seen["session"]["pending"]] == ["Book a hotel"]
+    assert seen["session"]["decisions"][-1]["who"] == "guest:planner"
+    assert seen["updated"] == seen["section"] == "Hotel still open"
+    for failed, hint in ((seen["unknown"], "invalid session id"), (seen["bad_section"], "Mood")):
+        assert failed.isError
+        assert hint in text_of(failed) and "To recover:" in text_of(failed)
+
+
+def test_guest_server_has_only_guest_tools_and_its_writes_are_audited(tmp_path: Path) -> None:
+    async def work(session: ClientSession) -> tuple[set[str], CallToolResult]:
+        names = {t.name for t in (await session.list_tools()).tools}
+        missing = await session.call_tool(
+            "write_back",
+            {"guest": "g", "session_id": "s_2026-01-01_001", "kind": "decision", "text": "x"},
+        )
+        return names, missing
+
+    names, missing = over_stdio(tmp_path / "home", work, "--guest")
+    assert names == GUEST_TOOLS
+    assert missing.isError and "no session s_2026-01-01_001" in text_of(missing)
+    assert str(tmp_path) not in text_of(missing)  # a guest is not shown the server's disk
+
+
+def test_tool_docs_name_the_real_sections() -> None:
+    server = build_mcp(lambda: None, owner=True)  # type: ignore[arg-type, return-value]
+    docs = {t.name: t.description or "" for t in server._tool_manager.list_tools()}
+    for tool in ("read_notebook_section", "update_section"):
+        flat = " ".join(docs[tool].split())
+        assert all(name in flat for name in SECTION_NAMES), tool

@@ -1,0 +1,35 @@
+"""An MCP client session with ``agent-notebook mcp`` over stdio, as an agent's host runs it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.types import CallToolResult, TextContent
+
+
+def over_stdio(home: Path, work: Callable[[ClientSession], Awaitable[Any]], *extra: str) -> Any:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "agent_notebook", "mcp", "--home", str(home), *extra],
+        env={**os.environ, "AGENT_NOTEBOOK_EMBEDDER": "none"},
+    )
+
+    async def main() -> Any:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return await work(session)
+
+    return anyio.run(main)
+
+
+def text_of(result: CallToolResult) -> str:
+    first = result.content[0]
+    assert isinstance(first, TextContent)
+    return first.text
