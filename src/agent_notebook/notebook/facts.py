@@ -22,13 +22,16 @@ import threading
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from ..errors import NotebookError
-from ..facts import FactEngine, Findings, Statement
 from ..model import Decision, Moment, PendingItem, SearchHit, Session, fact_link, now_utc
 from ..storage import StorageBackend
+
+if TYPE_CHECKING:  # the rules load on the first record with facts on (~0.1 s of regexes)
+    from ..facts import FactEngine, Findings, Statement
 
 __all__ = [
     "FactKeeper",
@@ -54,6 +57,8 @@ class FactsApplied:
 
 
 def statement_of(moment: Moment) -> Statement:
+    from ..facts import Statement
+
     return Statement(moment.id, moment.content.text, moment.timestamp, moment.role, moment.speaker)
 
 
@@ -107,6 +112,8 @@ class FactKeeper:
         cached = self._engines.get(session_id)
         if cached is not None and earlier and cached[1] == earlier[-1].id:
             return cached[0]
+        from ..facts import FactEngine
+
         engine = FactEngine()
         for m in earlier:
             if m.content.text.strip() and m.redacted is None:
