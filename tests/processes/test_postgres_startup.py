@@ -185,6 +185,7 @@ def admin() -> Iterator[object]:
         pytest.param("setup", signal.SIGINT, id="setup-SIGINT"),
     ],
 )
+@pytest.mark.slow
 def test_a_server_stuck_in_start_up_stops_on_a_signal(
     tmp_path: Path, admin: object, stuck_in: str, sig: signal.Signals
 ) -> None:

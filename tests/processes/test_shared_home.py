@@ -62,6 +62,7 @@ def test_a_path_to_the_live_database_is_refused_not_opened(tmp_path: Path) -> No
         assert_holds_its_locks(os.getpid(), database, "the notebook, after the refusals")
 
 
+@pytest.mark.slow
 def test_serve_and_the_cli_on_one_home_lose_no_acknowledged_write(tmp_path: Path) -> None:
     """The documented way of working (docs/storage.md): ``serve`` and CLI commands on one home, alternately."""
     home = tmp_path / "home"
@@ -166,6 +167,7 @@ def rotate(home: Path, key_file: Path) -> subprocess.CompletedProcess[str]:
     return cli(home, "key", "rotate", "--new-key-file", str(key_file))
 
 
+@pytest.mark.slow
 def test_key_rotate_refuses_while_a_server_has_the_notebook_open(tmp_path: Path) -> None:
     """A server beside a rotation would go on sealing under the retired key: the rotation
     says so and changes nothing; with the server stopped it runs."""

@@ -221,6 +221,7 @@ def test_links_between_the_pages_lead_somewhere() -> None:
     range(len(blocks("python"))),
     ids=[f"{page}-{i}" for i, (page, _) in enumerate(blocks("python"))],
 )
+@pytest.mark.slow
 def test_python_examples_in_the_docs_run(index: int, tmp_path: Path) -> None:
     code = blocks("python")[index][1]
     # every /tmp home in an example gets a fresh one: a file left there by an earlier run

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -97,6 +98,7 @@ def test_serve_on_a_taken_port_fails_at_once_and_says_so(tmp_path: Path) -> None
     assert not home.exists()  # it failed before touching the notebook
 
 
+@pytest.mark.slow
 def test_the_docs_server_example_gives_up_when_its_port_is_taken(tmp_path: Path) -> None:
     """The LangGraph-over-HTTP example of docs/server.md, with its port taken: it stops with
     a message instead of waiting forever."""

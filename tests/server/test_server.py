@@ -301,6 +301,7 @@ def sse_events(body: str) -> list[tuple[str, str]]:
     return events
 
 
+@pytest.mark.slow
 def test_chat_over_http_continues_after_a_restart(tmp_path: Path) -> None:
     home, log = tmp_path / "home", tmp_path / "server.log"
     first = Server(home, log)
@@ -400,6 +401,7 @@ def schema_token() -> Iterator[str]:
     derandomize=True,
     suppress_health_check=list(HealthCheck),
 )
+@pytest.mark.slow
 def test_no_server_error_for_generated_input(case: Any, schema_token: str) -> None:
     response = case.call(headers={"Authorization": f"Bearer {schema_token}"})
     case.validate_response(response, checks=[not_a_server_error])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -61,6 +62,7 @@ def test_any_text_round_trips(
     assert expand(compress(text, sources), sources.get) == text
 
 
+@pytest.mark.slow
 def test_chat_cuts_do_not_store_the_conversation_twice(tmp_path: Path) -> None:
     """The deterministic updater's Worklog quotes every message; its cuts are references."""
     from langchain_core.language_models.fake_chat_models import FakeListChatModel

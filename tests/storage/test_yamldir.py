@@ -224,6 +224,7 @@ def _file_of(root: Path, record: Session | Moment) -> Path:
     return root / "sessions" / record.session / "moments" / f"{record.id}.yaml"
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(notebooks())
 def test_round_trip_through_a_new_instance_loses_nothing(
