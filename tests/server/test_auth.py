@@ -21,7 +21,7 @@ import httpx
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
 
 from agent_notebook.config import DEFAULT_MAX_TEXT_BYTES
 from agent_notebook.privacy.tokens import (
@@ -31,6 +31,7 @@ from agent_notebook.privacy.tokens import (
 )
 from agent_notebook.server.settings import body_limit_for
 from tests.support.clirun import text_cli
+from tests.support.mcp_stdio import text_of
 from tests.support.server import Server, assert_error
 
 GUEST_WORDS = ("GET /api/slice", "write-back", "/mcp-guest/")
@@ -227,12 +228,6 @@ def guest_mcp(owners: Owners, work: Callable[[ClientSession], Awaitable[Any]]) -
             return await work(session)
 
     return anyio.run(main)
-
-
-def text_of(result: CallToolResult) -> str:
-    first = result.content[0]
-    assert isinstance(first, TextContent)
-    return first.text
 
 
 def test_the_guest_mcp_answers_a_guest_token_and_the_owner_mcp_refuses_it(owners: Owners) -> None:
