@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
-from mcp import ClientSession
+from mcp import ClientSession, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
 from agent_notebook.server.mcp_tools import build_mcp
 from agent_notebook.session.sections import SECTION_NAMES
-from tests.support.mcp_stdio import over_stdio, text_of
+from tests.support.clirun import cli
+from tests.support.mcp_stdio import over_stdio, started, text_of
 
 GUEST_TOOLS = {"slice", "write_back"}  # seed 002's guest: its slice, its write-back
 OWNER_TOOLS = GUEST_TOOLS | {
@@ -99,3 +101,27 @@ def test_tool_docs_name_the_real_sections() -> None:
     for tool in ("read_notebook_section", "update_section"):
         flat = " ".join(docs[tool].split())
         assert all(name in flat for name in SECTION_NAMES), tool
+
+
+def test_print_config_gives_an_entry_that_starts_the_server_from_any_directory(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "nb"
+    assert cli(home, "init").returncode == 0
+    printed = cli(home, "mcp", "--print-config", "--guest")
+    assert printed.returncode == 0, printed.stderr.decode()
+    (entry,) = json.loads(printed.stdout)["mcpServers"].values()
+    assert Path(entry["command"]).is_absolute() and str(home) in entry["args"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    params = StdioServerParameters(
+        command=entry["command"],
+        args=entry["args"],
+        cwd=elsewhere,  # a client starts it from a directory of its own
+        env={**os.environ, "AGENT_NOTEBOOK_EMBEDDER": "none"},
+    )
+
+    async def work(session: ClientSession) -> set[str]:
+        return {t.name for t in (await session.list_tools()).tools}
+
+    assert started(params, work) == GUEST_TOOLS
