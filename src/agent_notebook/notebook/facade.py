@@ -305,7 +305,7 @@ class Notebook:
 
     def write_back(
         self,
-        guest: str,
+        guest: str | None,
         session_id: str,
         kind: WriteBackKind,
         text: str,
@@ -314,8 +314,8 @@ class Notebook:
         escalation_id: str | None = None,
     ) -> Decision:
         """A guest's one write: a decision, a new pending item, or the outcome of an
-        escalation; each is entered in the session's audit log under ``guest:<name>``.
-        Returns that audit entry."""
+        escalation; each is entered in the session's audit log under ``guest:<name>``
+        (``owner`` with no guest). Returns that audit entry."""
         return self._sessions.write_back(
             guest, session_id, kind, text, why=why, escalation_id=escalation_id
         )
