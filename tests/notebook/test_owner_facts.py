@@ -103,7 +103,7 @@ def test_a_conflict_is_listed_and_keeping_one_side_supersedes_the_other(nb: Note
     assert nb.conflicts() == []
     entry = nb.get_session(s).decisions[-1]
     assert entry.what == f"conflict {did} vs {never} resolved: kept {did}, {never} superseded"
-    assert (entry.source, entry.why, entry.who) == (did, "the blog runs on Docker", "owner")
+    assert (entry.source, entry.why, entry.who) == (None, "the blog runs on Docker", "owner")
     assert [h.moment.id for h in nb.search("Docker", mode="lexical", current=True)] == [did]
     with pytest.raises(NotFound, match="not flagged as conflicting"):
         nb.resolve_conflict(never, did)

@@ -12,8 +12,9 @@ A conflict is a pair of moments linked ``conflicts_with`` (on both). The owner k
 side: the other gets ``superseded_by`` the kept one and ``valid_until`` (the later of the
 two times: a later statement that was wrong never held), so it leaves the current view; or
 dismisses the conflict: both stand. Either way the ``conflicts_with`` links go, and each
-session involved gets an audit entry whose ``source`` is the kept moment (the first of the
-pair for a dismissal).
+session involved gets an audit entry naming both moments, who and why. It has no ``source``:
+that field names the moment an entry's text was read from (a redaction of that moment
+blanks the entry), and a resolution's text is the owner's, not the moment's.
 """
 
 from __future__ import annotations
@@ -271,10 +272,7 @@ class OwnerFacts:
             backend.put_moments([a, b])
             for session_id in dict.fromkeys((a.session, b.session)):
                 entry = validate_record(
-                    Decision,
-                    {"when": now_utc(), "what": what, "why": reason, "who": who}
-                    | {"source": keep or a_id},
-                    "audit entry",
+                    Decision, {"when": now_utc(), "what": what, "why": reason, "who": who}, what
                 )
                 self.nb._sessions.change(session_id, _appending(entry), what)
                 result.entries.append(entry)
