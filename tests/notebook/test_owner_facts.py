@@ -106,14 +106,16 @@ def test_a_conflict_is_listed_and_keeping_one_side_supersedes_the_other(nb: Note
     assert (entry.source, entry.why, entry.who) == (None, "the blog runs on Docker", "owner")
     assert [h.moment.id for h in nb.search("Docker", mode="lexical", current=True)] == [did]
     with pytest.raises(NotFound, match="not flagged as conflicting"):
-        nb.resolve_conflict(never, did)
+        nb.resolve_conflict(never, did, dismiss=True)
 
 
 def test_a_dismissed_conflict_leaves_both_standing(nb: Notebook) -> None:
     s, never, did = conflicting(nb)
     with pytest.raises(InvalidInput, match="neither side"):
         nb.resolve_conflict(never, did, keep="m_99")
-    done = nb.resolve_conflict(never, did)
+    with pytest.raises(InvalidInput, match="one of them"):
+        nb.resolve_conflict(never, did)
+    done = nb.resolve_conflict(never, did, dismiss=True)
     assert done.dismissed and done.kept is None
     assert nb.get_moment(never).valid_until is None and nb.get_moment(did).valid_until is None
     assert (

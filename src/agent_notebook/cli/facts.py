@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 
-from ..errors import InvalidInput
 from ..model import PendingItem
 from .common import (
     FormatOption,
@@ -18,7 +17,6 @@ from .common import (
     emit,
     flag,
     open_notebook,
-    reporting_errors,
     short,
     stderr,
     when,
@@ -224,14 +222,10 @@ def resolve_conflict(
 
     Example: agent-notebook resolve-conflict m_24 m_58 --keep m_58 --reason "checked"
     """
-    with reporting_errors():
-        if dismiss == (keep is not None):
-            raise InvalidInput(
-                "resolve-conflict: give --keep m_N (the side that holds) or --dismiss "
-                "(both stand), one of them; nothing was changed"
-            )
     with open_notebook(home) as nb:
-        done = nb.resolve_conflict(first, second, keep=keep, reason=reason, who=who)
+        done = nb.resolve_conflict(
+            first, second, keep=keep, dismiss=dismiss, reason=reason, who=who
+        )
     stderr.print(done.entries[0].what, highlight=False)
     if fmt is OutputFormat.JSON:
         emit(done, fmt)

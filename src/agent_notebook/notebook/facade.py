@@ -325,11 +325,18 @@ class Notebook:
         return self._owner_facts.conflicts(session_id)
 
     def resolve_conflict(
-        self, a: str, b: str, *, keep: str | None = None, reason: str = "", who: str = "owner"
+        self,
+        a: str,
+        b: str,
+        *,
+        keep: str | None = None,
+        dismiss: bool = False,
+        reason: str = "",
+        who: str = "owner",
     ) -> ConflictResolution:
-        """Keep one side (the other is superseded by it) or, with no ``keep``, dismiss the
-        conflict; audited in each session involved (see :mod:`.owner_facts`)."""
-        return self._owner_facts.resolve_conflict(a, b, keep, reason, who)
+        """``keep`` one side (the other is superseded by it) or ``dismiss`` the conflict
+        (both stand); audited in each session involved (see :mod:`.owner_facts`)."""
+        return self._owner_facts.resolve_conflict(a, b, keep, dismiss, reason, who)
 
     def escalate(self, session_id: str, to: str, why: str = "", slice: str = "") -> Escalation:
         """Record a hand-off to a bigger agent, with the slice it was given."""

@@ -245,10 +245,15 @@ class OwnerFacts:
         return found
 
     def resolve_conflict(
-        self, a_id: str, b_id: str, keep: str | None, reason: str, who: str
+        self, a_id: str, b_id: str, keep: str | None, dismiss: bool, reason: str, who: str
     ) -> ConflictResolution:
         check_moment_id(a_id)
         check_moment_id(b_id)
+        if dismiss == (keep is not None):
+            raise InvalidInput(
+                f"resolve conflict {a_id} vs {b_id}: give keep (the side that holds, m_N) "
+                "or dismiss (both stand), one of them; nothing was changed"
+            )
         if keep is not None and keep not in (a_id, b_id):
             raise InvalidInput(
                 f"resolve conflict {a_id} vs {b_id}: keep {keep!r} is neither side; keep "
