@@ -16,7 +16,7 @@ from mcp.types import TextContent
 
 from agent_notebook import config as cfg
 from tests.support.mcp_stdio import over_stdio, text_of
-from tests.support.server import Server, assert_error, new_session
+from tests.support.server import Server, assert_error, csrf_of, new_session, signed_in
 
 FACT_TOOLS = {
     "list_decisions",
@@ -111,6 +111,35 @@ def test_the_forgetting_policy_over_http(api: httpx.Client) -> None:
     )
     audit = [d["what"] for d in api.get(f"/api/sessions/{s}/decisions").json()["items"]]
     assert f"redacted {old} (forgetting policy: older than 1000d)" in audit
+
+
+def test_the_session_page_and_conflicts_page_forms(facts_server: Server, api: httpx.Client) -> None:
+    s, (never, did) = recorded(api, NEVER, DID)
+    page = f"/sessions/{s}"
+    with signed_in(facts_server, facts_server.token) as owner:
+        refused = owner.post(f"{page}/decisions", data={"what": "forged"})
+        assert refused.status_code == 403 and "CSRF" in refused.text
+        csrf = csrf_of(owner, page)
+        made = owner.post(f"{page}/decisions", data={"what": "Use PG 15", "csrf": csrf})
+        assert made.status_code == 303 and made.headers["location"] == f"{page}#decisions"
+        shown = owner.get(page).text
+        assert "Use PG 15" in shown and f'action="{page}/decisions/d_1/edit"' in shown
+        fixed = {"what": "Use PG 16", "why": "JSONB", "csrf": csrf}
+        assert owner.post(f"{page}/decisions/d_1/edit", data=fixed).status_code == 303
+        assert "edited by d_2" in owner.get(page).text
+        owner.post(f"{page}/pending", data={"what": "Book a hotel", "csrf": csrf})
+        reworded = {"what": "Book two hotels", "csrf": csrf}
+        assert owner.post(f"{page}/pending/p_1/edit", data=reworded).status_code == 303
+        assert "Book two hotels" in owner.get(page).text
+
+        listing = owner.get("/conflicts").text
+        assert f'value="keep:{did}"' in listing and NEVER["text"] in listing
+        choice = {"a": never, "b": did, "choice": f"keep:{did}", "reason": "seen", "csrf": csrf}
+        assert owner.post("/conflicts/resolve", data=choice).status_code == 303
+        assert f'value="keep:{did}"' not in owner.get("/conflicts").text
+    log = api.get("/api/decisions", params={"session": s}).json()["items"]
+    assert log[-1]["what"] == f"conflict {never} vs {did} resolved: kept {did}, {never} superseded"
+    assert log[-1]["why"] == "seen"
 
 
 def test_the_fact_tools_over_mcp(tmp_path: Path) -> None:
