@@ -79,8 +79,9 @@ def forget(
     such as 12h, 30d, 8w, 1y), redact the moments the policy picks (never a pinned moment
     nor one a decision was read from), each noted in its session's audit log.
 
-    Examples: agent-notebook forget "Lyon trip" --dry-run;
-    agent-notebook forget --older-than 365d --keep-top 500 --dry-run
+    Example: agent-notebook forget "Lyon trip" --dry-run
+
+    Example: agent-notebook forget --older-than 365d --keep-top 500 --dry-run
     """
     policy = older_than is not None or inactive_for is not None or keep_top is not None
     with reporting_errors():
