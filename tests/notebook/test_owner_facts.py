@@ -14,6 +14,7 @@ import pytest
 from agent_notebook import Notebook
 from agent_notebook import config as cfg
 from agent_notebook.errors import Conflict, InvalidInput, NotFound
+from agent_notebook.storage import YamlDirBackend
 from tests.support import pg
 from tests.support.snapshots import snapshot
 
@@ -29,7 +30,7 @@ def open_home(home: Path, backend: str = "sqlite") -> Notebook:
     return Notebook.open(home, background_embedding=False)
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(params=["sqlite", "postgresql"])
 def nb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Notebook]:
     with open_home(tmp_path / "home", request.param) as opened:
         yield opened
@@ -171,6 +172,7 @@ def test_a_dry_run_lists_what_the_policy_would_forget_and_changes_nothing(
         ({"older_than": "3 months"}, "forget --older-than: '3 months' is not a duration"),
         ({"inactive_for": "0d"}, "--inactive-for"),
         ({"keep_top": -1}, "negative"),
+        ({"older_than": "9" * 19 + "h"}, "over 200 years"),
         ({}, "give --older-than"),
     ):
         with pytest.raises(InvalidInput, match=words):
@@ -197,3 +199,26 @@ def test_the_policy_redacts_what_it_picks_and_audits_each(tmp_path: Path, backen
                 audit
             )
         assert nb.search("Raspberry", mode="lexical", min_score=0) == []
+
+
+def test_edits_and_resolutions_survive_an_export_to_yaml_and_an_import(tmp_path: Path) -> None:
+    with open_home(tmp_path / "home") as nb:
+        s, never, did = conflicting(nb)
+        nb.decide(s, "Use PostgreSQL 15")
+        nb.edit_decision(s, "d_1", why="JSONB")
+        nb.resolve_conflict(never, did, keep=did)
+        nb.export_file(tmp_path / "out", "yaml")
+    with open_home(tmp_path / "copy") as copy:
+        exported = YamlDirBackend(tmp_path / "out")
+        try:
+            copy.import_from(exported)
+        finally:
+            exported.close()
+        log = copy.decision_log(s)
+        assert [(d.id, d.edits, d.edited_by, d.why) for d in log[:2]] == [
+            ("d_1", None, "d_2", ""),
+            ("d_2", "d_1", None, "JSONB"),
+        ]
+        assert log[-1].what.startswith(f"conflict {never} vs {did} resolved")
+        assert copy.get_moment(never).relations.links == [f"superseded_by:{did}"]
+        assert copy.conflicts() == []

@@ -53,10 +53,13 @@ def parse_duration(text: str | timedelta | None, where: str) -> timedelta | None
             "h (hours), d (days), w (weeks) or y (years): 12h, 30d, 8w, 1y "
             "(nothing was forgotten)"
         )
-    span = int(found.group(1)) * _UNITS[found.group(2).lower()]
-    if span > MAX_DURATION:
-        raise InvalidInput(f"{where}: {text!r} is over 200 years; nothing was forgotten")
-    return span
+    count, unit = int(found.group(1)), _UNITS[found.group(2).lower()]
+    if count > MAX_DURATION // unit:  # checked before multiplying: no overflow
+        raise InvalidInput(
+            f"{where}: {text!r} is over 200 years; give a shorter duration (nothing was "
+            "forgotten)"
+        )
+    return count * unit
 
 
 class PolicyCandidate(BaseModel):
