@@ -6,7 +6,9 @@ audit log), :mod:`.recording` (moments and ingest), :mod:`.finding` (reads, sear
 :mod:`.vectors` (the embedder and the semantic index), :mod:`.langgraph_state` (the store,
 checkpointers and thread map), :mod:`.turns` (work after a chat turn), :mod:`.archive`
 (compaction and the cold archive), :mod:`.transfer` (export, import, migrate) and
-:mod:`.maintenance` (deletion, redaction, stats). The parts compose the backend's
+:mod:`.maintenance` (deletion, redaction, stats); the owner's methods on the facts
+(decisions corrected, conflicts resolved, the forgetting policy) come from
+:class:`.facts_facade.FactsFacade`. The parts compose the backend's
 primitives inside transactions, so every backend behaves alike.
 """
 
@@ -16,7 +18,7 @@ import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
@@ -46,11 +48,12 @@ from ..search.slice import Slice
 from ..storage import StorageBackend
 from .archive import Archive
 from .facts import FactKeeper
+from .facts_facade import FactsFacade
 from .finding import Finding
 from .langgraph_state import LangGraphState
 from .maintenance import Maintenance, SessionDeletion
 from .opening import open_notebook
-from .owner_facts import ConflictPair, ConflictResolution, LoggedDecision, OwnerFacts
+from .owner_facts import OwnerFacts
 from .recording import Recording
 from .sessions import Sessions, WriteBackKind
 from .transfer import Transfer
@@ -74,7 +77,6 @@ if TYPE_CHECKING:
     from ..search.semantic import SemanticIndex
     from ..session import SessionNotebook
     from .exchange import CopyReport
-    from .forgetting import PolicyReport
     from .migration import MigrationReport
     from .redaction import ForgetReport
 
@@ -86,7 +88,7 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-class Notebook:
+class Notebook(FactsFacade):
     """A long-term notebook over any :class:`StorageBackend`.
 
     >>> nb = Notebook.open("/tmp/my-notebook")        # doctest: +SKIP
@@ -290,53 +292,6 @@ class Notebook:
 
     def close_pending(self, session_id: str, pending_id: str, resolution: str = "") -> PendingItem:
         return self._sessions.close_pending(session_id, pending_id, resolution)
-
-    def decision_log(self, session_id: str | None = None) -> list[LoggedDecision]:
-        """Every session's audit log (or one's), each entry with its ``d_N`` and, when a
-        later entry corrects it, ``edited_by`` (see :mod:`.owner_facts`)."""
-        return self._owner_facts.decision_log(session_id)
-
-    def edit_decision(
-        self,
-        session_id: str,
-        decision_id: str,
-        *,
-        what: str | None = None,
-        why: str | None = None,
-        who: str = "owner",
-    ) -> LoggedDecision:
-        """Correct decision ``d_N``: a new entry that ``edits`` it is appended (the log keeps both)."""
-        return self._owner_facts.edit_decision(session_id, decision_id, what, why, who)
-
-    def pending_items(
-        self, session_id: str | None = None, *, open_only: bool = False
-    ) -> list[tuple[str, PendingItem]]:
-        """``(session id, item)`` of every session's pending items (or one's)."""
-        return self._owner_facts.pending(session_id, open_only)
-
-    def edit_pending(
-        self, session_id: str, pending_id: str, what: str, *, who: str = "owner"
-    ) -> PendingItem:
-        """Reword an open pending item; the audit log notes the text it had."""
-        return self._owner_facts.edit_pending(session_id, pending_id, what, who)
-
-    def conflicts(self, session_id: str | None = None) -> list[ConflictPair]:
-        """The moments flagged ``conflicts_with`` each other, by pairs, oldest first."""
-        return self._owner_facts.conflicts(session_id)
-
-    def resolve_conflict(
-        self,
-        a: str,
-        b: str,
-        *,
-        keep: str | None = None,
-        dismiss: bool = False,
-        reason: str = "",
-        who: str = "owner",
-    ) -> ConflictResolution:
-        """``keep`` one side (the other is superseded by it) or ``dismiss`` the conflict
-        (both stand); audited in each session involved (see :mod:`.owner_facts`)."""
-        return self._owner_facts.resolve_conflict(a, b, keep, dismiss, reason, who)
 
     def escalate(self, session_id: str, to: str, why: str = "", slice: str = "") -> Escalation:
         """Record a hand-off to a bigger agent, with the slice it was given."""
@@ -604,24 +559,6 @@ class Notebook:
         concept index, and the phrase appearing as words), then drop the concept from the
         index; with ``dry_run`` only list what would go."""
         return self._maintenance.forget(concept, reason, who, dry_run)
-
-    def forget_by_policy(
-        self,
-        *,
-        older_than: str | timedelta | None = None,
-        inactive_for: str | timedelta | None = None,
-        keep_top: int | None = None,
-        session: str | None = None,
-        reason: str = "",
-        who: str = "owner",
-        dry_run: bool = False,
-        now: datetime | None = None,
-    ) -> PolicyReport:
-        """Redact the moments the forgetting policy picks (durations such as ``30d``; the
-        top ``keep_top`` by decayed importance stay); see :mod:`.forgetting`."""
-        return self._maintenance.forget_by_policy(
-            older_than, inactive_for, keep_top, session, reason, who, dry_run, now
-        )
 
     def stats(self) -> NotebookStats:
         return self._maintenance.stats()

@@ -56,8 +56,7 @@ def parse_duration(text: str | timedelta | None, where: str) -> timedelta | None
     count, unit = int(found.group(1)), _UNITS[found.group(2).lower()]
     if count > MAX_DURATION // unit:  # checked before multiplying: no overflow
         raise InvalidInput(
-            f"{where}: {text!r} is over 200 years; give a shorter duration (nothing was "
-            "forgotten)"
+            f"{where}: {text!r} is over 200 years; give a shorter duration (nothing was forgotten)"
         )
     return count * unit
 
