@@ -35,6 +35,8 @@ DB_FILE = "notebook.db"
 HOME_ENV = "AGENT_NOTEBOOK_HOME"
 BACKEND_ENV = "AGENT_NOTEBOOK_BACKEND"
 EMBEDDER_ENV = "AGENT_NOTEBOOK_EMBEDDER"
+#: The default chat model, "provider:name", when neither --model nor chat.model says one.
+MODEL_ENV = "AGENT_NOTEBOOK_MODEL"
 DEFAULT_HOME = Path("~/.agent-notebook")
 
 

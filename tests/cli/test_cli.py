@@ -155,6 +155,26 @@ def test_session_notebook_commands(home: Path) -> None:
     assert bad.returncode == 1 and "Current State" in bad.stderr.decode()
     dotted = cli(home, "notebook", "show", "a.b")
     assert dotted.returncode == 1 and "period" in dotted.stderr.decode()
+    listed = cli(home, "notebook", "list", "-f", "json")
+    assert data(listed) == ["t-1"]
+    unknown = cli(home, "notebook", "show", "nosuchthread")
+    assert unknown.returncode == 1 and unknown.stdout == b""
+    assert "has no session notebook" in unknown.stderr.decode()
+    assert "notebook list" in unknown.stderr.decode()
+
+
+def test_importing_the_same_export_twice_keeps_every_name(home: Path, tmp_path: Path) -> None:
+    """A hand-written session notebook (no session, no checkpoint) is the same thread when
+    imported again, not a new ``t-1~2``; the second import writes nothing."""
+    cli(home, "notebook", "set", "t-1", "Current State", stdin=b"Implementing auth\n")
+    assert cli(home, "export", str(tmp_path / "out")).returncode == 0
+    for _ in range(2):
+        again = cli(home, "import", str(tmp_path / "out"), "-f", "json")
+        assert again.returncode == 0, again.stderr.decode()
+        report = data(again)
+        assert (report["sessions"], report["moments"], report["store_items"]) == (0, 0, 0)
+        assert report["renumbered"] == {} and report["kept"] == []
+    assert data(cli(home, "notebook", "list", "-f", "json")) == ["t-1"]
 
 
 def test_the_command_as_a_process_keeps_data_messages_and_codes_apart(

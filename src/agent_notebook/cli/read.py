@@ -198,7 +198,7 @@ def search(
         )
         cut = nb.config.search.min_score if min_score is None else min_score
     if not hits and cut > 0 and query.strip():
-        stderr.print(weak_match_hint(query, cut), highlight=False)
+        stderr.print(weak_match_hint(query, cut, "--min-score"), highlight=False)
     columns: list[tuple[str, Callable[[SearchHit], object]]] = [
         ("score", lambda h: f"{h.score:.3g}"),
         ("id", lambda h: h.moment.id),

@@ -40,7 +40,8 @@ def serve(
         str | None,
         typer.Option(
             help="The default chat model, provider:model \\[default: chat.model in config.yaml, "
-            "else AGENT_NOTEBOOK_MODEL]. 'fake:echo' is an offline test double.",
+            "else AGENT_NOTEBOOK_MODEL]. Offline: 'offline:notes' answers with what the "
+            "notebook recalls, 'fake:echo' is a test double.",
             show_default=False,
         ),
     ] = None,

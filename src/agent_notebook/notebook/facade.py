@@ -241,6 +241,10 @@ class Notebook(FactsFacade):
         """The session notebook of ``thread_id`` in :attr:`store`, condensing into this one."""
         return self._langgraph.session_notebook(thread_id)
 
+    def session_notebook_threads(self) -> list[str]:
+        """The threads that have a session notebook, sorted."""
+        return self._langgraph.session_notebook_threads()
+
     # -- sessions and their audit log (:mod:`.sessions`) --------------------------------------
 
     def start_session(self, task: str = "", *, started: datetime | None = None) -> Session:

@@ -486,7 +486,7 @@ def search(
         min_score=min_score,
     )
     cut = nb.config.search.min_score if min_score is None else min_score
-    hint = weak_match_hint(q, cut) if not hits and cut > 0 else None
+    hint = weak_match_hint(q, cut, "min_score") if not hits and cut > 0 else None
     hits = hits[offset:]
     if not explain:
         hits = [h.without_explain() for h in hits]
