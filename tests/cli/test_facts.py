@@ -97,6 +97,9 @@ def test_forget_by_policy_dry_run_then_for_good(home: Path) -> None:
     assert b"would forget 1 of 3" in dry.stderr
     table = run(home, "forget", "--older-than", "1000d", "--dry-run")
     assert b"m_3" in table.stdout and b"Raspberry" in table.stdout
+    for policy in (["--inactive-for", "1000d"], ["--keep-top", "2"]):  # the newer two stay
+        picked = data(run(home, "forget", *policy, "--dry-run", "-f", "json"))["moments"]
+        assert [m["id"] for m in picked] == ["m_3"], policy
     assert data(run(home, "moments", session_of(home), "-f", "json"))[2]["redacted"] is None
 
     for args, words in (

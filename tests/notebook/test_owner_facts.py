@@ -30,7 +30,7 @@ def open_home(home: Path, backend: str = "sqlite") -> Notebook:
     return Notebook.open(home, background_embedding=False)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", "yaml", "postgresql"])
 def nb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Notebook]:
     with open_home(tmp_path / "home", request.param) as opened:
         yield opened
