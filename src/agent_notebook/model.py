@@ -24,6 +24,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StringConstraints,
     ValidationError,
     field_validator,
     model_validator,
@@ -210,6 +211,9 @@ class Decision(_Record):
     why: Text = ""
     who: Text = "owner"
     source: MomentId | None = None
+    #: Set on an owner's correction of an earlier entry: that entry's place in the log,
+    #: ``d_N`` (1 is the first); the log keeps both, the later one holds.
+    edits: Annotated[str, StringConstraints(pattern=r"^d_[1-9][0-9]*$")] | None = None
 
 
 class PendingItem(_Record):

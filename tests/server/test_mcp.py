@@ -25,6 +25,16 @@ OWNER_TOOLS = GUEST_TOOLS | {
     "read_notebook_section",
     "record",
     "update_section",
+    # the owner's hand on the facts (issue 30, see test_facts_api)
+    "list_decisions",
+    "decide",
+    "edit_decision",
+    "open_pending",
+    "edit_pending",
+    "close_pending",
+    "list_conflicts",
+    "resolve_conflict",
+    "forget_by_policy",
 }
 
 

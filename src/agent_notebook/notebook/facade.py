@@ -6,7 +6,9 @@ audit log), :mod:`.recording` (moments and ingest), :mod:`.finding` (reads, sear
 :mod:`.vectors` (the embedder and the semantic index), :mod:`.langgraph_state` (the store,
 checkpointers and thread map), :mod:`.turns` (work after a chat turn), :mod:`.archive`
 (compaction and the cold archive), :mod:`.transfer` (export, import, migrate) and
-:mod:`.maintenance` (deletion, redaction, stats). The parts compose the backend's
+:mod:`.maintenance` (deletion, redaction, stats); the owner's methods on the facts
+(decisions corrected, conflicts resolved, the forgetting policy) come from
+:class:`.facts_facade.FactsFacade`. The parts compose the backend's
 primitives inside transactions, so every backend behaves alike.
 """
 
@@ -46,10 +48,12 @@ from ..search.slice import Slice
 from ..storage import StorageBackend
 from .archive import Archive
 from .facts import FactKeeper
+from .facts_facade import FactsFacade
 from .finding import Finding
 from .langgraph_state import LangGraphState
 from .maintenance import Maintenance, SessionDeletion
 from .opening import open_notebook
+from .owner_facts import OwnerFacts
 from .recording import Recording
 from .sessions import Sessions, WriteBackKind
 from .transfer import Transfer
@@ -84,7 +88,7 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-class Notebook:
+class Notebook(FactsFacade):
     """A long-term notebook over any :class:`StorageBackend`.
 
     >>> nb = Notebook.open("/tmp/my-notebook")        # doctest: +SKIP
@@ -124,6 +128,7 @@ class Notebook:
         self._archive = Archive(self)
         self._transfer = Transfer(self)
         self._maintenance = Maintenance(self)
+        self._owner_facts = OwnerFacts(self)
         self.facts = FactKeeper(backend, self.config.facts.window)  # notebook/facts.py
 
     @classmethod

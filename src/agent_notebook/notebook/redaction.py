@@ -161,6 +161,8 @@ class Redaction:
         self.who = who
         self.reason = reason
         self.concept: str | None = None
+        #: What the audit log says of each removal besides its id (the forgetting policy's).
+        self.label = ""
         self.scrubber = Scrubber()
         self.changed_numbers: list[int] = []
 
@@ -182,6 +184,16 @@ class Redaction:
         self._apply(plan)
         found = self.backend.get_moment(moment_id)
         return found if found is not None else self._archived_moment(moment_id)
+
+    def redact_all(self, moments: list[Moment], label: str) -> None:
+        """Redact ``moments`` (active originals) in one pass, each noted in the audit log
+        with ``label`` (the forgetting policy, :mod:`.forgetting`)."""
+        targets = {m.id: m for m in moments if m.redacted is None}
+        if not targets:
+            return
+        self.label = label
+        self.scrubber = Scrubber([secret_of(m) for m in targets.values()])
+        self._apply(_Plan(targets=targets))
 
     def forget(self, concept: str, *, dry_run: bool) -> ForgetReport:
         name = normalize_concept(concept)
@@ -372,6 +384,7 @@ class Redaction:
         why = self.scrubber.text(self.reason)
         for moment_id, moment in sorted(plan.targets.items(), key=lambda i: int(i[0][2:])):
             what = f"redacted {moment_id}" + (" (forgot a concept)" if self.concept else "")
+            what += f" ({self.label})" if self.label else ""
             audit.setdefault(moment.session, []).append(
                 Decision(when=now, what=what, why=why, who=self.who)
             )

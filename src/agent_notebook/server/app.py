@@ -20,7 +20,7 @@ from .. import __version__
 from ..config import DEFAULT_MAX_TEXT_BYTES
 from ..errors import InvalidInput, StorageError
 from ..notebook.facade import Notebook
-from . import chat, errors, export, notebook_api, sections_api, web
+from . import chat, errors, export, facts_api, notebook_api, sections_api, web
 from .auth import ACCESS_KEY, Access, BearerAuth, McpByToken, Tenant, Tenants
 from .chat_service import ChatService
 from .mcp_tools import build_mcp
@@ -99,7 +99,7 @@ def create_app(
     errors.install(app, web_error=web.error_page)
     app.add_middleware(errors.BodySizeLimit, limit=lambda: body_limit(settings, tenants))
     app.add_middleware(BearerAuth, tenants=tenants)  # outermost: nothing runs before it
-    for module in (chat, notebook_api, sections_api, export):
+    for module in (chat, notebook_api, facts_api, sections_api, export):
         app.include_router(module.router, dependencies=[BEARER], responses=errors.API_ERRORS)
 
     @app.get(

@@ -1,7 +1,8 @@
 """The MCP server (official ``mcp`` SDK): the notebook as tools for agents.
 
 The owner's tools: ``search``, ``slice``, ``read_session``, ``read_notebook_section``,
-``write_back``, ``record`` and ``update_section``. A guest's server has only the tools of
+``write_back``, ``record`` and ``update_section``, and those on the facts of
+:mod:`.mcp_facts` (decisions, pending items, conflicts, the forgetting policy). A guest's server has only the tools of
 :data:`~.guest_rights.GUEST_RIGHTS` (``slice`` and ``write_back``: what HTTP lets a guest
 token do too), and its errors name no path on the server. Served over stdio by
 ``agent-notebook mcp`` and mounted on the HTTP server (``/mcp`` for the owner, ``/mcp-guest``
@@ -44,6 +45,7 @@ from ..search.engine import Mode
 from ..search.slice import MAX_SLICE_TOKENS
 from ..session.sections import SECTION_NAMES
 from .guest_rights import guest_may_use_tool, hide_places, notebook_places
+from .mcp_facts import register_fact_tools
 
 log = logging.getLogger(__name__)
 
@@ -360,4 +362,5 @@ def build_mcp(
 
         return await run(work)
 
+    register_fact_tools(tool, run, get)
     return server
