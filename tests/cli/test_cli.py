@@ -188,3 +188,15 @@ def test_the_command_as_a_process_keeps_data_messages_and_codes_apart(
     assert "agent-notebook init" in missing.stderr.decode()
     assert "Traceback" not in missing.stderr.decode()
     assert cli_process(home, "sessions", "--format", "xml").returncode == 2
+
+
+def test_forget_previews_the_text_and_refuses_a_concept_nothing_mentions(home: Path) -> None:
+    preview = cli(home, "forget", "Lyon", "--dry-run", "--words-only", env={"COLUMNS": "200"})
+    assert preview.returncode == 0, preview.stderr.decode()
+    out = preview.stdout.decode()
+    assert "m_1" in out and "Book the train to [redacted]" in out  # what would be left
+    assert "would forget the words of 1 moment(s)" in preview.stderr.decode()
+    unknown = cli(home, "forget", "zeppelin")
+    assert unknown.returncode == 1
+    assert "nothing in the notebook mentions 'zeppelin'" in unknown.stderr.decode()
+    assert data(cli(home, "show", SESSION))["id"] == SESSION  # nothing was changed

@@ -15,18 +15,15 @@ from .common import (
     HomeOption,
     OutputFormat,
     emit,
+    fail,
     flag,
     open_notebook,
     reporting_errors,
+    short,
     stderr,
     when,
 )
 from .read import MOMENT_COLUMNS
-
-_REPORT_COLUMNS = [
-    ("what", lambda row: row[0]),
-    ("ids", lambda row: ", ".join(row[1]) or "-"),
-]
 
 
 def redact(
@@ -69,13 +66,23 @@ def forget(
     ] = None,
     reason: Annotated[str, typer.Option(help="Why (kept in the audit log).")] = "",
     dry_run: Annotated[
-        bool, flag("--dry-run", "List what would be removed; change nothing.")
+        bool,
+        flag("--dry-run", "List what would be removed, with each moment's text; change nothing."),
+    ] = False,
+    words_only: Annotated[
+        bool,
+        flag(
+            "--words-only",
+            "Redact only the concept's words within the moments, keeping the rest of each "
+            "(the default redacts whole moments: what else they say about it gives it away).",
+        ),
     ] = False,
     home: HomeOption = None,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
-    """Redact every moment, rollup and session-notebook line tied to a concept, and drop the
-    concept from the index; or, with --older-than, --inactive-for or --keep-top (durations
+    """Redact every moment, rollup and session-notebook line tied to a concept (whole
+    moments, or with --words-only the concept's words within them), and drop the concept
+    from the index; or, with --older-than, --inactive-for or --keep-top (durations
     such as 12h, 30d, 8w, 1y), redact the moments the policy picks (never a pinned moment
     nor one a decision was read from), each noted in its session's audit log.
 
@@ -96,23 +103,30 @@ def forget(
         _forget_by_policy(older_than, inactive_for, keep_top, session, reason, dry_run, home, fmt)
         return
     assert concept is not None
-    with open_notebook(home) as nb:
-        report = nb.forget(concept, reason, dry_run=dry_run)
+    with open_notebook(home) as nb, reporting_errors():
+        report = nb.forget(concept, reason, dry_run=dry_run, words_only=words_only)
     verb = "would forget" if report.dry_run else "forgot"
+    what = "the words of" if report.words_only else ""
     stderr.print(
-        f"{verb} {len(report.moments)} moment(s), {len(report.rollups)} rollup(s) and "
-        f"{len(report.sections)} session-notebook section(s)",
+        f"{verb} {what} {len(report.moments)} moment(s), {len(report.rollups)} rollup(s) and "
+        f"{len(report.sections)} session-notebook section(s)".replace("  ", " "),
         highlight=False,
     )
     if fmt is OutputFormat.JSON:
         emit(report, fmt)
+    if not (report.moments or report.rollups or report.sections):
+        fail(
+            f"nothing in the notebook mentions {report.concept!r} (no moment, rollup or "
+            "session-notebook section): nothing to forget. Check the spelling with "
+            "'agent-notebook search'"
+        )
+    if fmt is OutputFormat.JSON:
         return
-    rows = [
-        ("moments", report.moments),
-        ("rollups", report.rollups),
-        ("sections", report.sections),
-    ]
-    emit(rows, fmt, _REPORT_COLUMNS)
+    after = "left" if report.words_only else "text"
+    rows = [(i, report.texts.get(i, "")) for i in report.moments]
+    rows += [(i, "(rollup)") for i in report.rollups]
+    rows += [(s, "(session-notebook section)") for s in report.sections]
+    emit(rows, fmt, [("id", lambda r: r[0]), (after, lambda r: short(r[1], 100))])
 
 
 _POLICY_COLUMNS = [

@@ -557,12 +557,20 @@ class Notebook(FactsFacade):
         return self._maintenance.redact(moment_id, reason, who)
 
     def forget(
-        self, concept: str, reason: str = "", *, who: str = "owner", dry_run: bool = False
+        self,
+        concept: str,
+        reason: str = "",
+        *,
+        who: str = "owner",
+        dry_run: bool = False,
+        words_only: bool = False,
     ) -> ForgetReport:
         """Redact every moment, rollup and session-notebook line tied to ``concept`` (the
         concept index, and the phrase appearing as words), then drop the concept from the
-        index; with ``dry_run`` only list what would go."""
-        return self._maintenance.forget(concept, reason, who, dry_run)
+        index; with ``dry_run`` only list what would go (each moment's text in the report).
+        Whole moments by default: what else a moment says about the concept would give it
+        away. ``words_only`` redacts the phrase's words within them and keeps the rest."""
+        return self._maintenance.forget(concept, reason, who, dry_run, words_only)
 
     def stats(self) -> NotebookStats:
         return self._maintenance.stats()

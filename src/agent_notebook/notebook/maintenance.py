@@ -92,11 +92,15 @@ class Maintenance:
         with self._redaction_lock():
             return Redaction(self.nb, reason, who).redact(moment_id)
 
-    def forget(self, concept: str, reason: str, who: str, dry_run: bool) -> ForgetReport:
+    def forget(
+        self, concept: str, reason: str, who: str, dry_run: bool, words_only: bool = False
+    ) -> ForgetReport:
         from .redaction import Redaction
 
         with self._redaction_lock():
-            return Redaction(self.nb, reason, who).forget(concept, dry_run=dry_run)
+            return Redaction(self.nb, reason, who).forget(
+                concept, dry_run=dry_run, words_only=words_only
+            )
 
     def forget_by_policy(
         self,
