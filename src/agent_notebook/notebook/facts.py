@@ -5,7 +5,8 @@ second, in another (a failure there loses no moment, and is logged): the decisio
 pending items read from the moments go into the session's ``decisions`` and ``pending``
 (with their ``source`` moment), a pending item a later moment resolves is closed (its
 ``closed_by`` and a resolution that names that moment), links go into ``relations.links``
-as ``relation:m_N`` (``duplicate_of`` on the repeat, ``superseded_by`` on the earlier fact
+as ``relation:m_N`` (``duplicate_of`` on the repeat and ``repeated_by`` on the first said,
+whose importance a repeat raises; ``superseded_by`` on the earlier fact
 with its ``valid_until`` set to the later moment's time, ``conflicts_with`` on both), and
 an expiry read from the text ("until Friday") into ``expires`` unless the caller gave one.
 
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from ..errors import NotebookError
-from ..model import Decision, Moment, PendingItem, SearchHit, Session, fact_link, now_utc
+from ..model import Decision, Moment, PendingItem, Session, fact_link
 from ..storage import StorageBackend
 
 if TYPE_CHECKING:  # the rules load on the first record with facts on (~0.1 s of regexes)
@@ -37,7 +38,6 @@ __all__ = [
     "FactKeeper",
     "FactsApplied",
     "as_of_until",
-    "current_view",
     "still_current",
     "view_limit",
     "without_redacted",
@@ -148,6 +148,11 @@ class FactKeeper:
                     if link.relation == "superseded_by" and moment.valid_until is None:
                         moment.valid_until = link.valid_until
                         touched.add(moment.id)
+                    if link.relation == "duplicate_of":
+                        first = changed.get(link.target) or self.backend.get_moment(link.target)
+                        if first is not None and _repeated(first, link.source):
+                            changed[first.id] = first
+                            touched.add(first.id)
                 own = changed.get(f.statement)
                 if f.expires is not None and own is not None and own.expires is None:
                     own.expires = f.expires
@@ -186,6 +191,24 @@ class FactKeeper:
             applied.pending += 1
 
 
+#: What each repeat adds to the importance of the moment first said, up to the cap (1.0 is
+#: pinned: a repeat does not pin).
+REPEAT_IMPORTANCE = 0.1
+REPEAT_IMPORTANCE_CAP = 0.9
+
+
+def _repeated(first: Moment, repeat: str) -> bool:
+    """Mark ``first`` repeated by ``repeat``: a ``repeated_by`` link, and more importance."""
+    entry = fact_link("repeated_by", repeat)
+    if entry in first.relations.links:
+        return False
+    first.relations.links = [*first.relations.links, entry]
+    importance = first.metadata.importance
+    if importance < REPEAT_IMPORTANCE_CAP:
+        first.metadata.importance = min(REPEAT_IMPORTANCE_CAP, importance + REPEAT_IMPORTANCE)
+    return True
+
+
 def still_current(moment: Moment, at: datetime) -> bool:
     """Whether ``moment`` is part of the current view at ``at``: said by then, and neither
     superseded nor expired by then."""
@@ -205,16 +228,6 @@ def view_limit(limit: int, filtered: bool) -> int:
 def as_of_until(as_of: datetime, until: datetime | None) -> datetime:
     """The ``until`` filter of a search ``as_of`` a time: nothing said after it."""
     return as_of if until is None else min(until, as_of)
-
-
-def current_view(
-    hits: Sequence[SearchHit], limit: int, current: bool, as_of: datetime | None
-) -> list[SearchHit]:
-    """``hits`` that hold at ``as_of`` (else now, with ``current``), at most ``limit``."""
-    if not current and as_of is None:
-        return list(hits)
-    at = as_of if as_of is not None else now_utc()
-    return [h for h in hits if still_current(h.moment, at)][:limit]
 
 
 def without_redacted(session: Session, moment_ids: Collection[str]) -> Session:
