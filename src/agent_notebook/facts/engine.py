@@ -137,11 +137,20 @@ class _Seen:
 
 
 _FIRST_PERSON_DONE: Final = re.compile(
-    r"\b(?:i|we)\s+(?:have|had|did|already|just|recently|successfully|finally|also)?\s*"
-    r"(?:[a-z]+ed|built|wrote|written|ran|made|set up|got|used|went|done)\b"
+    r"\b(?:i|we)\s+(?:(?:have|had|did|already|just|recently|successfully|finally|also|"
+    r"actually|once)\s+)*"
+    r"(?:[a-z]+ed|built|wrote|written|ran|made|set up|got|used|went|done|met|took|bought|sent|"
+    r"spent|began|taught|learnt|found|kept|paid|won|led|gave)\b"
 )
 _WISH: Final = re.compile(
-    r"\b(?:want|need|trying|try|plan|hope|wish|would like|can you|could you|how (?:do|can|to))\b"
+    r"\b(?:want|need|trying|try|plan|hope|wish|would like|can you|could you|how (?:do|can|to)|"
+    r"if|whether|might|should|will|would|could)\b"
+)
+#: An affirmed clause of experience runs from the last stop before "I …ed" to the next one.
+_STOP: Final = re.compile(r"[,;:?!]|\s[-–]\s")
+_DONE_END: Final = re.compile(
+    r"[,;:?!]|\s[-–]\s|\s(?:but|so|because|since|and i|and we|which|while|although|though|"
+    r"to see|to make|and now)\s"
 )
 _NEGATED: Final = re.compile(r"\b(?:not|never|no)\b")
 _CLAUSE_END: Final = re.compile(
@@ -205,9 +214,7 @@ class FactEngine:
                 for part in re.split(r"\b(?:or|nor)\b", done):
                     if len(stems := content_stems(part)) >= self.rules.min_experience_words:
                         never.append((stems, sentence))
-            plain = not (low.endswith("?") or _NEGATED.search(low) or _WISH.search(low))
-            if plain and _FIRST_PERSON_DONE.search(low):
-                affirmed.append((content_stems(low), sentence))
+            affirmed += [(stems, sentence) for stems in _affirmed_clauses(low)]
         return _Seen(
             statement,
             stems=content_stems(text),
@@ -324,12 +331,31 @@ def _key(claim: Claim) -> tuple[str, str]:
     return claim.attribute, claim.head if by_head else claim.owner
 
 
+def _affirmed_clauses(low: str) -> list[frozenset[str]]:
+    """The content stems of each clause of ``low`` that affirms the speaker did something
+    ("I just downloaded Zotero on March 2", "we met at the book club"): from the last stop
+    before "I …ed" to the next one, with no negation nor wish, condition or question in it
+    (a request after a comma, "can you help…?", leaves the clause before it affirmed)."""
+    found = []
+    for m in _FIRST_PERSON_DONE.finditer(low):
+        starts = [s.end() for s in _STOP.finditer(low, 0, m.start())]
+        end = _DONE_END.search(low, m.end())
+        clause = low[starts[-1] if starts else 0 : end.start() if end else len(low)]
+        closed_by = low[end.start() : end.start() + 1] if end else ""
+        if closed_by == "?" or _NEGATED.search(clause) or _WISH.search(clause):
+            continue
+        found.append(content_stems(clause))
+    return found
+
+
 def _experience_conflict(seen: _Seen, earlier: _Seen) -> str:
-    """ "I have never X" against an affirmed "I did X" (the same speaker), either order."""
+    """ "I have never X" against an affirmed "I did X" (the same speaker), either order: the
+    affirmed clause holds every content word of X, but one in three (a longer X is said with
+    words the other leaves out: "any audiobook narrated by the recommended narrator")."""
     for never, affirmed in ((seen.never, earlier.affirmed), (earlier.never, seen.affirmed)):
         for wanted, denial in never:
             for done, claim in affirmed:
-                if wanted <= done:
+                if len(wanted & done) >= 2 and len(wanted - done) <= len(wanted) // 3:
                     return f"{denial} / {claim}"
     return ""
 
