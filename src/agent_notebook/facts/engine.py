@@ -19,6 +19,7 @@ from typing import Final, Literal
 from ..core.lexical import tokenize
 from .claims import Claim, claims_in
 from .expiry import expires_from_text
+from .quantities import MIN_SHARED, Quantity, quantities_in, shared_words
 from .relate import contradicts, negations_of, numbers_of, overlap, supersedes
 from .text import content_stems, prose, sentences, spelled_out
 from .threads import OpenLine, PendingKind, closes, decisions_in, open_lines_in
@@ -132,6 +133,8 @@ class _Seen:
     #: sentences of experience ("I have added …", "I used …").
     never: list[tuple[frozenset[str], str]]
     affirmed: list[tuple[frozenset[str], str]]
+    #: Its quantities ("$65 snack budget", "3 PM"), see :mod:`.quantities`.
+    quantities: list[Quantity] = field(default_factory=list)
     superseded: bool = False
     duplicate_of: str | None = None
 
@@ -170,6 +173,7 @@ class FactEngine:
         self._seen: list[_Seen] = []
         self._claims: dict[tuple[str, str], list[tuple[int, Claim]]] = {}
         self._with_never: list[int] = []
+        self._quantities: dict[str, list[tuple[int, Quantity]]] = {}
         self._by_text: dict[str, str] = {}
         self._open: list[tuple[FoundPending, OpenLine]] = []
 
@@ -204,6 +208,7 @@ class FactEngine:
     def _remember(self, statement: Statement, text: str) -> _Seen:
         never: list[tuple[frozenset[str], str]] = []
         affirmed: list[tuple[frozenset[str], str]] = []
+        quantities: list[Quantity] = []
         # What an assistant says is its answer, not a fact of the speaker's: no claims.
         claimed = statement.role != "assistant"
         for sentence in sentences(text) if claimed else ():
@@ -215,6 +220,7 @@ class FactEngine:
                     if len(stems := content_stems(part)) >= self.rules.min_experience_words:
                         never.append((stems, sentence))
             affirmed += [(stems, sentence) for stems in _affirmed_clauses(low)]
+            quantities += quantities_in(sentence)
         return _Seen(
             statement,
             stems=content_stems(text),
@@ -223,6 +229,7 @@ class FactEngine:
             claims=claims_in(text) if claimed else [],
             never=never,
             affirmed=affirmed,
+            quantities=quantities,
         )
 
     # -- repeats -------------------------------------------------------------------------
@@ -265,15 +272,17 @@ class FactEngine:
         """Links from the claims of ``seen`` to those of earlier statements that could meet
         them (the same attribute and head or owner: an index, not a scan of everything)."""
         new = seen.statement
-        ended: dict[int, Claim] = {}
+        ended: dict[int, str] = {}
         conflicting: dict[int, str] = {}
+        for index, because in self._quantity_updates(seen):
+            ended.setdefault(index, because)
         for claim in seen.claims:
             for index, old in self._claims.get(_key(claim), ()):
                 earlier = self._seen[index]
                 if claim.owner in _FIRST_PERSON and earlier.statement.who != new.who:
                     continue  # "I", "my" of another speaker: another person
                 if not earlier.superseded and index not in ended and supersedes(claim, old):
-                    ended[index] = claim
+                    ended[index] = claim.sentence
                 elif index not in conflicting and contradicts(claim, old):
                     conflicting[index] = claim.sentence
         # "Never" claims are rare: only the statements that hold one are looked at again.
@@ -286,12 +295,10 @@ class FactEngine:
             if because := _experience_conflict(seen, earlier):
                 conflicting[index] = because
         links: list[FactLink] = []
-        for index, claim in sorted(ended.items()):
+        for index, because in sorted(ended.items()):
             earlier = self._seen[index]
             earlier.superseded = True
-            links.append(
-                FactLink(earlier.statement.id, "superseded_by", new.id, new.when, claim.sentence)
-            )
+            links.append(FactLink(earlier.statement.id, "superseded_by", new.id, new.when, because))
         for index, because in sorted(conflicting.items()):
             if index in ended:
                 continue
@@ -300,8 +307,29 @@ class FactEngine:
             links.append(FactLink(other, "conflicts_with", new.id, because=because))
         return links
 
+    def _quantity_updates(self, seen: _Seen) -> list[tuple[int, str]]:
+        """The earlier statements whose quantity an update of ``seen`` ends: for each update,
+        the latest quantity of its kind, of the same speaker, with words in common; none
+        when that one says the same value (a restatement)."""
+        found = []
+        for q in seen.quantities:
+            if not q.update:
+                continue
+            for index, old in reversed(self._quantities.get(q.kind, ())):
+                earlier = self._seen[index]
+                if earlier.statement.who != seen.statement.who:
+                    continue
+                if shared_words(q, old) < MIN_SHARED:
+                    continue
+                if old.value != q.value and not earlier.superseded:
+                    found.append((index, f"{q.kind.removeprefix('n:')} now {q.value}"))
+                break
+        return found
+
     def _index(self, seen: _Seen) -> None:
         position = len(self._seen)
+        for q in seen.quantities:
+            self._quantities.setdefault(q.kind, []).append((position, q))
         if seen.never:
             self._with_never.append(position)
         for claim in seen.claims:

@@ -103,15 +103,19 @@ class FactKeeper:
         """The session's engine, fed every earlier moment in the window."""
         new = {m.id for m in moments}
         total = self.backend.count_moments(session_id)
+        cached = self._engines.get(session_id)
+        if cached is not None and total > len(moments):
+            # The cache holds when the moment before these is the last one it was fed: one
+            # moment read, not the window (a read copies every moment it returns).
+            (last,) = self.backend.list_moments(session_id, total - len(moments) - 1, 1) or [None]
+            if last is not None and last.id not in new and last.id == cached[1]:
+                return cached[0]
         start = max(0, total - len(moments) - self.window)
         earlier = [
             m
             for m in self.backend.list_moments(session_id, start, self.window + len(moments))
             if m.id not in new
         ]
-        cached = self._engines.get(session_id)
-        if cached is not None and earlier and cached[1] == earlier[-1].id:
-            return cached[0]
         from ..facts import FactEngine
 
         engine = FactEngine()
