@@ -150,9 +150,9 @@ _WISH: Final = re.compile(
     r"if|whether|might|should|will|would|could)\b"
 )
 #: An affirmed clause of experience runs from the last stop before "I …ed" to the next one.
-_STOP: Final = re.compile(r"[,;:?!]|\s[-–]\s")
+_STOP: Final = re.compile(r"[,;:?!]|\s[-\u2013]\s")
 _DONE_END: Final = re.compile(
-    r"[,;:?!]|\s[-–]\s|\s(?:but|so|because|since|and i|and we|which|while|although|though|"
+    r"[,;:?!]|\s[-\u2013]\s|\s(?:but|so|because|since|and i|and we|which|while|although|though|"
     r"to see|to make|and now)\s"
 )
 _NEGATED: Final = re.compile(r"\b(?:not|never|no)\b")
