@@ -131,7 +131,7 @@ class _Seen:
     claims: list[Claim]
     #: The content stems of its "I have never …" objects, and of its affirmed first-person
     #: sentences of experience ("I have added …", "I used …").
-    never: list[tuple[frozenset[str], str]]
+    never: list[tuple[frozenset[str], frozenset[str], str]]
     affirmed: list[tuple[frozenset[str], str]]
     #: Its quantities ("$65 snack budget", "3 PM"), see :mod:`.quantities`.
     quantities: list[Quantity] = field(default_factory=list)
@@ -206,7 +206,7 @@ class FactEngine:
     # -- what an earlier statement leaves --------------------------------------------------
 
     def _remember(self, statement: Statement, text: str) -> _Seen:
-        never: list[tuple[frozenset[str], str]] = []
+        never: list[tuple[frozenset[str], frozenset[str], str]] = []
         affirmed: list[tuple[frozenset[str], str]] = []
         quantities: list[Quantity] = []
         # What an assistant says is its answer, not a fact of the speaker's: no claims.
@@ -216,9 +216,11 @@ class FactEngine:
             for m in _NEVER.finditer(low):
                 # What was never done ends with its clause; "X or Y" are two things.
                 done = _CLAUSE_END.split(m["rest"], maxsplit=1)[0]
+                named = _named_stems(sentence)
                 for part in re.split(r"\b(?:or|nor)\b", done):
                     if len(stems := content_stems(part)) >= self.rules.min_experience_words:
-                        never.append((stems, sentence))
+                        # Its names must all be met: "a Python workshop" is not "Kotlin".
+                        never.append((stems, stems & named, sentence))
             affirmed += [(stems, sentence) for stems in _affirmed_clauses(low)]
             quantities += quantities_in(sentence)
         return _Seen(
@@ -379,13 +381,28 @@ def _affirmed_clauses(low: str) -> list[frozenset[str]]:
 def _experience_conflict(seen: _Seen, earlier: _Seen) -> str:
     """ "I have never X" against an affirmed "I did X" (the same speaker), either order: the
     affirmed clause holds every content word of X, but one in three (a longer X is said with
-    words the other leaves out: "any audiobook narrated by the recommended narrator")."""
+    words the other leaves out: "any audiobook narrated by the recommended narrator"), and
+    every name of X ("Kotlin") among them."""
     for never, affirmed in ((seen.never, earlier.affirmed), (earlier.never, seen.affirmed)):
-        for wanted, denial in never:
+        for wanted, named, denial in never:
             for done, claim in affirmed:
-                if len(wanted & done) >= 2 and len(wanted - done) <= len(wanted) // 3:
+                missing = wanted - done
+                if (
+                    len(wanted & done) >= 2
+                    and len(missing) <= (len(wanted) - 1) // 3
+                    and not missing & named
+                ):
                     return f"{denial} / {claim}"
     return ""
+
+
+_CAPITALIZED: Final = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w\-]*")
+
+
+def _named_stems(sentence: str) -> frozenset[str]:
+    """The content stems of the words written with a capital inside ``sentence`` (not its
+    first word): the names it holds."""
+    return content_stems(" ".join(_CAPITALIZED.findall(sentence)))
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
