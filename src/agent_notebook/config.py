@@ -265,6 +265,10 @@ class FactSettings(BaseModel):
     enabled: bool = False
     #: How many earlier moments of the session a new one is compared with.
     window: int = Field(200, ge=1, le=100_000)
+    #: Fold paraphrases on record too (vectors close *and* words shared): each record then
+    #: embeds its text on the spot (an embedding per record); off, only repeats of the
+    #: same words are folded on record.
+    paraphrases: bool = False
 
 
 class Modalities(BaseModel):

@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 from agent_notebook import Notebook
 from agent_notebook.config import FactSettings, NotebookConfig
+from agent_notebook.embed import LangChainEmbedder
 from agent_notebook.storage import MemoryBackend
+from tests.support.embedders import WORDS, BagOfWords
 
 T0 = datetime(2026, 6, 1, 10, 0, tzinfo=UTC)
 
@@ -183,3 +185,23 @@ def test_a_conflicting_moment_comes_beside_the_hit_and_into_the_guests_slice() -
         assert hits[1].explain == {"conflict": 1.0}
         text = nb.slice("deploy the blog", 2000, audience="guest").render()
         assert f"conflicting: {did.id} vs {never.id}" in text
+
+
+def test_paraphrases_fold_on_record_with_vectors_but_a_changed_value_never_does() -> None:
+    config = NotebookConfig(facts=FactSettings(enabled=True, paraphrases=True))
+    embedder = LangChainEmbedder(BagOfWords(), "bag-of-words", dim=len(WORDS) + 1)
+    with Notebook(MemoryBackend(), embedder=embedder, config=config) as nb:
+        s = nb.start_session().id
+        first = nb.record(s, "The rent for the flat is due on the first day.", timestamp=T0)
+        again = nb.record(s, "Rent for my flat is due on the first day!", timestamp=T0)
+        price = nb.record(s, "The rent for the flat is 900 euros.", timestamp=T0)
+        changed = nb.record(s, "The rent for the flat is 950 euros.", timestamp=T0)
+        assert nb.get_moment(again.id).relations.links == [f"duplicate_of:{first.id}"]
+        assert f"repeated_by:{again.id}" in nb.get_moment(first.id).relations.links
+        assert not any(
+            link.startswith("duplicate_of") for link in nb.get_moment(changed.id).relations.links
+        )
+        # A changed value is an update, not a repeat.
+        assert nb.get_moment(price.id).relations.links == [f"superseded_by:{changed.id}"]
+        (group,) = [h for h in nb.search("rent due", mode="lexical") if h.moment.id == first.id]
+        assert group.said == 2

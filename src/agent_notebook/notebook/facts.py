@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -56,18 +56,27 @@ class FactsApplied:
     links: list[str] = field(default_factory=list)
 
 
-def statement_of(moment: Moment) -> Statement:
+#: Unit vectors of texts, for the paraphrase gate (``facts.paraphrases``); None: none made.
+Vectorize = Callable[[Sequence[str]], list[list[float]] | None]
+
+
+def statement_of(moment: Moment, vector: Sequence[float] | None = None) -> Statement:
     from ..facts import Statement
 
-    return Statement(moment.id, moment.content.text, moment.timestamp, moment.role, moment.speaker)
+    return Statement(
+        moment.id, moment.content.text, moment.timestamp, moment.role, moment.speaker, vector
+    )
 
 
 class FactKeeper:
     """Applies the fact rules to the moments a notebook records (one per notebook)."""
 
-    def __init__(self, backend: StorageBackend, window: int) -> None:
+    def __init__(
+        self, backend: StorageBackend, window: int, vectorize: Vectorize | None = None
+    ) -> None:
         self.backend = backend
         self.window = window
+        self.vectorize = vectorize
         self._lock = threading.Lock()
         #: session id -> its engine and the last moment it was fed
         self._engines: dict[str, tuple[FactEngine, str]] = {}
@@ -80,9 +89,13 @@ class FactKeeper:
         if not texts:
             return FactsApplied()
         try:
+            vectors = self.vectorize([m.content.text for m in texts]) if self.vectorize else None
             with self._lock:
                 engine = self._engine(session_id, moments)
-                findings = [engine.observe(statement_of(m)) for m in texts]
+                findings = [
+                    engine.observe(statement_of(m, vectors[n] if vectors else None))
+                    for n, m in enumerate(texts)
+                ]
                 self._engines[session_id] = (engine, moments[-1].id)
             return self._store(session_id, moments, findings)
         except (NotebookError, ValidationError) as err:
