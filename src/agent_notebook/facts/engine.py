@@ -19,6 +19,7 @@ from typing import Final, Literal
 from ..core.lexical import tokenize
 from .claims import Claim, claims_in
 from .expiry import expires_from_text
+from .judge import FactJudge, Verdict
 from .quantities import MIN_SHARED, Quantity, quantities_in, shared_words
 from .relate import contradicts, negations_of, numbers_of, overlap, supersedes
 from .text import content_stems, prose, sentences, spelled_out
@@ -168,8 +169,10 @@ class FactEngine:
     """Feed statements in the order said (:meth:`observe`); each call returns what that
     statement adds. The engine holds what it needs of the earlier ones."""
 
-    def __init__(self, rules: FactRules | None = None) -> None:
+    def __init__(self, rules: FactRules | None = None, judge: FactJudge | None = None) -> None:
         self.rules = rules or FactRules()
+        #: Asked about each link the rules propose, and each pair they only suspect.
+        self.judge = judge
         self._seen: list[_Seen] = []
         self._claims: dict[tuple[str, str], list[tuple[int, Claim]]] = {}
         self._with_never: list[int] = []
@@ -276,8 +279,9 @@ class FactEngine:
         new = seen.statement
         ended: dict[int, str] = {}
         conflicting: dict[int, str] = {}
-        for index, because in self._quantity_updates(seen):
-            ended.setdefault(index, because)
+        suspected: dict[int, str] = {}
+        for index, because, update in self._quantity_updates(seen):
+            (ended if update else suspected).setdefault(index, because)
         for claim in seen.claims:
             for index, old in self._claims.get(_key(claim), ()):
                 earlier = self._seen[index]
@@ -296,6 +300,8 @@ class FactEngine:
                 continue
             if because := _experience_conflict(seen, earlier):
                 conflicting[index] = because
+        if self.judge is not None:
+            self._judged(seen, ended, conflicting, suspected)
         links: list[FactLink] = []
         for index, because in sorted(ended.items()):
             earlier = self._seen[index]
@@ -309,13 +315,37 @@ class FactEngine:
             links.append(FactLink(other, "conflicts_with", new.id, because=because))
         return links
 
-    def _quantity_updates(self, seen: _Seen) -> list[tuple[int, str]]:
+    def _judged(
+        self,
+        seen: _Seen,
+        ended: dict[int, str],
+        conflicting: dict[int, str],
+        suspected: dict[int, str],
+    ) -> None:
+        """What the judge says of each pair the rules link or suspect, in place."""
+        assert self.judge is not None
+        pairs: dict[int, Verdict] = {i: "none" for i in suspected}
+        pairs |= {i: "conflicts_with" for i in conflicting}
+        pairs |= {i: "superseded_by" for i in ended}
+        for index, proposed in sorted(pairs.items()):
+            earlier = self._seen[index]
+            verdict = self.judge.judge(earlier.statement.text, seen.statement.text, proposed)
+            if verdict == proposed:
+                continue
+            because = ended.pop(index, "") or conflicting.pop(index, "") or suspected.get(index, "")
+            if verdict == "superseded_by" and not earlier.superseded:
+                ended[index] = f"{because} (judged: {self.judge.name})"
+            elif verdict == "conflicts_with":
+                conflicting[index] = f"{because} (judged: {self.judge.name})"
+
+    def _quantity_updates(self, seen: _Seen) -> list[tuple[int, str, bool]]:
         """The earlier statements whose quantity an update of ``seen`` ends: for each update,
         the latest quantity of its kind, of the same speaker, with words in common; none
-        when that one says the same value (a restatement)."""
+        when that one says the same value (a restatement). The same for a quantity said
+        with no update cue, as a suspicion (``False``): only a judge may make it a link."""
         found = []
         for q in seen.quantities:
-            if not q.update:
+            if not q.update and self.judge is None:
                 continue
             for index, old in reversed(self._quantities.get(q.kind, ())):
                 earlier = self._seen[index]
@@ -324,7 +354,7 @@ class FactEngine:
                 if shared_words(q, old) < MIN_SHARED:
                     continue
                 if old.value != q.value and not earlier.superseded:
-                    found.append((index, f"{q.kind.removeprefix('n:')} now {q.value}"))
+                    found.append((index, f"{q.kind.removeprefix('n:')} now {q.value}", q.update))
                 break
         return found
 

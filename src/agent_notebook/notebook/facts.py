@@ -32,7 +32,7 @@ from ..model import Decision, Moment, PendingItem, Session, fact_link
 from ..storage import StorageBackend
 
 if TYPE_CHECKING:  # the rules load on the first record with facts on (~0.1 s of regexes)
-    from ..facts import FactEngine, Findings, Statement
+    from ..facts import FactEngine, FactJudge, Findings, Statement
 
 __all__ = [
     "FactKeeper",
@@ -77,6 +77,9 @@ class FactKeeper:
         self.backend = backend
         self.window = window
         self.vectorize = vectorize
+        #: Asked about the links the rules propose (``facts.LlmJudge``); None: the rules
+        #: alone. Engines made after it is set use it.
+        self.judge: FactJudge | None = None
         self._lock = threading.Lock()
         #: session id -> its engine and the last moment it was fed
         self._engines: dict[str, tuple[FactEngine, str]] = {}
@@ -120,8 +123,8 @@ class FactKeeper:
         if cached is not None and total > len(moments):
             # The cache holds when the moment before these is the last one it was fed: one
             # moment read, not the window (a read copies every moment it returns).
-            (last,) = self.backend.list_moments(session_id, total - len(moments) - 1, 1) or [None]
-            if last is not None and last.id not in new and last.id == cached[1]:
+            before = self.backend.list_moments(session_id, total - len(moments) - 1, 1)
+            if before and before[0].id not in new and before[0].id == cached[1]:
                 return cached[0]
         start = max(0, total - len(moments) - self.window)
         earlier = [
@@ -131,7 +134,7 @@ class FactKeeper:
         ]
         from ..facts import FactEngine
 
-        engine = FactEngine()
+        engine = FactEngine(judge=self.judge)
         for m in earlier:
             if m.content.text.strip() and m.redacted is None:
                 engine.observe(statement_of(m))

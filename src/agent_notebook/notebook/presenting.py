@@ -85,7 +85,7 @@ def present(
 
 def _marked(hit: SearchHit, moment: Moment, at: datetime, past: bool, fetch: Fetch) -> SearchHit:
     ended = moment.valid_until is not None and moment.valid_until <= at
-    successor = (_links(moment, "superseded_by") or [None])[0] if ended else None
+    successor = next(iter(_links(moment, "superseded_by")), None) if ended else None
     repeats = _links(moment, "repeated_by")
     if past and repeats:  # repeats said after the time read do not count
         repeats = [m.id for m in fetch(repeats) if m.timestamp <= at]
