@@ -205,3 +205,18 @@ def test_paraphrases_fold_on_record_with_vectors_but_a_changed_value_never_does(
         assert nb.get_moment(price.id).relations.links == [f"superseded_by:{changed.id}"]
         (group,) = [h for h in nb.search("rent due", mode="lexical") if h.moment.id == first.id]
         assert group.said == 2
+
+
+def test_of_two_values_of_one_quantity_without_an_update_cue_the_later_comes_first() -> None:
+    for enabled in (False, True):
+        with _notebook(enabled) as nb:
+            s = nb.start_session().id
+            old = nb.record(s, "I spent $40 on groceries at the market, a big shop.", timestamp=T0)
+            new = nb.record(
+                s, "I spent $55 on groceries at the market.", timestamp=T0 + timedelta(days=7)
+            )
+            hits = nb.search("spent on groceries at the market big shop", mode="lexical")
+            assert [h.moment.id for h in hits] == (
+                [new.id, old.id] if enabled else [old.id, new.id]
+            )
+            assert all(h.superseded_by is None for h in hits)

@@ -157,7 +157,12 @@ class Finding:
         )
         hits = self._with_tiers(engine.search(request), request, include_archive)
         return present(
-            hits, limit_of(limit), current=current, as_of=as_of, fetch=self.backend.get_moments
+            hits,
+            limit_of(limit),
+            current=current,
+            as_of=as_of,
+            fetch=self.backend.get_moments,
+            latest_values_first=self.nb.config.facts.enabled,
         )
 
     def slice(

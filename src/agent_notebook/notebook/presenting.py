@@ -37,9 +37,14 @@ def present(
     current: bool,
     as_of: datetime | None,
     fetch: Fetch,
+    latest_values_first: bool = False,
 ) -> list[SearchHit]:
-    """``hits`` (best first) folded, ordered and marked as the module says; at most ``limit``."""
+    """``hits`` (best first) folded, ordered and marked as the module says; at most ``limit``.
+    With ``latest_values_first``, of two hits that say another value of the same quantity
+    the later said goes first (see :func:`_latest_values_first`)."""
     filtered = current or as_of is not None
+    if latest_values_first:
+        hits = _latest_values_first(hits, limit)
     if not filtered and not any(split_link(x)[0] for h in hits for x in h.moment.relations.links):
         return list(hits[:limit])
     at = as_of if as_of is not None else now_utc()
@@ -81,6 +86,43 @@ def present(
         )
         ordered += [lead.model_copy(update={"score": members[0].score}), *rest]
     return _with_conflicts(ordered, limit, at if filtered else None, fetch)
+
+
+def _latest_values_first(hits: Sequence[SearchHit], limit: int) -> list[SearchHit]:
+    """The first ``limit`` hits, each moved before the best ranked earlier hit of the same
+    speaker that gives another value of a quantity it gives (:mod:`..facts.quantities`:
+    the same kind, words in common): the rules found no update cue, so nothing is marked,
+    but of two values said of one thing the later is likelier to hold."""
+    from ..facts.quantities import MIN_SHARED, quantities_in
+    from ..facts.text import prose, sentences
+
+    ordered = list(hits)
+    head = ordered[:limit]
+    said = {
+        h.moment.id: [q for s in sentences(prose(h.moment.content.text)) for q in quantities_in(s)]
+        if h.moment.role != "assistant"
+        else []
+        for h in head
+    }
+
+    def restates(later: SearchHit, earlier: SearchHit) -> bool:
+        return (
+            later.moment.timestamp > earlier.moment.timestamp
+            and (later.moment.speaker or later.moment.role)
+            == (earlier.moment.speaker or earlier.moment.role)
+            and any(
+                a.kind == b.kind and a.value != b.value and len(a.context & b.context) >= MIN_SHARED
+                for a in said[later.moment.id]
+                for b in said[earlier.moment.id]
+            )
+        )
+
+    for j in range(1, len(head)):
+        hit = head[j]
+        i = next((i for i in range(j) if restates(hit, head[i])), None)
+        if i is not None:
+            head.insert(i, head.pop(j))
+    return head + ordered[limit:]
 
 
 def _marked(hit: SearchHit, moment: Moment, at: datetime, past: bool, fetch: Fetch) -> SearchHit:
