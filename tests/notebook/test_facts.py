@@ -220,3 +220,14 @@ def test_of_two_values_of_one_quantity_without_an_update_cue_the_later_comes_fir
                 [new.id, old.id] if enabled else [old.id, new.id]
             )
             assert all(h.superseded_by is None for h in hits)
+
+
+def test_a_hit_that_was_ended_brings_the_moment_that_ended_it_first() -> None:
+    with _notebook() as nb:
+        s = nb.start_session().id
+        old = nb.record(s, "The launch is on June 5, says the press office.", timestamp=T0)
+        new = nb.record(s, "The launch moved to June 12.", timestamp=T0 + timedelta(days=1))
+        hits = nb.search("press office", mode="lexical")
+        assert [(h.moment.id, h.superseded_by) for h in hits] == [(new.id, None), (old.id, new.id)]
+        assert hits[0].explain == {"successor": 1.0}
+        assert [h.moment.id for h in nb.search("press office", mode="lexical", current=True)] == []

@@ -162,7 +162,7 @@ class Finding:
             current=current,
             as_of=as_of,
             fetch=self.backend.get_moments,
-            latest_values_first=self.nb.config.facts.enabled,
+            latest_values_first=query if self.nb.config.facts.enabled else None,
         )
 
     def slice(

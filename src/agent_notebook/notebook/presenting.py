@@ -3,9 +3,9 @@
 * **Repeats folded**: a hit that repeats an earlier moment (``duplicate_of``) is shown once,
   as the first said, with ``said`` the number of times (1 + its ``repeated_by`` links).
 * **The current first**: when a hit was ended (``superseded_by``, by the time read) by a
-  later moment that is a hit too, the latest of the chain takes the place of the best ranked
-  of them and the ended ones follow it, marked ``superseded_by``. An ended hit whose
-  successor did not match stays where it ranked, marked.
+  later moment, the latest of the chain takes the place of the best ranked of them and the
+  ended ones follow it, marked ``superseded_by``; a successor that did not match is fetched
+  (``explain["successor"]``) and shown there too.
 * **Contradictions together**: a hit that ``conflicts_with`` another moment has it shown
   right after it (fetched when it did not match), both marked.
 * ``current`` (or ``as_of``) leaves out what was ended or expired by then.
@@ -37,14 +37,15 @@ def present(
     current: bool,
     as_of: datetime | None,
     fetch: Fetch,
-    latest_values_first: bool = False,
+    latest_values_first: str | None = None,
 ) -> list[SearchHit]:
     """``hits`` (best first) folded, ordered and marked as the module says; at most ``limit``.
-    With ``latest_values_first``, of two hits that say another value of the same quantity
-    the later said goes first (see :func:`_latest_values_first`)."""
+    With ``latest_values_first`` (the query), of two hits that say another value of the
+    same quantity, one the query asks about, the later said goes first (see
+    :func:`_latest_values_first`)."""
     filtered = current or as_of is not None
-    if latest_values_first:
-        hits = _latest_values_first(hits, limit)
+    if latest_values_first is not None:
+        hits = _latest_values_first(hits, limit, latest_values_first)
     if not filtered and not any(split_link(x)[0] for h in hits for x in h.moment.relations.links):
         return list(hits[:limit])
     at = as_of if as_of is not None else now_utc()
@@ -64,8 +65,21 @@ def present(
         placed.add(first)
         moment = matched[first].moment if first in matched else fetched.get(first, hit.moment)
         folded.append(_marked(hit, moment, at, as_of is not None, fetch))
-    # The current first: each ended hit goes after the latest of its chain among the hits.
+    # The current first: each ended hit goes after the latest of its chain among the hits;
+    # a successor that did not match is fetched and shown before the hit it ended.
     shown = {h.moment.id: h for h in folded}
+    missing = sorted(
+        {
+            h.superseded_by
+            for h in folded[:limit]
+            if h.superseded_by and h.superseded_by not in shown
+        }
+    )
+    for later in fetch(missing) if missing else []:
+        if later.redacted is None and later.timestamp <= at and later.id not in shown:
+            hit = SearchHit(moment=later, score=0.0, explain={"successor": 1.0})
+            shown[later.id] = _marked(hit, later, at, as_of is not None, fetch)
+            folded.append(shown[later.id])
     head: dict[str, str] = {}
     for hit in folded:
         chain, node = [hit.moment.id], hit.superseded_by
@@ -88,13 +102,18 @@ def present(
     return _with_conflicts(ordered, limit, at if filtered else None, fetch)
 
 
-def _latest_values_first(hits: Sequence[SearchHit], limit: int) -> list[SearchHit]:
+def _latest_values_first(hits: Sequence[SearchHit], limit: int, query: str) -> list[SearchHit]:
     """The first ``limit`` hits, each moved before the best ranked earlier hit of the same
     speaker that gives another value of a quantity it gives (:mod:`..facts.quantities`:
-    the same kind, words in common): the rules found no update cue, so nothing is marked,
-    but of two values said of one thing the later is likelier to hold."""
+    the same kind, words in common, among them a word of ``query``): the rules found no
+    update cue, so nothing is marked, but of two values said of one thing the later is
+    likelier to hold. A quantity the query does not name moves nothing."""
     from ..facts.quantities import MIN_SHARED, quantities_in
-    from ..facts.text import prose, sentences
+    from ..facts.text import content_stems, prose, sentences
+
+    asked = content_stems(query)
+    if not asked:
+        return list(hits)
 
     ordered = list(hits)
     head = ordered[:limit]
@@ -111,7 +130,10 @@ def _latest_values_first(hits: Sequence[SearchHit], limit: int) -> list[SearchHi
             and (later.moment.speaker or later.moment.role)
             == (earlier.moment.speaker or earlier.moment.role)
             and any(
-                a.kind == b.kind and a.value != b.value and len(a.context & b.context) >= MIN_SHARED
+                a.kind == b.kind
+                and a.value != b.value
+                and len(shared := a.context & b.context) >= MIN_SHARED
+                and shared & asked
                 for a in said[later.moment.id]
                 for b in said[earlier.moment.id]
             )
