@@ -168,3 +168,23 @@ def test_the_command_as_a_process_keeps_data_messages_and_codes_apart(
     assert "agent-notebook init" in missing.stderr.decode()
     assert "Traceback" not in missing.stderr.decode()
     assert cli_process(home, "sessions", "--format", "xml").returncode == 2
+
+
+def test_search_marks_a_superseded_moment_with_facts_on(tmp_path: Path) -> None:
+    home = tmp_path / "nb"
+    assert cli(home, "init").returncode == 0
+    with (home / "config.yaml").open("a", encoding="utf-8") as config:
+        config.write("\nfacts:\n  enabled: true\n")
+    chat = [
+        {"role": "user", "content": text, "id": f"u{n}", "timestamp": f"2026-05-2{n}T09:00:00Z"}
+        for n, text in enumerate(["The launch is on June 5.", "The launch moved to June 12."])
+    ]
+    (tmp_path / "chat.json").write_text(json.dumps(chat), encoding="utf-8")
+    assert cli(home, "ingest", str(tmp_path / "chat.json")).returncode == 0
+    hits = data(cli(home, "search", "launch", "--mode", "lexical", "-f", "json"))
+    assert [(h["moment"]["id"], h["superseded_by"]) for h in hits] == [
+        ("m_2", None),
+        ("m_1", "m_2"),
+    ]
+    table = cli(home, "search", "launch", "--mode", "lexical", env={"COLUMNS": "200"})
+    assert "superseded by m_2" in table.stdout.decode()
