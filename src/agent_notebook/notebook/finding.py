@@ -146,9 +146,7 @@ class Finding:
         request = SearchRequest(
             query,
             where,
-            view_limit(
-                limit_of(limit), current or as_of is not None or self.nb.config.facts.enabled
-            ),
+            view_limit(limit_of(limit), current or as_of is not None),
             concept=concept,
             exclude=set(exclude),
             mode=mode,
