@@ -11,7 +11,14 @@
    * how much fires in all (links, decisions, pending items per 100 messages), so a rule
      that fires everywhere shows;
    * the engine's cost per moment (p50/p95 ms).
-   Nothing here is tuned on BEAM; ``--examples N`` prints N findings of each kind to read.
+3. The same chats recorded in a notebook with facts on and off (``--record-chats``, all 20
+   by default, in memory, lexical search) and every probing question searched, top 10:
+   the record cost (p50/p95 ms) on and off, recall@5/10 of every ability on and off, and
+   the issue's two measures read from the search results (the update above the original,
+   both in the top 10; both contradicting statements in the top 10, flagged), per chat too.
+No threshold is fitted on BEAM (they are set on tests/facts/cases.yaml), so a
+leave-one-chat-out figure is the per-chat figure printed; ``--examples N`` prints N
+findings of each kind to read.
 
 Run: ``.venv/bin/python bench/facts_beam.py [--beam DIR] [--vectors] [--examples N]``
 """
