@@ -200,3 +200,23 @@ def test_forget_previews_the_text_and_refuses_a_concept_nothing_mentions(home: P
     assert unknown.returncode == 1
     assert "nothing in the notebook mentions 'zeppelin'" in unknown.stderr.decode()
     assert data(cli(home, "show", SESSION))["id"] == SESSION  # nothing was changed
+
+
+def test_search_marks_a_superseded_moment_with_facts_on(tmp_path: Path) -> None:
+    home = tmp_path / "nb"
+    assert cli(home, "init").returncode == 0
+    with (home / "config.yaml").open("a", encoding="utf-8") as config:
+        config.write("\nfacts:\n  enabled: true\n")
+    chat = [
+        {"role": "user", "content": text, "id": f"u{n}", "timestamp": f"2026-05-2{n}T09:00:00Z"}
+        for n, text in enumerate(["The launch is on June 5.", "The launch moved to June 12."])
+    ]
+    (tmp_path / "chat.json").write_text(json.dumps(chat), encoding="utf-8")
+    assert cli(home, "ingest", str(tmp_path / "chat.json")).returncode == 0
+    hits = data(cli(home, "search", "launch", "--mode", "lexical", "-f", "json"))
+    assert [(h["moment"]["id"], h["superseded_by"]) for h in hits] == [
+        ("m_2", None),
+        ("m_1", "m_2"),
+    ]
+    table = cli(home, "search", "launch", "--mode", "lexical", env={"COLUMNS": "200"})
+    assert "superseded by" in table.stdout.decode()  # the cell may fold before m_2

@@ -208,6 +208,8 @@ def search(
     ]
     if include_archive or any(h.tier != "active" for h in hits):
         columns.insert(2, ("tier", lambda h: h.tier))
+    if any(h.fact_note() for h in hits):  # "superseded by m_N", "said 3 times"…
+        columns.append(("facts", lambda h: h.fact_note()))
     if explain:
         signals = ["lexical", "vector", "concept"] + (["media"] if image or audio else [])
         columns += [(signal, _share(signal)) for signal in signals]

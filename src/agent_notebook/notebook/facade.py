@@ -129,7 +129,11 @@ class Notebook(FactsFacade):
         self._transfer = Transfer(self)
         self._maintenance = Maintenance(self)
         self._owner_facts = OwnerFacts(self)
-        self.facts = FactKeeper(backend, self.config.facts.window)  # notebook/facts.py
+        self.facts = FactKeeper(  # notebook/facts.py
+            backend,
+            self.config.facts.window,
+            self._paraphrase_vectors if self.config.facts.paraphrases else None,
+        )
 
     @classmethod
     def open(
@@ -471,6 +475,13 @@ class Notebook(FactsFacade):
         return self._finding.turns_around(moments)
 
     # -- vectors (:mod:`.vectors`) ------------------------------------------------------------
+
+    def _paraphrase_vectors(self, texts: Sequence[str]) -> list[list[float]] | None:
+        """Unit vectors of ``texts`` for the fact rules' paraphrase gate (None: no embedder)."""
+        embedder = self._vectors.resolve_embedder()
+        if embedder is None:
+            return None
+        return [[float(x) for x in row] for row in embedder.embed_documents(list(texts))]
 
     @property
     def semantic(self) -> SemanticIndex | None:
