@@ -132,7 +132,7 @@ class Notebook(FactsFacade):
         self.facts = FactKeeper(  # notebook/facts.py
             backend,
             self.config.facts.window,
-            self._paraphrase_vectors if self.config.facts.paraphrases else None,
+            self._vectors.paraphrase_vectors if self.config.facts.paraphrases else None,
         )
 
     @classmethod
@@ -475,13 +475,6 @@ class Notebook(FactsFacade):
         return self._finding.turns_around(moments)
 
     # -- vectors (:mod:`.vectors`) ------------------------------------------------------------
-
-    def _paraphrase_vectors(self, texts: Sequence[str]) -> list[list[float]] | None:
-        """Unit vectors of ``texts`` for the fact rules' paraphrase gate (None: no embedder)."""
-        embedder = self._vectors.resolve_embedder()
-        if embedder is None:
-            return None
-        return [[float(x) for x in row] for row in embedder.embed_documents(list(texts))]
 
     @property
     def semantic(self) -> SemanticIndex | None:
