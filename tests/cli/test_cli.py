@@ -218,5 +218,18 @@ def test_search_marks_a_superseded_moment_with_facts_on(tmp_path: Path) -> None:
         ("m_2", None),
         ("m_1", "m_2"),
     ]
-    table = cli(home, "search", "launch", "--mode", "lexical", env={"COLUMNS": "200"})
-    assert "superseded by" in table.stdout.decode()  # the cell may fold before m_2
+    # a process of its own: this one's console took its width when it was made
+    table = cli_process(home, "search", "launch", "--mode", "lexical", env={"COLUMNS": "200"})
+    assert "superseded by m_2" in table.stdout.decode()
+
+
+def test_search_explain_reads_at_80_columns_and_the_table_has_a_date(home: Path) -> None:
+    narrow = {"COLUMNS": "80", "AGENT_NOTEBOOK_EMBEDDER": "none"}
+    explained = cli_process(home, "search", "train Lyon", "--explain", env=narrow)
+    assert explained.returncode == 0, explained.stderr.decode()
+    out = explained.stdout.decode()
+    assert out.startswith("#1 m_1  score ") and "2026-05-20" in out
+    assert "found by: lexical " in out and "relevance " in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    table = cli_process(home, "search", "train Lyon", env=narrow).stdout.decode()
+    assert "date" in table and "2026-05-20" in table
