@@ -22,11 +22,11 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from agent_notebook import Notebook
 from agent_notebook import config as cfg
-from agent_notebook.compaction.rollup import dropped_manifest, salient
+from agent_notebook.compaction.rollup import current_updates, dropped_manifest, kept_whole, salient
 from agent_notebook.compaction.runner import KILL_AFTER_ENV, PAUSE_ENV
 from agent_notebook.errors import InvalidInput, NotFound
 from agent_notebook.model import Moment
-from agent_notebook.storage import StorageBackend
+from agent_notebook.storage import MemoryBackend, StorageBackend
 from tests.support.clirun import text_cli
 from tests.support.waiting import HANG_GUARD_S
 
@@ -448,3 +448,35 @@ def test_redaction_takes_a_redacted_moments_items_out_of_the_index(nb: Notebook)
     (daily,) = rollups(nb, "daily")
     assert "Bartholomew" not in daily.content.text and "221B" not in daily.content.text
     assert daily.rollup is not None and not any("221B" in d for d in daily.rollup.dropped)
+
+
+def test_a_rollup_keeps_the_current_fact_whole_and_may_fold_the_superseded_one(
+    tmp_path: Path,
+) -> None:
+    """Issue 30: compaction keeps current facts word for word; what a later moment
+    superseded is summarized like any faded moment, never kept whole."""
+    config = cfg.NotebookConfig(facts=cfg.FactSettings(enabled=True))
+    with Notebook(MemoryBackend(), home=tmp_path / "home", embedder=None, config=config) as nb:
+        filler = fill_day(nb, 0, n=6)
+        session = filler[0].session
+        old = nb.record(session, "The launch is on June 5.", timestamp=T0, importance=0.25)
+        new = nb.record(
+            session,
+            "The launch moved to June 12.",
+            timestamp=T0 + timedelta(hours=1),
+            importance=0.25,
+        )
+        assert nb.get_moment(old.id).valid_until == new.timestamp  # the rules linked them
+        nb.compact(now=T0 + timedelta(days=7, hours=2))
+        (daily,) = rollups(nb, "daily")
+        assert daily.rollup is not None and {old.id, new.id} <= set(daily.rollup.sources)
+        kept = [
+            kept_whole(
+                m,
+                nb.config.compaction,
+                current_updates([nb.get_moment(old.id), nb.get_moment(new.id)]),
+            )
+            for m in (nb.get_moment(old.id), nb.get_moment(new.id))
+        ]
+        assert kept == [False, True]
+        assert "The launch moved to June 12." in daily.content.text  # word for word

@@ -85,13 +85,32 @@ def source_text(moment: Moment) -> str:
     return f"{speaker}: {text}"
 
 
-def kept_whole(moment: Moment, settings: CompactionSettings) -> bool:
-    """An original moment a rollup keeps word for word: a decision, a correction, or one of
-    importance ``keep_whole_importance`` or more."""
-    return moment.rollup is None and (
-        moment.metadata.importance >= settings.keep_whole_importance
+def kept_whole(
+    moment: Moment, settings: CompactionSettings, updates: frozenset[str] = frozenset()
+) -> bool:
+    """An original moment a rollup keeps word for word: a decision, a correction, a current
+    fact that replaced an earlier one (its id in ``updates``), or one of importance
+    ``keep_whole_importance`` or more. A fact a later moment superseded is never kept whole:
+    the summary may fold it (what is true must not degrade; what was true may)."""
+    if moment.rollup is not None or moment.valid_until is not None:
+        return False
+    return (
+        moment.id in updates
+        or moment.metadata.importance >= settings.keep_whole_importance
         or _DECISION.search(moment.content.text) is not None
     )
+
+
+def current_updates(moments: Sequence[Moment]) -> frozenset[str]:
+    """The moments that superseded one of ``moments`` (``superseded_by:m_N`` links, from
+    the fact rules) and still hold: the facts as they are now."""
+    later = {
+        link.split(":", 1)[1]
+        for m in moments
+        for link in m.relations.links
+        if link.startswith("superseded_by:")
+    }
+    return frozenset(m.id for m in moments if m.id in later and m.valid_until is None)
 
 
 @dataclass(frozen=True)
@@ -189,7 +208,8 @@ def build_rollup(
         "monthly": settings.monthly_max_tokens,
     }[level]
     budget = min(cap, max(settings.min_summary_tokens, round(before * settings.summary_ratio)))
-    whole = [m for m in under if kept_whole(m, settings)]
+    updates = current_updates(under)
+    whole = [m for m in under if kept_whole(m, settings, updates)]
     original_texts = [t for t in map(source_text, under) if t]
     items = _salient_items(original_texts)
     index_room = min(round(budget * INDEX_SHARE), counter.count(_index_line(items)))
