@@ -272,6 +272,10 @@ class FactSettings(BaseModel):
     #: embeds its text on the spot (an embedding per record); off, only repeats of the
     #: same words are folded on record.
     paraphrases: bool = False
+    #: Let the chat model (``chat.model``) confirm, reject or propose the rules' updates and
+    #: conflicts in the processes that have one (``serve``, ``chat``); its failure leaves
+    #: the rules' word. A model call per proposed link.
+    judge: bool = False
 
 
 class Modalities(BaseModel):

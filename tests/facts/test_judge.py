@@ -5,6 +5,7 @@ of a pair they only suspect; when it fails or answers nonsense the rules' word s
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
@@ -67,3 +68,32 @@ def test_a_notebook_uses_the_judge_it_is_given() -> None:
         first = nb.record(s, MOVED[0], timestamp=T0)
         nb.record(s, MOVED[1], timestamp=T0 + timedelta(days=1))
         assert nb.get_moment(first.id).relations.links == []
+
+
+def test_facts_judge_on_lets_the_servers_chat_model_judge_record(tmp_path: Path) -> None:
+    """``facts.judge`` in config.yaml: the server's chat model judges what the rules propose
+    on every record through its notebook; off, or without facts, the rules decide alone."""
+    from agent_notebook.server import ServerSettings
+    from agent_notebook.server.app import open_tenant
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("facts:\n  enabled: true\n  judge: true\n", encoding="utf-8")
+    rejecting = FakeListChatModel(responses=["none"] * 5)
+    settings = ServerSettings(home=home, model="fake:judge", models={"fake:judge": rejecting})
+    tenant = open_tenant(home, settings)
+    try:
+        nb = tenant.notebook
+        assert isinstance(nb.facts.judge, LlmJudge) and nb.facts.judge.model is rejecting
+        s = nb.start_session("launch").id
+        first = nb.record(s, MOVED[0], timestamp=T0)
+        nb.record(s, MOVED[1], timestamp=T0 + timedelta(days=1))
+        assert nb.get_moment(first.id).relations.links == []  # the model said: no update
+    finally:
+        tenant.notebook.close()
+    (home / "config.yaml").write_text("facts:\n  enabled: true\n", encoding="utf-8")
+    tenant = open_tenant(home, settings)
+    try:
+        assert tenant.notebook.facts.judge is None
+    finally:
+        tenant.notebook.close()

@@ -16,6 +16,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from ..config import MODEL_ENV as MODEL_ENV  # re-export: was defined here
 from ..errors import InvalidInput, MissingDependency
 from ..errors import ModelNotConfigured as ModelNotConfigured  # re-export: was defined here
+from ..notebook.facade import Notebook
 
 
 class ModelResolver:
@@ -132,6 +133,18 @@ def notes_answer(items: list[str], question: str) -> str:
     if not best:
         return "My notebook recalls nothing on that (offline:notes answers only from it)."
     return "From my notebook:\n" + "\n".join(item for *_, item in best)
+
+
+def attach_fact_judge(notebook: Notebook, model: BaseChatModel) -> bool:
+    """With ``facts.enabled`` and ``facts.judge`` on, let ``model`` judge what the fact rules
+    propose on record (:class:`~agent_notebook.facts.judge.LlmJudge`); whether it does."""
+    settings = notebook.config.facts
+    if not (settings.enabled and settings.judge):
+        return False
+    from ..facts.judge import LlmJudge
+
+    notebook.facts.judge = LlmJudge(model)
+    return True
 
 
 def offline_models() -> dict[str, BaseChatModel]:

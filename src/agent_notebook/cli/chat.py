@@ -83,7 +83,7 @@ def chat(
         if not name:  # said before the chat graph's parts load (seconds)
             fail(str(ModelNotConfigured(MODEL_ENV)))
         from ..chat import ModelResolver, build_chat_graph
-        from ..chat.models import offline_models
+        from ..chat.models import attach_fact_judge, offline_models
 
         builtin = offline_models()
         if show_context:
@@ -94,6 +94,7 @@ def chat(
             raise
         except Exception as err:  # noqa: BLE001 - a provider refusing to start (no key…)
             fail(f"cannot make the chat model {name!r}: {type(err).__name__}: {err}")
+        attach_fact_judge(nb, chosen)  # with facts.judge on: the model judges the fact rules
         graph = build_chat_graph(nb, model=chosen, models=builtin)
         earlier = _announce(graph, thread_id, config, new=thread is None)
         turns = 0

@@ -162,20 +162,32 @@ def open_tenant(home: Path, settings: ServerSettings) -> Tenant:
         nb.set_up_chat_state()
         tokens = nb.access_tokens()  # the database's for a Postgres notebook
         _, created = tokens.ensure_owner()
-        return Tenant(
-            tokens_created=created,
-            home=home,
-            tokens=tokens,
-            notebook=nb,
-            chat=ChatService(
-                nb,
-                model=settings.model or nb.config.chat.model,
-                models={**offline_models(), **settings.models},
-            ),
+        chat = ChatService(
+            nb,
+            model=settings.model or nb.config.chat.model,
+            models={**offline_models(), **settings.models},
         )
+        _judge_facts(chat)
+        return Tenant(tokens_created=created, home=home, tokens=tokens, notebook=nb, chat=chat)
     except BaseException:
         nb.close()
         raise
+
+
+def _judge_facts(chat: ChatService) -> None:
+    """``facts.judge``: the server's chat model judges what the fact rules propose; with no
+    model that can be made, the rules decide alone (and the log says why)."""
+    from ..chat.models import attach_fact_judge
+
+    facts = chat.nb.config.facts
+    if not (facts.enabled and facts.judge):
+        return
+    try:
+        model = chat.default_model()
+    except Exception as err:  # noqa: BLE001 - no model, no provider package, no key…
+        log.warning("facts.judge is on but no chat model can judge: %s", err)
+        return
+    attach_fact_judge(chat.nb, model)
 
 
 async def _start_mcp(tenant: Tenant, settings: ServerSettings, stack: AsyncExitStack) -> None:

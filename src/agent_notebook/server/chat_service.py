@@ -39,6 +39,10 @@ class ChatService:
         self._turns: dict[str, asyncio.Lock] = {}
         self._guard = threading.Lock()
 
+    def default_model(self) -> BaseChatModel:
+        """The server's default chat model (ModelNotConfigured without one)."""
+        return self._resolver.resolve()
+
     # -- threads ----------------------------------------------------------------------------
 
     def exists(self, thread_id: str) -> bool:
