@@ -468,7 +468,7 @@ def test_llm_summarizer_falls_back_on_a_model_error() -> None:
 
 
 def test_llm_summarizer_prompt_has_guidance_previous_and_identifiers() -> None:
-    model = RecordingModel(answer="x " * 1000)
+    model = RecordingModel(reply="x " * 1000)
     summarizer = LlmSummarizer(model)
     notebook = "## Current State\nFixing the login bug (ticket ABC-123)."
     out = asyncio.run(

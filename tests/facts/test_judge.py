@@ -51,7 +51,7 @@ def test_a_failing_or_unreadable_model_leaves_the_rules_word_and_says_why() -> N
     down = LlmJudge(RecordingModel(error="provider down"))
     assert _links(down, *MOVED) == {("1", "superseded_by", "2")}
     assert "provider down" in down.last_fallback_reason
-    babble = LlmJudge(RecordingModel(answer="It depends."))
+    babble = LlmJudge(RecordingModel(reply="It depends."))
     assert _links(babble, *MOVED) == {("1", "superseded_by", "2")}
     assert (
         "It depends" in babble.last_fallback_reason or "it depends" in babble.last_fallback_reason

@@ -64,13 +64,15 @@ def _init(name: str) -> BaseChatModel:
     return model
 
 
-class EchoChatModel(BaseChatModel):
-    """The offline test double behind ``--model fake:echo``: it answers
-    "echo: <the last user line> (messages: <how many it was given, system prompt aside>)"."""
+class OfflineChatModel(BaseChatModel):
+    """A chat model with no network: its answer is :meth:`answer` of the messages."""
 
     @property
     def _llm_type(self) -> str:
-        return "agent-notebook-echo"
+        return f"agent-notebook-{type(self).__name__}"
+
+    def answer(self, messages: list[BaseMessage]) -> str:
+        raise NotImplementedError
 
     def _generate(
         self,
@@ -79,10 +81,18 @@ class EchoChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        answer = AIMessage(self.answer(messages))
+        return ChatResult(generations=[ChatGeneration(message=answer)])
+
+
+class EchoChatModel(OfflineChatModel):
+    """The offline test double behind ``--model fake:echo``: it answers
+    "echo: <the last user line> (messages: <how many it was given, system prompt aside>)"."""
+
+    def answer(self, messages: list[BaseMessage]) -> str:
         seen = [m for m in messages if not isinstance(m, SystemMessage)]
         last = next((m.text for m in reversed(seen) if isinstance(m, HumanMessage)), "")
-        answer = AIMessage(f"echo: {last} (messages: {len(seen)})")
-        return ChatResult(generations=[ChatGeneration(message=answer)])
+        return f"echo: {last} (messages: {len(seen)})"
 
 
 #: The heading the system prompt puts before what the notebook recalled (chat/system.jinja).
@@ -91,27 +101,16 @@ RECALLED_HEADING = "# From the notebook"
 NOTES_PER_ANSWER = 3
 
 
-class NotesChatModel(BaseChatModel):
+class NotesChatModel(OfflineChatModel):
     """``--model offline:notes``: no language model at all. It answers with the items the
     notebook recalled into its system prompt (each cited by its tag, e.g. ``[moment:m_12]``)
     that share the most content words with the user's last line, best first; or says that
     the notebook recalled nothing on it. So a chat works offline and shows what memory holds."""
 
-    @property
-    def _llm_type(self) -> str:
-        return "agent-notebook-notes"
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def answer(self, messages: list[BaseMessage]) -> str:
         system = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
         last = next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), "")
-        answer = AIMessage(notes_answer(recalled_items(system), last))
-        return ChatResult(generations=[ChatGeneration(message=answer)])
+        return notes_answer(recalled_items(system), last)
 
 
 def recalled_items(system_prompt: str) -> list[str]:
