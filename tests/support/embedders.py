@@ -79,4 +79,4 @@ class AsymmetricBag(BagOfWords):
 
     def embed_query(self, text: str) -> list[float]:
         self.calls.append(("query", text))
-        return self._embed(text)[:-1] + [self.query_extra]
+        return [*self._embed(text)[:-1], self.query_extra]

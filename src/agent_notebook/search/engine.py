@@ -196,6 +196,9 @@ class SearchEngine:
                 window[:covered], moments, plan.aspects, self.settings
             )
             window = reordered + window[covered:]
+        # Each step's scores already fall in its order; sorted once more, the order is the
+        # order of the final scores whatever a step's rounding.
+        window.sort(key=lambda h: -h.score)
         return [
             explained_hit(
                 moments[hit.number], hit, relevant.get(f"m_{hit.number}"), coverage.get(hit.number)

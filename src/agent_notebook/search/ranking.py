@@ -14,7 +14,7 @@ from ..config import SearchSettings
 from ..core.lexical import terms
 from ..model import Moment, SearchHit
 from ..storage import MomentBrief, MomentFilter
-from .hybrid import Coverage, Fused, cover_query, prior_factors
+from .hybrid import Coverage, Fused, cover_scores, prior_factors
 
 __all__ = [
     "COVERAGE_CHARS",
@@ -88,23 +88,35 @@ def spread_sessions(
     each hit's score counts ``decay`` less for every further better hit of its session
     already taken: the head of the results spans sessions, as the evidence of a question
     often does, without breaking up a session's few best turns. Lazy greedy: a hit is
-    re-scored when popped."""
+    re-scored when popped. A hit's score is the one it was taken with (its ``spread``
+    factor says by how much it fell): the scores taken never rise, so the order is the
+    order of the scores; the hits past ``limit`` keep theirs, at most the last one taken."""
     taken: dict[str, int] = {}
     heap = [(-score, number, 0, i) for i, (score, number, _, _) in enumerate(hits)]
     heapq.heapify(heap)
-    order: list[int] = []
+    order: list[tuple[int, float]] = []
     while heap and len(order) < limit:
-        _, number, seen, i = heapq.heappop(heap)
+        key, number, seen, i = heapq.heappop(heap)
         session = briefs[f"m_{number}"].session
         now_seen = taken.get(session, 0)
         if now_seen != seen:  # its session gained hits since it was scored
             factor = decay ** max(0, now_seen - free + 1)
             heapq.heappush(heap, (-hits[i][0] * factor, number, now_seen, i))
             continue
-        order.append(i)
+        order.append((i, -key))
         taken[session] = now_seen + 1
-    chosen = set(order)
-    return [hits[i] for i in order] + [h for i, h in enumerate(hits) if i not in chosen]
+    chosen = {i for i, _ in order}
+    floor = order[-1][1] if order else math.inf
+    head = [_rescored(hits[i], score) for i, score in order]
+    return head + [_rescored(h, min(h.score, floor)) for i, h in enumerate(hits) if i not in chosen]
+
+
+def _rescored(hit: Ranked, score: float) -> Ranked:
+    """``hit`` with ``score``, the step's factor noted among its factors as ``spread``."""
+    if score == hit.score:
+        return hit
+    factor = score / hit.score if hit.score else 1.0
+    return hit._replace(score=score, factors={**hit.factors, "spread": factor})
 
 
 def cover_aspects(
@@ -116,7 +128,9 @@ def cover_aspects(
     """``hits`` (best first) reordered by :func:`.hybrid.cover_query` over the stems
     ``asked``, each weighing ``log(1 + hits / hits having it) ** coverage_idf_power``: a
     word most of the candidates have says nothing new (a speaker's name), a word only one
-    has is what the others miss; and, by moment number, what the step did to each."""
+    has is what the others miss; each hit's score is the one it was taken with (its own
+    and what its words added), so the order is the order of the scores; and, by moment
+    number, what the step did to each."""
     wanted = set(asked)
     covers = [
         wanted.intersection(terms(moments[n].content.text[:COVERAGE_CHARS]))
@@ -127,7 +141,7 @@ def cover_aspects(
     having = {word: sum(word in c for c in covers) for word in asked}
     power = settings.coverage_idf_power
     weights = {w: math.log(1 + len(hits) / n) ** power for w, n in having.items() if n}
-    order = cover_query(
+    order = cover_scores(
         [h[0] for h in hits],
         covers,
         weights,
@@ -136,10 +150,12 @@ def cover_aspects(
         settings.coverage_residual,
     )
     done = {
-        hits[i][1]: Coverage(i + 1, after + 1, [w for w in asked if w in covers[i]])
-        for after, i in enumerate(order)
+        hits[i][1]: Coverage(
+            i + 1, after + 1, [w for w in asked if w in covers[i]], score - hits[i].score
+        )
+        for after, (i, score) in enumerate(order)
     }
-    return [hits[i] for i in order], done
+    return [hits[i]._replace(score=score) for i, score in order], done
 
 
 def explained_hit(
