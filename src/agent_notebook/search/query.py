@@ -116,7 +116,7 @@ def _json_turns(query: str) -> list[Turn] | None:
 
 def _langchain_turns(query: str) -> list[Turn] | None:
     found: list[Turn] = []
-    speaker, said = "", []
+    speaker, said = "", list[str]()
     for line in query.splitlines():
         head = _LANGCHAIN_HEAD.match(line.strip())
         if head:
@@ -280,7 +280,8 @@ def latest_turns(query: str, n: int) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class DateSpan:
-    """A day or a month the query names, as UTC bounds (``until`` exclusive) and its key."""
+    """A day, a month or a year the query names, as UTC bounds (``until`` exclusive) and
+    its key."""
 
     key: str
     since: datetime
@@ -288,12 +289,19 @@ class DateSpan:
 
 
 def query_dates(query: str) -> list[DateSpan]:
-    """The full days (``7 May 2023``, ``2023-05-07``) and months (``May 2023``) in the
-    query; a day without a year (``May 7``) is too vague to match anything by."""
+    """The full days (``7 May 2023``, ``2023-05-07``), months (``May 2023``) and years
+    (``2020``) in the query; a day without a year (``May 7``) is too vague to match
+    anything by."""
     spans: list[DateSpan] = []
     for key in identifiers(query):
         parts = key.split("-")
-        if not (parts[0].isdigit() and len(parts[0]) == 4 and 2 <= len(parts) <= 3):
+        if not (parts[0].isdigit() and len(parts[0]) == 4 and 1 <= len(parts) <= 3):
+            continue
+        if len(parts) == 1:  # a year: "in 2020" ("three years ago", said in 2023)
+            if 1900 <= int(key) <= 2199:
+                spans.append(
+                    DateSpan(key, _utc(date(int(key), 1, 1)), _utc(date(int(key) + 1, 1, 1)))
+                )
             continue
         try:
             numbers = [int(p) for p in parts]
