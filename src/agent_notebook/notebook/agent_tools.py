@@ -58,6 +58,9 @@ SEARCH = ToolDoc(
         "query": 'what to look for, in plain words ("train to Lyon", "why we chose Postgres").',
         "session_id": f"only this session ({_SESSION_ID}); omit to search all.",
         "limit": "how many results, 1 to 100.",
+        "current_session_id": "the session of the conversation you are in, if any: its "
+        "latest turns, which you already have, are left out (so your own question and "
+        "answers do not hide the facts).",
     },
     "Returns for each hit: the moment id (cite it as [moment:m_12]), its session, time, "
     "speaker, text and score. An empty list means nothing matched: try other words.",
@@ -126,12 +129,24 @@ TOOL_SEARCH_LIMIT = 100  # a model asking for more would drown its own context
 
 
 def search_hits(
-    notebook: Notebook, query: str, session_id: str | None = None, limit: int = 10
+    notebook: Notebook,
+    query: str,
+    session_id: str | None = None,
+    limit: int = 10,
+    current_session_id: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The search tool: ``notebook.search`` with the tool's cap on ``limit``."""
+    """The search tool: ``notebook.search`` with the tool's cap on ``limit``. With
+    ``current_session_id``, the conversation the caller is in, that session's recent
+    moments (``context.recent_moments``, the turns a chat's own context search skips too)
+    are left out: the caller has them already, and the question it just asked and its own
+    answer would match best and hide the facts (issue 31)."""
     if not 1 <= limit <= TOOL_SEARCH_LIMIT:
         raise InvalidInput(f"limit must be between 1 and {TOOL_SEARCH_LIMIT}, got {limit}")
-    return [hit_summary(h) for h in notebook.search(query, session=session_id, limit=limit)]
+    recent: list[str] = []
+    if current_session_id:
+        recent = list(notebook.get_session(current_session_id).context.recent_moments)
+    hits = notebook.search(query, session=session_id, limit=limit, exclude=recent)
+    return [hit_summary(h) for h in hits]
 
 
 def hit_summary(hit: SearchHit) -> dict[str, Any]:

@@ -164,9 +164,12 @@ def build_mcp(
 
     @tool(read_only, doc=SEARCH)
     async def search(
-        query: str, session_id: str | None = None, limit: int = 10
+        query: str,
+        session_id: str | None = None,
+        limit: int = 10,
+        current_session_id: str | None = None,
     ) -> list[dict[str, Any]]:
-        return await run(lambda: search_hits(get(), query, session_id, limit))
+        return await run(lambda: search_hits(get(), query, session_id, limit, current_session_id))
 
     @tool(read_only, name="slice", doc=SLICE)
     async def slice_(
