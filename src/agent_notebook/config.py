@@ -136,6 +136,11 @@ class SearchSettings(BaseModel):
     #: turns that speaker said by ``1 + speaker_bonus`` (0 turns it off; a query of
     #: several lines, a dialogue, never: its tags name its speakers in every turn).
     speaker_bonus: float = Field(0.1, ge=0, le=1)
+    #: A question about time ("when", "which year", "how long", "how many weeks") scales
+    #: the score of the results that carry a date (written, or resolved when it was
+    #: recorded: "a year ago", "for three years now") by ``1 + time_question_bonus``,
+    #: among the results shown (0 turns it off).
+    time_question_bonus: float = Field(0.0, ge=0, le=1)
     #: Share of a question's fused score (a turn with a '?') given to the next turn of its
     #: session: in a conversation the answer is the reply, which rarely repeats the words.
     reply_share: float = Field(0.5, ge=0, le=1)

@@ -65,3 +65,40 @@ def test_each_expression_is_found_by_its_absolute_date(tmp_path: Path) -> None:
         for (text, _, asked), moment_id in zip(SAID, ids, strict=True):
             hits = nb.search(f"What happened {asked}?", limit=3)
             assert hits and hits[0].moment.id == moment_id, (text, asked)
+
+
+def test_is_time_question() -> None:
+    from agent_notebook.search.query import is_time_question
+
+    for asked in (
+        "When did Mia get the guitar?",
+        "In which year did Tom move?",
+        "How long has Ana been knitting?",
+        "how many weeks until the visit?",
+    ):
+        assert is_time_question(asked), asked
+    for asked in ("Where did Mia get the guitar?", "What did Tom say?", "Ana: when?\nBo: now"):
+        assert not is_time_question(asked), asked
+
+
+def test_a_time_question_favours_the_turn_that_says_when(tmp_path: Path) -> None:
+    """Two turns about Mia's guitar; only one says when (a year ago, resolved at record
+    time). With the bonus, "when" puts it first, and its ``dated`` factor says why."""
+    from agent_notebook.config import NotebookConfig, SearchSettings
+
+    with Notebook(SqliteBackend(tmp_path / "nb.db"), embedder=None) as nb:
+        when = datetime(2023, 5, 8, 12, tzinfo=UTC)
+        session = nb.start_session("chat", started=when)
+        plain = nb.record(
+            session.id, "Mia loves her guitar, the guitar she plays daily.", timestamp=when
+        )
+        dated = nb.record(session.id, "Mia got the guitar a year ago.", timestamp=when)
+        asked = "When did Mia get her guitar?"
+        nb.config = NotebookConfig(search=SearchSettings(time_question_bonus=0.0))
+        off = nb.search(asked, limit=2)
+        nb.config = NotebookConfig(search=SearchSettings(time_question_bonus=1.0))
+        on = nb.search(asked, limit=2)
+        assert on[0].moment.id == dated.id and on[0].explain["dated_prior"] == 2.0
+        assert "dated_prior" not in on[1].explain and on[1].moment.id == plain.id
+        assert [h.score for h in on] == sorted((h.score for h in on), reverse=True)
+        assert off[0].moment.id == plain.id  # without the bonus its words win

@@ -35,7 +35,14 @@ from .hybrid import (
 )
 from .plan import Mode, SearchPlan, SearchRequest, VectorQuery, plan_search
 from .query import content_words, query_dates
-from .ranking import Ranked, cover_aspects, explained_hit, scored_hits, spread_sessions
+from .ranking import (
+    Ranked,
+    cover_aspects,
+    dated_first,
+    explained_hit,
+    scored_hits,
+    spread_sessions,
+)
 from .semantic import SemanticIndex
 
 __all__ = [
@@ -189,6 +196,8 @@ class SearchEngine:
         window = hits[: plan.shown]
         wanted = [f"m_{h.number}" for h in window]
         moments = {m.number: m for m in self.backend.get_moments(wanted)}
+        if plan.time_question:
+            window = dated_first(window, moments, self.settings.time_question_bonus)
         coverage: dict[int, Coverage] = {}
         if plan.aspects:  # the best coverage_window, whatever the limit: the same head for any
             covered = self.settings.coverage_window

@@ -21,7 +21,14 @@ from ..config import SearchSettings
 from ..core.lexical import stem, tokenize
 from ..storage import MomentFilter
 from .hybrid import CONCEPT, DATE, LEXICAL, LEXICAL_LATEST, MEDIA, MEDIA_WEIGHT, VECTOR
-from .query import content_words, dialogue_context, dialogue_words, latest_turns, speaker_turns
+from .query import (
+    content_words,
+    dialogue_context,
+    dialogue_words,
+    is_time_question,
+    latest_turns,
+    speaker_turns,
+)
 
 __all__ = [
     "CONTEXT_WORDS",
@@ -114,6 +121,8 @@ class SearchPlan:
     session_evidence: bool
     #: The head of the results spans sessions (``session_decay`` < 1).
     spread_sessions: bool
+    #: A question about time: the results that carry a date get ``time_question_bonus``.
+    time_question: bool
     #: The stems the question asks about, for the coverage step (empty: no such step).
     aspects: tuple[str, ...]
     #: The ranked hits loaded whole: ``limit``, or ``coverage_window`` for the coverage step.
@@ -188,6 +197,9 @@ def plan_search(request: SearchRequest, settings: SearchSettings, semantic: bool
         # By example alone, the nearest copy comes first, whatever its session.
         session_evidence=words,
         spread_sessions=settings.session_decay < 1,
+        time_question=words
+        and settings.time_question_bonus > 0
+        and is_time_question(request.query),
         aspects=aspects,
         # The best coverage_window, whatever the limit: the same head for any limit.
         shown=max(request.limit, settings.coverage_window) if aspects else request.limit,

@@ -24,6 +24,7 @@ __all__ = [
     "dialogue",
     "dialogue_context",
     "dialogue_words",
+    "is_time_question",
     "latest_turns",
     "query_dates",
     "speaker_turns",
@@ -268,6 +269,20 @@ def _newest_words(text: str, max_words: int) -> str:
 def dialogue_words(query: str) -> str:
     """The query as the lexical signal reads it: a dialogue without who speaks."""
     return "\n".join(turns(query)) if "\n" in query.strip() or _dialogue(query) else query
+
+
+_TIME_QUESTION = re.compile(
+    r"^\W*(?:(?:and|so|but|in|on|since|until|by)\s+)?(?:when\b|what\s+(?:year|month|date|day|"
+    r"time|week)\b|which\s+(?:year|month|date|day|week)\b|how\s+long\b|how\s+many\s+"
+    r"(?:years|months|weeks|days)\b|how\s+old\b)",
+    re.IGNORECASE,
+)
+
+
+def is_time_question(query: str) -> bool:
+    """Whether ``query`` asks about time: "When did ...", "In which year ...", "How long
+    has ...", "How many weeks ..."."""
+    return bool(_TIME_QUESTION.match(query)) and "\n" not in query.strip()
 
 
 def latest_turns(query: str, n: int) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import NamedTuple
@@ -20,6 +21,7 @@ __all__ = [
     "COVERAGE_CHARS",
     "Ranked",
     "cover_aspects",
+    "dated_first",
     "explained_hit",
     "scored_hits",
     "spread_sessions",
@@ -117,6 +119,26 @@ def _rescored(hit: Ranked, score: float) -> Ranked:
         return hit
     factor = score / hit.score if hit.score else 1.0
     return hit._replace(score=score, factors={**hit.factors, "spread": factor})
+
+
+#: A date a moment carries as a concept: a year, a month or a day (see ``core.dates``).
+_DATE_CONCEPT = re.compile(r"\d{4}(?:-\d{2}){0,2}")
+
+
+def dated_first(hits: list[Ranked], moments: Mapping[int, Moment], bonus: float) -> list[Ranked]:
+    """``hits`` with the score of those whose moment carries a date (written, or resolved
+    when it was recorded) times ``1 + bonus`` (their ``dated`` factor), best first: a
+    question about time wants the turns that say when."""
+    out = []
+    for hit in hits:
+        moment = moments.get(hit.number)
+        concepts = moment.metadata.concepts if moment is not None else []
+        if any(_DATE_CONCEPT.fullmatch(c) for c in concepts):
+            factor = 1 + bonus
+            hit = hit._replace(score=hit.score * factor, factors={**hit.factors, "dated": factor})
+        out.append(hit)
+    out.sort(key=lambda h: (-h.score, h.number))
+    return out
 
 
 def cover_aspects(
