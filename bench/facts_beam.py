@@ -11,7 +11,14 @@
    * how much fires in all (links, decisions, pending items per 100 messages), so a rule
      that fires everywhere shows;
    * the engine's cost per moment (p50/p95 ms).
-   Nothing here is tuned on BEAM; ``--examples N`` prints N findings of each kind to read.
+3. The same chats recorded in a notebook with facts on and off (``--record-chats``, all 20
+   by default, in memory, lexical search) and every probing question searched, top 10:
+   the record cost (p50/p95 ms) on and off, recall@5/10 of every ability on and off, and
+   the issue's two measures read from the search results (the update above the original,
+   both in the top 10; both contradicting statements in the top 10, flagged), per chat too.
+No threshold is fitted on BEAM (they are set on tests/facts/cases.yaml), so a
+leave-one-chat-out figure is the per-chat figure printed; ``--examples N`` prints N
+findings of each kind to read.
 
 Run: ``.venv/bin/python bench/facts_beam.py [--beam DIR] [--vectors] [--examples N]``
 """
@@ -44,7 +51,10 @@ def main() -> None:
     parser.add_argument("--vectors", action="store_true", help="embed BEAM messages (slow)")
     parser.add_argument("--examples", type=int, default=0)
     parser.add_argument(
-        "--record-chats", type=int, default=2, help="chats recorded with facts on and off"
+        "--record-chats",
+        type=int,
+        default=20,
+        help="chats recorded with facts on and off (search measures and record cost)",
     )
     args = parser.parse_args()
     embed = _embedder()
@@ -53,7 +63,7 @@ def main() -> None:
         print(f"\nBEAM: {args.beam} is absent; skipped")
         return
     beam(args.beam, embed if args.vectors else None, args.examples)
-    record_cost(args.beam, args.record_chats)
+    retrieval(args.beam, args.record_chats)
 
 
 def _embedder() -> Embed | None:
@@ -147,32 +157,119 @@ def beam(root: Path, embed: Embed | None, examples: int) -> None:
     )
 
 
-def record_cost(root: Path, chats: int) -> None:
-    """``Notebook.record`` per message (in memory, no embedder), facts on against off."""
+def retrieval(root: Path, chats: int) -> None:
+    """Each chat recorded (``Notebook.record`` per message, in memory, no embedder: lexical
+    search) with facts on and off; each probing question searched (top 10). Printed: the
+    record cost, recall@5/10 of every ability, and the issue's two measures read from the
+    search results: ``knowledge_update``, the updated message above the original, both in
+    the top 10; ``contradiction_resolution``, both statements in the top 10 and flagged
+    ``conflicts_with`` each other. Per chat too, so one chat's weight shows."""
+    if chats <= 0:
+        return
+    names = sorted((p.name for p in root.iterdir() if (p / "chat.json").is_file()), key=int)
+    names = names[:chats]
+    costs: dict[bool, list[float]] = {True: [], False: []}
+    recall: dict[bool, dict[str, list[tuple[float, float]]]] = {True: {}, False: {}}
+    per_chat: dict[bool, dict[str, Counter[str]]] = {True: {}, False: {}}
+    for name in names:
+        statements = _statements(json.loads((root / name / "chat.json").read_text()), None)
+        questions = json.loads((root / name / "probing_questions.json").read_text())
+        for enabled in (False, True):
+            counts = per_chat[enabled].setdefault(name, Counter())
+            _chat_search(statements, questions, enabled, costs[enabled], recall[enabled], counts)
+    print(f"\nSearch over BEAM 100K, {len(names)} chats recorded, lexical (no embedder), top 10")
+    for enabled in (False, True):
+        ms = [1000 * c for c in costs[enabled]]
+        print(
+            f"  record, facts {'on ' if enabled else 'off'} ({len(ms)} messages, in memory): "
+            f"p50 {percentile(ms, 0.5):.3f} ms, p95 {percentile(ms, 0.95):.3f} ms"
+        )
+    print(
+        f"  {'ability':<26} {'n':>4}  {'R@5 off':>7} {'R@5 on':>7}  {'R@10 off':>8} {'R@10 on':>8}"
+    )
+    for ability in sorted(recall[False]):
+        off, on = recall[False][ability], recall[True][ability]
+        print(
+            f"  {ability:<26} {len(off):4d}  {_mean(off, 0):7.3f} {_mean(on, 0):7.3f}  "
+            f"{_mean(off, 1):8.3f} {_mean(on, 1):8.3f}"
+        )
+    for enabled in (False, True):
+        total = sum(per_chat[enabled].values(), Counter())
+        label = "on " if enabled else "off"
+        print(
+            f"  facts {label}: knowledge_update updated above original, both in top 10: "
+            f"{total['ku_above']}/{total['ku']} = {_share(total['ku_above'], total['ku'])} "
+            f"(both in top 10: {total['ku_both']}); contradiction both in top 10 and flagged: "
+            f"{total['cr_flagged']}/{total['cr']} = {_share(total['cr_flagged'], total['cr'])} "
+            f"(both in top 10: {total['cr_both']})"
+        )
+    on = per_chat[True]
+    ku = [_share(on[n]["ku_above"], on[n]["ku"]) for n in names]
+    cr = [_share(on[n]["cr_flagged"], on[n]["cr"]) for n in names]
+    print(f"  per chat, facts on: knowledge_update {' '.join(ku)}; contradictions {' '.join(cr)}")
+
+
+def _chat_search(
+    statements: list[Statement],
+    questions: dict[str, list[dict[str, Any]]],
+    enabled: bool,
+    costs: list[float],
+    recall: dict[str, list[tuple[float, float]]],
+    counts: Counter[str],
+) -> None:
     from agent_notebook import Notebook
     from agent_notebook.config import FactSettings, NotebookConfig
     from agent_notebook.storage import MemoryBackend
 
-    if chats <= 0:
-        return
-    names = sorted((p.name for p in root.iterdir() if (p / "chat.json").is_file()), key=int)
-    costs: dict[bool, list[float]] = {True: [], False: []}
-    for name in names[:chats]:
-        statements = _statements(json.loads((root / name / "chat.json").read_text()), None)
-        for enabled in (False, True):
-            config = NotebookConfig(facts=FactSettings(enabled=enabled))
-            with Notebook(MemoryBackend(), embedder=None, config=config) as nb:
-                session = nb.start_session(started=statements[0].when).id
-                for s in statements:
-                    start = time.perf_counter()
-                    nb.record(session, s.text, role=s.role, timestamp=s.when)
-                    costs[enabled].append(time.perf_counter() - start)
-    for enabled in (False, True):
-        ms = [1000 * c for c in costs[enabled]]
-        print(
-            f"  record, facts {'on ' if enabled else 'off'} ({len(ms)} messages, {chats} chats, "
-            f"in memory): p50 {percentile(ms, 0.5):.3f} ms, p95 {percentile(ms, 0.95):.3f} ms"
-        )
+    config = NotebookConfig(facts=FactSettings(enabled=enabled))
+    with Notebook(MemoryBackend(), embedder=None, config=config) as nb:
+        session = nb.start_session(started=statements[0].when).id
+        moment_of: dict[str, str] = {}
+        for s in statements:
+            start = time.perf_counter()
+            moment_of[s.id] = nb.record(session, s.text, role=s.role, timestamp=s.when).id
+            costs.append(time.perf_counter() - start)
+        for ability, items in questions.items():
+            for q in items:
+                ids = q.get("source_chat_ids")
+                wanted = _evidence(ids, moment_of)
+                if not wanted or not q.get("question"):
+                    continue
+                hits = nb.search(q["question"], mode="lexical", limit=10)
+                found = [h.moment.id for h in hits]
+                recall.setdefault(ability, []).append(
+                    tuple(len(wanted & set(found[:k])) / len(wanted) for k in (5, 10))  # type: ignore[arg-type]
+                )
+                if ability == "knowledge_update" and isinstance(ids, dict):
+                    old = [moment_of[str(i)] for i in ids.get("original_info", [])]
+                    new = [moment_of[str(i)] for i in ids.get("updated_info", [])]
+                    counts["ku"] += 1
+                    place = {m: n for n, m in enumerate(found)}
+                    both = [
+                        (place[o], place[n]) for o in old for n in new if o in place and n in place
+                    ]
+                    counts["ku_both"] += bool(both)
+                    counts["ku_above"] += any(n < o for o, n in both)
+                if ability == "contradiction_resolution" and isinstance(ids, dict):
+                    first = [moment_of[str(i)] for i in ids.get("first_statement", [])]
+                    second = [moment_of[str(i)] for i in ids.get("second_statement", [])]
+                    counts["cr"] += 1
+                    by_id = {h.moment.id: h for h in hits}
+                    pairs = [(a, b) for a in first for b in second if a in by_id and b in by_id]
+                    counts["cr_both"] += bool(pairs)
+                    counts["cr_flagged"] += any(b in by_id[a].conflicts_with for a, b in pairs)
+
+
+def _evidence(ids: Any, moment_of: dict[str, str]) -> set[str]:
+    if isinstance(ids, dict):
+        ids = [i for v in ids.values() if isinstance(v, list) for i in v]
+    if not isinstance(ids, list):
+        return set()
+    return {moment_of[str(i)] for i in ids if str(i) in moment_of}
+
+
+def _mean(pairs: list[tuple[float, float]], k: int) -> float:
+    return sum(p[k] for p in pairs) / len(pairs) if pairs else 0.0
 
 
 def _statements(chat: list[dict[str, Any]], embed: Embed | None) -> list[Statement]:

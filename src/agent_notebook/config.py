@@ -35,6 +35,8 @@ DB_FILE = "notebook.db"
 HOME_ENV = "AGENT_NOTEBOOK_HOME"
 BACKEND_ENV = "AGENT_NOTEBOOK_BACKEND"
 EMBEDDER_ENV = "AGENT_NOTEBOOK_EMBEDDER"
+#: The default chat model, "provider:name", when neither --model nor chat.model says one.
+MODEL_ENV = "AGENT_NOTEBOOK_MODEL"
 DEFAULT_HOME = Path("~/.agent-notebook")
 
 
@@ -263,15 +265,20 @@ class FactSettings(BaseModel):
     issue 30): decisions and open threads into the session, repeats, updates and
     contradictions as links between moments, expiry from the text.
 
-    Off by default until issue 30 is done: on, a record costs about three times as much
-    (the engine replays up to ``window`` earlier moments in each new process), and its
-    recall on held-out updates is not yet measured to be worth that."""
+    Off by default: on, a record costs about twice as much in memory (p50 ~2x, most of it
+    the rules on long messages; the engine replays up to ``window`` earlier moments once
+    per new process), and on BEAM's development chats the links find only a share of the
+    labelled updates and contradictions (``bench/facts_beam.py``)."""
 
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = False
     #: How many earlier moments of the session a new one is compared with.
     window: int = Field(200, ge=1, le=100_000)
+    #: Fold paraphrases on record too (vectors close *and* words shared): each record then
+    #: embeds its text on the spot (an embedding per record); off, only repeats of the
+    #: same words are folded on record.
+    paraphrases: bool = False
 
 
 class Modalities(BaseModel):

@@ -185,7 +185,8 @@ class ModelNotConfigured(NotebookError):
     def __init__(self, env_var: str) -> None:
         super().__init__(
             "no chat model configured: set 'chat: {model: provider:name}' in config.yaml, or "
-            f"{env_var}=provider:name (for example openai:gpt-4o-mini), or pass --model"
+            f"{env_var}=provider:name (for example openai:gpt-4o-mini), or pass --model; "
+            "offline, with no LLM: --model offline:notes answers from what the notebook recalls"
         )
 
 

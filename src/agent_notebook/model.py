@@ -24,6 +24,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StringConstraints,
     ValidationError,
     field_validator,
     model_validator,
@@ -210,6 +211,9 @@ class Decision(_Record):
     why: Text = ""
     who: Text = "owner"
     source: MomentId | None = None
+    #: Set on an owner's correction of an earlier entry: that entry's place in the log,
+    #: ``d_N`` (1 is the first); the log keeps both, the later one holds.
+    edits: Annotated[str, StringConstraints(pattern=r"^d_[1-9][0-9]*$")] | None = None
 
 
 class PendingItem(_Record):
@@ -292,9 +296,9 @@ class MomentMetadata(_Record):
 
 
 #: The links the fact rules add to ``relations.links`` (issue 30), as ``relation:m_N``:
-#: this moment repeats m_N, is ended by m_N (its ``valid_until`` is m_N's time), or cannot
-#: hold together with m_N (the link is on both).
-FACT_RELATIONS: Final = ("duplicate_of", "superseded_by", "conflicts_with")
+#: this moment repeats m_N, is ended by m_N (its ``valid_until`` is m_N's time), cannot
+#: hold together with m_N (the link is on both), or is repeated by m_N (on the first said).
+FACT_RELATIONS: Final = ("duplicate_of", "superseded_by", "conflicts_with", "repeated_by")
 
 
 def fact_link(relation: str, target: str) -> str:
@@ -499,6 +503,22 @@ class SearchHit(BaseModel):
     #: ``active`` (a moment), ``rollup`` (a summary made by compaction) or ``archived``
     #: (from the cold archive, only with ``include_archive``).
     tier: Literal["active", "rollup", "archived"] = "active"
+    #: What the fact rules know of it (issue 30), as search shows it: the later moment that
+    #: ended it (shown beside it, after it), how many times it was said (its repeats are
+    #: folded into it) and the moments it cannot hold together with (shown beside it).
+    superseded_by: MomentId | None = None
+    said: int = 1
+    repeats: list[MomentId] = Field(default_factory=list)
+    conflicts_with: list[MomentId] = Field(default_factory=list)
+
+    def fact_note(self) -> str:
+        """ "superseded by m_12; said 3 times; conflicting: m_58 vs m_24", or ""."""
+        notes = [f"superseded by {self.superseded_by}"] if self.superseded_by else []
+        if self.said > 1:
+            notes.append(f"said {self.said} times")
+        if self.conflicts_with:
+            notes.append(f"conflicting: {self.moment.id} vs {', '.join(self.conflicts_with)}")
+        return "; ".join(notes)
 
     def without_explain(self) -> SearchHit:
         """The hit without what says how it was found (``explain``, ``covered``)."""

@@ -60,7 +60,25 @@ def test_chat_without_a_model_names_the_setting_and_the_variable(tmp_path: Path)
     result = cli(tmp_path / "nb", "chat", "--thread", "t", stdin=b"hello\n")
     assert result.returncode == 1
     assert "AGENT_NOTEBOOK_MODEL" in result.stderr.decode() and "model" in result.stderr.decode()
+    assert "--model offline:notes" in result.stderr.decode()  # the offline choice
     assert result.stdout == b""
+
+
+def test_the_offline_notes_model_answers_from_what_the_notebook_recalls(tmp_path: Path) -> None:
+    home = tmp_path / "nb"
+    fact = b'{"text": "The door code of the Lyon flat is 4512"}'
+    assert cli(home, "record", "--task", "flat", stdin=fact).returncode == 0
+    lines = b"what is the door code of the flat?\nhow ripe are the bananas?\n"
+    result = cli(home, "chat", "--model", "offline:notes", "--show-context", stdin=lines)
+    assert result.returncode == 0, result.stderr.decode()
+    first, _, second = result.stdout.decode().partition("\nMy notebook")
+    assert first.startswith("From my notebook:")
+    assert "[moment:m_1]" in first and "4512" in first  # cited by its tag
+    assert "recalls nothing on that" in second
+    # --show-context printed what the model was given, before each answer
+    err = result.stderr.decode()
+    assert err.count("--- context ---") == 2
+    assert "[moment:m_1]" in err.split("--- context ---")[1]
 
 
 def test_chat_uses_the_model_of_the_environment(tmp_path: Path) -> None:

@@ -155,6 +155,26 @@ def test_session_notebook_commands(home: Path) -> None:
     assert bad.returncode == 1 and "Current State" in bad.stderr.decode()
     dotted = cli(home, "notebook", "show", "a.b")
     assert dotted.returncode == 1 and "period" in dotted.stderr.decode()
+    listed = cli(home, "notebook", "list", "-f", "json")
+    assert data(listed) == ["t-1"]
+    unknown = cli(home, "notebook", "show", "nosuchthread")
+    assert unknown.returncode == 1 and unknown.stdout == b""
+    assert "has no session notebook" in unknown.stderr.decode()
+    assert "notebook list" in unknown.stderr.decode()
+
+
+def test_importing_the_same_export_twice_keeps_every_name(home: Path, tmp_path: Path) -> None:
+    """A hand-written session notebook (no session, no checkpoint) is the same thread when
+    imported again, not a new ``t-1~2``; the second import writes nothing."""
+    cli(home, "notebook", "set", "t-1", "Current State", stdin=b"Implementing auth\n")
+    assert cli(home, "export", str(tmp_path / "out")).returncode == 0
+    for _ in range(2):
+        again = cli(home, "import", str(tmp_path / "out"), "-f", "json")
+        assert again.returncode == 0, again.stderr.decode()
+        report = data(again)
+        assert (report["sessions"], report["moments"], report["store_items"]) == (0, 0, 0)
+        assert report["renumbered"] == {} and report["kept"] == []
+    assert data(cli(home, "notebook", "list", "-f", "json")) == ["t-1"]
 
 
 def test_the_command_as_a_process_keeps_data_messages_and_codes_apart(
@@ -168,3 +188,48 @@ def test_the_command_as_a_process_keeps_data_messages_and_codes_apart(
     assert "agent-notebook init" in missing.stderr.decode()
     assert "Traceback" not in missing.stderr.decode()
     assert cli_process(home, "sessions", "--format", "xml").returncode == 2
+
+
+def test_forget_previews_the_text_and_refuses_a_concept_nothing_mentions(home: Path) -> None:
+    preview = cli(home, "forget", "Lyon", "--dry-run", "--words-only", env={"COLUMNS": "200"})
+    assert preview.returncode == 0, preview.stderr.decode()
+    out = preview.stdout.decode()
+    assert "m_1" in out and "Book the train to [redacted]" in out  # what would be left
+    assert "would forget the words of 1 moment(s)" in preview.stderr.decode()
+    unknown = cli(home, "forget", "zeppelin")
+    assert unknown.returncode == 1
+    assert "nothing in the notebook mentions 'zeppelin'" in unknown.stderr.decode()
+    assert data(cli(home, "show", SESSION))["id"] == SESSION  # nothing was changed
+
+
+def test_search_marks_a_superseded_moment_with_facts_on(tmp_path: Path) -> None:
+    home = tmp_path / "nb"
+    assert cli(home, "init").returncode == 0
+    with (home / "config.yaml").open("a", encoding="utf-8") as config:
+        config.write("\nfacts:\n  enabled: true\n")
+    chat = [
+        {"role": "user", "content": text, "id": f"u{n}", "timestamp": f"2026-05-2{n}T09:00:00Z"}
+        for n, text in enumerate(["The launch is on June 5.", "The launch moved to June 12."])
+    ]
+    (tmp_path / "chat.json").write_text(json.dumps(chat), encoding="utf-8")
+    assert cli(home, "ingest", str(tmp_path / "chat.json")).returncode == 0
+    hits = data(cli(home, "search", "launch", "--mode", "lexical", "-f", "json"))
+    assert [(h["moment"]["id"], h["superseded_by"]) for h in hits] == [
+        ("m_2", None),
+        ("m_1", "m_2"),
+    ]
+    # a process of its own: this one's console took its width when it was made
+    table = cli_process(home, "search", "launch", "--mode", "lexical", env={"COLUMNS": "200"})
+    assert "superseded by m_2" in table.stdout.decode()
+
+
+def test_search_explain_reads_at_80_columns_and_the_table_has_a_date(home: Path) -> None:
+    narrow = {"COLUMNS": "80", "AGENT_NOTEBOOK_EMBEDDER": "none"}
+    explained = cli_process(home, "search", "train Lyon", "--explain", env=narrow)
+    assert explained.returncode == 0, explained.stderr.decode()
+    out = explained.stdout.decode()
+    assert out.startswith("#1 m_1  score ") and "2026-05-20" in out
+    assert "found by: lexical " in out and "relevance " in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    table = cli_process(home, "search", "train Lyon", env=narrow).stdout.decode()
+    assert "date" in table and "2026-05-20" in table

@@ -332,11 +332,13 @@ def test_mcp_record_whose_moment_fails_starts_no_session(tmp_path: Path) -> None
     nb = Notebook(SqliteBackend(tmp_path / "notebook.db"), embedder=None)
     server = build_mcp(nb)
 
+    too_long = "x" * (nb.config.moments.max_text_bytes + 1)  # passes the schema, not the check
+
     async def call() -> None:
-        await server.call_tool("record", {"text": "bad \ud800 text", "task": "New"})
+        await server.call_tool("record", {"text": too_long, "task": "New"})
 
     try:
-        with pytest.raises(ToolError, match="lone surrogate"):
+        with pytest.raises(ToolError, match="over the limit of"):
             anyio.run(call)
         assert nb.sessions() == []
     finally:

@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 from agent_notebook import Notebook
 from agent_notebook.config import FactSettings, NotebookConfig
+from agent_notebook.embed import LangChainEmbedder
 from agent_notebook.storage import MemoryBackend
+from tests.support.embedders import WORDS, BagOfWords
 
 T0 = datetime(2026, 6, 1, 10, 0, tzinfo=UTC)
 
@@ -33,15 +35,16 @@ def test_a_moving_launch_date_is_superseded_twice_and_read_as_of_a_past_day() ->
         assert mid.valid_until == third.timestamp
         assert nb.get_moment(third.id).valid_until is None
 
-        every = {h.moment.id for h in nb.search("launch", mode="lexical")}
-        assert every == {first.id, second.id, third.id}
+        every = nb.search("launch", mode="lexical")
+        assert [h.moment.id for h in every] == [third.id, second.id, first.id]
+        assert [h.superseded_by for h in every] == [None, third.id, second.id]
+        assert every[1].fact_note() == f"superseded by {third.id}"
         assert [h.moment.id for h in nb.search("launch", mode="lexical", current=True)] == [
             third.id
         ]
         before_second = T0 + timedelta(days=1)
-        assert [h.moment.id for h in nb.search("launch", mode="lexical", as_of=before_second)] == [
-            first.id
-        ]
+        (then,) = nb.search("launch", mode="lexical", as_of=before_second)
+        assert (then.moment.id, then.superseded_by) == (first.id, None)
         between = T0 + timedelta(days=3)
         assert [h.moment.id for h in nb.search("launch", mode="lexical", as_of=between)] == [
             second.id
@@ -139,3 +142,92 @@ def test_a_redacted_moment_leaves_no_text_in_the_decisions_and_pending_read_from
         # The engine kept no claim of the redacted text: a later moment ends nothing.
         later = nb.record(s, "Decision: we go with Zanzibar DB because it is secret.")
         assert not nb.get_moment(later.id).relations.links
+
+
+def test_repeats_are_shown_once_said_n_times_and_raise_the_first_ones_importance() -> None:
+    with _notebook() as nb:
+        s = nb.start_session().id
+        first = nb.record(s, "The staging server runs on port 8080.", timestamp=T0)
+        for hours in (1, 2):
+            nb.record(
+                s, "The staging server runs on port 8080.", timestamp=T0 + timedelta(hours=hours)
+            )
+        other = nb.record(s, "The production server runs on port 443.", timestamp=T0)
+        hits = nb.search("server port", mode="lexical")
+        assert [h.moment.id for h in hits].count(first.id) == 1
+        (group,) = [h for h in hits if h.moment.id == first.id]
+        assert group.said == 3 and len(group.repeats) == 2
+        assert "said 3 times" in group.fact_note()
+        assert {h.moment.id for h in hits} == {first.id, other.id}
+        assert (
+            nb.get_moment(first.id).metadata.importance
+            > nb.get_moment(other.id).metadata.importance
+        )
+        (early,) = [
+            h
+            for h in nb.search("staging", mode="lexical", as_of=T0 + timedelta(minutes=90))
+            if h.moment.id == first.id
+        ]
+        assert early.said == 2
+
+
+def test_a_conflicting_moment_comes_beside_the_hit_and_into_the_guests_slice() -> None:
+    with _notebook() as nb:
+        s = nb.start_session().id
+        never = nb.record(s, "I have never used Docker.", timestamp=T0)
+        nb.record(s, "Unrelated: the weather was fine.", timestamp=T0 + timedelta(hours=1))
+        did = nb.record(
+            s, "I used Docker to deploy the blog last week.", timestamp=T0 + timedelta(hours=2)
+        )
+        hits = nb.search("deploy the blog", mode="lexical")
+        assert [h.moment.id for h in hits] == [did.id, never.id]
+        assert hits[0].conflicts_with == [never.id] and hits[1].conflicts_with == [did.id]
+        assert hits[1].explain == {"conflict": 1.0}
+        text = nb.slice("deploy the blog", 2000, audience="guest").render()
+        assert f"conflicting: {did.id} vs {never.id}" in text
+
+
+def test_paraphrases_fold_on_record_with_vectors_but_a_changed_value_never_does() -> None:
+    config = NotebookConfig(facts=FactSettings(enabled=True, paraphrases=True))
+    embedder = LangChainEmbedder(BagOfWords(), "bag-of-words", dim=len(WORDS) + 1)
+    with Notebook(MemoryBackend(), embedder=embedder, config=config) as nb:
+        s = nb.start_session().id
+        first = nb.record(s, "The rent for the flat is due on the first day.", timestamp=T0)
+        again = nb.record(s, "Rent for my flat is due on the first day!", timestamp=T0)
+        price = nb.record(s, "The rent for the flat is 900 euros.", timestamp=T0)
+        changed = nb.record(s, "The rent for the flat is 950 euros.", timestamp=T0)
+        assert nb.get_moment(again.id).relations.links == [f"duplicate_of:{first.id}"]
+        assert f"repeated_by:{again.id}" in nb.get_moment(first.id).relations.links
+        assert not any(
+            link.startswith("duplicate_of") for link in nb.get_moment(changed.id).relations.links
+        )
+        # A changed value is an update, not a repeat.
+        assert nb.get_moment(price.id).relations.links == [f"superseded_by:{changed.id}"]
+        (group,) = [h for h in nb.search("rent due", mode="lexical") if h.moment.id == first.id]
+        assert group.said == 2
+
+
+def test_of_two_values_of_one_quantity_without_an_update_cue_the_later_comes_first() -> None:
+    for enabled in (False, True):
+        with _notebook(enabled) as nb:
+            s = nb.start_session().id
+            old = nb.record(s, "I spent $40 on groceries at the market, a big shop.", timestamp=T0)
+            new = nb.record(
+                s, "I spent $55 on groceries at the market.", timestamp=T0 + timedelta(days=7)
+            )
+            hits = nb.search("spent on groceries at the market big shop", mode="lexical")
+            assert [h.moment.id for h in hits] == (
+                [new.id, old.id] if enabled else [old.id, new.id]
+            )
+            assert all(h.superseded_by is None for h in hits)
+
+
+def test_a_hit_that_was_ended_brings_the_moment_that_ended_it_first() -> None:
+    with _notebook() as nb:
+        s = nb.start_session().id
+        old = nb.record(s, "The launch is on June 5, says the press office.", timestamp=T0)
+        new = nb.record(s, "The launch moved to June 12.", timestamp=T0 + timedelta(days=1))
+        hits = nb.search("press office", mode="lexical")
+        assert [(h.moment.id, h.superseded_by) for h in hits] == [(new.id, None), (old.id, new.id)]
+        assert hits[0].explain == {"successor": 1.0}
+        assert [h.moment.id for h in nb.search("press office", mode="lexical", current=True)] == []

@@ -291,3 +291,33 @@ def test_forgetting_a_phrase_that_matches_structure_keeps_the_structure(
         state = graph.invoke({"messages": [HumanMessage("Still there?")]}, THREAD)
         assert state["messages"][-1].content == "Noted."
         nb.session_notebook("t-1").sync.load()  # raises if its stored times were rewritten
+
+
+def test_forget_words_only_keeps_the_rest_of_each_moment_and_previews_the_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``forget --words-only`` redacts the concept's words within the moments (the meeting's
+    date stays); the default redacts whole moments. A dry run shows each moment's text as
+    it is (whole) or as it would be left (words only) and changes nothing."""
+    monkeypatch.setenv("AGENT_NOTEBOOK_EMBEDDER", "none")
+    with Notebook.open(tmp_path / "home") as nb:
+        s = nb.start_session("planning", started=T0).id
+        meeting = nb.record(s, "The sprint review is in the Fjord room on Tuesday at 10.")
+        other = nb.record(s, "Lunch is at noon.")
+        before = nb.get_moment(meeting.id)
+
+        preview = nb.forget("fjord", dry_run=True, words_only=True)
+        assert preview.moments == [meeting.id] and preview.words_only
+        left = "The sprint review is in the [redacted] room on Tuesday at 10."
+        assert preview.texts == {meeting.id: left}
+        assert nb.get_moment(meeting.id) == before  # a dry run changes nothing
+        whole = nb.forget("fjord", dry_run=True)
+        assert whole.texts == {meeting.id: before.content.text} and not whole.words_only
+
+        nb.forget("fjord", "not needed", words_only=True)
+        kept = nb.get_moment(meeting.id)
+        assert kept.content.text == left and kept.redacted is None
+        assert "fjord" not in kept.metadata.concepts
+        assert [h.moment.id for h in nb.search("Tuesday review", mode="lexical")] == [meeting.id]
+        assert nb.search("fjord", mode="lexical", min_score=0) == []
+        assert nb.get_moment(other.id).content.text == "Lunch is at noon."

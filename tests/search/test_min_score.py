@@ -114,6 +114,7 @@ def test_the_cli_says_when_nothing_matches_well(home: Path) -> None:
     assert code == 0, err
     assert json.loads(out) == []
     assert "nothing matches 'what is it' well" in err
+    assert "--min-score 0 shows every match" in err  # names the option to change
     code, out, _ = run(home, "search", "what is it", "--min-score", "0", "--format", "json")
     assert [h["moment"]["id"] for h in json.loads(out)] == ["m_1"]  # by "is"
 

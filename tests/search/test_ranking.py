@@ -339,10 +339,9 @@ def test_search_explain_on_the_command_line_shows_the_coverage_step(
     wide = {**no_embedder, "COLUMNS": "400"}
     shown = cli_process(home, "search", QUESTION, "--limit", "5", "--explain", env=wide)
     assert shown.returncode == 0, shown.stderr
-    table = shown.stdout.decode()
-    assert "coverage" in table
-    line = next(row for row in table.splitlines() if "adopted" in row)
-    assert "bo,adopt" in line and "->#" in line
+    blocks = shown.stdout.decode().split("\n\n")  # a block a hit
+    block = next(b for b in blocks if "adopted" in b)
+    assert "query coverage" in block and "bo,adopt" in block and "->#" in block
     found = data(cli(home, "search", QUESTION, "-f", "json", "--explain", env=no_embedder))
     adopted = next(h for h in found if "adopted" in h["moment"]["content"]["text"])
     assert adopted["covered"] == ["bo", "adopt"] and adopted["explain"]["coverage_move"] > 0

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
-from mcp import ClientSession
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
 from agent_notebook.server.mcp_tools import build_mcp
 from agent_notebook.session.sections import SECTION_NAMES
-from tests.support.mcp_stdio import over_stdio, text_of
+from tests.support.clirun import cli
+from tests.support.mcp_stdio import over_stdio, started, text_of
 
 GUEST_TOOLS = {"slice", "write_back"}  # seed 002's guest: its slice, its write-back
 OWNER_TOOLS = GUEST_TOOLS | {
@@ -20,6 +25,16 @@ OWNER_TOOLS = GUEST_TOOLS | {
     "read_notebook_section",
     "record",
     "update_section",
+    # the owner's hand on the facts (issue 30, see test_facts_api)
+    "list_decisions",
+    "decide",
+    "edit_decision",
+    "open_pending",
+    "edit_pending",
+    "close_pending",
+    "list_conflicts",
+    "resolve_conflict",
+    "forget_by_policy",
 }
 
 
@@ -93,9 +108,70 @@ def test_guest_server_has_only_guest_tools_and_its_writes_are_audited(tmp_path: 
     assert str(tmp_path) not in text_of(missing)  # a guest is not shown the server's disk
 
 
-def test_tool_docs_name_the_real_sections() -> None:
+def test_every_argument_is_described_bounded_and_checked() -> None:
+    """The tools' schema describes every argument, with bounds and enums; a call with an
+    unknown, missing or invalid argument is refused in one line that says how to fix it,
+    before anything runs (the notebook getter would fail if it were called)."""
     server = build_mcp(lambda: None, owner=True)  # type: ignore[arg-type, return-value]
-    docs = {t.name: t.description or "" for t in server._tool_manager.list_tools()}
+    tools = {t.name: t.parameters for t in server._tool_manager.list_tools()}
+    assert set(tools) == OWNER_TOOLS
+    for name, schema in tools.items():
+        for argument, spec in schema["properties"].items():
+            assert spec.get("description"), (name, argument)
+    search = tools["search"]["properties"]
+    assert {"since", "until", "speaker", "mode", "explain"} <= set(search)
+    assert (search["limit"]["minimum"], search["limit"]["maximum"]) == (1, 100)
+    assert search["mode"]["enum"] == ["hybrid", "lexical", "vector"]
+    assert search["query"]["minLength"] == 1
+    assert tools["record"]["properties"]["role"]["enum"] == ["user", "assistant", "system", "tool"]
     for tool in ("read_notebook_section", "update_section"):
-        flat = " ".join(docs[tool].split())
-        assert all(name in flat for name in SECTION_NAMES), tool
+        assert tools[tool]["properties"]["section"]["enum"] == list(SECTION_NAMES)
+    assert "guest" not in tools["write_back"].get("required", [])  # the owner needs none
+
+    refused = {
+        "unknown argument 'color'; search takes query,": ("search", {"query": "x", "color": 1}),
+        "argument 'query' '' is not valid": ("search", {"query": ""}),
+        "argument 'role' 'robot' is not valid: input should be 'user', 'assistant'": (
+            "record",
+            {"text": "x", "role": "robot"},
+        ),
+        "argument 'text' is missing. It is what to remember": ("record", {}),
+        "argument 'limit' 1000 is not valid": ("search", {"query": "x", "limit": 1000}),
+    }
+    for says, (tool, arguments) in refused.items():
+
+        async def call(tool: str = tool, arguments: dict[str, Any] = arguments) -> None:
+            await server.call_tool(tool, arguments)
+
+        with pytest.raises(ToolError) as caught:
+            anyio.run(call)
+        message = str(caught.value)
+        assert message.startswith(f"{tool}: ") and says in message, message
+        assert "\n" not in message and "http" not in message  # one line, no links
+        assert message.endswith(
+            "To recover: correct the argument and call again; nothing was changed."
+        )
+
+
+def test_print_config_gives_an_entry_that_starts_the_server_from_any_directory(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "nb"
+    assert cli(home, "init").returncode == 0
+    printed = cli(home, "mcp", "--print-config", "--guest")
+    assert printed.returncode == 0, printed.stderr.decode()
+    (entry,) = json.loads(printed.stdout)["mcpServers"].values()
+    assert Path(entry["command"]).is_absolute() and str(home) in entry["args"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    params = StdioServerParameters(
+        command=entry["command"],
+        args=entry["args"],
+        cwd=elsewhere,  # a client starts it from a directory of its own
+        env={**os.environ, "AGENT_NOTEBOOK_EMBEDDER": "none"},
+    )
+
+    async def work(session: ClientSession) -> set[str]:
+        return {t.name for t in (await session.list_tools()).tools}
+
+    assert started(params, work) == GUEST_TOOLS

@@ -76,6 +76,8 @@ def test_an_mcp_clients_normal_disconnect_logs_no_error(tmp_path: Path) -> None:
     text = log.read_text()
     assert "ERROR" not in text and "Traceback" not in text, text
     assert "ClosedResourceError" not in text, text
+    # it said where it serves, before anything else could be asked of it
+    assert f"serving on {server.url}/ (web page), {server.url}/docs (API docs)" in text, text
 
 
 def test_serve_on_a_taken_port_fails_at_once_and_says_so(tmp_path: Path) -> None:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 
 from tests.support.media import make_image
-from tests.support.server import ENV, Server
+from tests.support.server import ENV, Server, csrf_of, signed_in
 from tests.support.web_browser import in_ci, ingest, launch, locomo_file, missing
 
 if TYPE_CHECKING:
@@ -64,23 +63,6 @@ def browser() -> Iterator[Browser]:
         chromium = launch(playwright)
         yield chromium
         chromium.close()
-
-
-@contextmanager
-def signed_in(server: Server, token: str) -> Iterator[httpx.Client]:
-    """A client holding the sign-in cookie (as a browser would), no bearer header."""
-    with httpx.Client(base_url=server.url, timeout=30) as client:
-        answer = client.post("/signin", data={"token": token, "next": "/sessions"})
-        assert answer.status_code == 303, answer.text
-        cookie = answer.headers["set-cookie"].lower()
-        assert "httponly" in cookie and "samesite=strict" in cookie
-        yield client
-
-
-def csrf_of(client: httpx.Client, path: str = "/sessions") -> str:
-    found = re.search(r'name="csrf-token" content="([0-9a-f]+)"', client.get(path).text)
-    assert found, "the page carries its CSRF token"
-    return found.group(1)
 
 
 def test_cookie_sign_in_csrf_and_guests_over_http(served: Server) -> None:

@@ -20,6 +20,11 @@ def over_stdio(home: Path, work: Callable[[ClientSession], Awaitable[Any]], *ext
         args=["-m", "agent_notebook", "mcp", "--home", str(home), *extra],
         env={**os.environ, "AGENT_NOTEBOOK_EMBEDDER": "none"},
     )
+    return started(params, work)
+
+
+def started(params: StdioServerParameters, work: Callable[[ClientSession], Awaitable[Any]]) -> Any:
+    """``work`` run in a client session with the server ``params`` start."""
 
     async def main() -> Any:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

@@ -5,10 +5,12 @@ checks of its answers."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -113,3 +115,21 @@ def assert_error(response: httpx.Response, status: int, *words: str) -> dict[str
     for word in words:
         assert word in body["detail"], body
     return body
+
+
+@contextmanager
+def signed_in(server: Server, token: str) -> Iterator[httpx.Client]:
+    """A client holding the sign-in cookie (as a browser would), no bearer header."""
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        answer = client.post("/signin", data={"token": token, "next": "/sessions"})
+        assert answer.status_code == 303, answer.text
+        cookie = answer.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie
+        yield client
+
+
+def csrf_of(client: httpx.Client, path: str = "/sessions") -> str:
+    """The CSRF token the page at ``path`` carries (for its forms)."""
+    found = re.search(r'name="csrf-token" content="([0-9a-f]+)"', client.get(path).text)
+    assert found, "the page carries its CSRF token"
+    return found.group(1)

@@ -13,10 +13,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from ..config import MODEL_ENV as MODEL_ENV  # re-export: was defined here
 from ..errors import InvalidInput, MissingDependency
 from ..errors import ModelNotConfigured as ModelNotConfigured  # re-export: was defined here
-
-MODEL_ENV = "AGENT_NOTEBOOK_MODEL"
 
 
 class ModelResolver:
@@ -85,6 +84,57 @@ class EchoChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=answer)])
 
 
+#: The heading the system prompt puts before what the notebook recalled (chat/system.jinja).
+RECALLED_HEADING = "# From the notebook"
+#: At most this many recalled items make an offline answer.
+NOTES_PER_ANSWER = 3
+
+
+class NotesChatModel(BaseChatModel):
+    """``--model offline:notes``: no language model at all. It answers with the items the
+    notebook recalled into its system prompt (each cited by its tag, e.g. ``[moment:m_12]``)
+    that share the most content words with the user's last line, best first; or says that
+    the notebook recalled nothing on it. So a chat works offline and shows what memory holds."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "agent-notebook-notes"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        system = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
+        last = next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), "")
+        answer = AIMessage(notes_answer(recalled_items(system), last))
+        return ChatResult(generations=[ChatGeneration(message=answer)])
+
+
+def recalled_items(system_prompt: str) -> list[str]:
+    """The tagged items under the system prompt's :data:`RECALLED_HEADING`, in order."""
+    _, found, rest = system_prompt.partition(RECALLED_HEADING)
+    if not found:
+        return []
+    part = rest.split("\n# ", 1)[0]
+    return [block.strip() for block in part.split("\n\n") if block.strip().startswith("[")]
+
+
+def notes_answer(items: list[str], question: str) -> str:
+    """The offline answer: the items sharing the most content words with ``question``."""
+    from ..search.query import content_words
+
+    wanted = set(content_words(question))
+    scored = [(len(wanted & set(content_words(item))), -n, item) for n, item in enumerate(items)]
+    best = sorted((s for s in scored if s[0] > 0), reverse=True)[:NOTES_PER_ANSWER]
+    if not best:
+        return "My notebook recalls nothing on that (offline:notes answers only from it)."
+    return "From my notebook:\n" + "\n".join(item for *_, item in best)
+
+
 def offline_models() -> dict[str, BaseChatModel]:
-    """The models ``--model`` can name without a provider: offline test doubles."""
-    return {"fake:echo": EchoChatModel()}
+    """The models ``--model`` can name without a provider, with no network: ``offline:notes``
+    answers from what the notebook recalled, ``fake:echo`` is a test double."""
+    return {"offline:notes": NotesChatModel(), "fake:echo": EchoChatModel()}

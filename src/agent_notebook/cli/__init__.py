@@ -15,6 +15,7 @@ from . import (
     chat,
     compact,
     exchange,
+    facts,
     keys,
     maintain,
     migrate,
@@ -99,6 +100,15 @@ app.command()(compact.compact)
 app.command()(privacy.redact)
 app.command()(privacy.forget)
 app.command("delete-session")(privacy.delete_session)
+app.command()(facts.decisions)
+app.command()(facts.decide)
+app.command("edit-decision")(facts.edit_decision)
+app.command()(facts.pending)
+app.command("add-pending")(facts.add_pending)
+app.command("edit-pending")(facts.edit_pending)
+app.command("close-pending")(facts.close_pending)
+app.command()(facts.conflicts)
+app.command("resolve-conflict")(facts.resolve_conflict)
 app.command()(serve.serve)
 app.command()(serve.mcp)
 app.add_typer(session.app)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from datetime import datetime
@@ -10,7 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import NotebookError
+from ..config import MODEL_ENV
+from ..errors import ModelNotConfigured, NotebookError
 from .common import (
     FormatOption,
     HomeOption,
@@ -52,11 +54,19 @@ def chat(
         str | None,
         typer.Option(
             help="The chat model, provider:model \\[default: chat.model in config.yaml, else "
-            "AGENT_NOTEBOOK_MODEL]. 'fake:echo' is a built-in offline test double that echoes "
-            "your line.",
+            "AGENT_NOTEBOOK_MODEL]. Offline, with no LLM: 'offline:notes' answers with what "
+            "the notebook recalls; 'fake:echo' is a test double that echoes your line.",
             show_default=False,
         ),
     ] = None,
+    show_context: Annotated[
+        bool,
+        typer.Option(
+            "--show-context",
+            help="Print on stderr, before each answer, what the notebook gave the model: "
+            "the part of the system prompt it recalled.",
+        ),
+    ] = False,
     home: HomeOption = None,
 ) -> None:
     """Chat on the chat graph: each line of stdin is a turn, each answer is printed on stdout.
@@ -66,14 +76,18 @@ def chat(
 
     Example: agent-notebook chat --thread trip --model openai:gpt-4o-mini
     """
-    from ..chat import ModelResolver, build_chat_graph
-    from ..chat.models import offline_models
-
     thread_id = thread or datetime.now().strftime("chat-%Y%m%d-%H%M%S")
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     with open_notebook(home, create=True, long_lived=True) as nb:
+        name = model or nb.config.chat.model or os.environ.get(MODEL_ENV)
+        if not name:  # said before the chat graph's parts load (seconds)
+            fail(str(ModelNotConfigured(MODEL_ENV)))
+        from ..chat import ModelResolver, build_chat_graph
+        from ..chat.models import offline_models
+
         builtin = offline_models()
-        name = model or nb.config.chat.model
+        if show_context:
+            config["callbacks"] = [_context_printer()]
         try:
             chosen = ModelResolver(name, builtin).resolve()
         except NotebookError:
@@ -97,6 +111,26 @@ def chat(
                 highlight=False,
                 markup=False,
             )
+
+
+def _context_printer() -> Any:
+    """A LangChain callback that prints, when the model is called, what the notebook
+    recalled into its system prompt (``--show-context``)."""
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.messages import SystemMessage
+
+    from ..chat.models import RECALLED_HEADING
+
+    class ContextPrinter(BaseCallbackHandler):
+        def on_chat_model_start(
+            self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any
+        ) -> None:
+            system = next((m.text for m in messages[0] if isinstance(m, SystemMessage)), "")
+            _, found, recalled = system.partition(RECALLED_HEADING)
+            shown = recalled.split("\n# ", 1)[0].strip() if found else "(nothing recalled)"
+            stderr.print(f"--- context ---\n{shown}\n---", highlight=False, markup=False)
+
+    return ContextPrinter()
 
 
 def _announce(

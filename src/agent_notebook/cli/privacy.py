@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,17 +15,15 @@ from .common import (
     HomeOption,
     OutputFormat,
     emit,
+    fail,
     flag,
     open_notebook,
     reporting_errors,
+    short,
     stderr,
+    when,
 )
 from .read import MOMENT_COLUMNS
-
-_REPORT_COLUMNS = [
-    ("what", lambda row: row[0]),
-    ("ids", lambda row: ", ".join(row[1]) or "-"),
-]
 
 
 def redact(
@@ -47,36 +46,125 @@ def redact(
 
 
 def forget(
-    concept: Annotated[str, typer.Argument(help="The concept (a word or phrase) to forget.")],
+    concept: Annotated[
+        str | None,
+        typer.Argument(help="The concept (a word or phrase) to forget; or use a policy option."),
+    ] = None,
+    older_than: Annotated[
+        str | None, typer.Option(help="Policy: forget moments said before this long ago (30d).")
+    ] = None,
+    inactive_for: Annotated[
+        str | None,
+        typer.Option(help="Policy: forget moments not said nor repeated for this long (8w)."),
+    ] = None,
+    keep_top: Annotated[
+        int | None,
+        typer.Option(min=0, help="Policy: keep the N moments of highest decayed importance."),
+    ] = None,
+    session: Annotated[
+        str | None, typer.Option(help="Policy: only this session's moments.")
+    ] = None,
     reason: Annotated[str, typer.Option(help="Why (kept in the audit log).")] = "",
     dry_run: Annotated[
-        bool, flag("--dry-run", "List what would be removed; change nothing.")
+        bool,
+        flag("--dry-run", "List what would be removed, with each moment's text; change nothing."),
+    ] = False,
+    words_only: Annotated[
+        bool,
+        flag(
+            "--words-only",
+            "Redact only the concept's words within the moments, keeping the rest of each "
+            "(the default redacts whole moments: what else they say about it gives it away).",
+        ),
     ] = False,
     home: HomeOption = None,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
-    """Redact every moment, rollup and session-notebook line tied to a concept, and drop the
-    concept from the index.
+    """Redact every moment, rollup and session-notebook line tied to a concept (whole
+    moments, or with --words-only the concept's words within them), and drop the concept
+    from the index; or, with --older-than, --inactive-for or --keep-top (durations
+    such as 12h, 30d, 8w, 1y), redact the moments the policy picks (never a pinned moment
+    nor one a decision was read from), each noted in its session's audit log.
 
     Example: agent-notebook forget "Lyon trip" --dry-run
+
+    Example: agent-notebook forget --older-than 365d --keep-top 500 --dry-run
     """
-    with open_notebook(home) as nb:
-        report = nb.forget(concept, reason, dry_run=dry_run)
+    policy = older_than is not None or inactive_for is not None or keep_top is not None
+    with reporting_errors():
+        if (concept is None) != policy:
+            raise InvalidInput(
+                "forget: give a concept to forget, or a policy (--older-than, "
+                "--inactive-for, --keep-top), not both nor neither; nothing was forgotten"
+            )
+        if session is not None and not policy:
+            raise InvalidInput("forget: --session goes with a policy option, not a concept")
+    if policy:
+        _forget_by_policy(older_than, inactive_for, keep_top, session, reason, dry_run, home, fmt)
+        return
+    assert concept is not None
+    with open_notebook(home) as nb, reporting_errors():
+        report = nb.forget(concept, reason, dry_run=dry_run, words_only=words_only)
     verb = "would forget" if report.dry_run else "forgot"
+    what = "the words of" if report.words_only else ""
     stderr.print(
-        f"{verb} {len(report.moments)} moment(s), {len(report.rollups)} rollup(s) and "
-        f"{len(report.sections)} session-notebook section(s)",
+        f"{verb} {what} {len(report.moments)} moment(s), {len(report.rollups)} rollup(s) and "
+        f"{len(report.sections)} session-notebook section(s)".replace("  ", " "),
         highlight=False,
     )
     if fmt is OutputFormat.JSON:
         emit(report, fmt)
+    if not (report.moments or report.rollups or report.sections):
+        fail(
+            f"nothing in the notebook mentions {report.concept!r} (no moment, rollup or "
+            "session-notebook section): nothing to forget. Check the spelling with "
+            "'agent-notebook search'"
+        )
+    if fmt is OutputFormat.JSON:
         return
-    rows = [
-        ("moments", report.moments),
-        ("rollups", report.rollups),
-        ("sections", report.sections),
-    ]
-    emit(rows, fmt, _REPORT_COLUMNS)
+    after = "left" if report.words_only else "text"
+    rows = [(i, report.texts.get(i, "")) for i in report.moments]
+    rows += [(i, "(rollup)") for i in report.rollups]
+    rows += [(s, "(session-notebook section)") for s in report.sections]
+    emit(rows, fmt, [("id", lambda r: r[0]), (after, lambda r: short(r[1], 100))])
+
+
+_POLICY_COLUMNS = [
+    ("id", lambda c: c.id),
+    ("session", lambda c: c.session),
+    ("said", lambda c: when(c.timestamp)),
+    ("last seen", lambda c: when(c.last_seen)),
+    ("standing", lambda c: f"{c.standing:.3f}"),
+    ("text", lambda c: c.excerpt),
+]
+
+
+def _forget_by_policy(
+    older_than: str | None,
+    inactive_for: str | None,
+    keep_top: int | None,
+    session: str | None,
+    reason: str,
+    dry_run: bool,
+    home: Path | None,
+    fmt: OutputFormat,
+) -> None:
+    with open_notebook(home) as nb:
+        report = nb.forget_by_policy(
+            older_than=older_than,
+            inactive_for=inactive_for,
+            keep_top=keep_top,
+            session=session,
+            reason=reason,
+            dry_run=dry_run,
+        )
+    verb = "would forget" if report.dry_run else "forgot"
+    stderr.print(
+        f"{report.policy}: {verb} {len(report.moments)} of {report.considered} moment(s); "
+        f"kept {len(report.protected)} pinned or decided one(s) it matched",
+        highlight=False,
+    )
+    emit(report if fmt is OutputFormat.JSON else report.moments, fmt, _POLICY_COLUMNS)
 
 
 def delete_session(

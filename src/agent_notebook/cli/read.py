@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import textwrap
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -198,26 +200,54 @@ def search(
         )
         cut = nb.config.search.min_score if min_score is None else min_score
     if not hits and cut > 0 and query.strip():
-        stderr.print(weak_match_hint(query, cut), highlight=False)
+        stderr.print(weak_match_hint(query, cut, "--min-score"), highlight=False)
+    signals = ["lexical", "vector", "concept"] + (["media"] if image or audio else [])
+    if explain and fmt is OutputFormat.TABLE:
+        _print_explained(hits, signals)  # a block a hit: readable at 80 columns
+        return
     columns: list[tuple[str, Callable[[SearchHit], object]]] = [
         ("score", lambda h: f"{h.score:.3g}"),
         ("id", lambda h: h.moment.id),
+        ("date", lambda h: h.moment.timestamp.date().isoformat()),
         ("session", lambda h: h.moment.session),
         ("speaker", lambda h: h.moment.speaker or h.moment.role),
-        ("text", lambda h: short(h.moment.content.text, 60 if explain else 80)),
+        ("text", lambda h: short(h.moment.content.text, 80)),
     ]
     if include_archive or any(h.tier != "active" for h in hits):
         columns.insert(2, ("tier", lambda h: h.tier))
-    if explain:
-        signals = ["lexical", "vector", "concept"] + (["media"] if image or audio else [])
-        columns += [(signal, _share(signal)) for signal in signals]
-        columns.append(("relevance", _relevance))
-        columns.append(("priors", _priors))
-        if any(h.covered for h in hits):
-            columns.append(("coverage", _coverage))
-    elif fmt is OutputFormat.JSON:
+    if any(h.fact_note() for h in hits):  # "superseded by m_N", "said 3 times"…
+        columns.append(("facts", lambda h: h.fact_note()))
+    if not explain and fmt is OutputFormat.JSON:
         hits = [h.without_explain() for h in hits]
     emit(hits, fmt, columns)
+
+
+def _print_explained(hits: list[SearchHit], signals: list[str]) -> None:
+    """``search --explain`` as text: a block a hit, its lines folded to the terminal."""
+    width = max(40, shutil.get_terminal_size().columns)
+    indent = "    "
+    for rank, hit in enumerate(hits, 1):
+        moment = hit.moment
+        head = (
+            f"#{rank} {moment.id}  score {hit.score:.3g}  {moment.timestamp.date()}  "
+            f"{moment.session}  {moment.speaker or moment.role}"
+        )
+        if hit.tier != "active":
+            head += f"  ({hit.tier})"
+        found = " · ".join(f"{s} {_share(s)(hit)}" for s in signals)
+        why = [
+            f"found by: {found}",
+            f"relevance {_relevance(hit)}; priors {_priors(hit) or '-'}",
+        ]
+        if hit.covered:
+            why.append(f"query coverage {_coverage(hit)}")
+        if note := hit.fact_note():
+            why.append(note)
+        lines = [head, *textwrap.wrap(moment.content.text, width - len(indent))[:3]]
+        lines = lines[:1] + [indent + line for line in lines[1:]]
+        for part in why:
+            lines += textwrap.wrap(part, width, initial_indent=indent, subsequent_indent=indent)
+        print("\n".join(lines) + ("\n" if rank < len(hits) else ""))
 
 
 def _share(signal: str) -> Callable[[SearchHit], object]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,7 +42,8 @@ def serve(
         str | None,
         typer.Option(
             help="The default chat model, provider:model \\[default: chat.model in config.yaml, "
-            "else AGENT_NOTEBOOK_MODEL]. 'fake:echo' is an offline test double.",
+            "else AGENT_NOTEBOOK_MODEL]. Offline: 'offline:notes' answers with what the "
+            "notebook recalls, 'fake:echo' is a test double.",
             show_default=False,
         ),
     ] = None,
@@ -100,6 +103,12 @@ def serve(
                 f"{tenant.tokens.owner_hint()} ({made}guest tokens: agent-notebook token create)",
                 highlight=False,
             )
+        url = f"http://{_url_host(host)}:{port}"
+        stderr.print(
+            f"serving on {url}/ (web page), {url}/docs (API docs), {url}/mcp/ (MCP); Ctrl-C stops",
+            highlight=False,
+            markup=False,
+        )
         config = uvicorn.Config(
             create_app(settings, opened=tenants), host=host, port=port, log_level=log_level
         )
@@ -108,6 +117,14 @@ def serve(
     finally:
         for tenant in tenants:
             tenant.notebook.close()
+
+
+def _url_host(host: str) -> str:
+    """The host as a URL names it: an address for every interface is reached on loopback,
+    an IPv6 address goes in brackets."""
+    if host in {"0.0.0.0", "::", ""}:
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
 
 
 @contextmanager
@@ -127,15 +144,37 @@ def mcp(
         bool, flag("--guest", "Only a guest's tools (slice, write_back), as a guest token gets.")
     ] = False,
     backend: BackendOption = None,
+    print_config: Annotated[
+        bool,
+        flag(
+            "--print-config",
+            "Print the entry an MCP client's configuration needs to start this command (JSON, "
+            "absolute paths, so it works from any directory) and exit.",
+        ),
+    ] = False,
 ) -> None:
     """Serve the notebook's MCP tools over stdio, for an MCP client that starts this command
     (search, slice, read_session, read_notebook_section, write_back, record and
     update_section; with --guest only slice and write_back).
 
-    Example: agent-notebook mcp --home ~/.agent-notebook --guest
+    Example: agent-notebook mcp --print-config
     """
+    if print_config:
+        print(json.dumps(_mcp_client_entry(home, guest, backend), indent=2))
+        return
     from ..notebook.facade import Notebook
     from ..server.mcp_tools import build_mcp
 
     with reporting_errors(), Notebook.open(home, backend=backend) as nb:
         build_mcp(nb, owner=not guest).run("stdio")
+
+
+def _mcp_client_entry(home: Path | None, guest: bool, backend: str | None) -> dict[str, object]:
+    """``{"mcpServers": {...}}`` starting this Python with ``-m agent_notebook mcp`` on the
+    notebook's absolute home: a client starts it from a directory of its own."""
+    from .. import config as cfg
+
+    args = ["-m", "agent_notebook", "mcp", "--home", str(cfg.resolve_home(home))]
+    args += ["--guest"] if guest else []
+    args += ["--backend", backend] if backend else []
+    return {"mcpServers": {"agent-notebook": {"command": sys.executable, "args": args}}}

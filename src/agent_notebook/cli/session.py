@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ..errors import NotFound
 from .common import (
     FormatOption,
     HomeOption,
@@ -38,12 +39,33 @@ def show(
     Example: agent-notebook notebook show thread-1 --section "Current State"
     """
     with open_notebook(home) as nb, reporting_errors():
-        notes = nb.session_notebook(thread).sync
+        notes = nb.session_notebook(thread).sync  # checks the thread id
+        if thread not in nb.session_notebook_threads():
+            raise NotFound(
+                f"thread {thread!r} has no session notebook; 'agent-notebook notebook list' "
+                "lists the threads that have one ('notebook set' starts one)"
+            )
         text = notes.get_section(section) if section is not None else notes.load()
     if fmt is OutputFormat.JSON:
         emit({"thread": thread, "section": section, "content": text}, fmt)
     else:
         print(text)
+
+
+@app.command("list")
+def list_threads(home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE) -> None:
+    """List the threads that have a session notebook, sorted.
+
+    Example: agent-notebook notebook list
+    """
+    with open_notebook(home) as nb, reporting_errors():
+        threads = nb.session_notebook_threads()
+    if fmt is OutputFormat.JSON:
+        emit(threads, fmt)
+    elif not threads:
+        stderr.print("no thread has a session notebook yet ('notebook set' starts one)")
+    else:
+        print("\n".join(threads))
 
 
 @app.command("set")

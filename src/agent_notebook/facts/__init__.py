@@ -6,7 +6,9 @@ contradictions and expiry. Pure: no I/O; the notebook applies it on record
 :class:`FactEngine` takes :class:`Statement` s in the order said and returns
 :class:`Findings` for each; the rules live in :mod:`.threads` (decisions, pending items),
 :mod:`.claims` (subject, attribute, value), :mod:`.relate` (repeat, supersession,
-contradiction) and :mod:`.expiry`.
+contradiction), :mod:`.quantities` (values that change) and :mod:`.expiry`; a
+:class:`FactJudge` (:mod:`.judge`: the rules alone, or a chat model) may confirm or change
+the links they propose.
 """
 
 from .engine import (
@@ -20,15 +22,20 @@ from .engine import (
     Relation,
     Statement,
 )
+from .judge import FactJudge, LlmJudge, RuleJudge, Verdict
 
 __all__ = [
     "Closure",
     "FactEngine",
+    "FactJudge",
     "FactLink",
     "FactRules",
     "Findings",
     "FoundDecision",
     "FoundPending",
+    "LlmJudge",
     "Relation",
+    "RuleJudge",
     "Statement",
+    "Verdict",
 ]

@@ -19,6 +19,8 @@ from typing import Final, Literal
 from ..core.lexical import tokenize
 from .claims import Claim, claims_in
 from .expiry import expires_from_text
+from .judge import FactJudge, Verdict
+from .quantities import MIN_SHARED, Quantity, quantities_in, shared_words
 from .relate import contradicts, negations_of, numbers_of, overlap, supersedes
 from .text import content_stems, prose, sentences, spelled_out
 from .threads import OpenLine, PendingKind, closes, decisions_in, open_lines_in
@@ -130,18 +132,29 @@ class _Seen:
     claims: list[Claim]
     #: The content stems of its "I have never …" objects, and of its affirmed first-person
     #: sentences of experience ("I have added …", "I used …").
-    never: list[tuple[frozenset[str], str]]
+    never: list[tuple[frozenset[str], frozenset[str], str]]
     affirmed: list[tuple[frozenset[str], str]]
+    #: Its quantities ("$65 snack budget", "3 PM"), see :mod:`.quantities`.
+    quantities: list[Quantity] = field(default_factory=list)
     superseded: bool = False
     duplicate_of: str | None = None
 
 
 _FIRST_PERSON_DONE: Final = re.compile(
-    r"\b(?:i|we)\s+(?:have|had|did|already|just|recently|successfully|finally|also)?\s*"
-    r"(?:[a-z]+ed|built|wrote|written|ran|made|set up|got|used|went|done)\b"
+    r"\b(?:i|we)\s+(?:(?:have|had|did|already|just|recently|successfully|finally|also|"
+    r"actually|once)\s+)*"
+    r"(?:[a-z]+ed|built|wrote|written|ran|made|set up|got|used|went|done|met|took|bought|sent|"
+    r"spent|began|taught|learnt|found|kept|paid|won|led|gave)\b"
 )
 _WISH: Final = re.compile(
-    r"\b(?:want|need|trying|try|plan|hope|wish|would like|can you|could you|how (?:do|can|to))\b"
+    r"\b(?:want|need|trying|try|plan|hope|wish|would like|can you|could you|how (?:do|can|to)|"
+    r"if|whether|might|should|will|would|could)\b"
+)
+#: An affirmed clause of experience runs from the last stop before "I …ed" to the next one.
+_STOP: Final = re.compile(r"[,;:?!]|\s[-\u2013]\s")
+_DONE_END: Final = re.compile(
+    r"[,;:?!]|\s[-\u2013]\s|\s(?:but|so|because|since|and i|and we|which|while|although|though|"
+    r"to see|to make|and now)\s"
 )
 _NEGATED: Final = re.compile(r"\b(?:not|never|no)\b")
 _CLAUSE_END: Final = re.compile(
@@ -156,11 +169,14 @@ class FactEngine:
     """Feed statements in the order said (:meth:`observe`); each call returns what that
     statement adds. The engine holds what it needs of the earlier ones."""
 
-    def __init__(self, rules: FactRules | None = None) -> None:
+    def __init__(self, rules: FactRules | None = None, judge: FactJudge | None = None) -> None:
         self.rules = rules or FactRules()
+        #: Asked about each link the rules propose, and each pair they only suspect.
+        self.judge = judge
         self._seen: list[_Seen] = []
         self._claims: dict[tuple[str, str], list[tuple[int, Claim]]] = {}
         self._with_never: list[int] = []
+        self._quantities: dict[str, list[tuple[int, Quantity]]] = {}
         self._by_text: dict[str, str] = {}
         self._open: list[tuple[FoundPending, OpenLine]] = []
 
@@ -193,8 +209,9 @@ class FactEngine:
     # -- what an earlier statement leaves --------------------------------------------------
 
     def _remember(self, statement: Statement, text: str) -> _Seen:
-        never: list[tuple[frozenset[str], str]] = []
+        never: list[tuple[frozenset[str], frozenset[str], str]] = []
         affirmed: list[tuple[frozenset[str], str]] = []
+        quantities: list[Quantity] = []
         # What an assistant says is its answer, not a fact of the speaker's: no claims.
         claimed = statement.role != "assistant"
         for sentence in sentences(text) if claimed else ():
@@ -202,12 +219,13 @@ class FactEngine:
             for m in _NEVER.finditer(low):
                 # What was never done ends with its clause; "X or Y" are two things.
                 done = _CLAUSE_END.split(m["rest"], maxsplit=1)[0]
+                named = _named_stems(sentence)
                 for part in re.split(r"\b(?:or|nor)\b", done):
                     if len(stems := content_stems(part)) >= self.rules.min_experience_words:
-                        never.append((stems, sentence))
-            plain = not (low.endswith("?") or _NEGATED.search(low) or _WISH.search(low))
-            if plain and _FIRST_PERSON_DONE.search(low):
-                affirmed.append((content_stems(low), sentence))
+                        # Its names must all be met: "a Python workshop" is not "Kotlin".
+                        never.append((stems, stems & named, sentence))
+            affirmed += [(stems, sentence) for stems in _affirmed_clauses(low)]
+            quantities += quantities_in(sentence)
         return _Seen(
             statement,
             stems=content_stems(text),
@@ -216,6 +234,7 @@ class FactEngine:
             claims=claims_in(text) if claimed else [],
             never=never,
             affirmed=affirmed,
+            quantities=quantities,
         )
 
     # -- repeats -------------------------------------------------------------------------
@@ -258,15 +277,18 @@ class FactEngine:
         """Links from the claims of ``seen`` to those of earlier statements that could meet
         them (the same attribute and head or owner: an index, not a scan of everything)."""
         new = seen.statement
-        ended: dict[int, Claim] = {}
+        ended: dict[int, str] = {}
         conflicting: dict[int, str] = {}
+        suspected: dict[int, str] = {}
+        for index, because, update in self._quantity_updates(seen):
+            (ended if update else suspected).setdefault(index, because)
         for claim in seen.claims:
             for index, old in self._claims.get(_key(claim), ()):
                 earlier = self._seen[index]
                 if claim.owner in _FIRST_PERSON and earlier.statement.who != new.who:
                     continue  # "I", "my" of another speaker: another person
                 if not earlier.superseded and index not in ended and supersedes(claim, old):
-                    ended[index] = claim
+                    ended[index] = claim.sentence
                 elif index not in conflicting and contradicts(claim, old):
                     conflicting[index] = claim.sentence
         # "Never" claims are rare: only the statements that hold one are looked at again.
@@ -278,13 +300,13 @@ class FactEngine:
                 continue
             if because := _experience_conflict(seen, earlier):
                 conflicting[index] = because
+        if self.judge is not None:
+            self._judged(seen, ended, conflicting, suspected)
         links: list[FactLink] = []
-        for index, claim in sorted(ended.items()):
+        for index, because in sorted(ended.items()):
             earlier = self._seen[index]
             earlier.superseded = True
-            links.append(
-                FactLink(earlier.statement.id, "superseded_by", new.id, new.when, claim.sentence)
-            )
+            links.append(FactLink(earlier.statement.id, "superseded_by", new.id, new.when, because))
         for index, because in sorted(conflicting.items()):
             if index in ended:
                 continue
@@ -293,8 +315,53 @@ class FactEngine:
             links.append(FactLink(other, "conflicts_with", new.id, because=because))
         return links
 
+    def _judged(
+        self,
+        seen: _Seen,
+        ended: dict[int, str],
+        conflicting: dict[int, str],
+        suspected: dict[int, str],
+    ) -> None:
+        """What the judge says of each pair the rules link or suspect, in place."""
+        assert self.judge is not None
+        pairs: dict[int, Verdict] = {i: "none" for i in suspected}
+        pairs |= {i: "conflicts_with" for i in conflicting}
+        pairs |= {i: "superseded_by" for i in ended}
+        for index, proposed in sorted(pairs.items()):
+            earlier = self._seen[index]
+            verdict = self.judge.judge(earlier.statement.text, seen.statement.text, proposed)
+            if verdict == proposed:
+                continue
+            because = ended.pop(index, "") or conflicting.pop(index, "") or suspected.get(index, "")
+            if verdict == "superseded_by" and not earlier.superseded:
+                ended[index] = f"{because} (judged: {self.judge.name})"
+            elif verdict == "conflicts_with":
+                conflicting[index] = f"{because} (judged: {self.judge.name})"
+
+    def _quantity_updates(self, seen: _Seen) -> list[tuple[int, str, bool]]:
+        """The earlier statements whose quantity an update of ``seen`` ends: for each update,
+        the latest quantity of its kind, of the same speaker, with words in common; none
+        when that one says the same value (a restatement). The same for a quantity said
+        with no update cue, as a suspicion (``False``): only a judge may make it a link."""
+        found = []
+        for q in seen.quantities:
+            if not q.update and self.judge is None:
+                continue
+            for index, old in reversed(self._quantities.get(q.kind, ())):
+                earlier = self._seen[index]
+                if earlier.statement.who != seen.statement.who:
+                    continue
+                if shared_words(q, old) < MIN_SHARED:
+                    continue
+                if old.value != q.value and not earlier.superseded:
+                    found.append((index, f"{q.kind.removeprefix('n:')} now {q.value}", q.update))
+                break
+        return found
+
     def _index(self, seen: _Seen) -> None:
         position = len(self._seen)
+        for q in seen.quantities:
+            self._quantities.setdefault(q.kind, []).append((position, q))
         if seen.never:
             self._with_never.append(position)
         for claim in seen.claims:
@@ -324,14 +391,48 @@ def _key(claim: Claim) -> tuple[str, str]:
     return claim.attribute, claim.head if by_head else claim.owner
 
 
+def _affirmed_clauses(low: str) -> list[frozenset[str]]:
+    """The content stems of each clause of ``low`` that affirms the speaker did something
+    ("I just downloaded Zotero on March 2", "we met at the book club"): from the last stop
+    before "I …ed" to the next one, with no negation nor wish, condition or question in it
+    (a request after a comma, "can you help…?", leaves the clause before it affirmed)."""
+    found = []
+    for m in _FIRST_PERSON_DONE.finditer(low):
+        starts = [s.end() for s in _STOP.finditer(low, 0, m.start())]
+        end = _DONE_END.search(low, m.end())
+        clause = low[starts[-1] if starts else 0 : end.start() if end else len(low)]
+        closed_by = low[end.start() : end.start() + 1] if end else ""
+        if closed_by == "?" or _NEGATED.search(clause) or _WISH.search(clause):
+            continue
+        found.append(content_stems(clause))
+    return found
+
+
 def _experience_conflict(seen: _Seen, earlier: _Seen) -> str:
-    """ "I have never X" against an affirmed "I did X" (the same speaker), either order."""
+    """ "I have never X" against an affirmed "I did X" (the same speaker), either order: the
+    affirmed clause holds every content word of X, but one in three (a longer X is said with
+    words the other leaves out: "any audiobook narrated by the recommended narrator"), and
+    every name of X ("Kotlin") among them."""
     for never, affirmed in ((seen.never, earlier.affirmed), (earlier.never, seen.affirmed)):
-        for wanted, denial in never:
+        for wanted, named, denial in never:
             for done, claim in affirmed:
-                if wanted <= done:
+                missing = wanted - done
+                if (
+                    len(wanted & done) >= 2
+                    and len(missing) <= (len(wanted) - 1) // 3
+                    and not missing & named
+                ):
                     return f"{denial} / {claim}"
     return ""
+
+
+_CAPITALIZED: Final = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w\-]*")
+
+
+def _named_stems(sentence: str) -> frozenset[str]:
+    """The content stems of the words written with a capital inside ``sentence`` (not its
+    first word): the names it holds."""
+    return content_stems(" ".join(_CAPITALIZED.findall(sentence)))
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -94,7 +94,9 @@ def notebook_tools(notebook: Notebook) -> list[BaseTool]:
         limit: int = 10,
         current_session_id: str | None = None,
     ) -> str:
-        return _json(search_hits(nb, query, session_id, limit, current_session_id))
+        return _json(
+            search_hits(nb, query, session_id, limit, current_session_id=current_session_id)
+        )
 
     def slice_(
         query: str,

@@ -10,12 +10,14 @@ and nothing more.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Conflict, InvalidInput, NotebookError, NotFound
 
 if TYPE_CHECKING:
     from ..model import SearchHit
+    from ..search.engine import Mode
     from .facade import Notebook
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "RECORD",
     "SEARCH",
     "SLICE",
+    "TOOL_ROLES",
     "WRITE_BACK",
     "ToolDoc",
     "error_message",
@@ -58,6 +61,12 @@ SEARCH = ToolDoc(
         "query": 'what to look for, in plain words ("train to Lyon", "why we chose Postgres").',
         "session_id": f"only this session ({_SESSION_ID}); omit to search all.",
         "limit": "how many results, 1 to 100.",
+        "since": "only moments said at or after this ISO 8601 date or time (UTC if no zone).",
+        "until": "only moments said before this ISO 8601 date or time (UTC if no zone).",
+        "speaker": "only moments of this speaker (or role: user, assistant).",
+        "mode": '"hybrid" (words and meaning, the default), "lexical" (words only) or '
+        '"vector" (meaning only).',
+        "explain": "add to each hit what found it: each signal's share, rank and relevance.",
         "current_session_id": "the session of the conversation you are in, if any: its "
         "latest turns, which you already have, are left out (so your own question and "
         "answers do not hide the facts).",
@@ -86,7 +95,8 @@ WRITE_BACK = ToolDoc(
     "Write your result back into a session: the one kind of write a guest may make. It is "
     "entered in the session's audit log under guest:<your name>.",
     {
-        "guest": "your name (1 to 100 characters).",
+        "guest": "your name (1 to 100 characters); over HTTP a guest token's own name is "
+        "taken when you omit it, and the owner omits it to write as the owner.",
         "session_id": f"the session the result belongs to ({_SESSION_ID}).",
         "kind": '"decision" (something settled), "pending" (a new open question or to-do), or '
         '"escalation_outcome" (the answer to an escalation; give escalation_id, e.g. e_1, '
@@ -103,7 +113,7 @@ RECORD = ToolDoc(
         "text": "what to remember, self-contained (name people, places and dates).",
         "session_id": "the session to add it to; omit it to start a new session with `task`.",
         "task": "the new session's task, when session_id is omitted.",
-        "role": "user, assistant, system or tool.",
+        "role": "user, assistant, system or tool (default user).",
         "speaker": "who said it, if a person.",
     },
     "Returns the moment's id and its session's id.",
@@ -128,31 +138,56 @@ def error_message(err: NotebookError) -> str:
 TOOL_SEARCH_LIMIT = 100  # a model asking for more would drown its own context
 
 
+#: The roles a tool may record (the notebook itself keeps any role an imported log has).
+TOOL_ROLES = ("user", "assistant", "system", "tool")
+
+
 def search_hits(
     notebook: Notebook,
     query: str,
     session_id: str | None = None,
     limit: int = 10,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    speaker: str | None = None,
+    mode: Mode = "hybrid",
+    explain: bool = False,
     current_session_id: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The search tool: ``notebook.search`` with the tool's cap on ``limit``. With
-    ``current_session_id``, the conversation the caller is in, that session's recent
-    moments (``context.recent_moments``, the turns a chat's own context search skips too)
-    are left out: the caller has them already, and the question it just asked and its own
-    answer would match best and hide the facts (issue 31)."""
+    """The search tool: ``notebook.search`` with the tool's cap on ``limit``; a time
+    without a zone is UTC, as on the command line. With ``current_session_id``, the
+    conversation the caller is in, that session's recent moments
+    (``context.recent_moments``, the turns a chat's own context search skips too) are left
+    out: the caller has them already, and the question it just asked and its own answer
+    would match best and hide the facts (issue 31)."""
     if not 1 <= limit <= TOOL_SEARCH_LIMIT:
         raise InvalidInput(f"limit must be between 1 and {TOOL_SEARCH_LIMIT}, got {limit}")
     recent: list[str] = []
     if current_session_id:
         recent = list(notebook.get_session(current_session_id).context.recent_moments)
-    hits = notebook.search(query, session=session_id, limit=limit, exclude=recent)
-    return [hit_summary(h) for h in hits]
+    hits = notebook.search(
+        query,
+        session=session_id,
+        limit=limit,
+        exclude=recent,
+        since=_utc(since),
+        until=_utc(until),
+        speaker=speaker or None,
+        mode=mode,
+    )
+    return [hit_summary(h, explain=explain) for h in hits]
 
 
-def hit_summary(hit: SearchHit) -> dict[str, Any]:
-    """One search result as a tool returns it (JSON values only)."""
+def _utc(when: datetime | None) -> datetime | None:
+    return when.replace(tzinfo=UTC) if when is not None and when.tzinfo is None else when
+
+
+def hit_summary(hit: SearchHit, *, explain: bool = False) -> dict[str, Any]:
+    """One search result as a tool returns it (JSON values only); with ``explain``, what
+    found it (each signal's share and rank, relevance, priors)."""
     moment = hit.moment
-    return {
+    summary: dict[str, Any] = {
         "id": moment.id,
         "session": moment.session,
         "when": moment.timestamp.isoformat(),
@@ -160,6 +195,9 @@ def hit_summary(hit: SearchHit) -> dict[str, Any]:
         "text": moment.content.text,
         "score": round(hit.score, 4),
     }
+    if explain:
+        summary["explain"] = {k: round(v, 4) for k, v in hit.explain.items()}
+    return summary
 
 
 def record_moment(

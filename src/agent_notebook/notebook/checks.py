@@ -25,11 +25,12 @@ MAX_SEARCH_LIMIT = 1000
 MAX_QUERY_CHARS = 10_000
 
 
-def weak_match_hint(query: str, min_score: float) -> str:
-    """What to say when a search found nothing relevant enough (every front end says it)."""
+def weak_match_hint(query: str, min_score: float, option: str = "min_score") -> str:
+    """What to say when a search found nothing relevant enough (every front end says it,
+    naming its own ``option``: ``--min-score`` on the command line)."""
     return (
         f"nothing matches {query!r} well (minimum score {min_score:g}): try other words, "
-        "or a lower minimum score (0 shows every match, however weak)"
+        f"or a lower {option} ({option} 0 shows every match, however weak)"
     )
 
 

@@ -270,17 +270,35 @@ class _Copier:
     ) -> bool:
         """Whether the target's thread ``name`` is the source's ``thread`` (an earlier
         import of it): both go on in the same session, or (without a session) the target
-        holds the source's latest checkpoint."""
+        holds the source's latest checkpoint, or (with no checkpoint either: a session
+        notebook written by hand) the same session notebook."""
         if wanted is not None:
             return target_map.get(name, name) == wanted
         source_saver, target_saver = self.chat[0].checkpointer, self.chat[1].checkpointer
-        if source_saver is None or target_saver is None:
-            return False
-        latest = source_saver.get_tuple({"configurable": {"thread_id": thread}})
+        latest = None
+        if source_saver is not None:
+            latest = source_saver.get_tuple({"configurable": {"thread_id": thread}})
         if latest is None:
+            return self._same_session_notebook(thread, name)
+        if target_saver is None:
             return False
         there = {"thread_id": name, "checkpoint_ns": "", "checkpoint_id": latest.checkpoint["id"]}
         return target_saver.get_tuple({"configurable": there}) is not None
+
+    def _same_session_notebook(self, thread: str, name: str) -> bool:
+        """Whether the target's thread ``name`` holds every item of the source's session
+        notebook of ``thread``, with the same values (and holds at least one)."""
+        from ..langgraph.stores import store_items
+
+        source_store, target_store = self.chat[0].store, self.chat[1].store
+        if source_store is None or target_store is None:
+            return False
+        items = list(store_items(source_store, (SESSION_NAMESPACE, thread)))
+        for item in items:
+            there = target_store.get((SESSION_NAMESPACE, name, *item.namespace[2:]), item.key)
+            if there is None or there.value != item.value:
+                return False
+        return bool(items)
 
     # -- writing ------------------------------------------------------------------------------
 

@@ -6,7 +6,9 @@ audit log), :mod:`.recording` (moments and ingest), :mod:`.finding` (reads, sear
 :mod:`.vectors` (the embedder and the semantic index), :mod:`.langgraph_state` (the store,
 checkpointers and thread map), :mod:`.turns` (work after a chat turn), :mod:`.archive`
 (compaction and the cold archive), :mod:`.transfer` (export, import, migrate) and
-:mod:`.maintenance` (deletion, redaction, stats). The parts compose the backend's
+:mod:`.maintenance` (deletion, redaction, stats); the owner's methods on the facts
+(decisions corrected, conflicts resolved, the forgetting policy) come from
+:class:`.facts_facade.FactsFacade`. The parts compose the backend's
 primitives inside transactions, so every backend behaves alike.
 """
 
@@ -46,10 +48,12 @@ from ..search.slice import Slice
 from ..storage import StorageBackend
 from .archive import Archive
 from .facts import FactKeeper
+from .facts_facade import FactsFacade
 from .finding import Finding
 from .langgraph_state import LangGraphState
 from .maintenance import Maintenance, SessionDeletion
 from .opening import open_notebook
+from .owner_facts import OwnerFacts
 from .recording import Recording
 from .sessions import Sessions, WriteBackKind
 from .transfer import Transfer
@@ -84,7 +88,7 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-class Notebook:
+class Notebook(FactsFacade):
     """A long-term notebook over any :class:`StorageBackend`.
 
     >>> nb = Notebook.open("/tmp/my-notebook")        # doctest: +SKIP
@@ -124,7 +128,12 @@ class Notebook:
         self._archive = Archive(self)
         self._transfer = Transfer(self)
         self._maintenance = Maintenance(self)
-        self.facts = FactKeeper(backend, self.config.facts.window)  # notebook/facts.py
+        self._owner_facts = OwnerFacts(self)
+        self.facts = FactKeeper(  # notebook/facts.py
+            backend,
+            self.config.facts.window,
+            self._vectors.paraphrase_vectors if self.config.facts.paraphrases else None,
+        )
 
     @classmethod
     def open(
@@ -236,6 +245,10 @@ class Notebook:
         """The session notebook of ``thread_id`` in :attr:`store`, condensing into this one."""
         return self._langgraph.session_notebook(thread_id)
 
+    def session_notebook_threads(self) -> list[str]:
+        """The threads that have a session notebook, sorted."""
+        return self._langgraph.session_notebook_threads()
+
     # -- sessions and their audit log (:mod:`.sessions`) --------------------------------------
 
     def start_session(self, task: str = "", *, started: datetime | None = None) -> Session:
@@ -301,7 +314,7 @@ class Notebook:
 
     def write_back(
         self,
-        guest: str,
+        guest: str | None,
         session_id: str,
         kind: WriteBackKind,
         text: str,
@@ -310,8 +323,8 @@ class Notebook:
         escalation_id: str | None = None,
     ) -> Decision:
         """A guest's one write: a decision, a new pending item, or the outcome of an
-        escalation; each is entered in the session's audit log under ``guest:<name>``.
-        Returns that audit entry."""
+        escalation; each is entered in the session's audit log under ``guest:<name>``
+        (``owner`` with no guest). Returns that audit entry."""
         return self._sessions.write_back(
             guest, session_id, kind, text, why=why, escalation_id=escalation_id
         )
@@ -548,12 +561,20 @@ class Notebook:
         return self._maintenance.redact(moment_id, reason, who)
 
     def forget(
-        self, concept: str, reason: str = "", *, who: str = "owner", dry_run: bool = False
+        self,
+        concept: str,
+        reason: str = "",
+        *,
+        who: str = "owner",
+        dry_run: bool = False,
+        words_only: bool = False,
     ) -> ForgetReport:
         """Redact every moment, rollup and session-notebook line tied to ``concept`` (the
         concept index, and the phrase appearing as words), then drop the concept from the
-        index; with ``dry_run`` only list what would go."""
-        return self._maintenance.forget(concept, reason, who, dry_run)
+        index; with ``dry_run`` only list what would go (each moment's text in the report).
+        Whole moments by default: what else a moment says about the concept would give it
+        away. ``words_only`` redacts the phrase's words within them and keeps the rest."""
+        return self._maintenance.forget(concept, reason, who, dry_run, words_only)
 
     def stats(self) -> NotebookStats:
         return self._maintenance.stats()

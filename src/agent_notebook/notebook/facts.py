@@ -5,7 +5,8 @@ second, in another (a failure there loses no moment, and is logged): the decisio
 pending items read from the moments go into the session's ``decisions`` and ``pending``
 (with their ``source`` moment), a pending item a later moment resolves is closed (its
 ``closed_by`` and a resolution that names that moment), links go into ``relations.links``
-as ``relation:m_N`` (``duplicate_of`` on the repeat, ``superseded_by`` on the earlier fact
+as ``relation:m_N`` (``duplicate_of`` on the repeat and ``repeated_by`` on the first said,
+whose importance a repeat raises; ``superseded_by`` on the earlier fact
 with its ``valid_until`` set to the later moment's time, ``conflicts_with`` on both), and
 an expiry read from the text ("until Friday") into ``expires`` unless the caller gave one.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -27,17 +28,16 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from ..errors import NotebookError
-from ..model import Decision, Moment, PendingItem, SearchHit, Session, fact_link, now_utc
+from ..model import Decision, Moment, PendingItem, Session, fact_link
 from ..storage import StorageBackend
 
 if TYPE_CHECKING:  # the rules load on the first record with facts on (~0.1 s of regexes)
-    from ..facts import FactEngine, Findings, Statement
+    from ..facts import FactEngine, FactJudge, Findings, Statement
 
 __all__ = [
     "FactKeeper",
     "FactsApplied",
     "as_of_until",
-    "current_view",
     "still_current",
     "view_limit",
     "without_redacted",
@@ -56,18 +56,30 @@ class FactsApplied:
     links: list[str] = field(default_factory=list)
 
 
-def statement_of(moment: Moment) -> Statement:
+#: Unit vectors of texts, for the paraphrase gate (``facts.paraphrases``); None: none made.
+Vectorize = Callable[[Sequence[str]], list[list[float]] | None]
+
+
+def statement_of(moment: Moment, vector: Sequence[float] | None = None) -> Statement:
     from ..facts import Statement
 
-    return Statement(moment.id, moment.content.text, moment.timestamp, moment.role, moment.speaker)
+    return Statement(
+        moment.id, moment.content.text, moment.timestamp, moment.role, moment.speaker, vector
+    )
 
 
 class FactKeeper:
     """Applies the fact rules to the moments a notebook records (one per notebook)."""
 
-    def __init__(self, backend: StorageBackend, window: int) -> None:
+    def __init__(
+        self, backend: StorageBackend, window: int, vectorize: Vectorize | None = None
+    ) -> None:
         self.backend = backend
         self.window = window
+        self.vectorize = vectorize
+        #: Asked about the links the rules propose (``facts.LlmJudge``); None: the rules
+        #: alone. Engines made after it is set use it.
+        self.judge: FactJudge | None = None
         self._lock = threading.Lock()
         #: session id -> its engine and the last moment it was fed
         self._engines: dict[str, tuple[FactEngine, str]] = {}
@@ -80,9 +92,13 @@ class FactKeeper:
         if not texts:
             return FactsApplied()
         try:
+            vectors = self.vectorize([m.content.text for m in texts]) if self.vectorize else None
             with self._lock:
                 engine = self._engine(session_id, moments)
-                findings = [engine.observe(statement_of(m)) for m in texts]
+                findings = [
+                    engine.observe(statement_of(m, vectors[n] if vectors else None))
+                    for n, m in enumerate(texts)
+                ]
                 self._engines[session_id] = (engine, moments[-1].id)
             return self._store(session_id, moments, findings)
         except (NotebookError, ValidationError) as err:
@@ -103,18 +119,22 @@ class FactKeeper:
         """The session's engine, fed every earlier moment in the window."""
         new = {m.id for m in moments}
         total = self.backend.count_moments(session_id)
+        cached = self._engines.get(session_id)
+        if cached is not None and total > len(moments):
+            # The cache holds when the moment before these is the last one it was fed: one
+            # moment read, not the window (a read copies every moment it returns).
+            before = self.backend.list_moments(session_id, total - len(moments) - 1, 1)
+            if before and before[0].id not in new and before[0].id == cached[1]:
+                return cached[0]
         start = max(0, total - len(moments) - self.window)
         earlier = [
             m
             for m in self.backend.list_moments(session_id, start, self.window + len(moments))
             if m.id not in new
         ]
-        cached = self._engines.get(session_id)
-        if cached is not None and earlier and cached[1] == earlier[-1].id:
-            return cached[0]
         from ..facts import FactEngine
 
-        engine = FactEngine()
+        engine = FactEngine(judge=self.judge)
         for m in earlier:
             if m.content.text.strip() and m.redacted is None:
                 engine.observe(statement_of(m))
@@ -148,6 +168,11 @@ class FactKeeper:
                     if link.relation == "superseded_by" and moment.valid_until is None:
                         moment.valid_until = link.valid_until
                         touched.add(moment.id)
+                    if link.relation == "duplicate_of":
+                        first = changed.get(link.target) or self.backend.get_moment(link.target)
+                        if first is not None and _repeated(first, link.source):
+                            changed[first.id] = first
+                            touched.add(first.id)
                 own = changed.get(f.statement)
                 if f.expires is not None and own is not None and own.expires is None:
                     own.expires = f.expires
@@ -186,6 +211,24 @@ class FactKeeper:
             applied.pending += 1
 
 
+#: What each repeat adds to the importance of the moment first said, up to the cap (1.0 is
+#: pinned: a repeat does not pin).
+REPEAT_IMPORTANCE = 0.1
+REPEAT_IMPORTANCE_CAP = 0.9
+
+
+def _repeated(first: Moment, repeat: str) -> bool:
+    """Mark ``first`` repeated by ``repeat``: a ``repeated_by`` link, and more importance."""
+    entry = fact_link("repeated_by", repeat)
+    if entry in first.relations.links:
+        return False
+    first.relations.links = [*first.relations.links, entry]
+    importance = first.metadata.importance
+    if importance < REPEAT_IMPORTANCE_CAP:
+        first.metadata.importance = min(REPEAT_IMPORTANCE_CAP, importance + REPEAT_IMPORTANCE)
+    return True
+
+
 def still_current(moment: Moment, at: datetime) -> bool:
     """Whether ``moment`` is part of the current view at ``at``: said by then, and neither
     superseded nor expired by then."""
@@ -205,16 +248,6 @@ def view_limit(limit: int, filtered: bool) -> int:
 def as_of_until(as_of: datetime, until: datetime | None) -> datetime:
     """The ``until`` filter of a search ``as_of`` a time: nothing said after it."""
     return as_of if until is None else min(until, as_of)
-
-
-def current_view(
-    hits: Sequence[SearchHit], limit: int, current: bool, as_of: datetime | None
-) -> list[SearchHit]:
-    """``hits`` that hold at ``as_of`` (else now, with ``current``), at most ``limit``."""
-    if not current and as_of is None:
-        return list(hits)
-    at = as_of if as_of is not None else now_utc()
-    return [h for h in hits if still_current(h.moment, at)][:limit]
 
 
 def without_redacted(session: Session, moment_ids: Collection[str]) -> Session:

@@ -30,7 +30,8 @@ from .checks import (
     offset_of,
     optional_limit,
 )
-from .facts import as_of_until, current_view, view_limit
+from .facts import as_of_until, view_limit
+from .presenting import present
 
 if TYPE_CHECKING:
     from .facade import Notebook
@@ -111,7 +112,10 @@ class Finding:
         stopword, on a concept or by example, else the vector similarity; an empty result
         then means nothing matches well (:func:`.checks.weak_match_hint` says so).
         ``current`` leaves out what a later moment superseded or what expired; ``as_of``
-        reads the notebook as it stood then (moments said by then, current then)."""
+        reads the notebook as it stood then (moments said by then, current then). What the
+        fact rules linked is shown with the hits (:mod:`.presenting`): repeats once, "said N
+        times"; the current fact before those it ended, which are marked ``superseded_by``;
+        a conflicting moment right after the hit it conflicts with."""
         check_query(query, "search")
         if as_of is not None:  # see notebook/facts.py
             until = as_of_until(aware(as_of, "as_of"), until)
@@ -150,7 +154,14 @@ class Finding:
             min_score=min_score,
         )
         hits = self._with_tiers(engine.search(request), request, include_archive)
-        return current_view(hits, limit, current, as_of)
+        return present(
+            hits,
+            limit_of(limit),
+            current=current,
+            as_of=as_of,
+            fetch=self.backend.get_moments,
+            latest_values_first=query if self.nb.config.facts.enabled else None,
+        )
 
     def slice(
         self,

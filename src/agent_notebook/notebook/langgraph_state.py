@@ -103,6 +103,11 @@ class LangGraphState:
             self.store, thread_id, notebook=self.nb, budgets=self.nb.config.session_notebook
         )
 
+    def session_notebook_threads(self) -> list[str]:
+        from ..langgraph.stores import thread_ids
+
+        return sorted(thread_ids(self.store, None))
+
     def close(self) -> None:
         for conn in self._connections:
             conn.close()

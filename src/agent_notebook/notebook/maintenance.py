@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ..core import files
 from ..core.files import exclusive_lock as write_lock_file
-from ..model import THREADS_NAMESPACE, Moment, NotebookStats, check_moment_id
+from ..model import THREADS_NAMESPACE, Moment, NotebookStats, check_moment_id, now_utc
 from .archive import drop_archived
-from .checks import required
+from .checks import aware, required
 
 if TYPE_CHECKING:
     from .facade import Notebook
+    from .forgetting import PolicyReport
     from .redaction import ForgetReport
 
 
@@ -90,11 +92,43 @@ class Maintenance:
         with self._redaction_lock():
             return Redaction(self.nb, reason, who).redact(moment_id)
 
-    def forget(self, concept: str, reason: str, who: str, dry_run: bool) -> ForgetReport:
+    def forget(
+        self, concept: str, reason: str, who: str, dry_run: bool, words_only: bool = False
+    ) -> ForgetReport:
         from .redaction import Redaction
 
         with self._redaction_lock():
-            return Redaction(self.nb, reason, who).forget(concept, dry_run=dry_run)
+            return Redaction(self.nb, reason, who).forget(
+                concept, dry_run=dry_run, words_only=words_only
+            )
+
+    def forget_by_policy(
+        self,
+        older_than: str | timedelta | None,
+        inactive_for: str | timedelta | None,
+        keep_top: int | None,
+        session_id: str | None,
+        reason: str,
+        who: str,
+        dry_run: bool,
+        now: datetime | None,
+    ) -> PolicyReport:
+        from .forgetting import choose, parse_duration
+        from .redaction import Redaction
+
+        older = parse_duration(older_than, "forget --older-than")
+        inactive = parse_duration(inactive_for, "forget --inactive-for")
+        at = now_utc() if now is None else aware(now, "forget: now")
+        backend = self.nb.backend
+        sessions = [self.nb.get_session(session_id)] if session_id else self.nb.sessions()
+        with self._redaction_lock():
+            moments = backend.list_moments(sessions[0].id) if session_id else backend.iter_moments()
+            report = choose(moments, sessions, at, older, inactive, keep_top)
+            report.dry_run = dry_run
+            if not dry_run and report.moments:
+                chosen = backend.get_moments([c.id for c in report.moments])
+                Redaction(self.nb, reason or report.policy, who).redact_all(chosen, report.policy)
+        return report
 
     def _redaction_lock(self) -> AbstractContextManager[None]:
         """Compaction's lock: a moment is not archived while it is being redacted."""

@@ -116,6 +116,10 @@ class ForgetReport(BaseModel):
     #: Session-notebook sections that mentioned it, as ``<thread>/<section>``.
     sections: list[str] = Field(default_factory=list)
     dry_run: bool = False
+    #: Only the concept's words were redacted within the moments (else whole moments).
+    words_only: bool = False
+    #: Each moment's text as it is (whole moments), or as it would be left (words only).
+    texts: dict[str, str] = Field(default_factory=dict)
 
 
 # -- the work ------------------------------------------------------------------------------
@@ -147,6 +151,8 @@ class _Plan:
     """What a redaction touches: ``targets`` are tombstoned; the rest is scrubbed."""
 
     targets: dict[str, Moment] = field(default_factory=dict)  # id -> moment as it was
+    #: Moments that keep their text but the forgotten words (``forget --words-only``).
+    words: dict[str, Moment] = field(default_factory=dict)
     archived_targets: set[str] = field(default_factory=set)
     rollups: set[str] = field(default_factory=set)
     sections: list[str] = field(default_factory=list)
@@ -161,6 +167,8 @@ class Redaction:
         self.who = who
         self.reason = reason
         self.concept: str | None = None
+        #: What the audit log says of each removal besides its id (the forgetting policy's).
+        self.label = ""
         self.scrubber = Scrubber()
         self.changed_numbers: list[int] = []
 
@@ -183,7 +191,17 @@ class Redaction:
         found = self.backend.get_moment(moment_id)
         return found if found is not None else self._archived_moment(moment_id)
 
-    def forget(self, concept: str, *, dry_run: bool) -> ForgetReport:
+    def redact_all(self, moments: list[Moment], label: str) -> None:
+        """Redact ``moments`` (active originals) in one pass, each noted in the audit log
+        with ``label`` (the forgetting policy, :mod:`.forgetting`)."""
+        targets = {m.id: m for m in moments if m.redacted is None}
+        if not targets:
+            return
+        self.label = label
+        self.scrubber = Scrubber([secret_of(m) for m in targets.values()])
+        self._apply(_Plan(targets=targets))
+
+    def forget(self, concept: str, *, dry_run: bool, words_only: bool = False) -> ForgetReport:
         name = normalize_concept(concept)
         if not name or not words_of(name):
             raise InvalidInput(
@@ -191,9 +209,10 @@ class Redaction:
                 "for example 'agent-notebook forget \"Lyon trip\"'"
             )
         self.concept = name
-        self.scrubber = Scrubber(phrases=[name])
+        self.scrubber = Scrubber(phrases=[name], words_only=words_only)
         pattern = phrase_pattern(name)
         plan = _Plan()
+        hit = plan.words if words_only else plan.targets
         tied = self.backend.get_concept(name)
         tied_ids = set(tied.moments) if tied is not None else set()
         for moment in self.backend.iter_moments():
@@ -203,28 +222,35 @@ class Redaction:
                 if moment.id in tied_ids or pattern.search(moment.content.text):
                     plan.rollups.add(moment.id)
             elif moment.id in tied_ids or pattern.search(moment.content.text):
-                plan.targets[moment.id] = moment
+                hit[moment.id] = moment
         archived_ids = set(self.backend.archived_with_concept(name))
         for _, records in self._archive_files():
             for moment in records.values():
                 if moment.redacted is not None:
                     continue
-                hit = moment.id in archived_ids or bool(pattern.search(moment.content.text))
-                if hit and moment.rollup is None:
-                    plan.targets[moment.id] = moment
-                    plan.archived_targets.add(moment.id)
-                elif hit:
+                said = moment.id in archived_ids or bool(pattern.search(moment.content.text))
+                if said and moment.rollup is None:
+                    hit[moment.id] = moment
+                    if not words_only:
+                        plan.archived_targets.add(moment.id)
+                elif said:
                     plan.rollups.add(moment.id)
         for secret in map(secret_of, plan.targets.values()):
             self.scrubber.add(secret)
         plan.rollups |= self._rollups_over(plan)
         plan.sections = self._sections_mentioning(pattern)
+        chosen = plan.words if words_only else plan.targets
         report = ForgetReport(
             concept=name,
-            moments=_by_number(plan.targets),
+            moments=_by_number(chosen),
             rollups=_by_number(plan.rollups),
             sections=plan.sections,
             dry_run=dry_run,
+            words_only=words_only,
+            texts={
+                i: self.scrubber.text(m.content.text) if words_only else m.content.text
+                for i, m in chosen.items()
+            },
         )
         if not dry_run:
             self._apply(plan)
@@ -265,6 +291,10 @@ class Redaction:
             return None
         if moment.id in plan.targets:
             return _tombstone(moment, tombstone)
+        if moment.id in plan.words:
+            return self._words_scrubbed(moment)
+        if moment.rollup is not None and plan.words and moment.id in plan.rollups:
+            return self._scrubbed_rollup(moment, plan)  # words only: its text keeps the rest
         if moment.rollup is not None:
             covers = [i for i in moment.rollup.originals if i in plan.targets]
             untouched = not covers and moment.id not in plan.rollups
@@ -282,6 +312,20 @@ class Redaction:
                 update={"content": moment.content.model_copy(update={"text": text})}
             )
         return None
+
+    def _words_scrubbed(self, moment: Moment) -> Moment:
+        """``moment`` without the forgotten words (each ``[redacted]``) nor the concept,
+        its retrieval keys read again from what is left."""
+        text = self.scrubber.text(moment.content.text)
+        concepts = [c for c in moment.metadata.concepts if c != self.concept]
+        return moment.model_copy(
+            update={
+                "content": moment.content.model_copy(update={"text": text}),
+                "metadata": moment.metadata.model_copy(
+                    update={"concepts": concepts, "retrieval_keys": enrich(text).retrieval_keys}
+                ),
+            }
+        )
 
     def _scrubbed_rollup(self, rollup: Moment, plan: _Plan) -> Moment:
         assert rollup.rollup is not None
@@ -372,6 +416,7 @@ class Redaction:
         why = self.scrubber.text(self.reason)
         for moment_id, moment in sorted(plan.targets.items(), key=lambda i: int(i[0][2:])):
             what = f"redacted {moment_id}" + (" (forgot a concept)" if self.concept else "")
+            what += f" ({self.label})" if self.label else ""
             audit.setdefault(moment.session, []).append(
                 Decision(when=now, what=what, why=why, who=self.who)
             )

@@ -87,9 +87,13 @@ class Secret:
 class Scrubber:
     """Removes redacted texts (and forgotten phrases) from strings and JSON-like values."""
 
-    def __init__(self, secrets: Sequence[Secret] = (), phrases: Sequence[str] = ()) -> None:
+    def __init__(
+        self, secrets: Sequence[Secret] = (), phrases: Sequence[str] = (), words_only: bool = False
+    ) -> None:
         self.secrets = list(secrets)
         self.patterns = [phrase_pattern(p) for p in phrases if p.strip()]
+        #: Replace a forgotten phrase's words only, not the whole line that holds it.
+        self.words_only = words_only
         self.texts = {s.text for s in self.secrets if s.text}
         self.source_ids = {s.source_id for s in self.secrets if s.source_id}
         self.run_sizes = {len(r) for s in self.secrets for r in s.runs}
@@ -107,7 +111,7 @@ class Scrubber:
 
     def _leak(self, line: str) -> str | None:
         """The marker for ``line`` if it still gives a redacted text away, else None."""
-        for pattern in self.patterns:
+        for pattern in [] if self.words_only else self.patterns:
             if pattern.search(line):
                 return FORGOTTEN
         if not self.run_sizes:
@@ -124,6 +128,9 @@ class Scrubber:
         return self.text(text) != text
 
     def text(self, value: str) -> str:
+        if self.words_only:
+            for pattern in self.patterns:
+                value = pattern.sub(FORGOTTEN, value)
         for secret in self.secrets:
             if secret.text and value.strip() == secret.text.strip():
                 return secret.marker

@@ -260,7 +260,7 @@ class Sessions:
 
     def write_back(
         self,
-        guest: str,
+        guest: str | None,
         session_id: str,
         kind: WriteBackKind,
         text: str,
@@ -268,10 +268,13 @@ class Sessions:
         why: str = "",
         escalation_id: str | None = None,
     ) -> Decision:
-        name = guest.strip()
-        if not name or len(name) > 100:
-            raise InvalidInput("write_back: guest must be a name of 1 to 100 characters")
-        who = f"guest:{name}"
+        if guest is None:  # the owner, writing back as a guest would
+            who = "owner"
+        else:
+            name = guest.strip()
+            if not name or len(name) > 100:
+                raise InvalidInput("write_back: guest must be a name of 1 to 100 characters")
+            who = f"guest:{name}"
         required(text, "write_back", "the decision, the open item or the outcome, as text")
         with self.backend.atomic():
             if kind == "decision":

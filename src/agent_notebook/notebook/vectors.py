@@ -4,7 +4,7 @@ first use, the embedding worker that gives new moments their vectors, and ``rein
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from .. import config as cfg
@@ -62,6 +62,13 @@ class Vectors:
         """Tell the worker that moments wait for a vector (made off the hot path)."""
         if self.background and (semantic := self.semantic) is not None:
             semantic.notify()
+
+    def paraphrase_vectors(self, texts: Sequence[str]) -> list[list[float]] | None:
+        """Unit vectors of ``texts`` for the fact rules' paraphrase gate (None: no embedder)."""
+        embedder = self.resolve_embedder()
+        if embedder is None:
+            return None
+        return [[float(x) for x in row] for row in embedder.embed_documents(list(texts))]
 
     def forget(self, numbers: list[int]) -> None:
         """Drop the vectors of moments gone from the active set from the loaded index."""

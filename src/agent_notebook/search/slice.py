@@ -38,6 +38,9 @@ class SliceItem(BaseModel):
     when: datetime | None = None
     who: str = ""
     score: float | None = None  # the search score of a matched moment
+    #: What the fact rules know of a matched moment: "conflicting: m_58 vs m_24",
+    #: "superseded by m_12", "said 3 times" (see :meth:`SearchHit.fact_note`).
+    note: str = ""
 
 
 class Slice(BaseModel):
@@ -78,7 +81,8 @@ def build_slice(
         for m in moments:
             if f"moment:{m.id}" not in seen:
                 matched = m.id == hit.moment.id
-                group.append(_moment_item(m, hit.score if matched else None))
+                item = _moment_item(m, hit.score if matched else None)
+                group.append(item.model_copy(update={"note": hit.fact_note()}) if matched else item)
         group = [item for item in group if item.source not in seen]
         cost = sum(counter.count(_render_item(item, fmt)) for item in group)
         if used + cost > budget_tokens:
@@ -157,13 +161,15 @@ def _render_item(item: SliceItem, fmt: Format) -> str:
         return yaml.safe_dump([_plain(item)], allow_unicode=True, sort_keys=False)
     when = f" {item.when:%Y-%m-%d %H:%M}" if item.when else ""
     who = f" {item.who}:" if item.who else ""
-    return f"- [{item.source}] ({item.kind}){when}{who} {item.text}\n"
+    note = f" [{item.note}]" if item.note else ""
+    return f"- [{item.source}] ({item.kind}){when}{who} {item.text}{note}\n"
 
 
 def _plain(item: SliceItem) -> dict[str, object]:
     data = item.model_dump(mode="json", exclude_none=True)
-    if not data.get("who"):
-        data.pop("who", None)
+    for empty in ("who", "note"):
+        if not data.get(empty):
+            data.pop(empty, None)
     return data
 
 

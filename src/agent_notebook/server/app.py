@@ -11,21 +11,34 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Security
 from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPBearer
 from pydantic import BaseModel
 
 from .. import __version__
 from ..config import DEFAULT_MAX_TEXT_BYTES
 from ..errors import InvalidInput, StorageError
 from ..notebook.facade import Notebook
-from . import chat, errors, export, notebook_api, sections_api, web
+from . import chat, errors, export, facts_api, notebook_api, sections_api, web
 from .auth import ACCESS_KEY, Access, BearerAuth, McpByToken, Tenant, Tenants
 from .chat_service import ChatService
 from .mcp_tools import build_mcp
 from .settings import ServerSettings, body_limit_for
 
 log = logging.getLogger(__name__)
+
+
+#: The bearer token in the OpenAPI description (Swagger UI's Authorize button). BearerAuth,
+#: the middleware, checks it before any route runs; this dependency only declares it.
+BEARER = Security(
+    HTTPBearer(
+        auto_error=False,
+        scheme_name="bearer",
+        description="The owner's token (in <home>/secrets/owner-token) or a guest's "
+        "('agent-notebook token create --guest NAME').",
+    )
+)
 
 
 class Health(BaseModel):
@@ -78,16 +91,24 @@ def create_app(
         summary="Memory for LLM agents: chat threads, the session notebook, the long-term "
         "notebook.",
         lifespan=lifespan,
+        license_info={"name": "Apache-2.0", "identifier": "Apache-2.0"},
+        servers=[{"url": "/", "description": "this server"}],
         docs_url=None,  # served by .web.docs over local assets: no CDN
         redoc_url=None,
     )
     errors.install(app, web_error=web.error_page)
     app.add_middleware(errors.BodySizeLimit, limit=lambda: body_limit(settings, tenants))
     app.add_middleware(BearerAuth, tenants=tenants)  # outermost: nothing runs before it
-    for module in (chat, notebook_api, sections_api, export):
-        app.include_router(module.router, responses={"default": {"model": errors.ApiError}})
+    for module in (chat, notebook_api, facts_api, sections_api, export):
+        app.include_router(module.router, dependencies=[BEARER], responses=errors.API_ERRORS)
 
-    @app.get("/api/health", tags=["notebook"], response_model=Health)
+    @app.get(
+        "/api/health",
+        tags=["notebook"],
+        response_model=Health,
+        dependencies=[BEARER],
+        responses=errors.documented_errors(401, 503),
+    )
     def health(request: Request) -> Response:
         """Liveness and readiness; open without a token (an owner's token also gets the
         notebook's path). 503, with the reason and Retry-After, while a notebook's

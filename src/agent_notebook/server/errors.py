@@ -97,6 +97,22 @@ class ApiError(BaseModel):
     fix: str
 
 
+def documented_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses`` of the errors an endpoint may answer, each with the
+    :class:`ApiError` body and what to do about it, and ``default`` for the rest."""
+    described: dict[int | str, dict[str, Any]] = {
+        status: {"model": ApiError, "description": f"{TITLES[status]}: {FIXES[status]}"}
+        for status in statuses
+    }
+    described["default"] = {"model": ApiError, "description": "any other error"}
+    return described
+
+
+#: What every endpoint of the API may answer: no or a wrong token, a token that may not do
+#: this, and input that fails its checks.
+API_ERRORS = documented_errors(401, 403, 422)
+
+
 def error_response(status: int, detail: str, fix: str | None = None) -> JSONResponse:
     body = ApiError(
         error=TITLES.get(status, "error"), detail=detail, fix=fix or FIXES.get(status, "")

@@ -1,7 +1,8 @@
 """The MCP server (official ``mcp`` SDK): the notebook as tools for agents.
 
 The owner's tools: ``search``, ``slice``, ``read_session``, ``read_notebook_section``,
-``write_back``, ``record`` and ``update_section``. A guest's server has only the tools of
+``write_back``, ``record`` and ``update_section``, and those on the facts of
+:mod:`.mcp_facts` (decisions, pending items, conflicts, the forgetting policy). A guest's server has only the tools of
 :data:`~.guest_rights.GUEST_RIGHTS` (``slice`` and ``write_back``: what HTTP lets a guest
 token do too), and its errors name no path on the server. Served over stdio by
 ``agent-notebook mcp`` and mounted on the HTTP server (``/mcp`` for the owner, ``/mcp-guest``
@@ -12,14 +13,16 @@ message says what was wrong and how to recover. The server reports agent-noteboo
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from importlib import metadata
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import ContentBlock, ToolAnnotations
+from pydantic import Field, ValidationError
 
 from .. import __version__
 from ..errors import NotebookError
@@ -29,14 +32,20 @@ from ..notebook.agent_tools import (
     RETRY,
     SEARCH,
     SLICE,
+    TOOL_SEARCH_LIMIT,
     WRITE_BACK,
     ToolDoc,
     error_message,
     record_moment,
     search_hits,
 )
+from ..notebook.checks import MAX_QUERY_CHARS
 from ..notebook.facade import Notebook
+from ..search.engine import Mode
+from ..search.slice import MAX_SLICE_TOKENS
+from ..session.sections import SECTION_NAMES
 from .guest_rights import guest_may_use_tool, hide_places, notebook_places
+from .mcp_facts import register_fact_tools
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +62,86 @@ and decisions, every item tagged with its id), cite what you use by its tag, and
 the decision, the open question or the escalation's outcome you settle."""
 
 _T = TypeVar("_T")
+
+#: A session notebook's sections (seed 000), as the tools' schema lists them.
+SectionName = Literal[
+    "Current State",
+    "Task Specification",
+    "Files and Functions",
+    "Workflow",
+    "Errors and Corrections",
+    "Key Results",
+    "Worklog",
+]
+ToolRole = Literal["user", "assistant", "system", "tool"]  # agent_tools.TOOL_ROLES
+_THREAD_ID = "the conversation thread's id."
+_SECTION = "the section: " + ", ".join(SECTION_NAMES) + "."
+READ_SECTION = ToolDoc(
+    "Read one section of a conversation thread's session notebook (its working memory).",
+    {"thread_id": _THREAD_ID, "section": _SECTION},
+    'Returns the section\'s text ("" when it is empty).',
+)
+UPDATE_SECTION = ToolDoc(
+    "Replace one section of a thread's session notebook (its working memory). Text over the "
+    "section's budget is condensed; the cut part is kept as a moment.",
+    {
+        "thread_id": _THREAD_ID,
+        "section": _SECTION,
+        "content": "the section's new text, whole (Markdown).",
+    },
+    "Returns the section's text as stored.",
+)
+
+
+def described(doc: ToolDoc, name: str, **bounds: Any) -> Any:
+    """The schema of argument ``name``: its description from ``doc``, and its bounds."""
+    return Field(description=doc.args[name], **bounds)
+
+
+class _CheckedMCP(FastMCP):
+    """FastMCP that refuses a call with an unknown argument or an argument that fails its
+    schema in one line that says how to fix it (the SDK accepts unknown arguments and
+    answers a wrong one with pydantic's text and links)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any]
+    ) -> Sequence[ContentBlock] | dict[str, Any]:
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            check_arguments(name, tool.parameters, tool.fn_metadata.arg_model, arguments or {})
+        return await super().call_tool(name, arguments)
+
+
+def check_arguments(
+    name: str, schema: Mapping[str, Any], model: Any, arguments: Mapping[str, Any]
+) -> None:
+    """Raise :class:`ToolError` for an argument ``name`` does not take or one that fails
+    its schema: the argument, what is wrong, what the tool takes; nothing was changed."""
+    takes = list(schema.get("properties", {}))
+    fix = "To recover: correct the argument and call again; nothing was changed."
+    unknown = sorted(set(arguments) - set(takes))
+    if unknown:
+        raise ToolError(
+            f"{name}: unknown argument {', '.join(map(repr, unknown))}; {name} takes "
+            f"{', '.join(takes)}. {fix}"
+        )
+    try:
+        model.model_validate(dict(arguments))
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        if first["type"] == "missing":
+            problem = "is missing"
+        else:
+            given = repr(first["input"])
+            given = given if len(given) <= 60 else given[:57] + "..."
+            problem = f"{given} is not valid: {first['msg'][:1].lower()}{first['msg'][1:]}"
+        about = schema.get("properties", {}).get(field, {}).get("description")
+        raise ToolError(
+            f"{name}: argument {field!r} {problem}."
+            + (f" It is {about}" if about else "")
+            + f" {fix}"
+        ) from None
 
 
 def own_version() -> str:
@@ -133,7 +222,7 @@ def build_mcp(
     app that opens its notebook later): every tool, or without ``owner`` only a guest's.
     Mounted on HTTP it answers at its mount path (``streamable_http_path`` is ``/``)."""
     get: Callable[[], Notebook] = notebook if callable(notebook) else (lambda: notebook)
-    server = FastMCP(
+    server = _CheckedMCP(
         "agent-notebook" if owner else "agent-notebook-guest",
         instructions=INSTRUCTIONS if owner else GUEST_INSTRUCTIONS,
         host=host,
@@ -153,7 +242,7 @@ def build_mcp(
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             if owner or guest_may_use_tool(name or fn.__name__):
-                description = None if doc is None else doc.text()
+                description = None if doc is None else doc.brief()
                 server.tool(name=name, description=description, annotations=annotations)(fn)
             return fn
 
@@ -164,19 +253,39 @@ def build_mcp(
 
     @tool(read_only, doc=SEARCH)
     async def search(
-        query: str,
-        session_id: str | None = None,
-        limit: int = 10,
-        current_session_id: str | None = None,
+        query: Annotated[str, described(SEARCH, "query", min_length=1, max_length=MAX_QUERY_CHARS)],
+        session_id: Annotated[str | None, described(SEARCH, "session_id")] = None,
+        limit: Annotated[int, described(SEARCH, "limit", ge=1, le=TOOL_SEARCH_LIMIT)] = 10,
+        since: Annotated[datetime | None, described(SEARCH, "since")] = None,
+        until: Annotated[datetime | None, described(SEARCH, "until")] = None,
+        speaker: Annotated[str | None, described(SEARCH, "speaker")] = None,
+        mode: Annotated[Mode, described(SEARCH, "mode")] = "hybrid",
+        explain: Annotated[bool, described(SEARCH, "explain")] = False,
+        current_session_id: Annotated[str | None, described(SEARCH, "current_session_id")] = None,
     ) -> list[dict[str, Any]]:
-        return await run(lambda: search_hits(get(), query, session_id, limit, current_session_id))
+        return await run(
+            lambda: search_hits(
+                get(),
+                query,
+                session_id,
+                limit,
+                since=since,
+                until=until,
+                speaker=speaker,
+                mode=mode,
+                explain=explain,
+                current_session_id=current_session_id,
+            )
+        )
 
     @tool(read_only, name="slice", doc=SLICE)
     async def slice_(
-        query: str,
-        budget_tokens: int = 4000,
-        audience: str = "guest",
-        session_id: str | None = None,
+        query: Annotated[str, described(SLICE, "query", min_length=1, max_length=MAX_QUERY_CHARS)],
+        budget_tokens: Annotated[
+            int, described(SLICE, "budget_tokens", ge=1, le=MAX_SLICE_TOKENS)
+        ] = 4000,
+        audience: Annotated[str, described(SLICE, "audience", min_length=1)] = "guest",
+        session_id: Annotated[str | None, described(SLICE, "session_id")] = None,
     ) -> str:
         return await run(
             lambda: (
@@ -185,68 +294,68 @@ def build_mcp(
         )
 
     @tool(read_only, doc=READ_SESSION)
-    async def read_session(session_id: str) -> dict[str, Any]:
+    async def read_session(
+        session_id: Annotated[str, described(READ_SESSION, "session_id")],
+    ) -> dict[str, Any]:
         return await run(lambda: get().get_session(session_id).model_dump(mode="json"))
 
-    @tool(read_only)
-    async def read_notebook_section(thread_id: str, section: str) -> str:
-        """Read one section of a conversation thread's session notebook (its working memory).
-
-        thread_id: the conversation thread's id.
-        section: one of Current State, Task Specification, Files and Functions, Workflow,
-            Errors and Corrections, Key Results, Worklog.
-        Returns the section's text ("" when it is empty).
-        """
+    @tool(read_only, doc=READ_SECTION)
+    async def read_notebook_section(
+        thread_id: Annotated[str, described(READ_SECTION, "thread_id")],
+        section: Annotated[SectionName, described(READ_SECTION, "section")],
+    ) -> str:
         return await run(lambda: get().session_notebook(thread_id).sync.get_section(section))
 
     @tool(writes, doc=WRITE_BACK)
     async def write_back(
-        guest: str,
-        session_id: str,
-        kind: Literal["decision", "pending", "escalation_outcome"],
-        text: str,
+        session_id: Annotated[str, described(WRITE_BACK, "session_id")],
+        kind: Annotated[
+            Literal["decision", "pending", "escalation_outcome"], described(WRITE_BACK, "kind")
+        ],
+        text: Annotated[str, described(WRITE_BACK, "text")],
         ctx: Context,  # type: ignore[type-arg]
-        why: str = "",
-        escalation_id: str | None = None,
+        guest: Annotated[
+            str | None, described(WRITE_BACK, "guest", min_length=1, max_length=100)
+        ] = None,
+        why: Annotated[str, described(WRITE_BACK, "why")] = "",
+        escalation_id: Annotated[str | None, described(WRITE_BACK, "escalation_id")] = None,
     ) -> dict[str, Any]:
         token_guest = _token_guest(ctx)
-        if token_guest is not None and guest != token_guest:
+        if token_guest is not None and guest not in (None, token_guest):
             raise ToolError(
                 f"your token is guest {token_guest!r}: call write_back with "
-                f"guest={token_guest!r}, not {guest!r}"
+                f"guest={token_guest!r} or without guest, not guest={guest!r}"
             )
+        name = guest if token_guest is None else token_guest
+        if name is None and not owner:
+            raise ToolError("write_back: give guest, your name (1 to 100 characters)")
+
         return await run(
             lambda: (
                 get()
-                .write_back(guest, session_id, kind, text, why=why, escalation_id=escalation_id)
+                .write_back(name, session_id, kind, text, why=why, escalation_id=escalation_id)
                 .model_dump(mode="json")
             )
         )
 
     @tool(writes, doc=RECORD)
     async def record(
-        text: str,
-        session_id: str | None = None,
-        task: str = "",
-        role: str = "user",
-        speaker: str = "",
+        text: Annotated[str, described(RECORD, "text")],
+        session_id: Annotated[str | None, described(RECORD, "session_id")] = None,
+        task: Annotated[str, described(RECORD, "task")] = "",
+        role: Annotated[ToolRole, described(RECORD, "role")] = "user",
+        speaker: Annotated[str, described(RECORD, "speaker")] = "",
     ) -> dict[str, str]:
         return await run(
             lambda: record_moment(get(), text, session_id, task=task, role=role, speaker=speaker)
         )
 
-    @tool(writes)
-    async def update_section(thread_id: str, section: str, content: str) -> str:
-        """Replace one section of a thread's session notebook (its working memory). Text
-        over the section's budget is condensed; the cut part is kept as a moment.
-
-        thread_id: the conversation thread's id.
-        section: one of Current State, Task Specification, Files and Functions, Workflow,
-            Errors and Corrections, Key Results, Worklog.
-        content: the section's new text, whole (Markdown).
-        Returns the section's text as stored.
-        """
-
+    @tool(writes, doc=UPDATE_SECTION)
+    async def update_section(
+        thread_id: Annotated[str, described(UPDATE_SECTION, "thread_id")],
+        section: Annotated[SectionName, described(UPDATE_SECTION, "section")],
+        content: Annotated[str, described(UPDATE_SECTION, "content")],
+    ) -> str:
         def work() -> str:
             notes = get().session_notebook(thread_id).sync
             notes.update_section(section, content)
@@ -255,4 +364,5 @@ def build_mcp(
 
         return await run(work)
 
+    register_fact_tools(tool, run, get)
     return server

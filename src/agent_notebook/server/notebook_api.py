@@ -102,6 +102,11 @@ class Forgetting(_Body):
     concept: Text = Field(min_length=1, max_length=200, description="What to forget.")
     reason: Text = Field("", max_length=10_000)
     dry_run: bool = Field(False, description="Only report what would be forgotten.")
+    words_only: bool = Field(
+        False,
+        description="Redact only the concept's words within the moments, keeping the rest "
+        "(the default redacts whole moments: what else they say about it gives it away).",
+    )
 
 
 class SliceResponse(BaseModel):
@@ -284,7 +289,9 @@ def redact(moment_id: str, body: Redaction, nb: Nb) -> Moment:
 def forget(body: Forgetting, nb: Nb) -> ForgetReport:
     """Forget a concept: redact every moment, rollup and session-notebook line tied to it
     (``dry_run``: only say what would go); owner only."""
-    return nb.forget(body.concept, body.reason, who="owner", dry_run=body.dry_run)
+    return nb.forget(
+        body.concept, body.reason, who="owner", dry_run=body.dry_run, words_only=body.words_only
+    )
 
 
 # -- the audit log, pending items, escalations ----------------------------------------------
@@ -486,7 +493,7 @@ def search(
         min_score=min_score,
     )
     cut = nb.config.search.min_score if min_score is None else min_score
-    hint = weak_match_hint(q, cut) if not hits and cut > 0 else None
+    hint = weak_match_hint(q, cut, "min_score") if not hits and cut > 0 else None
     hits = hits[offset:]
     if not explain:
         hits = [h.without_explain() for h in hits]

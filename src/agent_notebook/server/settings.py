@@ -35,7 +35,7 @@ class ServerSettings:
     """``home``/``backend`` as for every command (None: ``AGENT_NOTEBOOK_HOME`` or the
     default); ``model`` the default chat model ("provider:model"; None: ``chat.model`` of
     ``config.yaml``, else ``AGENT_NOTEBOOK_MODEL``); ``models`` extra chat model instances a
-    request's ``model_override`` may name (the offline ``fake:echo`` is always there).
+    request's ``model_override`` may name (the offline ``offline:notes`` and ``fake:echo`` are always there).
     ``homes``: serve several owners' notebooks at once (``home``, when given too, is the
     first); each request's bearer token selects its notebook."""
 

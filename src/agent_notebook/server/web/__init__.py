@@ -7,7 +7,7 @@ script; the script only adds drag-and-drop and keyboard shortcuts. Each page rea
 of data through the facade (:class:`~agent_notebook.notebook.Notebook`), which does every
 check; the pages only show what it says. Modules: :mod:`.signin` (the cookie), :mod:`.csrf`
 (the forms' CSRF token), :mod:`.render` (the templates), :mod:`.sessions`, :mod:`.moments`,
-:mod:`.search`, :mod:`.concepts`, :mod:`.threads` (the session notebooks),
+:mod:`.search`, :mod:`.concepts`, :mod:`.conflicts`, :mod:`.threads` (the session notebooks),
 :mod:`.housekeeping`, :mod:`.plots`, :mod:`.guest`, :mod:`.docs`."""
 
 from __future__ import annotations
@@ -18,10 +18,33 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 
-from . import concepts, docs, guest, housekeeping, moments, plots, search, sessions, signin, threads
+from . import (
+    concepts,
+    conflicts,
+    docs,
+    guest,
+    housekeeping,
+    moments,
+    plots,
+    search,
+    sessions,
+    signin,
+    threads,
+)
 
 STATIC = Path(__file__).parent / "static"
-_ROUTERS = (signin, sessions, moments, search, concepts, threads, housekeeping, plots, guest)
+_ROUTERS = (
+    signin,
+    sessions,
+    moments,
+    search,
+    concepts,
+    conflicts,
+    threads,
+    housekeeping,
+    plots,
+    guest,
+)
 
 
 def error_page(request: Request, status: int, detail: str) -> Response:

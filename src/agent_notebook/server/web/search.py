@@ -92,7 +92,7 @@ def _results(
         )
         cut = nb.config.search.min_score if min_score is None else min_score
         if not hits and q and cut > 0:
-            hint = weak_match_hint(q, cut)
+            hint = weak_match_hint(q, cut, "minimum score")
     return page(
         request,
         "search.html",

@@ -1,5 +1,6 @@
 """Sessions: the paged list, a session's page (task and status, condensed history, the
-audit log, pending items, escalations, links, stats) and its timeline of moments."""
+audit log with its forms to decide and correct, pending items to open, reword and close,
+escalations, links, stats) and its timeline of moments."""
 
 from __future__ import annotations
 
@@ -43,7 +44,14 @@ def sessions(request: Request, nb: Nb, offset: Offset = 0) -> HTMLResponse:
 @router.get("/sessions/{session_id}", response_class=HTMLResponse)
 def session(request: Request, session_id: str, nb: Nb) -> HTMLResponse:
     found = nb.get_session(session_id)
-    return page(request, "session.html", s=found, etag=etag_of(found), statuses=list(TaskStatus))
+    return page(
+        request,
+        "session.html",
+        s=found,
+        log=nb.decision_log(found.id),
+        etag=etag_of(found),
+        statuses=list(TaskStatus),
+    )
 
 
 @router.post("/sessions/{session_id}", dependencies=[Checked])
@@ -60,6 +68,35 @@ def change_session(
         session_id, etag, lambda: nb.update_session(session_id, task=task, task_status=task_status)
     )
     return back_to(session_url(session_id))
+
+
+@router.post("/sessions/{session_id}/decisions", dependencies=[Checked])
+def decide(
+    session_id: str, nb: Nb, what: Annotated[str, Form()], why: Annotated[str, Form()] = ""
+) -> RedirectResponse:
+    nb.decide(session_id, what, why)
+    return back_to(session_url(session_id) + "#decisions")
+
+
+@router.post("/sessions/{session_id}/decisions/{decision_id}/edit", dependencies=[Checked])
+def edit_decision(
+    session_id: str,
+    decision_id: str,
+    nb: Nb,
+    what: Annotated[str, Form()],
+    why: Annotated[str, Form()] = "",
+) -> RedirectResponse:
+    """The form sends both fields (as shown, or changed): the correction is appended."""
+    nb.edit_decision(session_id, decision_id, what=what, why=why)
+    return back_to(session_url(session_id) + "#decisions")
+
+
+@router.post("/sessions/{session_id}/pending/{pending_id}/edit", dependencies=[Checked])
+def edit_pending(
+    session_id: str, pending_id: str, nb: Nb, what: Annotated[str, Form()]
+) -> RedirectResponse:
+    nb.edit_pending(session_id, pending_id, what)
+    return back_to(session_url(session_id) + "#pending")
 
 
 @router.post("/sessions/{session_id}/pending", dependencies=[Checked])

@@ -1,0 +1,231 @@
+"""The owner's commands on the facts (issue 30): the audit log (decisions, decide,
+edit-decision), pending items (pending, add-pending, edit-pending, close-pending) and the
+conflicts the fact rules flagged (conflicts, resolve-conflict). Every check is the
+facade's (:mod:`agent_notebook.notebook.owner_facts`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..model import PendingItem
+from .common import (
+    FormatOption,
+    HomeOption,
+    OutputFormat,
+    emit,
+    flag,
+    open_notebook,
+    short,
+    stderr,
+    when,
+)
+
+SessionArgument = Annotated[str, typer.Argument(help="A session id such as s_2026-06-07_001.")]
+SessionFilter = Annotated[str | None, typer.Option("--session", help="Only this session.")]
+WhoOption = Annotated[str, typer.Option(help="Who, for the audit log.")]
+
+DECISION_COLUMNS = [
+    ("session", lambda d: d.session),
+    ("id", lambda d: d.id),
+    ("when", lambda d: when(d.when)),
+    ("who", lambda d: d.who),
+    ("what", lambda d: short(d.what, 60)),
+    ("why", lambda d: short(d.why, 40)),
+    ("source", lambda d: d.source or ""),
+    ("note", lambda d: _note(d)),
+]
+PENDING_COLUMNS = [
+    ("session", lambda r: r[0]),
+    ("id", lambda r: r[1].id),
+    ("since", lambda r: when(r[1].since)),
+    ("what", lambda r: short(r[1].what, 60)),
+    ("closed", lambda r: when(r[1].closed)),
+    ("resolution", lambda r: short(r[1].resolution, 40)),
+]
+CONFLICT_COLUMNS = [
+    ("first", lambda p: p.a.id),
+    ("said", lambda p: when(p.a.timestamp)),
+    ("text", lambda p: short(p.a.text, 50)),
+    ("second", lambda p: p.b.id),
+    ("said ", lambda p: when(p.b.timestamp)),
+    ("text ", lambda p: short(p.b.text, 50)),
+    (
+        "session",
+        lambda p: p.a.session if p.a.session == p.b.session else f"{p.a.session}, {p.b.session}",
+    ),
+]
+
+
+def _emit_item(session: str, item: PendingItem, fmt: OutputFormat) -> None:
+    if fmt is OutputFormat.JSON:
+        emit({"session": session, **item.model_dump(mode="json")}, fmt)
+    else:
+        emit((session, item), fmt, PENDING_COLUMNS)
+
+
+def _note(d: object) -> str:
+    edits, edited_by = getattr(d, "edits", None), getattr(d, "edited_by", None)
+    parts = [f"edits {edits}" if edits else "", f"edited by {edited_by}" if edited_by else ""]
+    return "; ".join(p for p in parts if p)
+
+
+def decisions(
+    session: SessionFilter = None, home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE
+) -> None:
+    """List the audit log (every session's, or one's): each entry as d_N, with the entry it
+    edits or that edits it.
+
+    Example: agent-notebook decisions --session s_2026-06-07_001
+    """
+    with open_notebook(home) as nb:
+        found = nb.decision_log(session)
+    emit(found, fmt, DECISION_COLUMNS)
+
+
+def decide(
+    session: SessionArgument,
+    what: Annotated[str, typer.Argument(help="What was decided.")],
+    why: Annotated[str, typer.Option(help="Why.")] = "",
+    who: WhoOption = "owner",
+    home: HomeOption = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
+    """Append a decision to a session's audit log.
+
+    Example: agent-notebook decide s_2026-06-07_001 "Use PostgreSQL 16" --why "JSONB"
+    """
+    with open_notebook(home) as nb:
+        nb.decide(session, what, why, who)
+        entry = nb.decision_log(session)[-1]
+    stderr.print(f"decided {entry.id} in {session}", highlight=False)
+    emit(entry, fmt, DECISION_COLUMNS)
+
+
+def edit_decision(
+    session: SessionArgument,
+    decision: Annotated[str, typer.Argument(help="The entry to correct, d_N.")],
+    what: Annotated[str | None, typer.Option(help="The corrected text.")] = None,
+    why: Annotated[str | None, typer.Option(help="The corrected reason.")] = None,
+    who: WhoOption = "owner",
+    home: HomeOption = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
+    """Correct a decision: a new entry that edits d_N is appended; the log keeps both.
+
+    Example: agent-notebook edit-decision s_2026-06-07_001 d_1 --what "Use PostgreSQL 17"
+    """
+    with open_notebook(home) as nb:
+        entry = nb.edit_decision(session, decision, what=what, why=why, who=who)
+    stderr.print(f"{entry.id} edits {decision} in {session}", highlight=False)
+    emit(entry, fmt, DECISION_COLUMNS)
+
+
+def pending(
+    session: SessionFilter = None,
+    open_only: Annotated[bool, flag("--open", "Only the items not closed yet.")] = False,
+    home: HomeOption = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
+    """List pending items (open threads) of every session, or one's.
+
+    Example: agent-notebook pending --open
+    """
+    with open_notebook(home) as nb:
+        found = nb.pending_items(session, open_only=open_only)
+    if fmt is OutputFormat.JSON:
+        emit([{"session": sid, **p.model_dump(mode="json")} for sid, p in found], fmt)
+        return
+    emit(found, fmt, PENDING_COLUMNS)
+
+
+def add_pending(
+    session: SessionArgument,
+    what: Annotated[str, typer.Argument(help="What is open.")],
+    home: HomeOption = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
+    """Open a pending item (p_N) in a session.
+
+    Example: agent-notebook add-pending s_2026-06-07_001 "Book a hotel"
+    """
+    with open_notebook(home) as nb:
+        item = nb.open_pending(session, what)
+    stderr.print(f"opened {item.id} in {session}", highlight=False)
+    _emit_item(session, item, fmt)
+
+
+def edit_pending(
+    session: SessionArgument,
+    item: Annotated[str, typer.Argument(help="The open item, p_N.")],
+    what: Annotated[str, typer.Argument(help="Its new text.")],
+    who: WhoOption = "owner",
+    home: HomeOption = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
+    """Reword an open pending item; the audit log notes the text it had.
+
+    Example: agent-notebook edit-pending s_2026-06-07_001 p_1 "Book a hotel in Lyon"
+    """
+    with open_notebook(home) as nb:
+        found = nb.edit_pending(session, item, what, who=who)
+    _emit_item(session, found, fmt)
+
+
+def close_pending(
+    session: SessionArgument,
+    item: Annotated[str, typer.Argument(help="The open item, p_N.")],
+    resolution: Annotated[str, typer.Option(help="How it was resolved.")] = "",
+    home: HomeOption = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
+    """Close a pending item; closing a closed one is an error that changes nothing.
+
+    Example: agent-notebook close-pending s_2026-06-07_001 p_1 --resolution "booked"
+    """
+    with open_notebook(home) as nb:
+        found = nb.close_pending(session, item, resolution)
+    stderr.print(f"closed {found.id} in {session}", highlight=False)
+    _emit_item(session, found, fmt)
+
+
+def conflicts(
+    session: SessionFilter = None, home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE
+) -> None:
+    """List the moments flagged as conflicting (both sides, said first on the left);
+    resolve one with resolve-conflict.
+
+    Example: agent-notebook conflicts --format json
+    """
+    with open_notebook(home) as nb:
+        found = nb.conflicts(session)
+    if not found:
+        stderr.print("no conflicts", highlight=False)
+    emit(found, fmt, CONFLICT_COLUMNS)
+
+
+def resolve_conflict(
+    first: Annotated[str, typer.Argument(help="One side, m_N.")],
+    second: Annotated[str, typer.Argument(help="The other side, m_N.")],
+    keep: Annotated[
+        str | None, typer.Option(help="The side that holds; the other is superseded by it.")
+    ] = None,
+    dismiss: Annotated[bool, flag("--dismiss", "Not a conflict: both stand.")] = False,
+    reason: Annotated[str, typer.Option(help="Why (kept in the audit log).")] = "",
+    who: WhoOption = "owner",
+    home: HomeOption = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
+    """Resolve a conflict: --keep one side (the other gets superseded_by and valid_until,
+    and leaves the current view) or --dismiss it; the audit log records it.
+
+    Example: agent-notebook resolve-conflict m_24 m_58 --keep m_58 --reason "checked"
+    """
+    with open_notebook(home) as nb:
+        done = nb.resolve_conflict(
+            first, second, keep=keep, dismiss=dismiss, reason=reason, who=who
+        )
+    stderr.print(done.entries[0].what, highlight=False)
+    if fmt is OutputFormat.JSON:
+        emit(done, fmt)
