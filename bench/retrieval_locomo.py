@@ -134,6 +134,12 @@ VARIANTS = [
         ),
         note="LOCO: the speaker bonus and the neighbours' share together",
     ),
+    Variant(
+        "hybrid-time",
+        "hybrid",
+        grid=(axis("time_question_bonus", 0.0, 0.05, 0.1, 0.2),),
+        note="LOCO: a time question lifts the results that carry a date (the defaults else)",
+    ),
     Variant("hybrid-no-date", "hybrid", {"date_weight": 0}, note="the defaults, no date signal"),
     Variant("hybrid-no-cutoff", "hybrid", {"min_score": 0}, note="every match, however weak"),
     Variant(

@@ -138,6 +138,11 @@ class SearchSettings(BaseModel):
     #: turns that speaker said by ``1 + speaker_bonus`` (0 turns it off; a query of
     #: several lines, a dialogue, never: its tags name its speakers in every turn).
     speaker_bonus: float = Field(0.1, ge=0, le=1)
+    #: A question about time ("when", "which year", "how long", "how many weeks") scales
+    #: the score of the results that carry a date (written, or resolved when it was
+    #: recorded: "a year ago", "for three years now") by ``1 + time_question_bonus``,
+    #: among the results shown (0 turns it off).
+    time_question_bonus: float = Field(0.0, ge=0, le=1)
     #: Share of a question's fused score (a turn with a '?') given to the next turn of its
     #: session: in a conversation the answer is the reply, which rarely repeats the words.
     reply_share: float = Field(0.5, ge=0, le=1)
@@ -171,8 +176,10 @@ class SearchSettings(BaseModel):
     dialogue_lexical_weight: float = Field(0.0, ge=0)
     #: ... and a result needs at most this relevance (``min_score``): a memory evoked by
     #: the situation shares no words with the dialogue, and its vector is further from
-    #: the query's than a question's answer is.
-    dialogue_min_score: float = Field(0.2, ge=0, le=1)
+    #: the query's than a question's answer is. 0 (no cut): on held-out dialogue memory a
+    #: 0.2 bar cut true memories (issue 31), and on LoCoMo and BEAM dialogue windows it
+    #: cut none from the top 10 (bench/dialogue_shapes.py).
+    dialogue_min_score: float = Field(0.0, ge=0, le=1)
     #: ... and the vector signal adds, with this weight, the embedding of the rest of the
     #: dialogue's last ``dialogue_context_turns`` turns (whoever speaks, but the user's
     #: turns already embedded; tags cut, its newest 96 words at most): the exchange around

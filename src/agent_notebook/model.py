@@ -494,7 +494,9 @@ class SearchHit(BaseModel):
     score: float
     #: What found it: each signal's share, rank and raw score, each prior's factor, and
     #: the query coverage step's move (``coverage_before``: its place before the step,
-    #: ``coverage_move``: how many places it went up, negative down).
+    #: ``coverage_move``: how many places it went up, negative down, ``coverage_added``:
+    #: the score it added) and ``spread_prior``, the factor by which spreading the head
+    #: over sessions lowered it. ``score`` is the final one: hits come in its order.
     explain: dict[str, float] = Field(default_factory=dict)
     #: The query's words (stems) it has, when query coverage reordered the results.
     covered: list[str] = Field(default_factory=list)

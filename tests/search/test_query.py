@@ -185,7 +185,8 @@ def test_a_memory_evoked_by_the_situation_passes_the_dialogue_bar(chores: Notebo
     hits = chores.search(query, mode="vector")
     assert hits[0].moment.content.text == hammock
     similarity = [h.explain["vector_raw"] for h in hits]
-    assert min(similarity) >= 0.2 and any(s < 0.3 for s in similarity)  # the dialogue bar
+    # no dialogue bar by default (issue 31: a 0.2 bar cut true memories on held-out data)
+    assert any(s < 0.2 for s in similarity) and len(hits) == len(MEMORIES)
     chores.config = NotebookConfig(search=SearchSettings(dialogue_min_score=0.3))
     strict = chores.search(query, mode="vector")
     assert strict[0].moment.id == hits[0].moment.id

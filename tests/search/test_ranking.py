@@ -15,9 +15,16 @@ from agent_notebook.config import NotebookConfig, SearchSettings
 from agent_notebook.core.dates import relative_dates
 from agent_notebook.core.enrich import enrich
 from agent_notebook.core.lexical import terms, tokenize
-from agent_notebook.search.hybrid import Fused, cover_query, named_speakers, session_evidence
+from agent_notebook.search.hybrid import (
+    Fused,
+    cover_query,
+    cover_scores,
+    named_speakers,
+    session_evidence,
+)
 from agent_notebook.search.query import dialogue_words, latest_turns, query_dates
-from agent_notebook.storage import MomentFilter, SqliteBackend
+from agent_notebook.search.ranking import Ranked, spread_sessions
+from agent_notebook.storage import MomentBrief, MomentFilter, SqliteBackend
 from tests.support import ROOT
 from tests.support.backends import make_backend
 
@@ -178,6 +185,37 @@ def test_query_coverage_takes_the_candidate_with_the_words_the_better_ones_lack(
     assert cover_query(scores, [set(weights)] * 5, weights, gain=4.0, limit=5) == [0, 1, 2, 3, 4]
 
 
+def test_query_coverage_scores_fall_in_its_order() -> None:
+    """The score a candidate is taken with is its own plus what its words add: the order
+    taken is the order of those scores (issue 31: the printed score explains the order)."""
+    scores = [1.0, 0.9, 0.85, 0.5, 0.45]
+    covers = [{"ana", "dog"}, {"ana", "dog"}, {"ana", "dog"}, {"bo"}, {"ana", "adopt"}]
+    weights = {"ana": 0.5, "dog": 1.0, "bo": 0.5, "adopt": 2.0}
+    taken = cover_scores(scores, covers, weights, gain=1.0, limit=5)
+    assert [i for i, _ in taken] == [0, 4, 1, 2, 3]
+    final = [score for _, score in taken]
+    assert final == sorted(final, reverse=True)
+    assert final[1] == pytest.approx(0.45 + 1.0 * 2 / 4)  # "adopt" added half the top score
+    assert all(score >= scores[i] for i, score in taken)
+
+
+def test_spreading_over_sessions_gives_each_hit_the_score_it_was_taken_with() -> None:
+    briefs = {
+        f"m_{n}": MomentBrief(n, session, T0, "user", "Ana", 0.5, 0.0, False, False)
+        for n, session in [(1, "a"), (2, "a"), (3, "a"), (4, "b")]
+    }
+    hits = [
+        Ranked(score, n, Fused(f"m_{n}", score), {})
+        for n, score in [(1, 1.0), (2, 0.9), (3, 0.8), (4, 0.5)]
+    ]
+    spread = spread_sessions(hits, briefs, decay=0.5, free=1, limit=4)
+    assert [h.number for h in spread] == [1, 4, 2, 3]  # a's second and third halve, quarter
+    assert [h.score for h in spread] == pytest.approx([1.0, 0.5, 0.45, 0.2])
+    assert spread[2].factors["spread"] == pytest.approx(0.5)
+    short = spread_sessions(hits, briefs, decay=0.5, free=1, limit=2)
+    assert [h.score for h in short] == sorted((h.score for h in short), reverse=True)
+
+
 def test_session_evidence_lifts_the_turns_of_a_session_that_matches_as_a_whole() -> None:
     fused = {"m_1": Fused("m_1", 0.10), "m_2": Fused("m_2", 0.05), "m_3": Fused("m_3", 0.10)}
     session_of = {"m_1": "s1", "m_2": "s1", "m_3": "s2"}
@@ -269,7 +307,9 @@ def test_explain_shows_what_query_coverage_did(lexical_nb: Notebook) -> None:
     hits = lexical_nb.search(QUESTION, limit=5)
     adopted = next(h for h in hits if "adopted" in h.moment.content.text)
     assert adopted.covered == ["bo", "adopt"]
-    assert adopted.explain["coverage_move"] > 0
+    assert adopted.explain["coverage_move"] > 0 and adopted.explain["coverage_added"] > 0
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)  # the order is the order of the scores
     before = [int(h.explain["coverage_before"]) for h in hits]
     moves = [int(h.explain["coverage_move"]) for h in hits]
     assert [b - m for b, m in zip(before, moves, strict=True)] == [1, 2, 3, 4, 5]  # places now

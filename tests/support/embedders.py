@@ -62,3 +62,21 @@ class BagOfWords(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self._embed(text)
+
+
+class AsymmetricBag(BagOfWords):
+    """A bag of words that embeds a query apart from a document, as e5 does (its own
+    constant), noting which method embedded each text."""
+
+    def __init__(self, extra: float = 0.1, query_extra: float = 3.0) -> None:
+        super().__init__(extra)
+        self.query_extra = query_extra
+        self.calls: list[tuple[str, str]] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls += [("documents", t) for t in texts]
+        return [self._embed(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        self.calls.append(("query", text))
+        return [*self._embed(text)[:-1], self.query_extra]

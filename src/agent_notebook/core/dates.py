@@ -40,6 +40,11 @@ _RELATIVE: Final = re.compile(
     rf"|(?P<dir>last|this past|past|next|this coming|coming)\s+(?P<weekday>{'|'.join(_WEEKDAYS)})"
     r"|(?P<dir2>last|next|past)\s+(?P<span>weekend|week|month|year)"
     rf"|(?P<count>{_COUNT})\s+(?P<unit>days?|weeks?|months?|years?)\s+(?P<way>ago|later|from now)"
+    rf"|\bin\s+(?P<in_count>{_COUNT})\s+(?P<in_unit>days?|weeks?|months?|years?)(?!\s+(?:ago|old))"
+    rf"|\bfor\s+(?:the\s+(?:last|past)\s+)?(?P<for_count>{_COUNT})\s+(?P<for_unit>days?|weeks?|"
+    r"months?|years?)(?:\s+(?:now|already|so far|and counting))"
+    r"|\bthe\s+(?P<rel_span>day|week|month|year)\s+(?P<rel_way>before|after)\b(?!\s+(?:the|that|my|"
+    r"our|his|her|their|last|next|\d))"
     r")\b",
     re.IGNORECASE,
 )
@@ -61,8 +66,12 @@ def _months_before(day: date, months: int) -> date:
 def relative_dates(text: str, said_on: date) -> list[str]:
     """The dates ``text`` refers to relative to ``said_on``, as ISO keys, in order and
     without repeats: a day for "yesterday", "last Saturday" or "3 days ago", the days of
-    "last weekend", the month of "last month" or "two months ago", the year of "last
-    year", a day and its month for "two weeks ago" (a week back is rarely exact)."""
+    "last weekend" or "this past weekend", the month of "last month", "next month" or
+    "two months ago", the year of "last year", a year and its month for "three years
+    ago", a day and its month for "two weeks ago" (a week back is rarely exact), the
+    week's Monday and its month for "last week" or "the week before" (said of the day it
+    was said), the same ahead for "in two weeks", and the start of a duration that runs
+    until then: "for three years now" began three years before."""
     keys: list[str] = []
     for m in _RELATIVE.finditer(text):
         found: list[str] = []
@@ -81,12 +90,22 @@ def relative_dates(text: str, said_on: date) -> list[str]:
         elif m["span"]:
             found = _span(m["span"].casefold(), m["dir2"].casefold() == "next", said_on)
         elif m["count"]:
-            count = m["count"].casefold()
-            n = int(count) if count.isdigit() else _COUNTS[" ".join(count.split())]
             sign = -1 if m["way"].casefold() == "ago" else 1
-            found = _counted(m["unit"].casefold().rstrip("s"), sign * n, said_on)
+            found = _counted(m["unit"].casefold().rstrip("s"), sign * _n(m["count"]), said_on)
+        elif m["in_count"]:  # "in two weeks": ahead
+            found = _counted(m["in_unit"].casefold().rstrip("s"), _n(m["in_count"]), said_on)
+        elif m["for_count"]:  # "for three years now": it started then
+            found = _counted(m["for_unit"].casefold().rstrip("s"), -_n(m["for_count"]), said_on)
+        elif m["rel_span"]:  # "the week before", told on the day it was said
+            ahead = m["rel_way"].casefold() == "after"
+            found = _span(m["rel_span"].casefold(), ahead, said_on)
         keys += [k for k in found if k not in keys]
     return keys
+
+
+def _n(count: str) -> int:
+    count = count.casefold()
+    return int(count) if count.isdigit() else _COUNTS[" ".join(count.split())]
 
 
 def _span(span: str, ahead: bool, said_on: date) -> list[str]:
@@ -97,8 +116,11 @@ def _span(span: str, ahead: bool, said_on: date) -> list[str]:
         else:
             saturday = said_on - timedelta(days=(said_on.weekday() - 5 - 1) % 7 + 1)
         return [day_key(saturday), day_key(saturday + timedelta(days=1))]
-    if span == "week":
-        return [month_key(said_on + timedelta(days=7 * sign))]
+    if span == "day":
+        return [day_key(said_on + timedelta(days=sign))]
+    if span == "week":  # that week's Monday and its month
+        monday = said_on + timedelta(days=7 * sign - said_on.weekday())
+        return [day_key(monday), month_key(said_on + timedelta(days=7 * sign))]
     if span == "month":
         return [month_key(_months_before(said_on, -sign))]
     return [f"{said_on.year + sign:04d}"]
@@ -112,4 +134,5 @@ def _counted(unit: str, n: int, said_on: date) -> list[str]:
         return [day_key(day), month_key(day)]
     if unit == "month":
         return [month_key(_months_before(said_on, -n))]
-    return [f"{said_on.year + n:04d}"]
+    # a year and, as a guess, its month ("a year ago" in May: May of last year)
+    return [f"{said_on.year + n:04d}", month_key(_months_before(said_on, -12 * n))]

@@ -47,6 +47,7 @@ class SearchArgs(_Args):
     query: str = _arg(SEARCH, "query")
     session_id: str | None = _arg(SEARCH, "session_id", None)
     limit: int = _arg(SEARCH, "limit", 10)
+    current_session_id: str | None = _arg(SEARCH, "current_session_id", None)
 
 
 class SliceArgs(_Args):
@@ -87,8 +88,15 @@ def notebook_tools(notebook: Notebook) -> list[BaseTool]:
     """
     nb = notebook
 
-    def search(query: str, session_id: str | None = None, limit: int = 10) -> str:
-        return _json(search_hits(nb, query, session_id, limit))
+    def search(
+        query: str,
+        session_id: str | None = None,
+        limit: int = 10,
+        current_session_id: str | None = None,
+    ) -> str:
+        return _json(
+            search_hits(nb, query, session_id, limit, current_session_id=current_session_id)
+        )
 
     def slice_(
         query: str,

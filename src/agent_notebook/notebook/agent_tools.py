@@ -67,6 +67,9 @@ SEARCH = ToolDoc(
         "mode": '"hybrid" (words and meaning, the default), "lexical" (words only) or '
         '"vector" (meaning only).',
         "explain": "add to each hit what found it: each signal's share, rank and relevance.",
+        "current_session_id": "the session of the conversation you are in, if any: its "
+        "latest turns, which you already have, are left out (so your own question and "
+        "answers do not hide the facts).",
     },
     "Returns for each hit: the moment id (cite it as [moment:m_12]), its session, time, "
     "speaker, text and score. An empty list means nothing matched: try other words.",
@@ -150,15 +153,24 @@ def search_hits(
     speaker: str | None = None,
     mode: Mode = "hybrid",
     explain: bool = False,
+    current_session_id: str | None = None,
 ) -> list[dict[str, Any]]:
     """The search tool: ``notebook.search`` with the tool's cap on ``limit``; a time
-    without a zone is UTC, as on the command line."""
+    without a zone is UTC, as on the command line. With ``current_session_id``, the
+    conversation the caller is in, that session's recent moments
+    (``context.recent_moments``, the turns a chat's own context search skips too) are left
+    out: the caller has them already, and the question it just asked and its own answer
+    would match best and hide the facts (issue 31)."""
     if not 1 <= limit <= TOOL_SEARCH_LIMIT:
         raise InvalidInput(f"limit must be between 1 and {TOOL_SEARCH_LIMIT}, got {limit}")
+    recent: list[str] = []
+    if current_session_id:
+        recent = list(notebook.get_session(current_session_id).context.recent_moments)
     hits = notebook.search(
         query,
         session=session_id,
         limit=limit,
+        exclude=recent,
         since=_utc(since),
         until=_utc(until),
         speaker=speaker or None,

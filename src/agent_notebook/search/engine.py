@@ -35,7 +35,14 @@ from .hybrid import (
 )
 from .plan import Mode, SearchPlan, SearchRequest, VectorQuery, plan_search
 from .query import content_words, query_dates
-from .ranking import Ranked, cover_aspects, explained_hit, scored_hits, spread_sessions
+from .ranking import (
+    Ranked,
+    cover_aspects,
+    dated_first,
+    explained_hit,
+    scored_hits,
+    spread_sessions,
+)
 from .semantic import SemanticIndex
 
 __all__ = [
@@ -189,6 +196,8 @@ class SearchEngine:
         window = hits[: plan.shown]
         wanted = [f"m_{h.number}" for h in window]
         moments = {m.number: m for m in self.backend.get_moments(wanted)}
+        if plan.time_question:
+            window = dated_first(window, moments, self.settings.time_question_bonus)
         coverage: dict[int, Coverage] = {}
         if plan.aspects:  # the best coverage_window, whatever the limit: the same head for any
             covered = self.settings.coverage_window
@@ -196,6 +205,9 @@ class SearchEngine:
                 window[:covered], moments, plan.aspects, self.settings
             )
             window = reordered + window[covered:]
+        # Each step's scores already fall in its order; sorted once more, the order is the
+        # order of the final scores whatever a step's rounding.
+        window.sort(key=lambda h: -h.score)
         return [
             explained_hit(
                 moments[hit.number], hit, relevant.get(f"m_{hit.number}"), coverage.get(hit.number)

@@ -31,6 +31,7 @@ __all__ = [
     "Fused",
     "SignalScore",
     "cover_query",
+    "cover_scores",
     "fuse",
     "named_speakers",
     "neighbour_spread",
@@ -156,13 +157,16 @@ class Coverage:
     before: int
     after: int
     words: list[str]
+    #: What the step added to the hit's score (its order is the order of the new scores).
+    added: float = 0.0
 
     def explain(self) -> dict[str, float]:
-        """For a hit's ``explain``: its place before the step and how far it moved up
-        (negative: down)."""
+        """For a hit's ``explain``: its place before the step, how far it moved up
+        (negative: down) and the score it added."""
         return {
             "coverage_before": float(self.before),
             "coverage_move": float(self.before - self.after),
+            "coverage_added": self.added,
         }
 
 
@@ -174,32 +178,45 @@ def cover_query(
     limit: int,
     residual: float = 0.0,
 ) -> list[int]:
+    """The order in which :func:`cover_scores` takes ``limit`` of the candidates."""
+    return [i for i, _ in cover_scores(scores, covers, weights, gain, limit, residual)]
+
+
+def cover_scores(
+    scores: Sequence[float],
+    covers: Sequence[Collection[str]],
+    weights: Mapping[str, float],
+    gain: float,
+    limit: int,
+    residual: float = 0.0,
+) -> list[tuple[int, float]]:
     """The order (indices into ``scores``, best first) in which ``limit`` of the
-    candidates are taken, greedily: each next is the one with the best ``score / top score
-    + gain * (weight left of the query words it has) / (weight of all the query words)``,
-    where a word's weight is cut to ``residual`` of it each time a candidate having it is
-    taken. A question often asks for several things ("where does Ana walk her dog, and
+    candidates are taken, each with its score when taken, greedily: each next is the one
+    with the best ``score + top score * gain * (weight left of the query words it has) /
+    (weight of all the query words)``, a score that only falls as words are taken, so the
+    scores taken never rise: the order is the order of the scores. A word's weight is cut
+    to ``residual`` of it each time a candidate having it is taken. A question often asks for several things ("where does Ana walk her dog, and
     what did Bo adopt?") told in different sessions: the turns telling the one that
     matches most must not fill the top alone. ``covers``: each candidate's query words;
     ``weights``: each query word's weight (rarer ones weigh more)."""
     order = sorted(range(len(scores)), key=lambda i: -scores[i])
     total = sum(weights.values())
     if gain <= 0 or total <= 0 or not order or scores[order[0]] <= 0:
-        return order[:limit]
-    top = scores[order[0]]
+        return [(i, scores[i]) for i in order[:limit]]
+    step = scores[order[0]] * gain / total  # a query word's weight, in score
     left = dict(weights)  # what each query word still adds
-    taken: list[int] = []
+    taken: list[tuple[int, float]] = []
     while order and len(taken) < limit:
-        if not left:  # nothing left to gain: the rest keep their order
-            taken += order[: limit - len(taken)]
+        if not left:  # nothing left to gain: the rest keep their order and scores
+            taken += [(i, scores[i]) for i in order[: limit - len(taken)]]
             break
 
         def value(i: int) -> float:
-            return scores[i] / top + gain * sum(left.get(w, 0.0) for w in covers[i]) / total
+            return scores[i] + step * sum(left.get(w, 0.0) for w in covers[i])
 
         best = max(order, key=value)  # ties: the earlier, better-scored one
         order.remove(best)
-        taken.append(best)
+        taken.append((best, value(best)))
         for word in covers[best]:
             if word in left:
                 left[word] *= residual

@@ -21,7 +21,14 @@ from ..config import SearchSettings
 from ..core.lexical import stem, tokenize
 from ..storage import MomentFilter
 from .hybrid import CONCEPT, DATE, LEXICAL, LEXICAL_LATEST, MEDIA, MEDIA_WEIGHT, VECTOR
-from .query import content_words, dialogue_context, dialogue_words, latest_turns, speaker_turns
+from .query import (
+    content_words,
+    dialogue_context,
+    dialogue_words,
+    is_time_question,
+    latest_turns,
+    speaker_turns,
+)
 
 __all__ = [
     "CONTEXT_WORDS",
@@ -114,9 +121,12 @@ class SearchPlan:
     session_evidence: bool
     #: The head of the results spans sessions (``session_decay`` < 1).
     spread_sessions: bool
+    #: A question about time: the results that carry a date get ``time_question_bonus``.
+    time_question: bool
     #: The stems the question asks about, for the coverage step (empty: no such step).
     aspects: tuple[str, ...]
-    #: The ranked hits loaded whole: ``limit``, or ``coverage_window`` for the coverage step.
+    #: The ranked hits loaded whole: ``limit``, or ``coverage_window`` for the coverage step
+    #: or a time question.
     shown: int
 
     @property
@@ -166,6 +176,7 @@ def plan_search(request: SearchRequest, settings: SearchSettings, semantic: bool
     if LEXICAL_LATEST in signals and settings.content_match and latest and content_words(latest):
         latest_content_query = _content_query(latest)  # never "": it has such a word
     aspects = _aspects(spoken, settings) if words and latest is None else ()
+    time_question = words and settings.time_question_bonus > 0 and is_time_question(request.query)
     return SearchPlan(
         request=request,
         pool=max(settings.candidates, wanted),
@@ -188,9 +199,12 @@ def plan_search(request: SearchRequest, settings: SearchSettings, semantic: bool
         # By example alone, the nearest copy comes first, whatever its session.
         session_evidence=words,
         spread_sessions=settings.session_decay < 1,
+        time_question=time_question,
         aspects=aspects,
         # The best coverage_window, whatever the limit: the same head for any limit.
-        shown=max(request.limit, settings.coverage_window) if aspects else request.limit,
+        shown=max(request.limit, settings.coverage_window)
+        if aspects or time_question
+        else request.limit,
     )
 
 

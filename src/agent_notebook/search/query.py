@@ -9,6 +9,7 @@ ones'.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -18,9 +19,12 @@ from ..core.lexical import tokenize
 
 __all__ = [
     "DateSpan",
+    "Turn",
     "content_words",
+    "dialogue",
     "dialogue_context",
     "dialogue_words",
+    "is_time_question",
     "latest_turns",
     "query_dates",
     "speaker_turns",
@@ -28,8 +32,140 @@ __all__ = [
 ]
 
 
-#: "Ana: ..." or "[User] ...": who speaks, at the start of a turn.
-_SPEAKER_TAG = re.compile(r"^(?:[^\W\d][\w .'-]{0,30}:|\[[^\]\n]{1,30}\])\s+")
+#: Who speaks, at the start of a turn: "Ana: ", "<Ana>: ", "[Ana] ", "[Ana]: ", "**Ana**: ",
+#: "**Ana:** ", "Ana (10:32): ". The name is a word's letters first, at most 31 characters.
+_NAME = r"[^\W\d][\w .'-]{0,30}"
+_SPEAKER_TAG = re.compile(
+    rf"^(?:\*\*(?P<bold>{_NAME}?):?\*\*:?|<(?P<angle>{_NAME})>:?|\[(?P<square>[^\]\n]{{1,30}})\]:?"
+    rf"|(?P<plain>{_NAME}?)(?:\s*\([^)\n]{{0,30}}\))?:)\s+"
+)
+#: A line that opens or closes a dialogue, not a turn: "[BEGIN DIALOGUE]", "--- end of
+#: conversation ---", "<dialogue>", "</chat>", "### Conversation", "=== Human Message ===".
+_MARKER = re.compile(
+    r"^[\s\-=#*_~\[<(/]*(?:(?:begin|start|end)(?:\s+of)?(?:\s+(?:the\s+)?"
+    r"(?:dialogue|conversation|chat|transcript|messages?))?|(?:dialogue|conversation|chat|"
+    r"transcript|messages?)(?:\s+(?:begins?|starts?|ends?))?)[\s\-=#*_~\]>):]*$",
+    re.IGNORECASE,
+)
+#: LangChain's printed messages: "==== Human Message ====" heads each one's text.
+_LANGCHAIN_HEAD = re.compile(r"^=+\s*(\w+) Message\s*=+$")
+#: The keys of a message in a JSON list of messages: who speaks and what they say.
+_WHO_KEYS = ("role", "speaker", "name", "author", "from", "sender", "type")
+_TEXT_KEYS = ("content", "text", "message", "value", "utterance")
+_QUOTES = '"\u201c\u201d\u00ab\u00bb'
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One turn of a dialogue: who speaks ("" when it is not said) and what they say."""
+
+    speaker: str
+    text: str
+
+
+def dialogue(query: str) -> list[Turn] | None:
+    """The turns of ``query`` when it is a dialogue in any common shape, else None: a JSON
+    list of messages (``{"role", "content"}``, ``{"speaker", "text"}``, or under
+    ``"messages"``), LangChain's printed messages (``=== Human Message ===``), or lines that
+    start with who speaks (``Name:``, ``<Name>:``, ``[Name]``, ``**Name**:``), their text
+    maybe quoted and maybe going on over the next lines, between begin/end markers. Two
+    turns or more, most of them with a speaker."""
+    return _dialogue(query)
+
+
+@functools.lru_cache(maxsize=64)
+def _dialogue_cached(query: str) -> tuple[Turn, ...] | None:
+    found = _json_turns(query) or _langchain_turns(query) or _tagged_turns(query)
+    if found is None or len(found) < 2:
+        return None
+    if 2 * sum(bool(t.speaker) for t in found) < len(found):
+        return None
+    return tuple(found)
+
+
+def _dialogue(query: str) -> list[Turn] | None:
+    found = _dialogue_cached(query)
+    return None if found is None else list(found)
+
+
+def _json_turns(query: str) -> list[Turn] | None:
+    text = query.strip()
+    if not text.startswith(("[", "{")):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(data, dict):
+        data = data.get("messages") or data.get("turns") or data.get("dialogue")
+    if not isinstance(data, list):
+        return None
+    found = []
+    for item in data:
+        if not isinstance(item, dict):
+            return None
+        who = next((item[k] for k in _WHO_KEYS if isinstance(item.get(k), str)), "")
+        said = next((item[k] for k in _TEXT_KEYS if k in item), None)
+        if isinstance(said, list):  # content parts: [{"type": "text", "text": ...}]
+            said = " ".join(p.get("text", "") for p in said if isinstance(p, dict))
+        if not isinstance(said, str):
+            return None
+        if said.strip():
+            found.append(Turn(who.strip(), " ".join(said.split())))
+    return found
+
+
+def _langchain_turns(query: str) -> list[Turn] | None:
+    found: list[Turn] = []
+    speaker, said = "", list[str]()
+    for line in query.splitlines():
+        head = _LANGCHAIN_HEAD.match(line.strip())
+        if head:
+            if speaker and said:
+                found.append(Turn(speaker, " ".join(said)))
+            speaker, said = head.group(1), []
+        elif line.strip() and speaker:
+            said.append(line.strip())
+    if speaker and said:
+        found.append(Turn(speaker, " ".join(said)))
+    return found or None
+
+
+def _tagged_turns(query: str) -> list[Turn]:
+    """Lines, each starting a turn when it says who speaks; a line without that goes on
+    the turn before it when that turn's quote is still open, else is a turn of its own."""
+    found: list[Turn] = []
+    open_quote = False
+    for line in _lines(query):
+        if _MARKER.match(line):
+            continue
+        tag = _SPEAKER_TAG.match(line)
+        if tag is None:
+            if open_quote and found:
+                last = found[-1]
+                found[-1] = Turn(last.speaker, f"{last.text} {_unquoted(line)}".strip())
+                open_quote = not line.rstrip().endswith(tuple(_QUOTES))
+            else:
+                found.append(Turn("", line))
+            continue
+        rest = line[tag.end() :].strip()
+        open_quote = rest[:1] in _QUOTES and not (len(rest) > 1 and rest[-1] in _QUOTES)
+        found.append(Turn(_speaker_of(tag), _unquoted(rest)))
+    return found
+
+
+def _speaker_of(tag: re.Match[str]) -> str:
+    name = next(g for g in tag.groups() if g is not None) if any(tag.groups()) else ""
+    return name.strip().strip("*").strip()
+
+
+def _unquoted(text: str) -> str:
+    text = text.strip()
+    if text[:1] in _QUOTES:
+        text = text[1:]
+    if text[-1:] in _QUOTES:
+        text = text[:-1]
+    return text.strip()
 
 
 _PUNCTUATION = "\"'`.,;:!?()[]{}<>\u00ab\u00bb\u201c\u201d\u2018"
@@ -52,73 +188,75 @@ def _content_words(query: str) -> tuple[str, ...]:
 
 
 def turns(query: str) -> list[str]:
-    """The query's non-empty lines: one per turn when it is a dialogue. When most of them
-    start with who speaks ("Ana: "), those tags are cut: a speaker's name on every line
-    is not what the dialogue is about, and would match every moment that names them."""
-    lines = _lines(query)
-    if _tagged(lines):
-        lines = [_SPEAKER_TAG.sub("", ln, count=1) for ln in lines]
-    return lines
+    """The query's turns when it is a dialogue (see :func:`dialogue`), without who speaks: a
+    speaker's name on every turn is not what the dialogue is about, and would match every
+    moment that names them; else its non-empty lines."""
+    found = _dialogue(query)
+    return _lines(query) if found is None else [t.text for t in found if t.text]
 
 
 def _lines(query: str) -> list[str]:
     return [line.strip() for line in query.splitlines() if line.strip()]
 
 
-def _tagged(lines: list[str]) -> bool:
-    """Whether ``lines`` are a dialogue: two or more, most of them starting with who speaks."""
-    return len(lines) >= 2 and 2 * sum(bool(_SPEAKER_TAG.match(ln)) for ln in lines) >= len(lines)
-
-
 def speaker_turns(query: str, speaker: str, n: int, max_words: int = 0) -> str | None:
     """The last ``n`` turns of ``speaker`` (its tag, "User" of "User: ...", compared
     without case; when they never speak, whoever speaks last), tags cut, at most their
-    last ``max_words`` words (0: all), when the query is a speaker-tagged dialogue; else
-    None. A user's memory is evoked by what the user says of their situation, lately: the
-    other side's questions ("How did it go?") and the dialogue's start blur it."""
-    lines = _lines(query)
-    if n <= 0 or not _tagged(lines):
+    last ``max_words`` words (0: all), when the query is a dialogue; else None. A user's
+    memory is evoked by what the user says of their situation, lately: the other side's
+    questions ("How did it go?") and the dialogue's start blur it."""
+    found = _dialogue(query)
+    if n <= 0 or found is None:
         return None
-    theirs = _speaker_lines(lines, speaker)
-    if not theirs:  # the last line has no tag
+    theirs = _speaker_lines(found, speaker)
+    if not theirs:  # the last turn says no speaker
         return None
-    return _newest_words("\n".join(_untagged(lines[i]) for i in theirs[-n:]), max_words)
+    return _newest_words("\n".join(found[i].text for i in theirs[-n:]), max_words)
 
 
 def dialogue_context(query: str, speaker: str, said: int, n: int, max_words: int = 0) -> str | None:
-    """The last ``n`` turns of a speaker-tagged dialogue but the ``said`` last turns of
-    ``speaker`` (those :func:`speaker_turns` reads), whoever speaks, tags cut, at most
-    their last ``max_words`` words (0: all); else None (and when nothing is left). The
-    rest of the exchange around what the user said: the other side's replies name the
-    situation in other words ("Those moments of shared joy are unforgettable")."""
-    lines = _lines(query)
-    if n <= 0 or not _tagged(lines):
+    """The last ``n`` turns of a dialogue but the ``said`` last turns of ``speaker``
+    (those :func:`speaker_turns` reads), whoever speaks, tags cut, at most their last
+    ``max_words`` words (0: all); else None (and when nothing is left). The rest of the
+    exchange around what the user said: the other side's replies name the situation in
+    other words ("Those moments of shared joy are unforgettable")."""
+    found = _dialogue(query)
+    if n <= 0 or found is None:
         return None
-    theirs = _speaker_lines(lines, speaker)
+    theirs = _speaker_lines(found, speaker)
     if not theirs:
         return None
     skipped = set(theirs[-said:]) if said > 0 else set()
-    rest = [_untagged(lines[i]) for i in range(max(0, len(lines) - n), len(lines))]
-    kept = [text for i, text in enumerate(rest, len(lines) - len(rest)) if i not in skipped]
+    first = max(0, len(found) - n)
+    kept = [found[i].text for i in range(first, len(found)) if i not in skipped]
     return _newest_words("\n".join(kept), max_words) if kept else None
 
 
-def _speaker_lines(lines: list[str], speaker: str) -> list[int]:
-    """Which of ``lines`` ``speaker`` says (when they never speak, whoever speaks last;
-    none when the last line has no tag)."""
+#: Names of the user's side of a dialogue, as the message formats spell them.
+_USER_NAMES = frozenset({"user", "human", "me", "you", "customer", "client"})
+
+
+def _speaker_lines(found: list[Turn], speaker: str) -> list[int]:
+    """Which of the turns ``speaker`` says (a "user" speaker also names "human", "User 1"
+    and the like; when they never speak, whoever speaks last; none when the last turn says
+    no speaker)."""
     by_speaker: dict[str, list[int]] = {}
-    last = ""
-    for i, line in enumerate(lines):
-        tag = _SPEAKER_TAG.match(line)
-        last = "" if tag is None else tag.group(0).strip().strip("[]:").strip().casefold()
-        if tag is not None:
-            by_speaker.setdefault(last, []).append(i)
-    return by_speaker.get(speaker.strip().casefold()) or by_speaker.get(last) or []
+    for i, turn in enumerate(found):
+        if turn.speaker:
+            by_speaker.setdefault(turn.speaker.casefold(), []).append(i)
+    wanted = speaker.strip().casefold()
+    if wanted in by_speaker:
+        return by_speaker[wanted]
+    if wanted in _USER_NAMES:
+        users = sorted(i for name, ids in by_speaker.items() if _is_user(name) for i in ids)
+        if users:
+            return users
+    last = found[-1].speaker.casefold()
+    return by_speaker.get(last, []) if last else []
 
 
-def _untagged(line: str) -> str:
-    tag = _SPEAKER_TAG.match(line)
-    return line if tag is None else line[tag.end() :]
+def _is_user(name: str) -> bool:
+    return name in _USER_NAMES or name.rstrip(" 0123456789") in _USER_NAMES
 
 
 def _newest_words(text: str, max_words: int) -> str:
@@ -129,8 +267,22 @@ def _newest_words(text: str, max_words: int) -> str:
 
 
 def dialogue_words(query: str) -> str:
-    """The query as the lexical signal reads it: a dialogue without its speaker tags."""
-    return "\n".join(turns(query)) if "\n" in query.strip() else query
+    """The query as the lexical signal reads it: a dialogue without who speaks."""
+    return "\n".join(turns(query)) if "\n" in query.strip() or _dialogue(query) else query
+
+
+_TIME_QUESTION = re.compile(
+    r"^\W*(?:(?:and|so|but|in|on|since|until|by)\s+)?(?:when\b|what\s+(?:year|month|date|day|"
+    r"time|week)\b|which\s+(?:year|month|date|day|week)\b|how\s+long\b|how\s+many\s+"
+    r"(?:years|months|weeks|days)\b|how\s+old\b)",
+    re.IGNORECASE,
+)
+
+
+def is_time_question(query: str) -> bool:
+    """Whether ``query`` asks about time: "When did ...", "In which year ...", "How long
+    has ...", "How many weeks ..."."""
+    return bool(_TIME_QUESTION.match(query)) and "\n" not in query.strip()
 
 
 def latest_turns(query: str, n: int) -> str | None:
@@ -143,7 +295,8 @@ def latest_turns(query: str, n: int) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class DateSpan:
-    """A day or a month the query names, as UTC bounds (``until`` exclusive) and its key."""
+    """A day, a month or a year the query names, as UTC bounds (``until`` exclusive) and
+    its key."""
 
     key: str
     since: datetime
@@ -151,12 +304,19 @@ class DateSpan:
 
 
 def query_dates(query: str) -> list[DateSpan]:
-    """The full days (``7 May 2023``, ``2023-05-07``) and months (``May 2023``) in the
-    query; a day without a year (``May 7``) is too vague to match anything by."""
+    """The full days (``7 May 2023``, ``2023-05-07``), months (``May 2023``) and years
+    (``2020``) in the query; a day without a year (``May 7``) is too vague to match
+    anything by."""
     spans: list[DateSpan] = []
     for key in identifiers(query):
         parts = key.split("-")
-        if not (parts[0].isdigit() and len(parts[0]) == 4 and 2 <= len(parts) <= 3):
+        if not (parts[0].isdigit() and len(parts[0]) == 4 and 1 <= len(parts) <= 3):
+            continue
+        if len(parts) == 1:  # a year: "in 2020" ("three years ago", said in 2023)
+            if 1900 <= int(key) <= 2199:
+                spans.append(
+                    DateSpan(key, _utc(date(int(key), 1, 1)), _utc(date(int(key) + 1, 1, 1)))
+                )
             continue
         try:
             numbers = [int(p) for p in parts]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import NamedTuple
@@ -14,12 +15,13 @@ from ..config import SearchSettings
 from ..core.lexical import terms
 from ..model import Moment, SearchHit
 from ..storage import MomentBrief, MomentFilter
-from .hybrid import Coverage, Fused, cover_query, prior_factors
+from .hybrid import Coverage, Fused, cover_scores, prior_factors
 
 __all__ = [
     "COVERAGE_CHARS",
     "Ranked",
     "cover_aspects",
+    "dated_first",
     "explained_hit",
     "scored_hits",
     "spread_sessions",
@@ -88,23 +90,55 @@ def spread_sessions(
     each hit's score counts ``decay`` less for every further better hit of its session
     already taken: the head of the results spans sessions, as the evidence of a question
     often does, without breaking up a session's few best turns. Lazy greedy: a hit is
-    re-scored when popped."""
+    re-scored when popped. A hit's score is the one it was taken with (its ``spread``
+    factor says by how much it fell): the scores taken never rise, so the order is the
+    order of the scores; the hits past ``limit`` keep theirs, at most the last one taken."""
     taken: dict[str, int] = {}
     heap = [(-score, number, 0, i) for i, (score, number, _, _) in enumerate(hits)]
     heapq.heapify(heap)
-    order: list[int] = []
+    order: list[tuple[int, float]] = []
     while heap and len(order) < limit:
-        _, number, seen, i = heapq.heappop(heap)
+        key, number, seen, i = heapq.heappop(heap)
         session = briefs[f"m_{number}"].session
         now_seen = taken.get(session, 0)
         if now_seen != seen:  # its session gained hits since it was scored
             factor = decay ** max(0, now_seen - free + 1)
             heapq.heappush(heap, (-hits[i][0] * factor, number, now_seen, i))
             continue
-        order.append(i)
+        order.append((i, -key))
         taken[session] = now_seen + 1
-    chosen = set(order)
-    return [hits[i] for i in order] + [h for i, h in enumerate(hits) if i not in chosen]
+    chosen = {i for i, _ in order}
+    floor = order[-1][1] if order else math.inf
+    head = [_rescored(hits[i], score) for i, score in order]
+    return head + [_rescored(h, min(h.score, floor)) for i, h in enumerate(hits) if i not in chosen]
+
+
+def _rescored(hit: Ranked, score: float) -> Ranked:
+    """``hit`` with ``score``, the step's factor noted among its factors as ``spread``."""
+    if score == hit.score:
+        return hit
+    factor = score / hit.score if hit.score else 1.0
+    return hit._replace(score=score, factors={**hit.factors, "spread": factor})
+
+
+#: A date a moment carries as a concept: a year, a month or a day (see ``core.dates``).
+_DATE_CONCEPT = re.compile(r"\d{4}(?:-\d{2}){0,2}")
+
+
+def dated_first(hits: list[Ranked], moments: Mapping[int, Moment], bonus: float) -> list[Ranked]:
+    """``hits`` with the score of those whose moment carries a date (written, or resolved
+    when it was recorded) times ``1 + bonus`` (their ``dated`` factor), best first: a
+    question about time wants the turns that say when."""
+    out = []
+    for hit in hits:
+        moment = moments.get(hit.number)
+        concepts = moment.metadata.concepts if moment is not None else []
+        if any(_DATE_CONCEPT.fullmatch(c) for c in concepts):
+            factor = 1 + bonus
+            hit = hit._replace(score=hit.score * factor, factors={**hit.factors, "dated": factor})
+        out.append(hit)
+    out.sort(key=lambda h: (-h.score, h.number))
+    return out
 
 
 def cover_aspects(
@@ -116,7 +150,9 @@ def cover_aspects(
     """``hits`` (best first) reordered by :func:`.hybrid.cover_query` over the stems
     ``asked``, each weighing ``log(1 + hits / hits having it) ** coverage_idf_power``: a
     word most of the candidates have says nothing new (a speaker's name), a word only one
-    has is what the others miss; and, by moment number, what the step did to each."""
+    has is what the others miss; each hit's score is the one it was taken with (its own
+    and what its words added), so the order is the order of the scores; and, by moment
+    number, what the step did to each."""
     wanted = set(asked)
     covers = [
         wanted.intersection(terms(moments[n].content.text[:COVERAGE_CHARS]))
@@ -127,7 +163,7 @@ def cover_aspects(
     having = {word: sum(word in c for c in covers) for word in asked}
     power = settings.coverage_idf_power
     weights = {w: math.log(1 + len(hits) / n) ** power for w, n in having.items() if n}
-    order = cover_query(
+    order = cover_scores(
         [h[0] for h in hits],
         covers,
         weights,
@@ -136,10 +172,12 @@ def cover_aspects(
         settings.coverage_residual,
     )
     done = {
-        hits[i][1]: Coverage(i + 1, after + 1, [w for w in asked if w in covers[i]])
-        for after, i in enumerate(order)
+        hits[i][1]: Coverage(
+            i + 1, after + 1, [w for w in asked if w in covers[i]], score - hits[i].score
+        )
+        for after, (i, score) in enumerate(order)
     }
-    return [hits[i] for i in order], done
+    return [hits[i]._replace(score=score) for i, score in order], done
 
 
 def explained_hit(

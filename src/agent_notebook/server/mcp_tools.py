@@ -261,6 +261,7 @@ def build_mcp(
         speaker: Annotated[str | None, described(SEARCH, "speaker")] = None,
         mode: Annotated[Mode, described(SEARCH, "mode")] = "hybrid",
         explain: Annotated[bool, described(SEARCH, "explain")] = False,
+        current_session_id: Annotated[str | None, described(SEARCH, "current_session_id")] = None,
     ) -> list[dict[str, Any]]:
         return await run(
             lambda: search_hits(
@@ -273,6 +274,7 @@ def build_mcp(
                 speaker=speaker,
                 mode=mode,
                 explain=explain,
+                current_session_id=current_session_id,
             )
         )
 

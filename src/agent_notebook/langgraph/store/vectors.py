@@ -131,7 +131,8 @@ class IndexedStore:
             super()._batch_search_ops(others, results, cur)  # type: ignore[misc]
         if not by_meaning:
             return
-        queries = self.embeddings.embed_documents([op.query for _, op in by_meaning])
+        # A query is embedded as a query: asymmetric models (e5) embed it apart from documents.
+        queries = [self.embeddings.embed_query(op.query) for _, op in by_meaning]
         for (i, op), query in zip(by_meaning, queries, strict=True):
             results[i] = self._search_by_meaning(op, np.asarray(query, dtype=np.float32), cur)
 
