@@ -39,7 +39,6 @@ from ..notebook.agent_tools import (
     record_moment,
     search_hits,
 )
-from ..notebook.checks import MAX_QUERY_CHARS
 from ..notebook.facade import Notebook
 from ..search.engine import Mode
 from ..search.slice import MAX_SLICE_TOKENS
@@ -253,7 +252,7 @@ def build_mcp(
 
     @tool(read_only, doc=SEARCH)
     async def search(
-        query: Annotated[str, described(SEARCH, "query", min_length=1, max_length=MAX_QUERY_CHARS)],
+        query: Annotated[str, described(SEARCH, "query", min_length=1)],
         session_id: Annotated[str | None, described(SEARCH, "session_id")] = None,
         limit: Annotated[int, described(SEARCH, "limit", ge=1, le=TOOL_SEARCH_LIMIT)] = 10,
         since: Annotated[datetime | None, described(SEARCH, "since")] = None,
@@ -280,7 +279,7 @@ def build_mcp(
 
     @tool(read_only, name="slice", doc=SLICE)
     async def slice_(
-        query: Annotated[str, described(SLICE, "query", min_length=1, max_length=MAX_QUERY_CHARS)],
+        query: Annotated[str, described(SLICE, "query", min_length=1)],
         budget_tokens: Annotated[
             int, described(SLICE, "budget_tokens", ge=1, le=MAX_SLICE_TOKENS)
         ] = 4000,
