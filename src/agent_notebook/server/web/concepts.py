@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse
 
-from .common import PAGE, Checked, Nb, Offset, Pager
+from .common import PAGE, Checked, Nb, Offset, Pager, paged
 from .render import page
 
 router = APIRouter(include_in_schema=False)
@@ -16,8 +16,8 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/concepts", response_class=HTMLResponse)
 def concepts(request: Request, nb: Nb, offset: Offset = 0) -> HTMLResponse:
-    found = nb.concepts(offset, PAGE)
-    return page(request, "concepts.html", concepts=found, pager=Pager(offset, len(found)))
+    found, paging = paged(offset, nb.concepts(offset, PAGE + 1))
+    return page(request, "concepts.html", concepts=found, paging=paging)
 
 
 @router.get("/concepts/{name:path}", response_class=HTMLResponse)
@@ -32,7 +32,7 @@ def concept(request: Request, name: str, nb: Nb, offset: Offset = 0) -> HTMLResp
         "concept.html",
         entry=entry,
         moments=shown,
-        pager=Pager(offset, len(shown)),
+        paging=Pager(offset, offset + PAGE < len(entry.moments)),
     )
 
 

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from ...model import TaskStatus
 from ..auth import access_of
 from ..deps import etag_of
-from .common import PAGE, Checked, Nb, Offset, Pager, back_to
+from .common import PAGE, Checked, Nb, Offset, back_to, paged
 from .render import page
 
 router = APIRouter(include_in_schema=False)
@@ -31,12 +31,12 @@ def home(request: Request) -> RedirectResponse:
 
 @router.get("/sessions", response_class=HTMLResponse)
 def sessions(request: Request, nb: Nb, offset: Offset = 0) -> HTMLResponse:
-    found = nb.sessions(offset, PAGE)
+    found, paging = paged(offset, nb.sessions(offset, PAGE + 1))
     return page(
         request,
         "sessions.html",
         sessions=found,
-        pager=Pager(offset, len(found)),
+        paging=paging,
         total=nb.session_count(),
     )
 
@@ -116,7 +116,5 @@ def close_pending(
 @router.get("/sessions/{session_id}/moments", response_class=HTMLResponse)
 def timeline(request: Request, session_id: str, nb: Nb, offset: Offset = 0) -> HTMLResponse:
     found = nb.get_session(session_id)
-    moments = nb.moments(session_id, offset, PAGE)
-    return page(
-        request, "timeline.html", s=found, moments=moments, pager=Pager(offset, len(moments))
-    )
+    moments, paging = paged(offset, nb.moments(session_id, offset, PAGE + 1))
+    return page(request, "timeline.html", s=found, moments=moments, paging=paging)
