@@ -28,6 +28,10 @@ SESSIONS = 55  # two pages of sessions
 THREADS = 52  # two pages of session notebooks
 PHONE = {"width": 390, "height": 844}
 
+#: Slow as a whole: the module's notebook takes seconds to build and serve, and a walk over
+#: every page (axe, the phone) takes over ten.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
