@@ -25,8 +25,9 @@ import httpx
 
 from _common import SAMPLE_TEXTS, percentile
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from web_browser import launch, missing
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.support.server import free_port
+from tests.support.web_browser import launch, missing
 
 from agent_notebook import Notebook
 from agent_notebook.privacy.tokens import read_owner_token
@@ -96,9 +97,6 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         home = args.home or Path(scratch) / "home"
         build(home, args.size)
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-        from test_server import free_port
-
         port = free_port()
         process = serve(home, port, Path(scratch) / "server.log")
         try:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from agent_notebook import Notebook
-from tests.support.server import ENV, Server
+from tests.support.server import Server
 from tests.support.web_browser import in_ci, launch, missing
 
 if TYPE_CHECKING:
@@ -260,9 +260,7 @@ def test_search_hits_say_where_and_how_strongly_and_offer_more(
     context.close()
 
 
-def test_api_docs_stay_on_this_machine_and_can_authorize(
-    served: Server, browser: Browser
-) -> None:
+def test_api_docs_stay_on_this_machine_and_can_authorize(served: Server, browser: Browser) -> None:
     context = browser.new_context(base_url=served.url)  # not signed in: the docs are open
     page = context.new_page()
     requested: list[str] = []

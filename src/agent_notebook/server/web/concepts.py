@@ -4,6 +4,7 @@ after a dry-run preview of everything that would go."""
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse
@@ -15,9 +16,10 @@ router = APIRouter(include_in_schema=False)
 
 
 @router.get("/concepts", response_class=HTMLResponse)
-def concepts(request: Request, nb: Nb, offset: Offset = 0) -> HTMLResponse:
-    found, paging = paged(offset, nb.concepts(offset, PAGE + 1))
-    return page(request, "concepts.html", concepts=found, paging=paging)
+def concepts(request: Request, nb: Nb, offset: Offset = 0, q: str = "") -> HTMLResponse:
+    found, paging = paged(offset, nb.concepts(offset, PAGE + 1, text=q))
+    base = "/concepts?" + (urlencode({"q": q}) + "&" if q.strip() else "")
+    return page(request, "concepts.html", concepts=found, paging=paging, q=q, base=base)
 
 
 @router.get("/concepts/{name:path}", response_class=HTMLResponse)

@@ -98,14 +98,6 @@ def bar_chart(points: Sequence[tuple[str, float]], title: str, unit: str) -> Mar
     return Markup("".join(parts))
 
 
-def paired_chart(pairs: Sequence[tuple[str, float, float]], title: str) -> Markup:
-    """Before and after bars side by side for each label (a compaction preview)."""
-    points: list[tuple[str, float]] = []
-    for label, before, after in pairs:
-        points += [(f"{label} before", before), (f"{label} after", after)]
-    return bar_chart(points, title, "")
-
-
 @router.get("/plots", response_class=HTMLResponse)
 def plots(request: Request, nb: Nb) -> HTMLResponse:
     per_day, width = moments_per_day(nb)

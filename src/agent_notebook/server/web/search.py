@@ -7,8 +7,8 @@ import shutil
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urlencode
 from typing import Annotated, Any, Literal
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse
