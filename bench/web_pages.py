@@ -3,7 +3,9 @@
 Builds a notebook of ``--size`` moments (100k by default; sessions of 1000 moments, one an
 hour, no embedder), serves it with ``agent-notebook serve`` and loads the session list and a
 search page ``--runs`` times each in Debian's Chromium, reading the browser's own
-first-contentful-paint (and the document's response time) from the Performance API.
+first-contentful-paint (and the document's response time) from the Performance API; then
+the compaction preview (a dry run, streamed): its first contentful paint (target < 1 s) and
+when its summary has arrived, a few times.
 
     python bench/web_pages.py [--size 100000] [--runs 15] [--home DIR]
 
@@ -34,6 +36,8 @@ from agent_notebook.privacy.tokens import read_owner_token
 
 BATCH = 1000
 TARGET_MS = 300.0
+PREVIEW_TARGET_MS = 1000.0
+PREVIEW = "/housekeeping/compact"
 PAGES = {"session list": "/sessions", "search page": "/search?q=deadline+plan"}
 _PAINT = """() => new Promise((resolve) => {
   const nav = performance.getEntriesByType('navigation')[0].responseEnd;
@@ -124,6 +128,22 @@ def main() -> None:
                         f"  (document p50 {percentile(responses, 0.5):6.1f} ms)"
                         f"  target < {TARGET_MS:.0f} ms: {verdict}"
                     )
+                runs = max(1, min(3, args.runs))
+                paints, whole = [], []
+                for _ in range(runs):
+                    t0 = time.perf_counter()
+                    page.goto(PREVIEW, wait_until="commit")
+                    paint, _ = page.evaluate(_PAINT)
+                    page.wait_for_selector("text=Nothing was changed", timeout=600_000)
+                    paints.append(paint)
+                    whole.append((time.perf_counter() - t0) * 1000)
+                p50 = percentile(paints, 0.5)
+                verdict = "ok" if max(paints) < PREVIEW_TARGET_MS else "over"
+                print(
+                    f"  compaction preview first contentful paint p50 {p50:6.1f} ms"
+                    f"  max {max(paints):6.1f} ms  target < {PREVIEW_TARGET_MS:.0f} ms: {verdict}"
+                    f"  (summary arrived p50 {percentile(whole, 0.5) / 1000:.1f} s, {runs} runs)"
+                )
                 browser.close()
         finally:
             process.terminate()

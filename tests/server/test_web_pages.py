@@ -153,6 +153,8 @@ PAGES = [
     "/plots",
     "/housekeeping",
     "/moments/m_1",
+    "/housekeeping/compact",
+    "/slice",
 ]
 
 
@@ -284,4 +286,64 @@ def test_api_docs_stay_on_this_machine_and_can_authorize(served: Server, browser
     listing.locator("text=Execute").click()
     status = listing.locator(".live-responses-table tbody .response-col_status >> nth=0")
     assert status.inner_text().strip() == "200"
+    context.close()
+
+
+def test_the_owner_filters_sorts_marks_and_deletes(
+    served: Server, browser: Browser, signed_in_state: dict[str, Any]
+) -> None:
+    context = owner(served, browser, signed_in_state)
+    page = context.new_page()
+    page.goto("/sessions")  # filter and sort the sessions
+    page.fill("#sq", "errand 1")
+    page.select_option("#sorder", "-started")
+    page.click("text=Show")
+    tasks = page.locator("tbody td[data-label=Task]").all_inner_texts()
+    assert tasks == [f"Errand {i}" for i in (19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 1)]
+    page.select_option("#sstatus", "done")
+    page.click("text=Show")
+    assert page.inner_text("tbody") == "No session matches."
+    page.goto("/concepts")  # find a concept among three pages of them
+    page.fill("#cq", "topic 11")
+    page.press("#cq", "Enter")
+    found = page.locator("tbody td:first-child a").all_inner_texts()
+    assert found == [f"topic {i}" for i in range(110, 120)]
+    assert page.locator("nav.pager").count() == 0
+
+    page.goto("/moments/m_1")  # importance and pin; the text stays as recorded
+    assert "text is immutable" in page.inner_text("#h-marks + p")
+    page.fill("#importance", "0.9")
+    page.check("input[name=pinned]")
+    page.click("text=Save marks")
+    assert page.locator("article.moment .tag", has_text="pinned").count() == 1
+    assert "0.90" in page.inner_text("dl.grid")
+    assert "Lyon note 0" in page.inner_text("article.moment .text")
+
+    with served.client() as api:  # delete a session: a confirmation first
+        made = api.post("/api/sessions", json={"task": "Throwaway"})
+        assert made.status_code == 201, made.text
+        doomed = made.json()["id"]
+    page.goto(f"/sessions/{doomed}")
+    page.click("text=Delete session…")
+    assert "cannot be undone" in page.inner_text("[role=alert]")
+    page.click(f"text=Delete {doomed} for good")
+    assert "Removed 0 moments" in page.inner_text("[role=status]")
+    assert page.goto(f"/sessions/{doomed}").status == 404  # type: ignore[union-attr]
+    context.close()
+
+
+def test_the_compaction_preview_shows_progress_then_a_summary(
+    served: Server, browser: Browser, signed_in_state: dict[str, Any]
+) -> None:
+    context = owner(served, browser, signed_in_state)
+    page = context.new_page()
+    page.goto("/housekeeping/compact", wait_until="commit")
+    page.wait_for_selector("#preview-progress")  # the first part, before the dry run ends
+    page.wait_for_selector("text=Nothing was changed")
+    assert page.locator("#preview-progress").is_hidden()
+    assert page.locator("dl.grid dt >> nth=0").inner_text() == "Active moments"  # summary first
+    titles = page.locator("svg.plot > title").all_text_contents()
+    assert titles == ["Active moments, before and after", "Active tokens, before and after"]
+    dropped = page.locator("td[data-label=Dropped]").all_inner_texts()
+    assert all(not d.startswith("0 of") for d in dropped)  # only rollups that drop something
     context.close()

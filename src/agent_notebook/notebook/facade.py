@@ -416,7 +416,7 @@ class Notebook(FactsFacade):
     def concepts(
         self, offset: int = 0, limit: int | None = None, *, text: str = ""
     ) -> list[ConceptEntry]:
-        """Concepts by name; with ``text``, those whose name holds it (any case)."""
+        """The concept index; with ``text``, the concepts whose name holds it (any case)."""
         return self._finding.concepts(offset, limit, text)
 
     def search(

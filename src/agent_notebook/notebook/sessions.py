@@ -4,6 +4,8 @@ links, a guest's write-back and a write guarded by the session's ETag."""
 
 from __future__ import annotations
 
+import builtins
+
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -136,7 +138,7 @@ class Sessions:
         order: SessionOrder,
         offset: int,
         limit: int | None,
-    ) -> list[Session]:
+    ) -> builtins.list[Session]:
         """Sessions whose id or task holds ``text`` (any case), of ``status``, in ``order``
         (``started``: oldest first, as :meth:`list`; ``-started``, ``activity``: newest
         first). Reads every session's record: for lists of sessions, not of moments."""
