@@ -5,7 +5,6 @@ links, a guest's write-back and a write guarded by the session's ETag."""
 from __future__ import annotations
 
 import builtins
-
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
