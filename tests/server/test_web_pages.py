@@ -300,6 +300,9 @@ def test_the_owner_filters_sorts_marks_and_deletes(
     page.click("text=Show")
     tasks = page.locator("tbody td[data-label=Task]").all_inner_texts()
     assert tasks == [f"Errand {i}" for i in (19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 1)]
+    errands = through_every_page(page, "/sessions?q=errand&order=activity", "td[data-label=Task]")
+    assert len(errands) == SESSIONS - 1 and errands[0] == "Errand 54"  # Next keeps the filter
+    page.goto("/sessions?q=errand+1")
     page.select_option("#sstatus", "done")
     page.click("text=Show")
     assert page.inner_text("tbody") == "No session matches."

@@ -42,14 +42,15 @@ def sessions(
     """Sessions a page at a time; filtered by ``q`` (id or task) and ``status``, sorted."""
     read = nb.sessions(offset, PAGE + 1, text=q, status=status or None, order=order)
     found, paging = paged(offset, read)
-    given = {"q": q.strip(), "status": status, "order": "" if order == "started" else order}
+    chosen = status.value if isinstance(status, TaskStatus) else ""
+    given = {"q": q.strip(), "status": chosen, "order": "" if order == "started" else order}
     keep = {k: v for k, v in given.items() if v}
     return page(
         request,
         "sessions.html",
         sessions=found,
         paging=paging,
-        form={"q": q, "status": status, "order": order},
+        form={"q": q, "status": chosen, "order": order},
         statuses=list(TaskStatus),
         base="/sessions?" + (urlencode(keep) + "&" if keep else ""),
         total=nb.session_count(),
