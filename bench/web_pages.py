@@ -91,11 +91,13 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--home", type=Path, default=None)
+    parser.add_argument("--preview-wait", type=int, default=120, help="s for the preview")
     args = parser.parse_args()
     os.environ["AGENT_NOTEBOOK_EMBEDDER"] = "none"  # words only: the build takes minutes
     why = missing()
     if why:
         raise SystemExit(why)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -128,22 +130,28 @@ def main() -> None:
                         f"  (document p50 {percentile(responses, 0.5):6.1f} ms)"
                         f"  target < {TARGET_MS:.0f} ms: {verdict}"
                     )
-                runs = max(1, min(3, args.runs))
+                # the preview: first paint, then the summary, waited for up to --preview-wait s
                 paints, whole = [], []
-                for _ in range(runs):
+                for _ in range(max(1, min(3, args.runs))):
                     t0 = time.perf_counter()
                     page.goto(PREVIEW, wait_until="commit")
                     paint, _ = page.evaluate(_PAINT)
-                    page.wait_for_selector("text=Nothing was changed", timeout=600_000)
                     paints.append(paint)
-                    whole.append((time.perf_counter() - t0) * 1000)
-                p50 = percentile(paints, 0.5)
-                verdict = "ok" if max(paints) < PREVIEW_TARGET_MS else "over"
-                print(
-                    f"  compaction preview first contentful paint p50 {p50:6.1f} ms"
-                    f"  max {max(paints):6.1f} ms  target < {PREVIEW_TARGET_MS:.0f} ms: {verdict}"
-                    f"  (summary arrived p50 {percentile(whole, 0.5) / 1000:.1f} s, {runs} runs)"
-                )
+                    verdict = "ok" if paint < PREVIEW_TARGET_MS else "over"
+                    print(
+                        f"  compaction preview first contentful paint {paint:6.1f} ms"
+                        f"  target < {PREVIEW_TARGET_MS:.0f} ms: {verdict}",
+                        flush=True,
+                    )
+                    try:
+                        page.wait_for_selector(
+                            "text=Nothing was changed", timeout=args.preview_wait * 1000
+                        )
+                    except PlaywrightTimeout:
+                        print(f"    its summary: not within {args.preview_wait} s; stopped there")
+                        break
+                    whole.append(time.perf_counter() - t0)
+                    print(f"    its summary arrived after {whole[-1]:.1f} s", flush=True)
                 browser.close()
         finally:
             process.terminate()
