@@ -3,7 +3,9 @@
 Builds a notebook of ``--size`` moments (100k by default; sessions of 1000 moments, one an
 hour, no embedder), serves it with ``agent-notebook serve`` and loads the session list and a
 search page ``--runs`` times each in Debian's Chromium, reading the browser's own
-first-contentful-paint (and the document's response time) from the Performance API.
+first-contentful-paint (and the document's response time) from the Performance API; then
+the compaction preview (a dry run, streamed): its first contentful paint (target < 1 s) and
+when its summary has arrived, a few times.
 
     python bench/web_pages.py [--size 100000] [--runs 15] [--home DIR]
 
@@ -25,14 +27,17 @@ import httpx
 
 from _common import SAMPLE_TEXTS, percentile
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from web_browser import launch, missing
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.support.server import free_port
+from tests.support.web_browser import launch, missing
 
 from agent_notebook import Notebook
 from agent_notebook.privacy.tokens import read_owner_token
 
 BATCH = 1000
 TARGET_MS = 300.0
+PREVIEW_TARGET_MS = 1000.0
+PREVIEW = "/housekeeping/compact"
 PAGES = {"session list": "/sessions", "search page": "/search?q=deadline+plan"}
 _PAINT = """() => new Promise((resolve) => {
   const nav = performance.getEntriesByType('navigation')[0].responseEnd;
@@ -86,19 +91,18 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--home", type=Path, default=None)
+    parser.add_argument("--preview-wait", type=int, default=120, help="s for the preview")
     args = parser.parse_args()
     os.environ["AGENT_NOTEBOOK_EMBEDDER"] = "none"  # words only: the build takes minutes
     why = missing()
     if why:
         raise SystemExit(why)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as scratch:
         home = args.home or Path(scratch) / "home"
         build(home, args.size)
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-        from test_server import free_port
-
         port = free_port()
         process = serve(home, port, Path(scratch) / "server.log")
         try:
@@ -126,6 +130,28 @@ def main() -> None:
                         f"  (document p50 {percentile(responses, 0.5):6.1f} ms)"
                         f"  target < {TARGET_MS:.0f} ms: {verdict}"
                     )
+                # the preview: first paint, then the summary, waited for up to --preview-wait s
+                paints, whole = [], []
+                for _ in range(max(1, min(3, args.runs))):
+                    t0 = time.perf_counter()
+                    page.goto(PREVIEW, wait_until="commit")
+                    paint, _ = page.evaluate(_PAINT)
+                    paints.append(paint)
+                    verdict = "ok" if paint < PREVIEW_TARGET_MS else "over"
+                    print(
+                        f"  compaction preview first contentful paint {paint:6.1f} ms"
+                        f"  target < {PREVIEW_TARGET_MS:.0f} ms: {verdict}",
+                        flush=True,
+                    )
+                    try:
+                        page.wait_for_selector(
+                            "text=Nothing was changed", timeout=args.preview_wait * 1000
+                        )
+                    except PlaywrightTimeout:
+                        print(f"    its summary: not within {args.preview_wait} s; stopped there")
+                        break
+                    whole.append(time.perf_counter() - t0)
+                    print(f"    its summary arrived after {whole[-1]:.1f} s", flush=True)
                 browser.close()
         finally:
             process.terminate()

@@ -222,3 +222,29 @@ def test_edits_and_resolutions_survive_an_export_to_yaml_and_an_import(tmp_path:
         assert log[-1].what.startswith(f"conflict {never} vs {did} resolved")
         assert copy.get_moment(never).relations.links == [f"superseded_by:{did}"]
         assert copy.conflicts() == []
+
+
+def test_marking_a_moment_changes_its_importance_and_pin_only(nb: Notebook) -> None:
+    s = nb.start_session("marks").id
+    said = nb.record(s, "Book the train to Lyon", timestamp=T0)
+    marked = nb.mark_moment(said.id, importance=0.9, pinned=True)
+    again = nb.get_moment(said.id)
+    assert again == marked and again.metadata.importance == 0.9 and again.metadata.pinned
+    assert again.content.text == "Book the train to Lyon" and again.pinned
+    with pytest.raises(InvalidInput, match=r"outside 0 to 1.*nothing changed"):
+        nb.mark_moment(said.id, importance=1.5)
+    with pytest.raises(NotFound, match="no moment m_99"):
+        nb.mark_moment("m_99", pinned=False)
+    assert nb.get_moment(said.id) == again
+
+
+def test_sessions_and_concepts_are_found_filtered_and_sorted(nb: Notebook) -> None:
+    for day, task in enumerate(["Lyon trip", "Tax forms", "Lyon, again"]):
+        made = nb.start_session(task, started=T0 + timedelta(days=day))
+        nb.record(made.id, f"{task}: notes", timestamp=T0 + timedelta(days=day), concepts=[task])
+    assert [s.task for s in nb.sessions(text="lyon")] == ["Lyon trip", "Lyon, again"]
+    assert [s.task for s in nb.sessions(order="-started", limit=2)] == ["Lyon, again", "Tax forms"]
+    assert nb.sessions(text="lyon", status="done") == []
+    with pytest.raises(InvalidInput, match="status 'finished' is not one of"):
+        nb.sessions(status="finished")
+    assert {c.concept for c in nb.concepts(text="LYON")} == {"lyon trip", "lyon, again"}

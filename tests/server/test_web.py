@@ -163,8 +163,9 @@ def test_owner_and_guest_walk_through_the_pages(served: Server, browser: Browser
     bars = page.locator("svg.plot >> nth=0 >> rect > title").all_text_contents()
     assert sum(not b.endswith(": 0 moments") for b in bars) >= 2  # 2023 and today
     page.goto("/housekeeping")
-    page.click("text=Preview compaction (dry run)")
-    assert "Nothing was changed" in page.inner_text("main")
+    page.click("text=Preview compaction (dry run)")  # streamed: progress, then the summary
+    page.wait_for_selector("text=Nothing was changed")
+    assert page.locator("#preview-progress").is_hidden()
     assert page.locator("svg.plot rect").count() == 4
 
     # edit a section; another client changes it meanwhile: a conflict, the typed text kept
@@ -224,6 +225,9 @@ def test_owner_and_guest_walk_through_the_pages(served: Server, browser: Browser
     page.fill("#guest-name", "planner")
     page.click("text=Create token")
     guest_token = page.inner_text("code.secret").strip()
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
+    page.click("text=Copy token")
+    assert page.evaluate("navigator.clipboard.readText()") == guest_token
     assert page.locator("text=Revoke planner").count() == 1
     guest_context = browser.new_context(base_url=base)
     guest = guest_context.new_page()
@@ -236,9 +240,19 @@ def test_owner_and_guest_walk_through_the_pages(served: Server, browser: Browser
     guest.fill("#q", "painting")
     guest.click("text=Get slice")
     assert "painting" in guest.inner_text("pre.slice")
+    guest.fill("#wb-session", "s_2023-05-08_001")  # the guest's write-back form
+    guest.select_option("#wb-kind", "decision")
+    guest.fill("#wb-text", "Use the lake sketches for the poster")
+    guest.click("button:has-text('Write back')")
+    assert "guest:planner" in guest.inner_text("[role=status]")
+    page.goto("/sessions/s_2023-05-08_001")
+    assert "Use the lake sketches for the poster" in page.inner_text("#decisions")
     guest.goto("/sessions")
     assert "not for guests" in guest.inner_text("[role=alert]")
-    page.click("text=Revoke planner")
+    page.goto("/housekeeping")
+    page.click("text=Revoke planner…")  # a confirmation first
+    assert "refuses this token" in page.inner_text("[role=alert]")
+    page.click("text=Revoke planner for good")
     assert page.locator("text=Revoke planner").count() == 0
     guest.goto("/slice")
     assert "/signin" in guest.url  # the revoked token signs in no more

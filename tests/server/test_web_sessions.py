@@ -67,6 +67,9 @@ def test_revoking_a_guest_token_ends_its_sessions(server: Server) -> None:
     with closing(guest):
         assert guest.get("/slice", params={"q": "x"}).status_code == 200
         with server.client() as owner:
-            revoked = owner.post("/housekeeping/tokens/visitor/revoke")
+            asked = owner.post("/housekeeping/tokens/visitor/revoke")  # a confirmation first
+            assert asked.status_code == 200 and "Revoke visitor for good" in asked.text
+            assert guest.get("/slice", params={"q": "x"}).status_code == 200  # not yet
+            revoked = owner.post("/housekeeping/tokens/visitor/revoke", data={"confirm": "yes"})
             assert revoked.status_code in (200, 303), revoked.text
         assert guest.get("/slice", params={"q": "x"}).status_code == 303

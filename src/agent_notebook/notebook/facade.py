@@ -55,7 +55,7 @@ from .maintenance import Maintenance, SessionDeletion
 from .opening import open_notebook
 from .owner_facts import OwnerFacts
 from .recording import Recording
-from .sessions import Sessions, WriteBackKind
+from .sessions import SessionOrder, Sessions, WriteBackKind
 from .transfer import Transfer
 from .turns import TurnWork
 from .vectors import Vectors
@@ -264,7 +264,19 @@ class Notebook(FactsFacade):
         text, such as a thread's own name)."""
         return self._sessions.exists(session_id)
 
-    def sessions(self, offset: int = 0, limit: int | None = None) -> list[Session]:
+    def sessions(
+        self,
+        offset: int = 0,
+        limit: int | None = None,
+        *,
+        text: str = "",
+        status: TaskStatus | str | None = None,
+        order: SessionOrder = "started",
+    ) -> list[Session]:
+        """Sessions, oldest first; with ``text``, ``status`` or another ``order``, those
+        matching, sorted (see :meth:`.sessions.Sessions.find`)."""
+        if text.strip() or status or order != "started":
+            return self._sessions.find(text, status, order, offset, limit)
         return self._sessions.list(offset, limit)
 
     def session_count(self) -> int:
@@ -405,8 +417,11 @@ class Notebook(FactsFacade):
     def concept(self, name: str) -> ConceptEntry:
         return self._finding.concept(name)
 
-    def concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:
-        return self._finding.concepts(offset, limit)
+    def concepts(
+        self, offset: int = 0, limit: int | None = None, *, text: str = ""
+    ) -> list[ConceptEntry]:
+        """The concept index; with ``text``, the concepts whose name holds it (any case)."""
+        return self._finding.concepts(offset, limit, text)
 
     def search(
         self,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ..model import PendingItem
+from ..model import Moment, PendingItem
 
 if TYPE_CHECKING:
     from .forgetting import PolicyReport
@@ -51,6 +51,13 @@ class FactsFacade:
     ) -> PendingItem:
         """Reword an open pending item; the audit log notes the text it had."""
         return self._owner_facts.edit_pending(session_id, pending_id, what, who)
+
+    def mark_moment(
+        self, moment_id: str, *, importance: float | None = None, pinned: bool | None = None
+    ) -> Moment:
+        """Change a moment's importance (0 to 1) or pin (a pinned moment is never compacted);
+        its text stays as recorded (see :mod:`.owner_facts`)."""
+        return self._owner_facts.mark_moment(moment_id, importance, pinned)
 
     def conflicts(self, session_id: str | None = None) -> list[ConflictPair]:
         """The moments flagged ``conflicts_with`` each other, by pairs, oldest first."""

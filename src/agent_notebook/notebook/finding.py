@@ -77,8 +77,15 @@ class Finding:
             )
         return entry
 
-    def concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:
-        return self.backend.list_concepts(offset_of(offset), optional_limit(limit))
+    def concepts(
+        self, offset: int = 0, limit: int | None = None, text: str = ""
+    ) -> list[ConceptEntry]:
+        words = text.strip().casefold()
+        if not words:
+            return self.backend.list_concepts(offset_of(offset), optional_limit(limit))
+        found = [c for c in self.backend.list_concepts() if words in c.concept.casefold()]
+        end = None if optional_limit(limit) is None else offset_of(offset) + (limit or 0)
+        return found[offset_of(offset) : end]
 
     def search(
         self,

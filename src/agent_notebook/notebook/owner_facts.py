@@ -283,6 +283,27 @@ class OwnerFacts:
                 result.entries.append(entry)
         return result
 
+    # -- a moment's marks --------------------------------------------------------------
+
+    def mark_moment(self, moment_id: str, importance: float | None, pinned: bool | None) -> Moment:
+        """Only the marks change: a moment's text is immutable (redaction aside)."""
+        if importance is not None and not 0.0 <= importance <= 1.0:
+            raise InvalidInput(
+                f"mark {moment_id}: importance {importance} is outside 0 to 1; give a number "
+                "such as 0.8 (1.0 keeps the moment from compaction, like a pin); nothing changed"
+            )
+        backend = self.nb.backend
+        with backend.atomic():
+            moment = backend.get_moment(moment_id)
+            if moment is None:
+                raise NotFound(f"mark: no moment {moment_id} in {backend.location}")
+            if importance is not None:
+                moment.metadata.importance = round(importance, 2)
+            if pinned is not None:
+                moment.metadata.pinned = pinned
+            backend.put_moments([moment])
+        return moment
+
     def _flagged(self, a_id: str, b_id: str) -> tuple[Moment, Moment]:
         """Both moments, checked to exist and to be flagged as conflicting."""
         backend = self.nb.backend

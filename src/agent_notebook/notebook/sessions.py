@@ -4,6 +4,7 @@ links, a guest's write-back and a write guarded by the session's ETag."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 RECENT_MOMENTS = 20
 
 WriteBackKind = Literal["decision", "pending", "escalation_outcome"]
+SessionOrder = Literal["started", "-started", "activity"]
+SESSION_ORDERS: tuple[str, ...] = ("started", "-started", "activity")
 _T = TypeVar("_T")
 _Item = TypeVar("_Item", PendingItem, Escalation)
 
@@ -126,6 +129,44 @@ class Sessions:
     def list(self, offset: int = 0, limit: int | None = None) -> list[Session]:
         found = self.backend.list_sessions(offset_of(offset), optional_limit(limit))
         return [self.caught_up(s)[0] for s in found]
+
+    def find(
+        self,
+        text: str,
+        status: TaskStatus | str | None,
+        order: SessionOrder,
+        offset: int,
+        limit: int | None,
+    ) -> builtins.list[Session]:
+        """Sessions whose id or task holds ``text`` (any case), of ``status``, in ``order``
+        (``started``: oldest first, as :meth:`list`; ``-started``, ``activity``: newest
+        first). Reads every session's record: for lists of sessions, not of moments."""
+        if order not in SESSION_ORDERS:
+            raise InvalidInput(
+                f"sessions: order {order!r} is not one of {', '.join(SESSION_ORDERS)}; "
+                "leave it out for the oldest first"
+            )
+        try:
+            wanted = None if status in (None, "") else TaskStatus(status)
+        except ValueError:
+            raise InvalidInput(
+                f"sessions: status {status!r} is not one of "
+                f"{', '.join(t.value for t in TaskStatus)}; nothing was listed"
+            ) from None
+        words = text.strip().casefold()
+        found = [
+            s
+            for s in self.list()
+            if (wanted is None or s.task_status is wanted)
+            and (not words or words in s.id.casefold() or words in s.task.casefold())
+        ]
+        if order == "-started":
+            found.reverse()
+        elif order == "activity":
+            found.sort(key=lambda s: s.stats.last_activity or s.started, reverse=True)
+        start = offset_of(offset)
+        end = None if optional_limit(limit) is None else start + (limit or 0)
+        return found[start:end]
 
     def update(
         self,

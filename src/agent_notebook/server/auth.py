@@ -58,7 +58,7 @@ OPEN_PATHS = frozenset(
     }
 )
 #: Open too: the web pages' scripts and styles, and the API docs' assets (no notebook data).
-OPEN_PREFIXES = ("/static/", "/docs-assets/")
+OPEN_PREFIXES = ("/static/", "/docs-assets/", "/docs-local/")
 #: The web pages' sign-in cookie: a session id (not the token), HttpOnly, SameSite=Strict.
 COOKIE = "agent_notebook_session"
 #: Set in the ASGI scope when the caller came with the cookie (not a bearer header): its

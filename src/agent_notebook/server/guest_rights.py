@@ -38,9 +38,10 @@ GUEST_RIGHTS: tuple[GuestRight, ...] = (
         "slice",
     ),
     GuestRight(
-        "write back to a session as itself (POST /api/sessions/{id}/write-back)",
+        "write back to a session as itself (POST /api/sessions/{id}/write-back, or the "
+        "web page's form on /slice)",
         frozenset({"POST"}),
-        re.compile(r"/api/sessions/[^/]+/write-back"),
+        re.compile(r"/api/sessions/[^/]+/write-back|/slice/write-back"),
         "write_back",
     ),
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Query
 from fastapi.responses import RedirectResponse
@@ -18,14 +18,18 @@ PAGE = 50
 Nb = Annotated[Notebook, Depends(notebook)]
 Checked = Depends(csrf_checked)
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET)]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Pager:
-    """Links to the previous and next page of a list read ``PAGE`` at a time."""
+    """Links to the previous and next page of a list read ``PAGE`` at a time. ``more``: the
+    list goes on past this page (the routes read one item more than a page to know), so a
+    list that fits one page shows no links. The templates get it as ``paging`` (the macro
+    that draws it is ``pager``: the same name would shadow it)."""
 
     offset: int
-    shown: int
+    more: bool
     limit: int = PAGE
 
     @property
@@ -34,7 +38,12 @@ class Pager:
 
     @property
     def next(self) -> int | None:
-        return self.offset + self.limit if self.shown >= self.limit else None
+        return self.offset + self.limit if self.more else None
+
+
+def paged(offset: int, read: list[T]) -> tuple[list[T], Pager]:
+    """A page of ``read`` (read with ``limit=PAGE + 1``) and its links."""
+    return read[:PAGE], Pager(offset, len(read) > PAGE)
 
 
 def back_to(url: str) -> RedirectResponse:

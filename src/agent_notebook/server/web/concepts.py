@@ -4,20 +4,22 @@ after a dry-run preview of everything that would go."""
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse
 
-from .common import PAGE, Checked, Nb, Offset, Pager
+from .common import PAGE, Checked, Nb, Offset, Pager, paged
 from .render import page
 
 router = APIRouter(include_in_schema=False)
 
 
 @router.get("/concepts", response_class=HTMLResponse)
-def concepts(request: Request, nb: Nb, offset: Offset = 0) -> HTMLResponse:
-    found = nb.concepts(offset, PAGE)
-    return page(request, "concepts.html", concepts=found, pager=Pager(offset, len(found)))
+def concepts(request: Request, nb: Nb, offset: Offset = 0, q: str = "") -> HTMLResponse:
+    found, paging = paged(offset, nb.concepts(offset, PAGE + 1, text=q))
+    base = "/concepts?" + (urlencode({"q": q}) + "&" if q.strip() else "")
+    return page(request, "concepts.html", concepts=found, paging=paging, q=q, base=base)
 
 
 @router.get("/concepts/{name:path}", response_class=HTMLResponse)
@@ -32,7 +34,7 @@ def concept(request: Request, name: str, nb: Nb, offset: Offset = 0) -> HTMLResp
         "concept.html",
         entry=entry,
         moments=shown,
-        pager=Pager(offset, len(shown)),
+        paging=Pager(offset, offset + PAGE < len(entry.moments)),
     )
 
 

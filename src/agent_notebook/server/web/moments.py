@@ -30,6 +30,18 @@ def media(moment_id: str, nb: Nb, kind: Literal["image", "audio"] | None = None)
     return media_file(nb, moment_id, kind)
 
 
+@router.post("/moments/{moment_id}/marks", dependencies=[Checked])
+def mark(
+    moment_id: str,
+    nb: Nb,
+    importance: Annotated[float, Form(ge=0, le=1)],
+    pinned: Annotated[str, Form()] = "",
+) -> Response:
+    """Importance and pin only: the text is immutable (a redaction is the only change)."""
+    nb.mark_moment(moment_id, importance=importance, pinned=pinned == "yes")
+    return back_to(moment_url(moment_id))
+
+
 @router.post("/moments/{moment_id}/redact", dependencies=[Checked])
 def redact(
     request: Request,

@@ -20,6 +20,7 @@ router = APIRouter(include_in_schema=False)
 #: Bars of the moments-per-day plot at most (a longer span puts several days in a bar).
 BINS = 60
 _W, _H, _PAD, _BOTTOM = 640, 220, 36, 48
+_CHAR_W = 7.0  # the widest a label's character may be, in the plot's units
 
 
 def moments_per_day(nb: Notebook, bins: int = BINS) -> tuple[list[tuple[str, float]], int]:
@@ -70,7 +71,9 @@ def bar_chart(points: Sequence[tuple[str, float]], title: str, unit: str) -> Mar
     inner_w, inner_h = _W - 2 * _PAD, _H - _PAD - _BOTTOM
     step = inner_w / len(points)
     bar = max(1.0, step * 0.8)
-    every = max(1, len(points) // 12)  # label at most a dozen bars
+    # as many labels as fit side by side (11 px text: under 7 px a character), no overlap
+    widest = max(len(label) for label, _ in points) * _CHAR_W + 8
+    every = max(1, -(-len(points) // max(1, int(inner_w // widest))))
     parts = [
         f'<svg class="plot" viewBox="0 0 {_W} {_H}" role="img" aria-labelledby="t-{id(points)}">',
         f'<title id="t-{id(points)}">{escape(title)}</title>',
@@ -93,14 +96,6 @@ def bar_chart(points: Sequence[tuple[str, float]], title: str, unit: str) -> Mar
             )
     parts.append("</svg>")
     return Markup("".join(parts))
-
-
-def paired_chart(pairs: Sequence[tuple[str, float, float]], title: str) -> Markup:
-    """Before and after bars side by side for each label (a compaction preview)."""
-    points: list[tuple[str, float]] = []
-    for label, before, after in pairs:
-        points += [(f"{label} before", before), (f"{label} after", after)]
-    return bar_chart(points, title, "")
 
 
 @router.get("/plots", response_class=HTMLResponse)

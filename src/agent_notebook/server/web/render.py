@@ -59,8 +59,14 @@ SECURITY_HEADERS = {
 
 def page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
     """``template`` rendered for the request's caller."""
+    html = page_text(request, template, **context)
+    return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+
+
+def page_text(request: Request, template: str, **context: Any) -> str:
+    """``template`` rendered for the request's caller, as text (for a streamed page)."""
     access = access_of(request)
-    html = _ENV.get_template(template).render(
+    return _ENV.get_template(template).render(
         request=request,
         guest=access.is_guest,
         who=access.grant.name,
@@ -68,7 +74,6 @@ def page(request: Request, template: str, status: int = 200, **context: Any) -> 
         path=request.url.path,
         **context,
     )
-    return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
 
 def bare(template: str, status: int = 200, **context: Any) -> HTMLResponse:

@@ -8,13 +8,14 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlencode
 
-from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse
 
 from ...errors import InvalidInput
 from ...model import SearchHit
-from ...notebook.checks import weak_match_hint
+from ...notebook.checks import MAX_SEARCH_LIMIT, weak_match_hint
 from ...notebook.facade import Notebook
 from .common import Checked, Nb
 from .render import page
@@ -51,15 +52,18 @@ def _score(text: str) -> float | None:
         ) from None
 
 
-def explain_bars(hit: SearchHit) -> list[tuple[str, float]]:
-    """What found the hit: each signal's share of its fused score (0..1), then relevance."""
-    bars = [
-        (name.removesuffix("_share"), value)
-        for name, value in hit.explain.items()
-        if name.endswith("_share")
-    ]
+def explain_bars(hit: SearchHit, rrf_k: int) -> list[tuple[str, float, str]]:
+    """What found the hit, as absolute strengths (0..1, not shares that sum to 1, so a weak
+    hit looks weak): each signal's rank turned into what it gave relative to that signal's
+    best hit, ``(k + 1) / (k + rank)``, labelled with the rank; then relevance."""
+    bars = []
+    for name, value in hit.explain.items():
+        if name.endswith("_rank"):
+            rank = int(value)
+            bars.append((name.removesuffix("_rank"), (rrf_k + 1) / (rrf_k + rank), f"#{rank}"))
     if "relevance" in hit.explain:
-        bars.append(("relevance", hit.explain["relevance"]))
+        relevance = hit.explain["relevance"]
+        bars.append(("relevance", relevance, f"{relevance:.2f}"))
     return bars
 
 
@@ -85,7 +89,7 @@ def _results(
             speaker=form["speaker"].strip() or None,
             concept=form["concept"].strip() or None,
             mode=form["mode"],
-            limit=LIMIT,
+            limit=form["limit"],
             min_score=min_score,
             image=image,
             audio=audio,
@@ -100,15 +104,34 @@ def _results(
         hits=hits,
         hint=hint,
         example=example,
-        bars=explain_bars,
+        bars=lambda hit: explain_bars(hit, nb.config.search.rrf_k),
+        more=_more_url(form) if hits is not None and len(hits) >= form["limit"] else None,
         vector=nb.semantic is not None,
     )
 
 
+def _more_url(form: dict[str, Any]) -> str | None:
+    """The same search with ``LIMIT`` more results, up to the most a search returns."""
+    if form["limit"] >= MAX_SEARCH_LIMIT:
+        return None
+    more = {k: v for k, v in form.items() if v not in ("", None)}
+    more["limit"] = min(MAX_SEARCH_LIMIT, form["limit"] + LIMIT)
+    return "/search?" + urlencode(more)
+
+
 def _form(
-    q: str, session: str, since: str, until: str, speaker: str, concept: str, mode: str, ms: str
+    q: str,
+    session: str,
+    since: str,
+    until: str,
+    speaker: str,
+    concept: str,
+    mode: str,
+    ms: str,
+    limit: int = LIMIT,
 ) -> dict[str, Any]:
     return {
+        "limit": limit,
         "q": q,
         "session": session,
         "since": since,
@@ -132,8 +155,9 @@ def search(
     concept: str = "",
     mode: Mode = "hybrid",
     min_score: str = "",
+    limit: Annotated[int, Query(ge=1, le=MAX_SEARCH_LIMIT)] = LIMIT,
 ) -> HTMLResponse:
-    form = _form(q, session, since, until, speaker, concept, mode, min_score)
+    form = _form(q, session, since, until, speaker, concept, mode, min_score, limit)
     return _results(request, nb, form)
 
 

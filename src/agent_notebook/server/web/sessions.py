@@ -4,16 +4,17 @@ escalations, links, stats) and its timeline of moments."""
 
 from __future__ import annotations
 
-from typing import Annotated
-from urllib.parse import quote
+from typing import Annotated, Literal
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Form, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from ...model import TaskStatus
+from ...notebook.sessions import SessionOrder
 from ..auth import access_of
 from ..deps import etag_of
-from .common import PAGE, Checked, Nb, Offset, Pager, back_to
+from .common import PAGE, Checked, Nb, Offset, back_to, paged
 from .render import page
 
 router = APIRouter(include_in_schema=False)
@@ -30,13 +31,28 @@ def home(request: Request) -> RedirectResponse:
 
 
 @router.get("/sessions", response_class=HTMLResponse)
-def sessions(request: Request, nb: Nb, offset: Offset = 0) -> HTMLResponse:
-    found = nb.sessions(offset, PAGE)
+def sessions(
+    request: Request,
+    nb: Nb,
+    offset: Offset = 0,
+    q: str = "",
+    status: TaskStatus | Literal[""] = "",
+    order: SessionOrder = "started",
+) -> HTMLResponse:
+    """Sessions a page at a time; filtered by ``q`` (id or task) and ``status``, sorted."""
+    read = nb.sessions(offset, PAGE + 1, text=q, status=status or None, order=order)
+    found, paging = paged(offset, read)
+    chosen = status.value if isinstance(status, TaskStatus) else ""
+    given = {"q": q.strip(), "status": chosen, "order": "" if order == "started" else order}
+    keep = {k: v for k, v in given.items() if v}
     return page(
         request,
         "sessions.html",
         sessions=found,
-        pager=Pager(offset, len(found)),
+        paging=paging,
+        form={"q": q, "status": chosen, "order": order},
+        statuses=list(TaskStatus),
+        base="/sessions?" + (urlencode(keep) + "&" if keep else ""),
         total=nb.session_count(),
     )
 
@@ -113,10 +129,20 @@ def close_pending(
     return back_to(session_url(session_id) + "#pending")
 
 
+@router.post("/sessions/{session_id}/delete", response_model=None, dependencies=[Checked])
+def delete_session(
+    request: Request, session_id: str, nb: Nb, confirm: Annotated[str, Form()] = ""
+) -> Response:
+    """First a confirmation page (what goes, for good); with ``confirm=yes``, the deletion."""
+    found = nb.get_session(session_id)
+    if confirm != "yes":
+        return page(request, "delete_confirm.html", s=found)
+    gone = nb.delete_session(found.id)
+    return page(request, "deleted.html", gone=gone)
+
+
 @router.get("/sessions/{session_id}/moments", response_class=HTMLResponse)
 def timeline(request: Request, session_id: str, nb: Nb, offset: Offset = 0) -> HTMLResponse:
     found = nb.get_session(session_id)
-    moments = nb.moments(session_id, offset, PAGE)
-    return page(
-        request, "timeline.html", s=found, moments=moments, pager=Pager(offset, len(moments))
-    )
+    moments, paging = paged(offset, nb.moments(session_id, offset, PAGE + 1))
+    return page(request, "timeline.html", s=found, moments=moments, paging=paging)

@@ -17,7 +17,7 @@ from ...langgraph.stores import thread_ids
 from ...session import SessionNotebookSync, sections
 from ..deps import check_if_match, etag_of
 from ..sections_api import checked_section, checked_thread
-from .common import PAGE, Checked, Nb, Offset, Pager, back_to
+from .common import PAGE, Checked, Nb, Offset, back_to, paged
 from .render import page
 
 router = APIRouter(include_in_schema=False)
@@ -61,8 +61,8 @@ def _views(notes: SessionNotebookSync) -> list[SectionView]:
 def threads(request: Request, nb: Nb, offset: Offset = 0, thread: str = "") -> Response:
     if thread.strip():  # the "open a thread" form
         return back_to(thread_url(thread.strip()))
-    found = sorted(thread_ids(nb.store, None))[offset : offset + PAGE]
-    return page(request, "threads.html", threads=found, pager=Pager(offset, len(found)))
+    found, paging = paged(offset, sorted(thread_ids(nb.store, None))[offset : offset + PAGE + 1])
+    return page(request, "threads.html", threads=found, paging=paging)
 
 
 def _thread_page(

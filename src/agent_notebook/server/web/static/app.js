@@ -21,6 +21,18 @@
     }
   });
 
+  // Copy buttons: data-copy names the element whose text goes to the clipboard.
+  document.querySelectorAll("[data-copy]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      var source = document.querySelector(button.getAttribute("data-copy"));
+      if (!source || !navigator.clipboard) return;
+      navigator.clipboard.writeText(source.textContent.trim()).then(function () {
+        var note = button.parentNode.querySelector("[data-copied]");
+        if (note) note.hidden = false;
+      });
+    });
+  });
+
   // Search by example: a file dropped on the zone is put in its file input and sent.
   document.querySelectorAll("[data-drop]").forEach(function (zone) {
     var input = zone.querySelector('input[type="file"]');
