@@ -36,7 +36,6 @@ from ..model import (
     Link,
     Moment,
     MomentDraft,
-    NotebookStats,
     PendingItem,
     SearchHit,
     Session,
@@ -51,7 +50,7 @@ from .facts import FactKeeper
 from .facts_facade import FactsFacade
 from .finding import Finding
 from .langgraph_state import LangGraphState
-from .maintenance import Maintenance, SessionDeletion
+from .maintenance import Maintenance
 from .opening import open_notebook
 from .owner_facts import OwnerFacts
 from .recording import Recording
@@ -78,7 +77,6 @@ if TYPE_CHECKING:
     from ..session import SessionNotebook
     from .exchange import CopyReport
     from .migration import MigrationReport
-    from .redaction import ForgetReport
 
 #: How long close() lets the worker embed the last turn's moments (a big ingest's rest waits).
 CLOSE_EMBED_WAIT_S = 2.0
@@ -565,34 +563,7 @@ class Notebook(FactsFacade):
 
     # -- deletion, redaction, stats (:mod:`.maintenance`) -------------------------------------
 
-    def delete_session(self, session_id: str) -> SessionDeletion:
-        """Delete a session for good, with its moments, archived records, media files and
-        threads (see :meth:`.maintenance.Maintenance.delete_session`)."""
-        return self._maintenance.delete_session(session_id)
-
-    def redact(self, moment_id: str, reason: str, who: str = "owner") -> Moment:
-        """Remove a moment's content for good, everywhere it was copied, leaving a tombstone
-        that says who, when and why (see :mod:`.redaction`)."""
-        return self._maintenance.redact(moment_id, reason, who)
-
-    def forget(
-        self,
-        concept: str,
-        reason: str = "",
-        *,
-        who: str = "owner",
-        dry_run: bool = False,
-        words_only: bool = False,
-    ) -> ForgetReport:
-        """Redact every moment, rollup and session-notebook line tied to ``concept`` (the
-        concept index, and the phrase appearing as words), then drop the concept from the
-        index; with ``dry_run`` only list what would go (each moment's text in the report).
-        Whole moments by default: what else a moment says about the concept would give it
-        away. ``words_only`` redacts the phrase's words within them and keeps the rest."""
-        return self._maintenance.forget(concept, reason, who, dry_run, words_only)
-
-    def stats(self) -> NotebookStats:
-        return self._maintenance.stats()
+    # delete_session, redact, forget, stats and the forgetting policy: .facts_facade
 
     # -- compaction and the cold archive (:mod:`.archive`) ------------------------------------
 

@@ -1,7 +1,7 @@
-"""The owner's methods on the facts (issue 30), part of :class:`~.facade.Notebook`: the
-audit log read and corrected, pending items listed and reworded, conflicts listed and
-resolved (:mod:`.owner_facts`), and the forgetting policy (:mod:`.forgetting`, applied by
-:mod:`.maintenance`). A mixin so the facade's own module stays short; each method hands the
+"""The owner's methods on the facts and on forgetting, part of :class:`~.facade.Notebook`:
+the audit log read and corrected, pending items listed and reworded, conflicts listed and
+resolved (:mod:`.owner_facts`), the forgetting policy (:mod:`.forgetting`, applied by
+:mod:`.maintenance`), and deletion, redaction and forgetting a concept. A mixin so the facade's own module stays short; each method hands the
 call to its part, where the checks are."""
 
 from __future__ import annotations
@@ -9,12 +9,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ..model import Moment, PendingItem
+from ..model import Moment, NotebookStats, PendingItem
 
 if TYPE_CHECKING:
     from .forgetting import PolicyReport
-    from .maintenance import Maintenance
+    from .maintenance import Maintenance, SessionDeletion
     from .owner_facts import ConflictPair, ConflictResolution, LoggedDecision, OwnerFacts
+    from .redaction import ForgetReport
 
 
 class FactsFacade:
@@ -94,3 +95,34 @@ class FactsFacade:
         return self._maintenance.forget_by_policy(
             older_than, inactive_for, keep_top, session, reason, who, dry_run, now
         )
+
+    # -- deletion, redaction, stats (:mod:`.maintenance`) ---------------------------------
+
+    def delete_session(self, session_id: str) -> SessionDeletion:
+        """Delete a session for good, with its moments, archived records, media files and
+        threads (see :meth:`.maintenance.Maintenance.delete_session`)."""
+        return self._maintenance.delete_session(session_id)
+
+    def redact(self, moment_id: str, reason: str, who: str = "owner") -> Moment:
+        """Remove a moment's content for good, everywhere it was copied, leaving a tombstone
+        that says who, when and why (see :mod:`.redaction`)."""
+        return self._maintenance.redact(moment_id, reason, who)
+
+    def forget(
+        self,
+        concept: str,
+        reason: str = "",
+        *,
+        who: str = "owner",
+        dry_run: bool = False,
+        words_only: bool = False,
+    ) -> ForgetReport:
+        """Redact every moment, rollup and session-notebook line tied to ``concept`` (the
+        concept index, and the phrase appearing as words), then drop the concept from the
+        index; with ``dry_run`` only list what would go (each moment's text in the report).
+        Whole moments by default: what else a moment says about the concept would give it
+        away. ``words_only`` redacts the phrase's words within them and keeps the rest."""
+        return self._maintenance.forget(concept, reason, who, dry_run, words_only)
+
+    def stats(self) -> NotebookStats:
+        return self._maintenance.stats()
