@@ -341,14 +341,31 @@ class Run:
         self.restarting.clear()
 
     def maintenance(self, chores: list[Callable[[], None]]) -> None:
-        """Run each chore once, spread over the run, in random order."""
+        """Start each chore once, spread over the run, in random order, each in a thread of
+        its own: they overlap one another as well as the front ends (one after another, on
+        a small machine each of their processes waited for the one before)."""
         self.random.shuffle(chores)
         gap = self.seconds / (len(chores) + 1)
+        running: list[threading.Thread] = []
         for chore in chores:
             if self.stop.wait(gap):
                 return
-            chore()
-        self.chores_done.set()
+            running.append(self.start_chore(chore))
+        for thread in running:
+            thread.join(HANG_GUARD_S)
+        if not any(thread.is_alive() for thread in running):
+            self.chores_done.set()
+
+    def start_chore(self, chore: Callable[[], None]) -> threading.Thread:
+        def guarded() -> None:
+            try:
+                chore()
+            except Exception as err:  # noqa: BLE001 (the ledger carries it to the assertion)
+                self.ledger.problem(f"{chore.__name__} crashed: {err!r}")
+
+        thread = threading.Thread(target=guarded, name=chore.__name__, daemon=True)
+        thread.start()
+        return thread
 
     def compact(self) -> None:
         done = cli(self.home, "compact")
