@@ -3,9 +3,10 @@
 ``serve`` with HTTP clients writing and searching, a loop of CLI commands, an MCP stdio
 client, a Python ``Notebook.open`` writer, and once each of ``compact``, ``redact``,
 ``forget`` and ``export``, while writers are SIGKILLed at random and the server once, at a
-random point among the chores (it is started again, and the run goes on through it). Every front end writes texts holding a token of their own; the
-:class:`Ledger` keeps what each acknowledged and what went wrong, and
-:meth:`Ledger.check_home` holds the home to it at the end.
+random point among the chores (it is started again, and the run goes on through it). Every
+front end writes texts holding a token of their own; the :class:`Ledger` keeps what each
+acknowledged and what went wrong, and :meth:`Ledger.check_home` holds the home to it at
+the end.
 
 Read-your-writes across processes: a checker searches through the server for the token
 of every write another process acknowledged, :data:`FRESH_POLLS` times 50 ms apart at most
