@@ -24,14 +24,17 @@ settings.load_profile("suite")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow tests first (in their order), so that on a few cores they overlap the many
-    quick ones rather than run alone at the end; first of all those of a module that has
-    the PostgreSQL server alone (``PG_EXCLUSIVE``: it restarts it), which then finds no
-    other PostgreSQL test to wait for."""
+    """The slow tests first, so that on a few cores they overlap the many quick ones rather
+    than run alone at the end, and of those the ``longest`` (minutes) first of all: with
+    ``--dist worksteal`` a worker that runs out of tests takes half of another's queue from
+    its end, so a long test queued last could not be taken and would run alone. First of
+    everything, those of a module that has the PostgreSQL server alone (``PG_EXCLUSIVE``:
+    it restarts it), which then finds no other PostgreSQL test to wait for."""
 
-    def order(item: pytest.Item) -> tuple[bool, bool]:
+    def order(item: pytest.Item) -> tuple[bool, bool, bool]:
         exclusive = getattr(getattr(item, "module", None), "PG_EXCLUSIVE", False)
-        return not exclusive, item.get_closest_marker("slow") is None
+        longest = item.get_closest_marker("longest") is not None
+        return not exclusive, not longest, item.get_closest_marker("slow") is None
 
     items.sort(key=order)
 

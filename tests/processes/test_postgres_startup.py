@@ -136,6 +136,7 @@ def write_at_once(servers: list[Starting], token: str, thread: str) -> list[http
     return [a for a in answers if isinstance(a, httpx.Response)]
 
 
+@pytest.mark.longest
 @pytest.mark.slow
 @pytest.mark.parametrize("database", ["fresh", "initialised"])
 def test_four_servers_started_at_once_all_serve_and_write_at_once(
@@ -228,6 +229,7 @@ def test_a_server_stuck_in_start_up_stops_on_a_signal(
         server.stop()
 
 
+@pytest.mark.longest
 @pytest.mark.slow
 def test_health_is_503_with_a_reason_while_the_database_cannot_be_reached(
     tmp_path: Path,

@@ -62,6 +62,7 @@ def test_a_path_to_the_live_database_is_refused_not_opened(tmp_path: Path) -> No
         assert_holds_its_locks(os.getpid(), database, "the notebook, after the refusals")
 
 
+@pytest.mark.longest
 @pytest.mark.slow
 def test_serve_and_the_cli_on_one_home_lose_no_acknowledged_write(tmp_path: Path) -> None:
     """The documented way of working (docs/storage.md): ``serve`` and CLI commands on one home, alternately."""
@@ -141,9 +142,11 @@ def test_serve_and_an_mcp_client_on_one_home(tmp_path: Path) -> None:
 
 # -- the torture run: every front end at once (see shared_run) -----------------------------
 
-#: Seconds of mixed load per run: enough for every front end to write many times and for
-#: each chore (compact, redact, forget, export, two server kills) to land mid-run.
-TORTURE_S = 10.0
+#: Seconds of mixed load per run at least: enough for every front end to write several
+#: times and for each chore (compact, redact, forget, export, a server kill) to land
+#: mid-run. The run goes on past it until every chore ran and every front end wrote three
+#: times (see ``Run._run``), so a loaded machine makes it longer, never weaker.
+TORTURE_S = 5.0
 
 
 def encrypted_home(tmp_path: Path) -> tuple[Path, Path]:
@@ -193,6 +196,7 @@ def test_key_rotate_refuses_while_a_server_has_the_notebook_open(tmp_path: Path)
         assert [m.content.text for m in nb.backend.list_moments(sid)] == ["before", "after"]
 
 
+@pytest.mark.longest
 @pytest.mark.slow
 def test_every_front_end_on_one_encrypted_sqlite_home_at_once(tmp_path: Path) -> None:
     home, keys = encrypted_home(tmp_path)
@@ -211,6 +215,7 @@ def test_every_front_end_on_one_encrypted_sqlite_home_at_once(tmp_path: Path) ->
     assert integrity(home / "notebook.db") == "ok"
 
 
+@pytest.mark.longest
 @pytest.mark.slow
 def test_every_front_end_on_one_yaml_home_at_once(tmp_path: Path) -> None:
     home = tmp_path / "home"
