@@ -397,6 +397,14 @@ class Notebook(FactsFacade):
     ) -> list[Moment]:
         return self._finding.moments(session_id, offset, limit)
 
+    def moments_by_source(
+        self, session_id: str, source_ids: Collection[str] | None = None
+    ) -> dict[str, Moment]:
+        """The session's active, unredacted moments by the id their source gave them
+        (``source_id``), the latest of each, for those of ``source_ids`` it holds (all of
+        them for None); a scan of the session's moments."""
+        return self._finding.moments_by_source(session_id, source_ids)
+
     def moment_count(self, *, since: datetime | None = None, until: datetime | None = None) -> int:
         """How many active moments (and rollups) the notebook holds; with ``since`` (from,
         inclusive) or ``until`` (before), those of that time only."""
