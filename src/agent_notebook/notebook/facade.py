@@ -236,6 +236,16 @@ class Notebook(FactsFacade):
         semantic: ``search(ns, query=...)`` ranks by meaning (see ``store_index``)."""
         return self._langgraph.store
 
+    def start_store_sweeper(self) -> bool:
+        """Delete the store's expired items every ``store.sweep_interval_minutes``, on a
+        thread stopped by :meth:`close` (long-lived processes: ``serve``, ``mcp``); False
+        when it already runs or the store has no TTL (a notebook in memory)."""
+        return self._langgraph.start_ttl_sweeper()
+
+    def sweep_store(self) -> int:
+        """Delete the store's expired items now (see ``store:`` in ``config.yaml``); how many."""
+        return self._langgraph.sweep_ttl()
+
     def thread_session(self, thread_id: str) -> str:
         """The long-term session of a LangGraph thread: the thread id when it names one, else
         the session started for it on first use, kept in :attr:`store` under ``("threads",)``."""
