@@ -87,7 +87,7 @@ def test_serve_starts_the_sweeper(tmp_path: Path) -> None:
 
 def test_store_settings_are_checked(tmp_path: Path) -> None:
     (tmp_path / "config.yaml").write_text("store:\n  default_ttl_minutes: 0\n")
-    with pytest.raises(InvalidInput, match="store.default_ttl_minutes"):
+    with pytest.raises(InvalidInput, match=r"store\.default_ttl_minutes"):
         load_config(tmp_path)
     (tmp_path / "config.yaml").write_text("store:\n  default_ttl_minutes: 90\n")
     assert load_config(tmp_path).store.default_ttl_minutes == 90
