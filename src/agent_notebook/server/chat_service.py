@@ -18,6 +18,7 @@ from ..chat import ContextBuilder, ModelResolver, build_chat_graph
 from ..chat.context import BuiltContext
 from ..compaction.summarize import strip_think
 from ..errors import Conflict, InvalidInput, NotebookError, NotFound
+from ..langgraph.stores import write_lock
 from ..model import THREADS_NAMESPACE
 from ..notebook.facade import Notebook
 from ..session.session_notebook import KEY, NAMESPACE_ROOT
@@ -81,8 +82,9 @@ class ChatService:
 
     def _forget(self, thread_id: str) -> None:
         self.graph.checkpointer.delete_thread(thread_id)  # type: ignore[union-attr]
-        self.nb.store.delete((NAMESPACE_ROOT, thread_id), KEY)
-        self.nb.store.delete(THREADS_NAMESPACE, thread_id)
+        with write_lock(self.nb.store):  # the notebook's own items: its write
+            self.nb.store.delete((NAMESPACE_ROOT, thread_id), KEY)
+            self.nb.store.delete(THREADS_NAMESPACE, thread_id)
 
     def state(self, thread_id: str) -> dict[str, Any]:
         values: dict[str, Any] = self.graph.get_state(_config(thread_id)).values or {}

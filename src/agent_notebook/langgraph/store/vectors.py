@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from langgraph.store.base import IndexConfig, Op, PutOp, Result, SearchItem, SearchOp
 
-from ...model import NOTEBOOK_NAMESPACE_ROOTS
+from .reserved import check_op
 from .vector_cache import Item, VectorCache
 
 __all__ = [
@@ -109,7 +109,7 @@ class IndexedStore:
         return self.index_config is not None or self._index_factory is not None
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = [_lasting(op) for op in ops]
+        ops = [check_op(op) for op in ops]  # the notebook's own namespaces: its writes only
         if self._index_factory is not None and self._index_needed(ops):
             self._resolve_index()
         return self._store_batch(ops)
@@ -218,14 +218,3 @@ def to_blob(vector: Sequence[float]) -> bytes:
 
 def from_blob(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32)
-
-
-def _lasting(op: Op) -> Op:
-    """A put into the notebook's own namespaces without a TTL: its items never expire,
-    whatever the store's default TTL or the put's ``ttl``."""
-    if isinstance(op, PutOp) and op.ttl is not None and op.namespace[:1] in _OWN:
-        return op._replace(ttl=None)
-    return op
-
-
-_OWN = {(root,) for root in NOTEBOOK_NAMESPACE_ROOTS}
