@@ -109,6 +109,8 @@ def test_bad_input_changes_nothing(store: NotebookVectorStore) -> None:
     with pytest.raises(InvalidInput, match="non-empty strings"):
         nb.moments_by_source(store.session or "", [""])
     assert [m.model_dump() for m in nb.moments()] == before
+    with pytest.raises(InvalidInput, match=r"unknown argument\(s\) filter"):
+        store.similarity_search("kept", filter={"page": 1})
     with pytest.raises(NotFound):
         NotebookVectorStore(nb, session="s_2026-01-01_009")
     with pytest.raises(InvalidInput, match="needs notebook="):

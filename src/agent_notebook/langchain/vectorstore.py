@@ -32,6 +32,10 @@ __all__ = ["DOCUMENT_TOOL", "NotebookVectorStore"]
 DOCUMENT_TOOL = "langchain.document"
 #: The role of a document's moment.
 DOCUMENT_ROLE = "document"
+#: The keyword arguments of a search: :meth:`Notebook.search`'s filters but the session.
+SEARCH_FILTERS = frozenset(
+    {"since", "until", "speaker", "concept", "exclude", "mode", "min_score", "current", "as_of"}
+)
 #: Who redacts a replaced or deleted document's moment (the tombstone's ``who``).
 STORE_WHO = "langchain-vectorstore"
 
@@ -50,7 +54,8 @@ class NotebookVectorStore(VectorStore):
     (unchanged ones are left as they are), ``get_by_ids`` and ``delete`` look them up.
     ``delete`` (and a replacement) redacts the moment: it leaves a tombstone saying who
     (``langchain-vectorstore``), when and why, and the text and metadata are gone for good.
-    ``delete()`` with no ids deletes every document of the store's session.
+    ``delete()`` with no ids deletes every document of the store's session. A moment of the
+    session recorded otherwise (without a source id) is found too, under its own id.
     """
 
     def __init__(
@@ -155,6 +160,11 @@ class NotebookVectorStore(VectorStore):
         """The ``k`` documents most relevant to ``query``, best first, with the notebook's
         score (0 to 1, higher is better); no cut-off unless ``min_score`` is given. Other
         keyword arguments are :meth:`Notebook.search`'s filters (``speaker``, ``since``...)."""
+        if unknown := sorted(set(kwargs) - SEARCH_FILTERS):
+            raise InvalidInput(
+                f"similarity_search: unknown argument(s) {', '.join(unknown)}; it takes "
+                f"{', '.join(sorted(SEARCH_FILTERS))} (Notebook.search's filters)"
+            )
         if self.session is None:
             return []
         kwargs.setdefault("min_score", 0.0)
