@@ -98,6 +98,9 @@ def test_replace_and_delete_leave_tombstones(store: NotebookVectorStore) -> None
 
 def test_bad_input_changes_nothing(store: NotebookVectorStore) -> None:
     nb = store.notebook
+    with pytest.raises(InvalidInput, match="document"):
+        store.add_texts(["x"], [{"when": object()}])
+    assert store.session is None and nb.sessions() == []  # no session started for it
     store.add_texts(["kept"], ids=["k"])
     before = [m.model_dump() for m in nb.moments()]
     with pytest.raises(InvalidInput, match="document"):

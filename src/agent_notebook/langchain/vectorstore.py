@@ -108,8 +108,7 @@ class NotebookVectorStore(VectorStore):
             raise InvalidInput("add_texts: an id is given twice; give each document its own")
         if not texts:
             return []
-        session = self._session_to_write()
-        held = self.notebook.moments_by_source(session, keys)
+        held = {} if self.session is None else self.notebook.moments_by_source(self.session, keys)
         drafts: list[dict[str, Any]] = []
         replaced: list[Moment] = []
         for text, metadata, key in zip(texts, metadatas, keys, strict=True):
@@ -122,7 +121,7 @@ class NotebookVectorStore(VectorStore):
         checked = self.notebook.check_drafts(drafts, "document")  # before anything changes
         if checked:
             # The new moments first: should a redaction fail, the new one is what is read.
-            self.notebook.record_many(session, checked)
+            self.notebook.record_many(self._session_to_write(), checked)
             for old in replaced:
                 self.notebook.redact(
                     old.id, "replaced through the LangChain vector store", STORE_WHO
