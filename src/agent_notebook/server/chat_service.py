@@ -18,7 +18,6 @@ from ..chat import ContextBuilder, ModelResolver, build_chat_graph
 from ..chat.context import BuiltContext
 from ..compaction.summarize import strip_think
 from ..errors import Conflict, InvalidInput, NotebookError, NotFound
-from ..langgraph.stores import write_lock
 from ..model import THREADS_NAMESPACE
 from ..notebook.facade import Notebook
 from ..session.session_notebook import KEY, NAMESPACE_ROOT
@@ -81,6 +80,8 @@ class ChatService:
             await asyncio.to_thread(self._forget, thread_id)
 
     def _forget(self, thread_id: str) -> None:
+        from ..langgraph.stores import write_lock
+
         self.graph.checkpointer.delete_thread(thread_id)  # type: ignore[union-attr]
         with write_lock(self.nb.store):  # the notebook's own items: its write
             self.nb.store.delete((NAMESPACE_ROOT, thread_id), KEY)
