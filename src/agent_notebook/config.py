@@ -118,8 +118,9 @@ class StoreSettings(BaseModel):
     #: Minutes an app's item lives after it was last written (or read, with
     #: ``refresh_on_read``) when its put gives no ``ttl``; null (the default): for ever.
     default_ttl_minutes: float | None = Field(None, gt=0, allow_inf_nan=False)
-    #: Whether a get or search restarts an item's TTL (a call's ``refresh_ttl`` wins).
-    refresh_on_read: bool = True
+    #: Whether a get or search restarts an item's TTL (a call's ``refresh_ttl`` wins); off
+    #: by default: each read of an app's items would be a write, waiting on any writer.
+    refresh_on_read: bool = False
     #: How often the sweeper of a long-lived process deletes expired items.
     sweep_interval_minutes: int = Field(60, ge=1)
 

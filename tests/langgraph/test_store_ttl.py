@@ -25,8 +25,9 @@ from tests.support import pg
 # The async test is plain ``async def``: anyio's plugin runs it.
 pytestmark = pytest.mark.anyio
 
-#: 60 ms: every item put without a ttl is expired by the next second.
-SHORT = StoreSettings(default_ttl_minutes=0.001)
+#: 60 ms: every item put without a ttl is expired by the next second; reads of the
+#: notebook's own items refresh no TTL (no write), an app's do.
+SHORT = StoreSettings(default_ttl_minutes=0.001, refresh_on_read=True)
 SWEEPER = "ttl-sweeper"  # the name of LangGraph's sweeper thread
 
 
@@ -74,7 +75,7 @@ def test_the_sweeper_runs_until_close(tmp_path: Path) -> None:
         assert SWEEPER in {t.name for t in threading.enumerate()}
         assert nb.store.ttl_config == {  # type: ignore[attr-defined]
             "default_ttl": None,
-            "refresh_on_read": True,
+            "refresh_on_read": False,
             "sweep_interval_minutes": 60,
         }
     finally:

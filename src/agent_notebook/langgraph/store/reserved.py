@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from langgraph.store.base import Op, PutOp
+from langgraph.store.base import GetOp, Op, PutOp, SearchOp
 
 from ...errors import InvalidInput
 from ...model import NOTEBOOK_NAMESPACE_ROOTS
@@ -43,7 +43,12 @@ def notebook_writes() -> Iterator[None]:
 
 def check_op(op: Op) -> Op:
     """``op``, ready for the store: InvalidInput for an app's put or delete into a reserved
-    namespace; a put there never expires."""
+    namespace; a put there never expires, and a read there refreshes no TTL (with
+    ``refresh_on_read`` each read would otherwise be a write, waiting on any writer)."""
+    if isinstance(op, GetOp) and op.refresh_ttl and is_reserved(op.namespace):
+        return op._replace(refresh_ttl=False)
+    if isinstance(op, SearchOp) and op.refresh_ttl and is_reserved(op.namespace_prefix):
+        return op._replace(refresh_ttl=False)
     if not isinstance(op, PutOp) or not is_reserved(op.namespace):
         return op
     if not _notebook_writing.get():
