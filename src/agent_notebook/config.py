@@ -106,6 +106,25 @@ class ChatSettings(BaseModel):
     summarizer: Literal["extractive", "llm"] = "extractive"
 
 
+class StoreSettings(BaseModel):
+    """How long the LangGraph store keeps an app's items (``store:`` in ``config.yaml``):
+    LangGraph's TTL (``store.put(..., ttl=minutes)``), with a default for puts that give
+    none. An expired item is deleted by the sweeper that long-lived processes (``serve``,
+    ``mcp``) run, or by :meth:`Notebook.sweep_store`. The notebook's own items (the
+    namespaces ``threads`` and ``session``) never expire."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Minutes an app's item lives after it was last written (or read, with
+    #: ``refresh_on_read``) when its put gives no ``ttl``; null (the default): for ever.
+    default_ttl_minutes: float | None = Field(None, gt=0, allow_inf_nan=False)
+    #: Whether a get or search restarts an item's TTL (a call's ``refresh_ttl`` wins); off
+    #: by default: each read of an app's items would be a write, waiting on any writer.
+    refresh_on_read: bool = False
+    #: How often the sweeper of a long-lived process deletes expired items.
+    sweep_interval_minutes: int = Field(60, ge=1)
+
+
 class SearchSettings(BaseModel):
     """How search ranks (``search:`` in ``config.yaml``). Each signal ranks its own
     candidates; the ranks are fused (weighted reciprocal rank fusion), then the priors nudge
@@ -336,6 +355,7 @@ class NotebookConfig(BaseModel):
     privacy: PrivacySettings = Field(default_factory=PrivacySettings)
     moments: MomentLimits = Field(default_factory=MomentLimits)
     facts: FactSettings = Field(default_factory=FactSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
 
 
 def resolve_home(home: Path | str | None = None) -> Path:

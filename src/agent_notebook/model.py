@@ -40,6 +40,11 @@ SCHEMA_VERSION: Final = 1
 CUT_SPEAKER: Final = "session-notebook"
 #: The LangGraph store namespace of the thread -> session map.
 THREADS_NAMESPACE: Final = ("threads",)
+#: The first labels of the LangGraph store namespaces the notebook keeps its own items in,
+#: reserved: the thread map (``("threads",)``) and the session notebooks (``("session",
+#: thread, ...)``). An app's own items belong under other names; the notebook's never expire
+#: (``store.default_ttl_minutes`` and a put's ``ttl`` are not applied to them).
+NOTEBOOK_NAMESPACE_ROOTS: Final = ("threads", "session")
 
 # Ids are matched whole (``fullmatch``) and ASCII-only: they become file names.
 SESSION_ID_RE: Final = re.compile(r"s_([0-9]{4})-([0-9]{2})-([0-9]{2})_([0-9]{3,})")

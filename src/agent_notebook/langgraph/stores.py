@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -35,6 +35,7 @@ from ..storage import StorageBackend
 from ..storage.sqlite.maintenance import database_file
 from .checkpoint.sqlite import NotebookSaver
 from .store.index import lazy_index_config
+from .store.reserved import notebook_writes
 from .store.sealed import SealedSqliteStore
 from .store.sqlite import IndexFactory, NotebookStore, StoreIndex
 from .store.vectors import IndexedStore
@@ -193,11 +194,18 @@ def _has_table(path: Path, table: str) -> bool:
     return found is not None
 
 
-def write_lock(store: BaseStore) -> AbstractContextManager[None]:
+@contextmanager
+def write_lock(store: BaseStore) -> Iterator[None]:
     """A lock that serialises read-modify-write cycles on ``store`` across processes: a file
     lock beside a ``SqliteStore``'s database file. Stores that live in one process need
     none (callers also lock in-process); others get none, so only their writes' own
-    atomicity holds."""
+    atomicity holds. Within it the notebook writes its own items: the reserved namespaces
+    may be written (:mod:`.store.reserved`)."""
+    with _cross_process_lock(store), notebook_writes():
+        yield
+
+
+def _cross_process_lock(store: BaseStore) -> AbstractContextManager[None]:
     if isinstance(store, SqliteStore) and (main := database_file(store.conn)) is not None:
         return exclusive_lock(main.with_name(main.name + LOCK_SUFFIX), LOCK_TIMEOUT_S)
     if type(store).__module__.endswith(".store.postgres"):  # not imported for other stores

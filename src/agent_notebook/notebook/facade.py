@@ -234,6 +234,16 @@ class Notebook(FactsFacade):
         semantic: ``search(ns, query=...)`` ranks by meaning (see ``store_index``)."""
         return self._langgraph.store
 
+    def start_store_sweeper(self) -> bool:
+        """Delete the store's expired items every ``store.sweep_interval_minutes``, on a
+        thread stopped by :meth:`close` (long-lived processes: ``serve``, ``mcp``); False
+        when it already runs or the store has no TTL (a notebook in memory)."""
+        return self._langgraph.start_ttl_sweeper()
+
+    def sweep_store(self) -> int:
+        """Delete the store's expired items now (see ``store:`` in ``config.yaml``); how many."""
+        return self._langgraph.sweep_ttl()
+
     def thread_session(self, thread_id: str) -> str:
         """The long-term session of a LangGraph thread: the thread id when it names one, else
         the session started for it on first use, kept in :attr:`store` under ``("threads",)``."""
@@ -406,6 +416,14 @@ class Notebook(FactsFacade):
         self, session_id: str | None = None, offset: int = 0, limit: int | None = None
     ) -> list[Moment]:
         return self._finding.moments(session_id, offset, limit)
+
+    def moments_by_source(
+        self, session_id: str, source_ids: Collection[str] | None = None
+    ) -> dict[str, Moment]:
+        """The session's active, unredacted moments by the id their source gave them
+        (``source_id``), the latest of each, for those of ``source_ids`` it holds (all of
+        them for None); a scan of the session's moments."""
+        return self._finding.moments_by_source(session_id, source_ids)
 
     def moment_count(self, *, since: datetime | None = None, until: datetime | None = None) -> int:
         """How many active moments (and rollups) the notebook holds; with ``since`` (from,

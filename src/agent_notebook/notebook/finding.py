@@ -60,6 +60,30 @@ class Finding:
             self.nb.get_session(session_id)
         return self.backend.list_moments(session_id, offset_of(offset), optional_limit(limit))
 
+    def moments_by_source(
+        self, session_id: str, source_ids: Collection[str] | None
+    ) -> dict[str, Moment]:
+        if isinstance(source_ids, str):
+            raise InvalidInput("moments_by_source takes a list of source ids, not one string")
+        wanted = None if source_ids is None else set(source_ids)
+        for source_id in wanted or ():
+            if not isinstance(source_id, str) or not source_id:
+                raise InvalidInput(
+                    f"source ids must be non-empty strings, not {source_id!r}: give the ids "
+                    "the moments were recorded with (source_id)"
+                )
+        self.nb.get_session(session_id)  # NotFound, or InvalidId for a malformed id
+        found: dict[str, Moment] = {}
+        offset = 0
+        # Oldest first: a later moment of the same source id (a replacement) wins.
+        while page := self.backend.list_moments(session_id, offset=offset, limit=500):
+            for moment in page:
+                source = moment.source_id
+                if source and moment.redacted is None and (wanted is None or source in wanted):
+                    found[source] = moment
+            offset += len(page)
+        return found
+
     def moment_count(self, since: datetime | None, until: datetime | None) -> int:
         if since is None and until is None:
             return self.backend.count_moments()

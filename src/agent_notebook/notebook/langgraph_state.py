@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from ..session import SessionNotebook
     from .facade import Notebook
 
+#: How long closing waits for the TTL sweeper to stop (it only waits between sweeps).
+SWEEPER_STOP_S = 10.0
 #: One thread map writer at a time in this process (the store's write lock covers others).
 _thread_lock = threading.Lock()
 
@@ -34,6 +36,7 @@ class LangGraphState:
         self._store: BaseStore | None = None
         self._checkpointers: dict[tuple[Path | None, int | None], BaseCheckpointSaver[Any]] = {}
         self._connections: list[Closeable] = []  # connections and pools, closed with it
+        self._sweeping = False  # the store's TTL sweeper thread runs
 
     def checkpointer_for(self, chat: cfg.ChatSettings) -> BaseCheckpointSaver[Any]:
         key = (chat.checkpoints, chat.keep_checkpoints)
@@ -76,7 +79,28 @@ class LangGraphState:
             )
             if conn is not None:
                 self._connections.append(conn)
+            if self._store.supports_ttl:  # SQLite's and PostgreSQL's (not the in-memory one)
+                settings = self.nb.config.store
+                self._store.ttl_config = {  # type: ignore[misc]  # a slot of BaseStore's
+                    "default_ttl": settings.default_ttl_minutes,
+                    "refresh_on_read": settings.refresh_on_read,
+                    "sweep_interval_minutes": settings.sweep_interval_minutes,
+                }
         return self._store
+
+    def start_ttl_sweeper(self) -> bool:
+        store = self.store
+        if self._sweeping or not hasattr(store, "start_ttl_sweeper") or not store.supports_ttl:
+            return False
+        store.start_ttl_sweeper()  # every store.sweep_interval_minutes, on a daemon thread
+        self._sweeping = True
+        return True
+
+    def sweep_ttl(self) -> int:
+        store = self.store
+        if not store.supports_ttl or not hasattr(store, "sweep_ttl"):
+            return 0
+        return int(store.sweep_ttl())
 
     def thread_session(self, thread_id: str) -> str:
         nb = self.nb
@@ -109,6 +133,9 @@ class LangGraphState:
         return sorted(thread_ids(self.store, None))
 
     def close(self) -> None:
+        if self._sweeping and self._store is not None:
+            self._store.stop_ttl_sweeper(timeout=SWEEPER_STOP_S)  # type: ignore[attr-defined]
+            self._sweeping = False
         for conn in self._connections:
             conn.close()
         self._connections.clear()

@@ -160,6 +160,7 @@ def open_tenant(home: Path, settings: ServerSettings) -> Tenant:
     nb = Notebook.open(home, backend=settings.backend, background_embedding=True)
     try:
         nb.set_up_chat_state()
+        nb.start_store_sweeper()  # expired store items go while it serves (store: settings)
         tokens = nb.access_tokens()  # the database's for a Postgres notebook
         _, created = tokens.ensure_owner()
         chat = ChatService(

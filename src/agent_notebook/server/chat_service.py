@@ -84,9 +84,12 @@ class ChatService:
             await asyncio.to_thread(self._forget, thread_id)
 
     def _forget(self, thread_id: str) -> None:
+        from ..langgraph.stores import write_lock
+
         self.graph.checkpointer.delete_thread(thread_id)  # type: ignore[union-attr]
-        self.nb.store.delete((NAMESPACE_ROOT, thread_id), KEY)
-        self.nb.store.delete(THREADS_NAMESPACE, thread_id)
+        with write_lock(self.nb.store):  # the notebook's own items: its write
+            self.nb.store.delete((NAMESPACE_ROOT, thread_id), KEY)
+            self.nb.store.delete(THREADS_NAMESPACE, thread_id)
 
     def state(self, thread_id: str) -> dict[str, Any]:
         values: dict[str, Any] = self.graph.get_state(_config(thread_id)).values or {}

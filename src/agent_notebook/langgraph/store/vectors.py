@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from langgraph.store.base import IndexConfig, Op, PutOp, Result, SearchItem, SearchOp
 
+from .reserved import check_op
 from .vector_cache import Item, VectorCache
 
 __all__ = [
@@ -108,7 +109,7 @@ class IndexedStore:
         return self.index_config is not None or self._index_factory is not None
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
+        ops = [check_op(op) for op in ops]  # the notebook's own namespaces: its writes only
         if self._index_factory is not None and self._index_needed(ops):
             self._resolve_index()
         return self._store_batch(ops)

@@ -1,0 +1,228 @@
+"""``NotebookVectorStore``: a LangChain ``VectorStore`` over one session of a notebook.
+
+Each document becomes a moment of the store's session: its text is the moment's text, the
+id the caller gives (or a new UUID) is the moment's ``source_id``, and its metadata is kept
+whole, as the arguments of the moment's one action, ``langchain.document`` (a moment has no
+free-form metadata of its own; redaction removes actions with the text). Search is the
+notebook's own (:meth:`Notebook.search`, hybrid by default) within the session, with the
+notebook's embedder. Moments are immutable and numbered by the notebook, so replacing a
+document (``add_documents`` with an id it holds, other text or metadata) records a new
+moment and redacts the old one, and ``delete`` redacts: what is left of each is a
+tombstone (who, when, why), never the text.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal, Self
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+
+from ..embed.as_langchain import NotebookEmbeddings
+from ..errors import InvalidInput
+from ..model import Moment
+from ..notebook.facade import Notebook
+
+__all__ = ["DOCUMENT_TOOL", "NotebookVectorStore"]
+
+#: The action holding a document's metadata (its ``arguments``) on the document's moment.
+DOCUMENT_TOOL = "langchain.document"
+#: The role of a document's moment.
+DOCUMENT_ROLE = "document"
+#: The keyword arguments of a search: :meth:`Notebook.search`'s filters but the session.
+SEARCH_FILTERS = frozenset(
+    {"since", "until", "speaker", "concept", "exclude", "mode", "min_score", "current", "as_of"}
+)
+#: Who redacts a replaced or deleted document's moment (the tombstone's ``who``).
+STORE_WHO = "langchain-vectorstore"
+
+
+class NotebookVectorStore(VectorStore):
+    """LangChain's ``VectorStore`` over one session of ``notebook``.
+
+    ``session``: the session that holds the documents (an id it has); None starts one, for
+    ``task``, on the first ``add_documents``. ``mode``: the search's (``hybrid`` fuses
+    words, vectors and concepts; ``vector`` or ``lexical`` use one). Vectors are the
+    notebook's embedder's: open it with ``embedder=LangChainEmbedder(embeddings, name)``
+    for another model. Documents added are embedded before ``add_documents`` returns.
+
+    Ids: a document's id (``ids=`` or ``Document.id``, else a new UUID) is its moment's
+    ``source_id``; ``add_documents`` with an id the store holds replaces that document
+    (unchanged ones are left as they are), ``get_by_ids`` and ``delete`` look them up.
+    ``delete`` (and a replacement) redacts the moment: it leaves a tombstone saying who
+    (``langchain-vectorstore``), when and why, and the text and metadata are gone for good.
+    ``delete()`` with no ids deletes every document of the store's session. A moment of the
+    session recorded otherwise (without a source id) is found too, under its own id.
+    """
+
+    def __init__(
+        self,
+        notebook: Notebook,
+        *,
+        session: str | None = None,
+        task: str = "LangChain documents",
+        mode: Literal["hybrid", "lexical", "vector"] = "hybrid",
+    ) -> None:
+        if session is not None:
+            notebook.get_session(session)  # NotFound / InvalidId, saying which
+        self.notebook = notebook
+        self.session = session
+        self.task = task
+        self.mode = mode
+
+    @property
+    def embeddings(self) -> Embeddings | None:
+        """The notebook's embedder as LangChain ``Embeddings`` (None: lexical search only)."""
+        semantic = self.notebook.semantic
+        return None if semantic is None else NotebookEmbeddings(semantic.embedder)
+
+    # -- writing -------------------------------------------------------------------------
+
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """Record the texts as moments (in one transaction), replacing those whose ids the
+        store holds with other content; returns the documents' ids. InvalidInput (nothing
+        changed) for metadata that is not JSON, mismatched lengths or a repeated id."""
+        if kwargs:
+            raise InvalidInput(f"add_texts: unknown argument(s) {', '.join(sorted(kwargs))}")
+        texts = list(texts)
+        metadatas = [{} for _ in texts] if metadatas is None else list(metadatas)
+        # add_documents gives None for a document without an id: it gets a new UUID
+        given: list[str | None] = [None for _ in texts] if ids is None else list(ids)
+        if not len(texts) == len(metadatas) == len(given):
+            raise InvalidInput(
+                f"add_texts: {len(texts)} texts, {len(metadatas)} metadatas and {len(given)} "
+                "ids: give one of each per document"
+            )
+        keys = [doc_id if doc_id else str(uuid.uuid4()) for doc_id in given]
+        if len(set(keys)) != len(keys):
+            raise InvalidInput("add_texts: an id is given twice; give each document its own")
+        if not texts:
+            return []
+        held = {} if self.session is None else self.notebook.moments_by_source(self.session, keys)
+        drafts: list[dict[str, Any]] = []
+        replaced: list[Moment] = []
+        for text, metadata, key in zip(texts, metadatas, keys, strict=True):
+            old = held.get(key)
+            if old is not None and old.content.text == text and _metadata(old) == metadata:
+                continue  # the same document again: nothing to do
+            if old is not None:
+                replaced.append(old)
+            drafts.append(_draft(text, metadata, key))
+        checked = self.notebook.check_drafts(drafts, "document")  # before anything changes
+        if checked:
+            # The new moments first: should a redaction fail, the new one is what is read.
+            self.notebook.record_many(self._session_to_write(), checked)
+            for old in replaced:
+                self.notebook.redact(
+                    old.id, "replaced through the LangChain vector store", STORE_WHO
+                )
+            if self.notebook.semantic is not None:
+                self.notebook.reindex()
+        return keys
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """Redact the documents of ``ids`` the store holds (every one for None; unknown ids
+        are passed over): each moment keeps a tombstone, its text and metadata are gone."""
+        if kwargs:
+            raise InvalidInput(f"delete: unknown argument(s) {', '.join(sorted(kwargs))}")
+        if self.session is None:
+            return True
+        for moment in self.notebook.moments_by_source(self.session, ids).values():
+            self.notebook.redact(moment.id, "deleted through the LangChain vector store", STORE_WHO)
+        return True
+
+    # -- reading -------------------------------------------------------------------------
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """The documents of ``ids`` the store holds, in that order (unknown ids left out)."""
+        if self.session is None:
+            return []
+        held = self.notebook.moments_by_source(self.session, list(ids))
+        return [_document(held[key]) for key in ids if key in held]
+
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        return [doc for doc, _ in self.similarity_search_with_score(query, k, **kwargs)]
+
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """The ``k`` documents most relevant to ``query``, best first, with the notebook's
+        score (0 to 1, higher is better); no cut-off unless ``min_score`` is given. Other
+        keyword arguments are :meth:`Notebook.search`'s filters (``speaker``, ``since``...)."""
+        if unknown := sorted(set(kwargs) - SEARCH_FILTERS):
+            raise InvalidInput(
+                f"similarity_search: unknown argument(s) {', '.join(unknown)}; it takes "
+                f"{', '.join(sorted(SEARCH_FILTERS))} (Notebook.search's filters)"
+            )
+        if self.session is None:
+            return []
+        kwargs.setdefault("min_score", 0.0)
+        kwargs.setdefault("mode", self.mode)
+        hits = self.notebook.search(query, session=self.session, limit=k, **kwargs)
+        return [(_document(hit.moment), hit.score) for hit in hits]
+
+    def _similarity_search_with_relevance_scores(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        return self.similarity_search_with_score(query, k, **kwargs)  # already 0 to 1
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> Self:
+        """A store over ``notebook=`` (required) holding ``texts``. The notebook embeds with
+        its own embedder: ``embedding`` is not used (open the notebook with
+        ``embedder=LangChainEmbedder(embedding, name)`` to search with it)."""
+        notebook = kwargs.pop("notebook", None)
+        if not isinstance(notebook, Notebook):
+            raise InvalidInput(
+                "NotebookVectorStore.from_texts needs notebook=<a Notebook> (Notebook.open(home))"
+            )
+        store = cls(notebook, **kwargs)
+        store.add_texts(texts, metadatas, ids=list(ids) if ids is not None else None)
+        return store
+
+    def _session_to_write(self) -> str:
+        if self.session is None:
+            self.session = self.notebook.start_session(self.task).id
+        return self.session
+
+
+def _draft(text: str, metadata: dict[str, Any], key: str) -> dict[str, Any]:
+    """The moment a document becomes, as :meth:`Notebook.check_drafts` checks it."""
+    if not isinstance(metadata, dict):
+        kind = type(metadata).__name__
+        raise InvalidInput(f"document {key!r}: metadata must be a dict, not {kind}")
+    action = {"tool": DOCUMENT_TOOL, "arguments": metadata}
+    return {"text": text, "role": DOCUMENT_ROLE, "source_id": key, "actions": [action]}
+
+
+def _metadata(moment: Moment) -> dict[str, Any]:
+    for action in moment.actions:
+        if action.tool == DOCUMENT_TOOL:
+            return dict(action.arguments)
+    return {}
+
+
+def _document(moment: Moment) -> Document:
+    return Document(
+        id=moment.source_id or moment.id,
+        page_content=moment.content.text,
+        metadata=_metadata(moment),
+    )
