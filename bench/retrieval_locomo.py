@@ -193,6 +193,15 @@ VARIANTS = [
         grid=(axis("coverage_window", 5, 10, 20, 50),),
         note="LOCO: query coverage over the best 5, 10, 20 or 50",
     ),
+    Variant(
+        "hybrid-fusion",
+        "hybrid",
+        grid=(
+            axis("fusion_margin_full", 0.0, 0.3, 0.5, 0.8),
+            axis("fusion_agreement", 0.0, 0.5, 1.0),
+        ),
+        note="LOCO: per-query lexical weight from its margin and agreement (the defaults else)",
+    ),
     Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
 ]
