@@ -53,6 +53,20 @@ for _m in (0.0, 0.3, 0.5, 0.8):
                 "hybrid",
                 {"fusion_margin_full": _m, "fusion_agreement": _a},
             )
+#: What else in hybrid moves it off its vector signal: each of its additions left out.
+VARIANTS |= {
+    "hybrid-nolex": ("hybrid", {"lexical_weight": 0.0}),
+    "hybrid-noconcept": ("hybrid", {"concept_weight": 0.0}),
+    "hybrid-nolex-noconcept": ("hybrid", {"lexical_weight": 0.0, "concept_weight": 0.0}),
+    "hybrid-plain": ("hybrid", PLAIN),
+    "hybrid-noreply": ("hybrid", {"reply_share": 0.0}),
+    "hybrid-nospread": ("hybrid", {"session_decay": 1.0}),
+    "hybrid-nosession": ("hybrid", {"session_share": 0.0}),
+    "hybrid-nocover": ("hybrid", {"coverage_gain": 0.0}),
+    "hybrid-nolatest": ("hybrid", {"latest_turn_weight": 0.0}),
+    "hybrid-nodate": ("hybrid", {"date_weight": 0.0}),
+    "vector-plain-hybrid": ("hybrid", {**PLAIN, "lexical_weight": 0.0, "concept_weight": 0.0}),
+}
 DEFAULT = "bm25,minilm,lexical,vector,hybrid"
 
 

@@ -49,7 +49,9 @@ def test_defaults_keep_the_fixed_weights() -> None:
 def test_a_flat_lexical_list_weighs_less_than_a_peaked_one() -> None:
     settings = SearchSettings(fusion_margin_full=0.5, fusion_depth=3)
     vector = hits("v", [0.6, 0.5, 0.4])
-    flat = evidence_weights(WEIGHTS, {LEXICAL: hits("l", [5.0, 4.5, 4.0]), VECTOR: vector}, settings)
+    flat = evidence_weights(
+        WEIGHTS, {LEXICAL: hits("l", [5.0, 4.5, 4.0]), VECTOR: vector}, settings
+    )
     peaked = evidence_weights(
         WEIGHTS, {LEXICAL: hits("l", [9.0, 3.0, 2.0]), VECTOR: vector}, settings
     )
@@ -66,7 +68,9 @@ def test_a_lexical_head_the_vector_signal_does_not_share_weighs_less() -> None:
         WEIGHTS, {LEXICAL: lexical, VECTOR: [("b", 0.7), ("a", 0.6)]}, settings
     )
     half = evidence_weights(WEIGHTS, {LEXICAL: lexical, VECTOR: [("a", 0.7), ("x", 0.6)]}, settings)
-    apart = evidence_weights(WEIGHTS, {LEXICAL: lexical, VECTOR: [("x", 0.7), ("y", 0.6)]}, settings)
+    apart = evidence_weights(
+        WEIGHTS, {LEXICAL: lexical, VECTOR: [("x", 0.7), ("y", 0.6)]}, settings
+    )
     assert agreeing[LEXICAL] == 1.0
     assert half[LEXICAL] == pytest.approx(0.75)
     assert apart[LEXICAL] == pytest.approx(0.5)
