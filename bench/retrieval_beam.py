@@ -65,6 +65,9 @@ VARIANTS |= {
     "hybrid-nocover": ("hybrid", {"coverage_gain": 0.0}),
     "hybrid-nolatest": ("hybrid", {"latest_turn_weight": 0.0}),
     "hybrid-nodate": ("hybrid", {"date_weight": 0.0}),
+    "hybrid-noreply-a0.5": ("hybrid", {"reply_share": 0.0, "fusion_agreement": 0.5}),
+    "hybrid-noreply-a1.0": ("hybrid", {"reply_share": 0.0, "fusion_agreement": 1.0}),
+    "hybrid-noreply-nolex": ("hybrid", {"reply_share": 0.0, "lexical_weight": 0.0}),
     "vector-plain-hybrid": ("hybrid", {**PLAIN, "lexical_weight": 0.0, "concept_weight": 0.0}),
 }
 DEFAULT = "bm25,minilm,lexical,vector,hybrid"

@@ -202,6 +202,13 @@ VARIANTS = [
         ),
         note="LOCO: per-query lexical weight from its margin and agreement (the defaults else)",
     ),
+    Variant(
+        "hybrid-agree-reply",
+        "hybrid",
+        grid=(axis("fusion_agreement", 0.0, 1.0), axis("reply_share", 0.0, 0.5)),
+        note="LOCO: lexical weight by agreement, and the reply's share (BEAM: 0 and 1 best)",
+    ),
+    Variant("hybrid-agree", "hybrid", {"fusion_agreement": 1.0}, note="fusion_agreement 1"),
     Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
 ]
