@@ -68,6 +68,10 @@ VARIANTS |= {
     "hybrid-noreply-a0.5": ("hybrid", {"reply_share": 0.0, "fusion_agreement": 0.5}),
     "hybrid-noreply-a1.0": ("hybrid", {"reply_share": 0.0, "fusion_agreement": 1.0}),
     "hybrid-noreply-nolex": ("hybrid", {"reply_share": 0.0, "lexical_weight": 0.0}),
+    **{
+        f"hybrid-a1.0-vm{vm}": ("hybrid", {"fusion_agreement": 1.0, "fusion_vector_margin": vm})
+        for vm in (0.15, 0.2, 0.25, 0.3)
+    },
     "vector-plain-hybrid": ("hybrid", {**PLAIN, "lexical_weight": 0.0, "concept_weight": 0.0}),
 }
 DEFAULT = "bm25,minilm,lexical,vector,hybrid"

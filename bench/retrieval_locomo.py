@@ -209,6 +209,13 @@ VARIANTS = [
         note="LOCO: lexical weight by agreement, and the reply's share (BEAM: 0 and 1 best)",
     ),
     Variant("hybrid-agree", "hybrid", {"fusion_agreement": 1.0}, note="fusion_agreement 1"),
+    Variant(
+        "hybrid-agree-sure",
+        "hybrid",
+        {"fusion_agreement": 1.0},
+        grid=(axis("fusion_vector_margin", 0.15, 0.2, 0.25, 0.3),),
+        note="LOCO: agreement only where the vector signal's own margin is this or more",
+    ),
     Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
 ]

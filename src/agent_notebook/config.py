@@ -131,6 +131,8 @@ class SearchSettings(BaseModel):
     #: ... and by ``(1 - fusion_agreement) + fusion_agreement * overlap``, the share of its
     #: best ``fusion_depth`` the vector signal also has among its best ``fusion_depth``.
     fusion_agreement: float = Field(0.0, ge=0, le=1)
+    #: ... only when the vector signal is sure: its own margin at least this (0: always).
+    fusion_vector_margin: float = Field(0.0, ge=0, le=1)
     fusion_depth: int = Field(10, ge=2, le=100)
     #: Candidates each signal contributes before fusion.
     candidates: int = Field(100, ge=1, le=1000)

@@ -81,3 +81,14 @@ def test_without_a_vector_signal_the_lexical_weight_stands() -> None:
     flat = hits("l", [5.0, 5.0, 5.0])
     assert evidence_weights(WEIGHTS, {LEXICAL: flat}, settings)[LEXICAL] == 1.0
     assert evidence_weights(WEIGHTS, {LEXICAL: flat, VECTOR: []}, settings)[LEXICAL] == 1.0
+
+
+def test_agreement_counts_only_where_the_vector_signal_is_sure() -> None:
+    settings = SearchSettings(fusion_agreement=1.0, fusion_vector_margin=0.3, fusion_depth=2)
+    lexical = [("a", 3.0), ("b", 2.0)]
+    unsure = evidence_weights(
+        WEIGHTS, {LEXICAL: lexical, VECTOR: [("x", 0.50), ("y", 0.45)]}, settings
+    )
+    sure = evidence_weights(WEIGHTS, {LEXICAL: lexical, VECTOR: [("x", 0.8), ("y", 0.4)]}, settings)
+    assert unsure[LEXICAL] == 1.0  # vector margin 0.1: its disagreement says nothing
+    assert sure[LEXICAL] == 0.0  # vector margin 0.5, nothing shared

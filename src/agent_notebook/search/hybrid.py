@@ -131,7 +131,8 @@ def evidence_weights(
     factor = 1.0
     if full > 0:
         factor *= min(1.0, margin([s for _, s in lexical], depth) / full)
-    if agreement > 0:
+    sure = settings.fusion_vector_margin
+    if agreement > 0 and margin([s for _, s in vector], depth) >= sure:
         shared = overlap([m for m, _ in lexical], [m for m, _ in vector], depth)
         factor *= 1.0 - agreement * (1.0 - shared)
     scaled[LEXICAL] = scaled.get(LEXICAL, 0.0) * factor
