@@ -69,7 +69,8 @@ VARIANTS |= {
     "hybrid-noreply-a1.0": ("hybrid", {"reply_share": 0.0, "fusion_agreement": 1.0}),
     "hybrid-noreply-nolex": ("hybrid", {"reply_share": 0.0, "lexical_weight": 0.0}),
     **{
-        f"hybrid-a1.0-vm{vm}": ("hybrid", {"fusion_agreement": 1.0, "fusion_vector_margin": vm})
+        f"hybrid-a{a}-vm{vm}": ("hybrid", {"fusion_agreement": a, "fusion_vector_margin": vm})
+        for a in (0.5, 1.0)
         for vm in (0.15, 0.2, 0.25, 0.3)
     },
     "vector-plain-hybrid": ("hybrid", {**PLAIN, "lexical_weight": 0.0, "concept_weight": 0.0}),

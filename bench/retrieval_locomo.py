@@ -212,8 +212,10 @@ VARIANTS = [
     Variant(
         "hybrid-agree-sure",
         "hybrid",
-        {"fusion_agreement": 1.0},
-        grid=(axis("fusion_vector_margin", 0.15, 0.2, 0.25, 0.3),),
+        grid=(
+            axis("fusion_agreement", 0.0, 0.5, 1.0),
+            axis("fusion_vector_margin", 0.2, 0.25, 0.3),
+        ),
         note="LOCO: agreement only where the vector signal's own margin is this or more",
     ),
     Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
