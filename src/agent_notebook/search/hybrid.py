@@ -116,7 +116,9 @@ def evidence_weights(
     vector signal runs beside it: ``min(1, margin / fusion_margin_full)`` (a flat BM25 list,
     many moments sharing common words of a long query, says little) times
     ``1 - fusion_agreement * (1 - overlap)`` (a lexical head the vector signal does not
-    share is likelier noise). Both 0 in the settings: ``weights`` unchanged."""
+    share is likelier noise), that one only where the vector signal's own margin is at
+    least ``fusion_vector_margin`` (sure of its head). All 0 (the defaults): ``weights``
+    unchanged."""
     scaled = dict(weights)
     lexical, vector = ranked.get(LEXICAL), ranked.get(VECTOR)
     full, agreement, depth = (
