@@ -44,6 +44,37 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "hybrid-time0.1": ("hybrid", {"time_question_bonus": 0.1}),
     "hybrid-time0.2": ("hybrid", {"time_question_bonus": 0.2}),
 }
+#: Per-query fusion weights (issue 31 item 2): the lexical weight scaled by its margin
+#: (``m``: fusion_margin_full) and by its agreement with the vector signal (``a``).
+for _m in (0.0, 0.3, 0.5, 0.8):
+    for _a in (0.0, 0.5, 1.0):
+        if _m or _a:
+            VARIANTS[f"hybrid-m{_m}a{_a}"] = (
+                "hybrid",
+                {"fusion_margin_full": _m, "fusion_agreement": _a},
+            )
+#: What else in hybrid moves it off its vector signal: each of its additions left out.
+VARIANTS |= {
+    "hybrid-nolex": ("hybrid", {"lexical_weight": 0.0}),
+    "hybrid-noconcept": ("hybrid", {"concept_weight": 0.0}),
+    "hybrid-nolex-noconcept": ("hybrid", {"lexical_weight": 0.0, "concept_weight": 0.0}),
+    "hybrid-plain": ("hybrid", PLAIN),
+    "hybrid-noreply": ("hybrid", {"reply_share": 0.0}),
+    "hybrid-nospread": ("hybrid", {"session_decay": 1.0}),
+    "hybrid-nosession": ("hybrid", {"session_share": 0.0}),
+    "hybrid-nocover": ("hybrid", {"coverage_gain": 0.0}),
+    "hybrid-nolatest": ("hybrid", {"latest_turn_weight": 0.0}),
+    "hybrid-nodate": ("hybrid", {"date_weight": 0.0}),
+    "hybrid-noreply-a0.5": ("hybrid", {"reply_share": 0.0, "fusion_agreement": 0.5}),
+    "hybrid-noreply-a1.0": ("hybrid", {"reply_share": 0.0, "fusion_agreement": 1.0}),
+    "hybrid-noreply-nolex": ("hybrid", {"reply_share": 0.0, "lexical_weight": 0.0}),
+    **{
+        f"hybrid-a{a}-vm{vm}": ("hybrid", {"fusion_agreement": a, "fusion_vector_margin": vm})
+        for a in (0.5, 1.0)
+        for vm in (0.15, 0.2, 0.25, 0.3)
+    },
+    "vector-plain-hybrid": ("hybrid", {**PLAIN, "lexical_weight": 0.0, "concept_weight": 0.0}),
+}
 DEFAULT = "bm25,minilm,lexical,vector,hybrid"
 
 
@@ -87,6 +118,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chats", type=int, default=20)
     parser.add_argument("--variants", default=DEFAULT)
+    parser.add_argument("--skip-chats", type=int, default=0, help="start after N chats")
     args = parser.parse_args()
     if not BEAM.exists():
         print("skipped: ../shared/data/beam is absent (see its README.md)")
@@ -96,9 +128,11 @@ def main() -> None:
     embedder = CachedEmbedder(inner) if inner is not None else None
     paths = sorted(
         (p for p in BEAM.iterdir() if (p / "chat.json").is_file()), key=lambda p: int(p.name)
-    )[: args.chats]
+    )[args.skip_chats : args.skip_chats + args.chats]
     # variant -> ability -> per question, k -> recall
     table: dict[str, dict[str, list[dict[int, float]]]] = {n: {} for n in names}
+    # variant -> per chat, its questions' R@10
+    per_chat: dict[str, list[list[float]]] = {n: [] for n in names}
     started = time.perf_counter()
     questions = 0
     for path in paths:
@@ -107,6 +141,8 @@ def main() -> None:
             load(nb, json.loads((path / "chat.json").read_text(encoding="utf-8")))
             nb.reindex()
             probing = json.loads((path / "probing_questions.json").read_text(encoding="utf-8"))
+            for name in names:
+                per_chat[name].append([])
             for ability, items in probing.items():
                 for q in items:
                     evidence = evidence_of(q)
@@ -122,6 +158,7 @@ def main() -> None:
                             k: len(set(evidence) & set(found[:k])) / len(evidence) for k in KS
                         }
                         table[name].setdefault(ability, []).append(recall)
+                        per_chat[name][-1].append(recall[10])
             nb.close()
     if embedder is not None:
         embedder.save()
@@ -144,6 +181,43 @@ def main() -> None:
                 else "-"
             )
         print(f"{ability:<26}" + "".join(f"{c:>20}" for c in cells))
+    by_chat(per_chat)
+
+
+def by_chat(per_chat: dict[str, list[list[float]]]) -> None:
+    """Each variant's R@10 over chats (mean, stdev, worst), its chats won and lost against
+    ``hybrid``, and the per-query fusion chosen leave-one-chat-out among the hybrids."""
+    means = {n: [statistics.fmean(c) if c else 0.0 for c in v] for n, v in per_chat.items()}
+    base = means.get("hybrid")
+    print(f"\nR@10 per chat\n{'variant':<22}{'mean':>7}{'stdev':>7}{'worst':>7}{'won/lost':>10}")
+    for name, values in means.items():
+        spread = statistics.pstdev(values) if len(values) > 1 else 0.0
+        duel = "-"
+        if base is not None and name != "hybrid":
+            won = sum(v > b + 1e-9 for v, b in zip(values, base, strict=True))
+            lost = sum(v < b - 1e-9 for v, b in zip(values, base, strict=True))
+            duel = f"{won}/{lost}"
+        print(
+            f"{name:<22}{100 * statistics.fmean(values):>7.1f}{100 * spread:>7.1f}"
+            f"{100 * min(values):>7.1f}{duel:>10}"
+        )
+    hybrids = [n for n in means if n.startswith("hybrid")]
+    n_chats = len(next(iter(means.values()), []))
+    if len(hybrids) < 2 or n_chats < 2:
+        return
+    held: list[float] = []
+    chosen: list[str] = []
+    for chat in range(n_chats):
+        # weighted by questions, like the pooled figures
+        def other(name: str, chat: int = chat) -> float:
+            rows = [r for i, c in enumerate(per_chat[name]) if i != chat for r in c]
+            return statistics.fmean(rows) if rows else 0.0
+
+        best = max(hybrids, key=other)
+        chosen.append(best)
+        held += per_chat[best][chat]
+    print(f"LOCO among {len(hybrids)} hybrids: R@10 {100 * statistics.fmean(held):.1f}, chosen")
+    print("  " + ", ".join(f"{n} x{chosen.count(n)}" for n in dict.fromkeys(chosen)))
 
 
 if __name__ == "__main__":

@@ -193,6 +193,31 @@ VARIANTS = [
         grid=(axis("coverage_window", 5, 10, 20, 50),),
         note="LOCO: query coverage over the best 5, 10, 20 or 50",
     ),
+    Variant(
+        "hybrid-fusion",
+        "hybrid",
+        grid=(
+            axis("fusion_margin_full", 0.0, 0.3, 0.5, 0.8),
+            axis("fusion_agreement", 0.0, 0.5, 1.0),
+        ),
+        note="LOCO: per-query lexical weight from its margin and agreement (the defaults else)",
+    ),
+    Variant(
+        "hybrid-agree-reply",
+        "hybrid",
+        grid=(axis("fusion_agreement", 0.0, 1.0), axis("reply_share", 0.0, 0.5)),
+        note="LOCO: lexical weight by agreement, and the reply's share (BEAM: 0 and 1 best)",
+    ),
+    Variant("hybrid-agree", "hybrid", {"fusion_agreement": 1.0}, note="fusion_agreement 1"),
+    Variant(
+        "hybrid-agree-sure",
+        "hybrid",
+        grid=(
+            axis("fusion_agreement", 0.0, 0.5, 1.0),
+            axis("fusion_vector_margin", 0.2, 0.25, 0.3),
+        ),
+        note="LOCO: agreement only where the vector signal's own margin is this or more",
+    ),
     Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
 ]

@@ -143,6 +143,16 @@ class SearchSettings(BaseModel):
     concept_weight: float = Field(0.5, ge=0)
     #: The constant of reciprocal rank fusion: larger flattens the head of each list.
     rrf_k: int = Field(20, ge=1)
+    #: Per-query weights beside a vector signal (0: the fixed weights above). The lexical
+    #: weight is scaled by its evidence: the relative margin of its best BM25 score over
+    #: its ``fusion_depth``-th, up to ``fusion_margin_full`` (full weight from there on) ...
+    fusion_margin_full: float = Field(0.0, ge=0, le=1)
+    #: ... and by ``(1 - fusion_agreement) + fusion_agreement * overlap``, the share of its
+    #: best ``fusion_depth`` the vector signal also has among its best ``fusion_depth``.
+    fusion_agreement: float = Field(0.0, ge=0, le=1)
+    #: ... only when the vector signal is sure: its own margin at least this (0: always).
+    fusion_vector_margin: float = Field(0.0, ge=0, le=1)
+    fusion_depth: int = Field(10, ge=2, le=100)
     #: Candidates each signal contributes before fusion.
     candidates: int = Field(100, ge=1, le=1000)
     #: Weight of ``importance * exp(-decay_rate * age_days)`` (0 turns it off).

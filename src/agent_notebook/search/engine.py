@@ -27,6 +27,7 @@ from .hybrid import (
     VECTOR,
     Coverage,
     Fused,
+    evidence_weights,
     fuse,
     named_speakers,
     neighbour_spread,
@@ -89,7 +90,8 @@ class SearchEngine:
         plan = plan_search(request, self.settings, self.semantic is not None)
         content = self._content(plan, allowed)
         ranked = self._candidates(plan, allowed, content)
-        fused = fuse(ranked, plan.weights, self.settings.rrf_k, flat={DATE})
+        weights = evidence_weights(plan.weights, ranked, self.settings)
+        fused = fuse(ranked, weights, self.settings.rrf_k, flat={DATE})
         # Ranked on briefs; only the moments returned are loaded whole.
         briefs = self._briefs(list(fused))
         givers = self._spread(fused, briefs) if plan.spread_to_neighbours else {}

@@ -32,9 +32,12 @@ __all__ = [
     "SignalScore",
     "cover_query",
     "cover_scores",
+    "evidence_weights",
     "fuse",
+    "margin",
     "named_speakers",
     "neighbour_spread",
+    "overlap",
     "prior_factors",
     "relevance",
     "session_evidence",
@@ -83,6 +86,59 @@ def weights_of(settings: SearchSettings) -> dict[str, float]:
         VECTOR: settings.vector_weight,
         CONCEPT: settings.concept_weight,
     }
+
+
+def margin(scores: Sequence[float], depth: int) -> float:
+    """How far a signal's best score stands above its ``depth``-th (its last when it has
+    fewer), relative to the best: 0 (a flat list: every hit matches alike, nothing stands
+    out) to 1 (the rest score nothing). Scale-free, so BM25 of any backend reads alike."""
+    if not scores or scores[0] <= 0:
+        return 0.0
+    last = scores[min(depth, len(scores)) - 1]
+    return max(0.0, min(1.0, (scores[0] - last) / scores[0]))
+
+
+def overlap(first: Sequence[str], second: Sequence[str], depth: int) -> float:
+    """The share of ``first``'s best ``depth`` that ``second`` has among its best
+    ``depth``: 1 when the two signals agree on their heads, 0 when they share nothing."""
+    head = first[:depth]
+    if not head:
+        return 0.0
+    return len(set(head) & set(second[:depth])) / len(head)
+
+
+def evidence_weights(
+    weights: Mapping[str, float],
+    ranked: Mapping[str, Sequence[tuple[str, float]]],
+    settings: SearchSettings,
+) -> dict[str, float]:
+    """``weights`` with the lexical one scaled by the lexical signal's own evidence, when a
+    vector signal runs beside it: ``min(1, margin / fusion_margin_full)`` (a flat BM25 list,
+    many moments sharing common words of a long query, says little) times
+    ``1 - fusion_agreement * (1 - overlap)`` (a lexical head the vector signal does not
+    share is likelier noise), that one only where the vector signal's own margin is at
+    least ``fusion_vector_margin`` (sure of its head). All 0 (the defaults): ``weights``
+    unchanged."""
+    scaled = dict(weights)
+    lexical, vector = ranked.get(LEXICAL), ranked.get(VECTOR)
+    full, agreement, depth = (
+        settings.fusion_margin_full,
+        settings.fusion_agreement,
+        settings.fusion_depth,
+    )
+    if lexical is None or vector is None or (full <= 0 and agreement <= 0):
+        return scaled
+    if not vector or scaled.get(VECTOR, 0.0) <= 0:
+        return scaled
+    factor = 1.0
+    if full > 0:
+        factor *= min(1.0, margin([s for _, s in lexical], depth) / full)
+    sure = settings.fusion_vector_margin
+    if agreement > 0 and margin([s for _, s in vector], depth) >= sure:
+        shared = overlap([m for m, _ in lexical], [m for m, _ in vector], depth)
+        factor *= 1.0 - agreement * (1.0 - shared)
+    scaled[LEXICAL] = scaled.get(LEXICAL, 0.0) * factor
+    return scaled
 
 
 def fuse(
