@@ -14,8 +14,9 @@ from agent_notebook.storage import StorageBackend
 from tests.support import pg
 from tests.support.backends import BACKENDS, make_backend
 
-#: The ``server`` and ``api`` fixtures (a real ``agent-notebook serve``) for any test module.
-pytest_plugins = ["tests.support.server"]
+#: The ``server`` and ``api`` fixtures (a real ``agent-notebook serve``) and ``browser``
+#: (headless Chromium) for any test module.
+pytest_plugins = ["tests.support.server", "tests.support.web_browser"]
 
 # No example fails for taking long (Hypothesis' default deadline is 200 ms): a loaded machine
 # is slow, not wrong, and no test asserts on elapsed time.

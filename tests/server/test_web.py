@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.media import make_image
 from tests.support.server import ENV, Server, csrf_of, signed_in
-from tests.support.web_browser import in_ci, ingest, launch, locomo_file, missing
+from tests.support.web_browser import ingest, locomo_file
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -48,21 +48,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         assert put.status_code == 200, put.text
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    why = missing()
-    if why is not None:
-        if in_ci():
-            pytest.fail(f"the browser tests must run in CI: {why}")
-        pytest.skip(why)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch(playwright)
-        yield chromium
-        chromium.close()
 
 
 def test_cookie_sign_in_csrf_and_guests_over_http(served: Server) -> None:

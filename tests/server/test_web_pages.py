@@ -16,7 +16,7 @@ import pytest
 
 from agent_notebook import Notebook
 from tests.support.server import Server
-from tests.support.web_browser import in_ci, launch, missing
+from tests.support.web_browser import in_ci
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page
@@ -66,21 +66,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             assert put.status_code == 200, put.text
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    why = missing()
-    if why is not None:
-        if in_ci():
-            pytest.fail(f"the browser tests must run in CI: {why}")
-        pytest.skip(why)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch(playwright)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")

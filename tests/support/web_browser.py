@@ -10,7 +10,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from playwright.sync_api import Browser, Playwright
 
 CHROMIUM = "/usr/bin/chromium"
@@ -70,3 +74,20 @@ def ingest(home: Path, file: Path, env: dict[str, str]) -> None:
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() == "true"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Headless Chromium for a module's tests (a plugin of the suite: tests/conftest.py);
+    skipped, saying why, without it, except in CI, where that fails."""
+    why = missing()
+    if why is not None:
+        if in_ci():
+            pytest.fail(f"the browser tests must run in CI: {why}")
+        pytest.skip(why)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = launch(playwright)
+        yield chromium
+        chromium.close()
