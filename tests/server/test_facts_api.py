@@ -15,20 +15,9 @@ from mcp import ClientSession
 from mcp.types import TextContent
 
 from agent_notebook import config as cfg
-from tests.support.mcp_stdio import over_stdio, text_of
+from tests.support.mcp_stdio import FACT_TOOLS, over_stdio, text_of
 from tests.support.server import Server, assert_error, csrf_of, new_session, signed_in
 
-FACT_TOOLS = {
-    "list_decisions",
-    "decide",
-    "edit_decision",
-    "open_pending",
-    "edit_pending",
-    "close_pending",
-    "list_conflicts",
-    "resolve_conflict",
-    "forget_by_policy",
-}
 NEVER = {"text": "I have never used Docker.", "timestamp": "2026-01-01T10:00:00Z"}
 DID = {"text": "I used Docker to deploy the blog last week.", "timestamp": "2026-01-02T10:00:00Z"}
 OLD = {"text": "The old wiki lived on a Raspberry Pi.", "timestamp": "2020-01-02T10:00:00Z"}

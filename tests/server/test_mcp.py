@@ -16,7 +16,7 @@ from mcp.types import CallToolResult, TextContent
 from agent_notebook.server.mcp_tools import build_mcp
 from agent_notebook.session.sections import SECTION_NAMES
 from tests.support.clirun import cli
-from tests.support.mcp_stdio import over_stdio, started, text_of
+from tests.support.mcp_stdio import FACT_TOOLS, over_stdio, started, text_of
 
 GUEST_TOOLS = {"slice", "write_back"}  # seed 002's guest: its slice, its write-back
 OWNER_TOOLS = GUEST_TOOLS | {
@@ -25,16 +25,7 @@ OWNER_TOOLS = GUEST_TOOLS | {
     "read_notebook_section",
     "record",
     "update_section",
-    # the owner's hand on the facts (issue 30, see test_facts_api)
-    "list_decisions",
-    "decide",
-    "edit_decision",
-    "open_pending",
-    "edit_pending",
-    "close_pending",
-    "list_conflicts",
-    "resolve_conflict",
-    "forget_by_policy",
+    *FACT_TOOLS,  # the owner's hand on the facts (issue 30, see test_facts_api)
 }
 
 

@@ -13,6 +13,21 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
 
+#: The owner's MCP tools on the facts (issue 30: server/mcp_facts.py).
+FACT_TOOLS = frozenset(
+    {
+        "list_decisions",
+        "decide",
+        "edit_decision",
+        "open_pending",
+        "edit_pending",
+        "close_pending",
+        "list_conflicts",
+        "resolve_conflict",
+        "forget_by_policy",
+    }
+)
+
 
 def over_stdio(home: Path, work: Callable[[ClientSession], Awaitable[Any]], *extra: str) -> Any:
     params = StdioServerParameters(

@@ -108,17 +108,21 @@ class NotesChatModel(OfflineChatModel):
     the notebook recalled nothing on it. So a chat works offline and shows what memory holds."""
 
     def answer(self, messages: list[BaseMessage]) -> str:
-        system = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
         last = next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), "")
-        return notes_answer(recalled_items(system), last)
+        return notes_answer(recalled_items(messages), last)
 
 
-def recalled_items(system_prompt: str) -> list[str]:
-    """The tagged items under the system prompt's :data:`RECALLED_HEADING`, in order."""
-    _, found, rest = system_prompt.partition(RECALLED_HEADING)
-    if not found:
-        return []
-    part = rest.split("\n# ", 1)[0]
+def recalled(messages: list[BaseMessage]) -> str | None:
+    """What the notebook recalled into the system prompt among ``messages`` (the part under
+    :data:`RECALLED_HEADING`), or None when it recalled nothing."""
+    system = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
+    _, found, rest = system.partition(RECALLED_HEADING)
+    return rest.split("\n# ", 1)[0].strip() if found else None
+
+
+def recalled_items(messages: list[BaseMessage]) -> list[str]:
+    """The tagged items the notebook recalled (:func:`recalled`), in order."""
+    part = recalled(messages) or ""
     return [block.strip() for block in part.split("\n\n") if block.strip().startswith("[")]
 
 

@@ -118,17 +118,14 @@ def _context_printer() -> Any:
     """A LangChain callback that prints, when the model is called, what the notebook
     recalled into its system prompt (``--show-context``)."""
     from langchain_core.callbacks import BaseCallbackHandler
-    from langchain_core.messages import SystemMessage
 
-    from ..chat.models import RECALLED_HEADING
+    from ..chat.models import recalled
 
     class ContextPrinter(BaseCallbackHandler):
         def on_chat_model_start(
             self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any
         ) -> None:
-            system = next((m.text for m in messages[0] if isinstance(m, SystemMessage)), "")
-            _, found, recalled = system.partition(RECALLED_HEADING)
-            shown = recalled.split("\n# ", 1)[0].strip() if found else "(nothing recalled)"
+            shown = recalled(messages[0]) or "(nothing recalled)"
             stderr.print(f"--- context ---\n{shown}\n---", highlight=False, markup=False)
 
     return ContextPrinter()

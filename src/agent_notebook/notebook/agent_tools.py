@@ -25,7 +25,6 @@ __all__ = [
     "RECORD",
     "SEARCH",
     "SLICE",
-    "TOOL_ROLES",
     "WRITE_BACK",
     "ToolDoc",
     "error_message",
@@ -136,10 +135,6 @@ def error_message(err: NotebookError) -> str:
 
 
 TOOL_SEARCH_LIMIT = 100  # a model asking for more would drown its own context
-
-
-#: The roles a tool may record (the notebook itself keeps any role an imported log has).
-TOOL_ROLES = ("user", "assistant", "system", "tool")
 
 
 def search_hits(

@@ -72,7 +72,8 @@ SectionName = Literal[
     "Key Results",
     "Worklog",
 ]
-ToolRole = Literal["user", "assistant", "system", "tool"]  # agent_tools.TOOL_ROLES
+#: The roles a tool may record (the notebook itself keeps any role an imported log has).
+ToolRole = Literal["user", "assistant", "system", "tool"]
 _THREAD_ID = "the conversation thread's id."
 _SECTION = "the section: " + ", ".join(SECTION_NAMES) + "."
 READ_SECTION = ToolDoc(
