@@ -321,3 +321,24 @@ def test_forget_words_only_keeps_the_rest_of_each_moment_and_previews_the_text(
         assert [h.moment.id for h in nb.search("Tuesday review", mode="lexical")] == [meeting.id]
         assert nb.search("fjord", mode="lexical", min_score=0) == []
         assert nb.get_moment(other.id).content.text == "Lunch is at noon."
+
+
+def test_redact_moments_redacts_several_in_one_pass_with_an_audit_entry_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_NOTEBOOK_EMBEDDER", "none")
+    with Notebook.open(tmp_path / "home") as nb:
+        s = nb.start_session("docs", started=T0).id
+        first, second, kept = (nb.record(s, f"Document {n} about zebras") for n in "ABC")
+        nb.redact_moments([first.id, second.id], "replaced", who="tester")
+        for gone in (first, second):
+            moment = nb.get_moment(gone.id)
+            assert moment.redacted is not None and moment.redacted.who == "tester"
+            assert moment.content.text == ""
+        assert nb.get_moment(kept.id).content.text == "Document C about zebras"
+        assert [h.moment.id for h in nb.search("zebras", mode="lexical")] == [kept.id]
+        log = [d.what for d in nb.get_session(s).decisions]
+        assert sum(f"redacted {m.id}" in w for m in (first, second) for w in log) == 2
+        with pytest.raises(InvalidInput):
+            nb.redact_moments([kept.id], "  ")  # a reason is required; nothing changes
+        assert nb.get_moment(kept.id).redacted is None

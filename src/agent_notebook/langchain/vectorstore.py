@@ -122,9 +122,11 @@ class NotebookVectorStore(VectorStore):
         if checked:
             # The new moments first: should a redaction fail, the new one is what is read.
             self.notebook.record_many(self._session_to_write(), checked)
-            for old in replaced:
-                self.notebook.redact(
-                    old.id, "replaced through the LangChain vector store", STORE_WHO
+            if replaced:
+                self.notebook.redact_moments(
+                    [old.id for old in replaced],
+                    "replaced through the LangChain vector store",
+                    STORE_WHO,
                 )
             if self.notebook.semantic is not None:
                 self.notebook.reindex()
@@ -137,8 +139,13 @@ class NotebookVectorStore(VectorStore):
             raise InvalidInput(f"delete: unknown argument(s) {', '.join(sorted(kwargs))}")
         if self.session is None:
             return True
-        for moment in self.notebook.moments_by_source(self.session, ids).values():
-            self.notebook.redact(moment.id, "deleted through the LangChain vector store", STORE_WHO)
+        held = self.notebook.moments_by_source(self.session, ids)
+        if held:
+            self.notebook.redact_moments(
+                [m.id for m in held.values()],
+                "deleted through the LangChain vector store",
+                STORE_WHO,
+            )
         return True
 
     # -- reading -------------------------------------------------------------------------

@@ -6,6 +6,7 @@ call to its part, where the checks are."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -102,6 +103,10 @@ class FactsFacade:
         """Delete a session for good, with its moments, archived records, media files and
         threads (see :meth:`.maintenance.Maintenance.delete_session`)."""
         return self._maintenance.delete_session(session_id)
+
+    def redact_moments(self, moment_ids: Sequence[str], reason: str, who: str = "owner") -> None:
+        """:meth:`redact` of several active moments in one pass (one purge of the files)."""
+        self._maintenance.redact_moments(moment_ids, reason, who)
 
     def redact(self, moment_id: str, reason: str, who: str = "owner") -> Moment:
         """Remove a moment's content for good, everywhere it was copied, leaving a tombstone

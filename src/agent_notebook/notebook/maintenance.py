@@ -3,6 +3,7 @@ concept (under compaction's lock, see :mod:`.redaction`), and the notebook's sta
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -91,6 +92,18 @@ class Maintenance:
         required(reason, "redact: the reason", "why the moment is redacted (for the tombstone)")
         with self._redaction_lock():
             return Redaction(self.nb, reason, who).redact(moment_id)
+
+    def redact_moments(self, moment_ids: Sequence[str], reason: str, who: str) -> None:
+        """:meth:`redact` of several moments (active originals) in one pass: one scan, one
+        purge of the files, each noted in its session's audit log."""
+        from .redaction import Redaction
+
+        for moment_id in moment_ids:
+            check_moment_id(moment_id)
+        required(reason, "redact: the reason", "why the moments are redacted (for the tombstones)")
+        with self._redaction_lock():
+            moments = self.nb.backend.get_moments(list(moment_ids))
+            Redaction(self.nb, reason, who).redact_all(moments, reason)
 
     def forget(
         self, concept: str, reason: str, who: str, dry_run: bool, words_only: bool = False
