@@ -79,6 +79,8 @@ VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
     ("hybrid-no-context", "hybrid", {"dialogue_context_weight": 0}),
     *context_grid("hybrid"),
     ("hybrid-no-latest", "hybrid", {"latest_turn_weight": 0}),
+    *((f"hybrid-neighbour{n}", "hybrid", {"neighbour_share": n}) for n in (0.1, 0.2)),
+    *((f"vector-neighbour{n}", "vector", {"neighbour_share": n}) for n in (0.1, 0.2)),
     ("hybrid-no-concepts", "hybrid", {"concept_weight": 0}),
     ("hybrid-long-off", "hybrid", {"long_query_terms": 0}),
     *(

@@ -73,6 +73,17 @@ VARIANTS |= {
         for a in (0.5, 1.0)
         for vm in (0.15, 0.2, 0.25, 0.3)
     },
+    **{f"hybrid-ar{ar}": ("hybrid", {"assistant_reply_share": ar}) for ar in (0.0, 0.1, 0.25)},
+    **{
+        f"hybrid-ar0-n{n}": ("hybrid", {"assistant_reply_share": 0.0, "neighbour_share": n})
+        for n in (0.1, 0.2, 0.3)
+    },
+    **{f"hybrid-n{n}": ("hybrid", {"neighbour_share": n}) for n in (0.1, 0.2, 0.3)},
+    "hybrid-ar0-a1.0": ("hybrid", {"assistant_reply_share": 0.0, "fusion_agreement": 1.0}),
+    "hybrid-ar0-a1.0-vm0.2": (
+        "hybrid",
+        {"assistant_reply_share": 0.0, "fusion_agreement": 1.0, "fusion_vector_margin": 0.2},
+    ),
     "vector-plain-hybrid": ("hybrid", {**PLAIN, "lexical_weight": 0.0, "concept_weight": 0.0}),
 }
 DEFAULT = "bm25,minilm,lexical,vector,hybrid"

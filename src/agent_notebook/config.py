@@ -175,6 +175,10 @@ class SearchSettings(BaseModel):
     #: Share of a question's fused score (a turn with a '?') given to the next turn of its
     #: session: in a conversation the answer is the reply, which rarely repeats the words.
     reply_share: float = Field(0.5, ge=0, le=1)
+    #: ... when the reply is an assistant's: a model's long answer to a user's question is
+    #: rarely what the user will want found again, and it would take half the question's
+    #: score (among people, as in LoCoMo, every reply is a person's).
+    assistant_reply_share: float = Field(0.5, ge=0, le=1)
     #: A concept found in more than this share of the moments (a speaker's name, say) says
     #: little about any of them: the concept signal skips it.
     concept_max_share: float = Field(0.05, gt=0, le=1)

@@ -306,11 +306,11 @@ class Run:
         while not self.stop.is_set():
             with self.ledger.lock:
                 todo = [
-                    (i, text)
+                    (i, text, who)
                     for i, (text, who) in self.ledger.acked.items()
                     if not who.startswith("http") and i not in checked
                 ]
-            for moment_id, text in todo:
+            for moment_id, text, who in todo:
                 searches = 0  # answered ones: a search a server kill cut off does not count
                 while not self.stop.is_set() and searches < FRESH_POLLS:
                     answer = self.request(
@@ -325,8 +325,10 @@ class Run:
                             break
                     time.sleep(0.05)
                 else:
-                    if searches == FRESH_POLLS:
-                        self.stale.append(f"{moment_id} not found in {searches} searches")
+                    # A moment forgotten or redacted on purpose (``forget`` records and
+                    # forgets its own at once) may be gone before the checker gets to it.
+                    if searches == FRESH_POLLS and moment_id not in self.ledger.removed:
+                        self.stale.append(f"{moment_id} ({who}) not found in {searches} searches")
                 checked.add(moment_id)
             time.sleep(0.1)
 

@@ -152,20 +152,15 @@ def search_hits(
 ) -> list[dict[str, Any]]:
     """The search tool: ``notebook.search`` with the tool's cap on ``limit``; a time
     without a zone is UTC, as on the command line. With ``current_session_id``, the
-    conversation the caller is in, that session's recent moments
-    (``context.recent_moments``, the turns a chat's own context search skips too) are left
-    out: the caller has them already, and the question it just asked and its own answer
-    would match best and hide the facts (issue 31)."""
+    conversation the caller is in, its latest turns are left out (see
+    :meth:`.finding.Finding.search`)."""
     if not 1 <= limit <= TOOL_SEARCH_LIMIT:
         raise InvalidInput(f"limit must be between 1 and {TOOL_SEARCH_LIMIT}, got {limit}")
-    recent: list[str] = []
-    if current_session_id:
-        recent = list(notebook.get_session(current_session_id).context.recent_moments)
     hits = notebook.search(
         query,
         session=session_id,
         limit=limit,
-        exclude=recent,
+        current_session_id=current_session_id or None,
         since=_utc(since),
         until=_utc(until),
         speaker=speaker or None,

@@ -457,11 +457,14 @@ class Notebook(FactsFacade):
         min_score: float | None = None,
         current: bool = False,
         as_of: datetime | None = None,
+        current_session_id: str | None = None,
     ) -> list[SearchHit]:
         """Moments relevant to ``query``, best first, within the filters; ``hybrid`` fuses
         lexical, vector and concept matches, ``image``/``audio`` search by example, hits
         under ``min_score`` are left out; ``current`` drops superseded and expired facts,
-        ``as_of`` reads the notebook as it stood (see :meth:`.finding.Finding.search`)."""
+        ``as_of`` reads the notebook as it stood; the latest turns of the conversation the
+        caller is in (``current_session_id``) are left out (see
+        :meth:`.finding.Finding.search`)."""
         return self._finding.search(
             query,
             session=session,
@@ -478,6 +481,7 @@ class Notebook(FactsFacade):
             min_score=min_score,
             current=current,
             as_of=as_of,
+            current_session_id=current_session_id,
         )
 
     def slice(

@@ -129,6 +129,7 @@ class Finding:
         min_score: float | None,
         current: bool = False,
         as_of: datetime | None = None,
+        current_session_id: str | None = None,
     ) -> list[SearchHit]:
         """Moments relevant to ``query``, best first, within the filters. ``hybrid`` fuses
         lexical (BM25), vector and concept matches (lexical alone without an embedder);
@@ -146,7 +147,11 @@ class Finding:
         reads the notebook as it stood then (moments said by then, current then). What the
         fact rules linked is shown with the hits (:mod:`.presenting`): repeats once, "said N
         times"; the current fact before those it ended, which are marked ``superseded_by``;
-        a conflicting moment right after the hit it conflicts with."""
+        a conflicting moment right after the hit it conflicts with.
+        ``current_session_id`` is the conversation the caller is in: its recent turns
+        (``context.recent_moments``, which a chat's own context search skips too) are left
+        out, as the caller has them already and its own question and the model's answer
+        would match best and hide the facts (issue 31)."""
         check_query(query, "search")
         if as_of is not None:  # see notebook/facts.py
             until = as_of_until(aware(as_of, "as_of"), until)
@@ -157,6 +162,9 @@ class Finding:
             raise InvalidInput(f"search: min_score {min_score!r} must be between 0 and 1")
         if session is not None:
             self.nb.get_session(session)
+        if current_session_id:
+            recent = self.nb.get_session(current_session_id).context.recent_moments
+            exclude = {*exclude, *recent}
         if since is not None and until is not None and since >= until:
             raise InvalidInput(f"search: since ({since}) must be before until ({until})")
         if mode not in ("hybrid", "lexical", "vector"):

@@ -365,10 +365,11 @@ class SearchEngine:
         self, fused: dict[str, Fused], briefs: dict[str, MomentBrief]
     ) -> dict[str, list[str]]:
         """Pass part of each candidate's score to the turns around it (in place; the turns
-        it reaches are added to ``briefs``): a question's reply gets ``reply_share``, each
-        neighbour ``neighbour_share``. Returns who gave to whom (receiver: givers)."""
+        it reaches are added to ``briefs``): a question's reply gets ``reply_share`` (an
+        assistant's reply ``assistant_reply_share``), each neighbour ``neighbour_share``. Returns who gave to whom (receiver: givers)."""
         reply_share, neighbour_share = self.settings.reply_share, self.settings.neighbour_share
-        if reply_share <= 0 and neighbour_share <= 0:
+        assistant_share = self.settings.assistant_reply_share
+        if reply_share <= 0 and assistant_share <= 0 and neighbour_share <= 0:
             return {}
         around: dict[str, list[str]] = {}
         for b in briefs.values():
@@ -387,11 +388,19 @@ class SearchEngine:
             for mid in around
             if briefs[mid].asks
         }
+        by_assistant = {
+            mid: [n for n in ids if briefs[n].role == "assistant"] for mid, ids in replies.items()
+        }
+        by_others = {
+            mid: [n for n in ids if briefs[n].role != "assistant"] for mid, ids in replies.items()
+        }
         neighbours = {mid: same_session(mid, ids) for mid, ids in around.items()}
-        neighbour_spread(fused, replies, reply_share, source="reply")
+        neighbour_spread(fused, by_others, reply_share, source="reply")
+        neighbour_spread(fused, by_assistant, assistant_share, source="reply")
         neighbour_spread(fused, neighbours, neighbour_share)
         givers: dict[str, list[str]] = {}
-        for spread, share in ((replies, reply_share), (neighbours, neighbour_share)):
+        spreads = ((by_others, reply_share), (by_assistant, assistant_share))
+        for spread, share in (*spreads, (neighbours, neighbour_share)):
             for giver, receivers in spread.items() if share > 0 else ():
                 for receiver in receivers:
                     givers.setdefault(receiver, []).append(giver)

@@ -475,6 +475,14 @@ def search(
             "notebook's search.min_score, 0.3; 0 keeps every match).",
         ),
     ] = None,
+    current_session_id: Annotated[
+        str | None,
+        Query(
+            description="The session of the conversation you are in: its latest turns, "
+            "which you have already, are left out (your question and the answer to it "
+            "would otherwise come first)."
+        ),
+    ] = None,
 ) -> SearchPage:
     """Moments by words and meaning, best first; ``explain`` says what found each hit.
     ``offset + limit`` may reach 1000. When no hit is relevant enough, ``items`` is empty
@@ -491,6 +499,7 @@ def search(
         limit=offset + limit,
         mode=mode,
         min_score=min_score,
+        current_session_id=current_session_id or None,
     )
     cut = nb.config.search.min_score if min_score is None else min_score
     hint = weak_match_hint(q, cut, "min_score") if not hits and cut > 0 else None

@@ -93,6 +93,7 @@ def _results(
             min_score=min_score,
             image=image,
             audio=audio,
+            current_session_id=form["current_session_id"].strip() or None,
         )
         cut = nb.config.search.min_score if min_score is None else min_score
         if not hits and q and cut > 0:
@@ -129,8 +130,10 @@ def _form(
     mode: str,
     ms: str,
     limit: int = LIMIT,
+    current_session_id: str = "",
 ) -> dict[str, Any]:
     return {
+        "current_session_id": current_session_id,
         "limit": limit,
         "q": q,
         "session": session,
@@ -156,8 +159,13 @@ def search(
     mode: Mode = "hybrid",
     min_score: str = "",
     limit: Annotated[int, Query(ge=1, le=MAX_SEARCH_LIMIT)] = LIMIT,
+    current_session_id: str = "",
 ) -> HTMLResponse:
-    form = _form(q, session, since, until, speaker, concept, mode, min_score, limit)
+    """``current_session_id``: the thread the search is asked from (the session page's
+    search links it): its latest turns are left out, as in the agent's own search."""
+    form = _form(
+        q, session, since, until, speaker, concept, mode, min_score, limit, current_session_id
+    )
     return _results(request, nb, form)
 
 
