@@ -84,6 +84,23 @@ VARIANTS |= {
         "hybrid",
         {"assistant_reply_share": 0.0, "fusion_agreement": 1.0, "fusion_vector_margin": 0.2},
     ),
+    **{
+        f"hybrid-ar0-aw{w}{'-n0.2' if n else ''}": (
+            "hybrid",
+            {"assistant_reply_share": 0.0, "assistant_weight": w, "neighbour_share": n},
+        )
+        for w in (0.9, 0.8, 0.7, 0.5)
+        for n in (0.0, 0.2)
+    },
+    **{f"vector-aw{w}": ("vector", {"assistant_weight": w}) for w in (0.8, 0.5)},
+    "hybrid-noneighbour": ("hybrid", {"neighbour_share": 0.0}),
+    "hybrid-aw1": ("hybrid", {"assistant_weight": 1.0}),
+    "hybrid-before": (  # the defaults before issue 31's role-aware settings
+        "hybrid",
+        {"assistant_weight": 1.0, "assistant_reply_share": 0.5, "neighbour_share": 0.0},
+    ),
+    "hybrid-a0.5": ("hybrid", {"fusion_agreement": 0.5}),
+    "hybrid-a1.0": ("hybrid", {"fusion_agreement": 1.0}),
     "vector-plain-hybrid": ("hybrid", {**PLAIN, "lexical_weight": 0.0, "concept_weight": 0.0}),
 }
 DEFAULT = "bm25,minilm,lexical,vector,hybrid"

@@ -71,6 +71,9 @@ PLAIN = {
     "date_weight": 0.0,
     "session_decay": 1.0,
     "reply_share": 0.0,
+    "assistant_reply_share": 0.0,
+    "assistant_weight": 1.0,
+    "neighbour_share": 0.0,
     "importance_prior": 0.0,
     "recency_prior": 0.0,
     "session_share": 0.0,
@@ -116,7 +119,7 @@ VARIANTS = [
     Variant(
         "hybrid-neighbour",
         "hybrid",
-        grid=(axis("neighbour_share", 0.0, 0.02, 0.05, 0.1, 0.2),),
+        grid=(axis("neighbour_share", 0.0, 0.1, 0.2, 0.3, 0.4, 0.5),),
         note="LOCO: a share of each turn's score to its neighbours (the defaults else)",
     ),
     Variant(

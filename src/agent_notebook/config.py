@@ -161,8 +161,13 @@ class SearchSettings(BaseModel):
     recency_prior: float = Field(0.05, ge=0, le=1)
     recency_half_life_days: float = Field(30.0, gt=0)
     #: Share of a turn's fused score given to each of its neighbouring turns (the same
-    #: session), so an answer's context is found with it. 0 turns it off.
-    neighbour_share: float = Field(0.0, ge=0, le=1)
+    #: session), so a turn whose meaning lies in its neighbours ("I picked it up in Lisbon"
+    #: after "my new guitar") is found with them; between people's turns only (a model's
+    #: turn neither lends nor borrows). 0 turns it off.
+    neighbour_share: float = Field(0.3, ge=0, le=1)
+    #: ... when they were said at most this far apart: notes recorded one after another
+    #: days apart (a diary, imported memories) are not one conversation.
+    neighbour_gap_minutes: float = Field(30.0, ge=0)
     #: A question naming a speaker ("what did Caroline ...") scales the score of the
     #: turns that speaker said by ``1 + speaker_bonus`` (0 turns it off; a query of
     #: several lines, a dialogue, never: its tags name its speakers in every turn).
@@ -178,7 +183,10 @@ class SearchSettings(BaseModel):
     #: ... when the reply is an assistant's: a model's long answer to a user's question is
     #: rarely what the user will want found again, and it would take half the question's
     #: score (among people, as in LoCoMo, every reply is a person's).
-    assistant_reply_share: float = Field(0.5, ge=0, le=1)
+    assistant_reply_share: float = Field(0.0, ge=0, le=1)
+    #: The score of what an assistant (a model) said is scaled by this: a notebook is the
+    #: memory of what people said and did, a model's words are derived from them.
+    assistant_weight: float = Field(0.5, ge=0, le=1)
     #: A concept found in more than this share of the moments (a speaker's name, say) says
     #: little about any of them: the concept signal skips it.
     concept_max_share: float = Field(0.05, gt=0, le=1)

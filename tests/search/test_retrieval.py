@@ -146,6 +146,27 @@ def test_a_question_lends_its_score_to_its_reply(tmp_path: Path) -> None:
         nb.close()
 
 
+def test_an_assistants_reply_takes_its_own_share(tmp_path: Path) -> None:
+    """A person's reply takes ``reply_share`` of the question's score, an assistant's
+    ``assistant_reply_share``: set apart, one can be off and the other on."""
+    nb = Notebook(SqliteBackend(tmp_path / "notebook.db"), embedder=None)
+    try:
+        people = nb.start_session("people", started=T0)
+        model = nb.start_session("model", started=T0)
+        nb.record(people.id, "Which ferry goes to Tresco?", speaker="ben")
+        person = nb.record(people.id, "The blue one, at nine.", speaker="ana")
+        nb.record(model.id, "Which ferry goes to Tresco?", role="user")
+        bot = nb.record(model.id, "Several companies sail there daily.", role="assistant")
+        nb.config.search.reply_share, nb.config.search.assistant_reply_share = 0.5, 0.0
+        found = {h.moment.id: h for h in nb.search("ferry Tresco", limit=10)}
+        assert found[person.id].explain["reply_gain"] > 0 and bot.id not in found
+        nb.config.search.reply_share, nb.config.search.assistant_reply_share = 0.0, 0.5
+        found = {h.moment.id: h for h in nb.search("ferry Tresco", limit=10)}
+        assert found[bot.id].explain["reply_gain"] > 0 and person.id not in found
+    finally:
+        nb.close()
+
+
 def test_a_concept_in_most_moments_does_not_rank(tmp_path: Path) -> None:
     nb = Notebook(SqliteBackend(tmp_path / "notebook.db"), embedder=None)
     try:

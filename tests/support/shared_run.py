@@ -121,6 +121,9 @@ class Run:
         #: request that a kill overlapped.
         self.kills = 0
         self.restarting = threading.Event()
+        #: Held while the server is killed and started again, and by a chore that needs the
+        #: server up throughout (``key rotate`` must find the notebook open by it).
+        self.server_up = threading.Lock()
         #: HTTP writes acknowledged when the killed server's successor came up: the run goes
         #: on until the successor acknowledged more (it serves on after a kill).
         self.http_at_restart: int | None = None
@@ -335,13 +338,14 @@ class Run:
     # -- maintenance and kills ----------------------------------------------------------------
 
     def kill_server(self) -> None:
-        self.restarting.set()
-        self.kills += 1
-        self.server.process.send_signal(signal.SIGKILL)
-        self.server.process.wait(HANG_GUARD_S)
-        self.server = Server(self.home, self.log)
-        self.http_at_restart = self.ledger.by("http")
-        self.restarting.clear()
+        with self.server_up:
+            self.restarting.set()
+            self.kills += 1
+            self.server.process.send_signal(signal.SIGKILL)
+            self.server.process.wait(HANG_GUARD_S)
+            self.server = Server(self.home, self.log)
+            self.http_at_restart = self.ledger.by("http")
+            self.restarting.clear()
 
     def maintenance(self, chores: list[Callable[[], None]]) -> None:
         """Start each chore once, spread over the run, in random order, each in a thread of

@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import replace
+from datetime import timedelta
 
 from ..config import SearchSettings
 from ..core.enrich import enrich, identifiers
@@ -394,7 +395,22 @@ class SearchEngine:
         by_others = {
             mid: [n for n in ids if briefs[n].role != "assistant"] for mid, ids in replies.items()
         }
-        neighbours = {mid: same_session(mid, ids) for mid, ids in around.items()}
+        gap = timedelta(minutes=self.settings.neighbour_gap_minutes)
+
+        def one_conversation(mid: str, ids: list[str]) -> list[str]:
+            """The turns beside ``mid`` said by people close in time. A model's turn
+            neither lends nor borrows: it is long and spans what it was asked, and in a
+            user-assistant chat every neighbour of a user's turn is one (BEAM: R@10 -0.8)."""
+            when, role = briefs[mid].timestamp, briefs[mid].role
+            if role == "assistant":
+                return []
+            return [
+                n
+                for n in same_session(mid, ids)
+                if briefs[n].role != "assistant" and abs(briefs[n].timestamp - when) <= gap
+            ]
+
+        neighbours = {mid: one_conversation(mid, ids) for mid, ids in around.items()}
         neighbour_spread(fused, by_others, reply_share, source="reply")
         neighbour_spread(fused, by_assistant, assistant_share, source="reply")
         neighbour_spread(fused, neighbours, neighbour_share)

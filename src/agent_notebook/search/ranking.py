@@ -58,7 +58,8 @@ def scored_hits(
 ) -> list[Ranked]:
     """The candidates within the filters (``where``, not in ``exclude``, not redacted, of
     the concept ``allowed``, at least ``min_score`` relevant), each fused score times its
-    priors and a bonus when its speaker is ``named``: best first, ties by moment number."""
+    priors, a bonus when its speaker is ``named`` and ``assistant_weight`` when a model
+    said it: best first, ties by moment number."""
     ranked: list[Ranked] = []
     for moment_id, entry in fused.items():
         brief = briefs.get(moment_id)
@@ -73,6 +74,8 @@ def scored_hits(
         factors = prior_factors(brief, now, settings) if priors else {}
         if brief.speaker in named:
             factors["speaker"] = 1 + settings.speaker_bonus
+        if brief.role == "assistant" and settings.assistant_weight != 1:
+            factors["assistant"] = settings.assistant_weight
         score = entry.score * math.prod(factors.values())
         ranked.append(Ranked(score, brief.number, entry, factors))
     ranked.sort(key=lambda h: (-h[0], h[1]))
