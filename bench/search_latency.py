@@ -24,7 +24,8 @@ timed the same way, reported as ``lexical-dialogue`` and ``hybrid-dialogue`` (an
 whole, ``search.dialogue_turns=0``, interleaved, as ``<mode>-dialogue-whole``); the
 questions once more without query coverage (``search.coverage_gain=0``), interleaved, as
 ``lexical-nocover`` and ``hybrid-nocover``, and without the speaker bonus
-(``search.speaker_bonus=0``) as ``<mode>-nospeaker``. With
+(``search.speaker_bonus=0``) as ``<mode>-nospeaker``, and without the neighbours' share
+(``search.neighbour_share=0``) as ``<mode>-noneighbour``. With
 ``--lexical-only`` nothing is embedded and only the lexical modes are timed (for sizes too
 large to embed on a shared machine).
 
@@ -288,11 +289,13 @@ def timed(
     the dialogue-long queries are timed as ``<mode>-dialogue``, and once more read whole
     (``search.dialogue_turns=0``: the whole dialogue embedded, its words ranked) as
     ``<mode>-dialogue-whole``; the questions once more without query coverage
-    (``search.coverage_gain=0``) as ``<mode>-nocover`` and without the speaker bonus
-    (``search.speaker_bonus=0``) as ``<mode>-nospeaker``."""
+    (``search.coverage_gain=0``) as ``<mode>-nocover``, without the speaker bonus
+    (``search.speaker_bonus=0``) as ``<mode>-nospeaker`` and without the neighbours'
+    share (``search.neighbour_share=0``) as ``<mode>-noneighbour``."""
     shipped = nb.config
     uncovered = NotebookConfig(search=SearchSettings(coverage_gain=0))
     anyone = NotebookConfig(search=SearchSettings(speaker_bonus=0))
+    apart = NotebookConfig(search=SearchSettings(neighbour_share=0))
     whole = NotebookConfig(search=SearchSettings(dialogue_turns=0))
     for q in questions[:WARMUP] + dialogues[:WARMUP]:
         for mode in modes:
@@ -301,7 +304,12 @@ def timed(
     # searches, and the next mode's search of the same query would reuse them.
     forget = getattr(nb.backend, "forget_rankings", lambda: None)
     configs = {
-        "": ((shipped, ""), (uncovered, "-nocover"), (anyone, "-nospeaker")),
+        "": (
+            (shipped, ""),
+            (uncovered, "-nocover"),
+            (anyone, "-nospeaker"),
+            (apart, "-noneighbour"),
+        ),
         "-dialogue": ((shipped, ""), (whole, "-whole")),
     }
     for kind, queries in (("", questions), ("-dialogue", dialogues)):

@@ -235,12 +235,15 @@ def test_search_hits_say_where_and_how_strongly_and_offer_more(
     assert first.locator("a.sid").inner_text() == "s_2025-03-01_001"  # the session
     assert re.fullmatch(r"2025-03-01 \d\d:\d\d", first.locator("time").inner_text())  # date
     assert first.locator(".hit-rank").inner_text() == "#1"
-    assert first.locator(".signal-value >> nth=0").inner_text() == "#1"  # lexical rank
+    # its lexical rank (the turns beside a better one may lift a lower one to the top)
+    rank = first.locator(".signal-value >> nth=0").inner_text()
+    assert re.fullmatch(r"#[12]", rank)
     strengths = [
         float(hits.nth(i).locator(".signal .bar >> nth=0").get_attribute("aria-valuenow") or 0)
         for i in (0, 19)
     ]
-    assert strengths[0] == 1.0 and strengths[1] < 1.0  # strength, not a share summing to 1
+    # a strength (1 for the signal's best, less below it), not a share summing to 1
+    assert (strengths[0] == 1.0) == (rank == "#1") and strengths[0] > strengths[1]
     page.click("text=More results")
     assert "limit=40" in page.url and page.locator(".hit").count() == 40
     assert page.locator(".hit >> nth=20 >> .hit-rank").inner_text() == "#21"
@@ -302,7 +305,8 @@ def test_the_owner_filters_sorts_marks_and_deletes(
     assert "text is immutable" in page.inner_text("#h-marks + p")
     page.fill("#importance", "0.9")
     page.check("input[name=pinned]")
-    page.click("text=Save marks")
+    with page.expect_navigation():  # the form posts, then the page is shown again
+        page.click("text=Save marks")
     assert page.locator("article.moment .tag", has_text="pinned").count() == 1
     assert "0.90" in page.inner_text("dl.grid")
     assert "Lyon note 0" in page.inner_text("article.moment .text")

@@ -28,10 +28,13 @@ from .hybrid import (
     VECTOR,
     Coverage,
     Fused,
+    Givers,
     evidence_weights,
     fuse,
     named_speakers,
     neighbour_spread,
+    read_with_the_turn_before,
+    refers_back,
     relevance,
     session_evidence,
 )
@@ -95,7 +98,10 @@ class SearchEngine:
         fused = fuse(ranked, weights, self.settings.rrf_k, flat={DATE})
         # Ranked on briefs; only the moments returned are loaded whole.
         briefs = self._briefs(list(fused))
-        givers = self._spread(fused, briefs) if plan.spread_to_neighbours else {}
+        # By example (a picture, a clip), neighbours are no context: a roll of photos
+        # taken one after another would lend each other the match.
+        context = request.example is None
+        givers = self._spread(fused, briefs, context) if plan.spread_to_neighbours else Givers()
         if plan.session_evidence:
             self._session_evidence(fused, briefs)
         relevant = self._relevance(plan, fused, ranked, content, givers, allowed)
@@ -150,7 +156,7 @@ class SearchEngine:
         fused: dict[str, Fused],
         ranked: Candidates,
         content: list[str] | None,
-        givers: dict[str, list[str]],
+        givers: Givers,
         allowed: set[int] | None,
     ) -> dict[str, float]:
         """Each candidate's relevance (see :func:`.hybrid.relevance`) when the plan judges
@@ -160,7 +166,14 @@ class SearchEngine:
         if content is None:  # every word of the query counts: its lexical ranking
             found = ranked.get(LEXICAL) or self._lexical(self._spoken(plan), 2 * plan.pool, allowed)
             content = [mid for mid, _ in found]
-        return relevance(fused, set(content), givers)
+        relevant = relevance(fused, set(content), givers)
+        # Only the turns the cut-off would drop are read (their texts fetched) with the turn
+        # before them: few, and the others are relevant enough on their own.
+        low = [m for m in givers.before if relevant.get(m, 0.0) < plan.request.min_score]
+        if low:
+            leaning = [m.id for m in self.backend.get_moments(low) if refers_back(m.content.text)]
+            read_with_the_turn_before(relevant, givers.before, leaning)
+        return relevant
 
     def _ranked(
         self,
@@ -363,15 +376,17 @@ class SearchEngine:
         return {b.id: b for b in self.backend.moment_briefs(moment_ids)}
 
     def _spread(
-        self, fused: dict[str, Fused], briefs: dict[str, MomentBrief]
-    ) -> dict[str, list[str]]:
+        self, fused: dict[str, Fused], briefs: dict[str, MomentBrief], context: bool = True
+    ) -> Givers:
         """Pass part of each candidate's score to the turns around it (in place; the turns
         it reaches are added to ``briefs``): a question's reply gets ``reply_share`` (an
-        assistant's reply ``assistant_reply_share``), each neighbour ``neighbour_share``. Returns who gave to whom (receiver: givers)."""
-        reply_share, neighbour_share = self.settings.reply_share, self.settings.neighbour_share
+        assistant's reply ``assistant_reply_share``), each neighbour ``neighbour_share``.
+        Returns who gave to whom."""
+        reply_share = self.settings.reply_share
+        neighbour_share = self.settings.neighbour_share if context else 0.0
         assistant_share = self.settings.assistant_reply_share
         if reply_share <= 0 and assistant_share <= 0 and neighbour_share <= 0:
-            return {}
+            return Givers()
         around: dict[str, list[str]] = {}
         for b in briefs.values():
             if neighbour_share > 0:
@@ -410,14 +425,26 @@ class SearchEngine:
                 if briefs[n].role != "assistant" and abs(briefs[n].timestamp - when) <= gap
             ]
 
-        neighbours = {mid: one_conversation(mid, ids) for mid, ids in around.items()}
+        # A neighbour only ranks higher: one no signal found does not become a result.
+        found = set(fused)
+        neighbours = {
+            mid: [n for n in one_conversation(mid, ids) if n in found]
+            for mid, ids in around.items()
+        }
         neighbour_spread(fused, by_others, reply_share, source="reply")
         neighbour_spread(fused, by_assistant, assistant_share, source="reply")
         neighbour_spread(fused, neighbours, neighbour_share)
-        givers: dict[str, list[str]] = {}
-        spreads = ((by_others, reply_share), (by_assistant, assistant_share))
-        for spread, share in (*spreads, (neighbours, neighbour_share)):
+        givers = Givers()
+        spreads = (
+            (by_others, reply_share, givers.questions),
+            (by_assistant, assistant_share, givers.questions),
+        )
+        for spread, share, of in spreads:
             for giver, receivers in spread.items() if share > 0 else ():
                 for receiver in receivers:
-                    givers.setdefault(receiver, []).append(giver)
+                    of.setdefault(receiver, []).append(giver)
+        for giver, receivers in neighbours.items() if neighbour_share > 0 else ():
+            for receiver in receivers:
+                if briefs[receiver].number == briefs[giver].number + 1:
+                    givers.before.setdefault(receiver, []).append(giver)
         return givers

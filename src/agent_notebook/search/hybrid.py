@@ -14,6 +14,7 @@ the query that is not a stopword, on a concept or by example, else the vector si
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -306,16 +307,54 @@ def named_speakers(query_words: Collection[str], speakers: Iterable[str]) -> set
     return named
 
 
+@dataclass
+class Givers:
+    """Who passed part of their score to whom (receiver: givers): the questions a reply
+    answers, and the turn before a turn (``before``)."""
+
+    questions: dict[str, list[str]] = field(default_factory=dict)
+    before: dict[str, list[str]] = field(default_factory=dict)
+
+
+#: Words by which a turn points back at the one before it ("I picked *it* up in Lisbon").
+_BACK = frozenset(
+    [
+        "it",
+        "its",
+        "that",
+        "this",
+        "these",
+        "those",
+        "there",
+        "then",
+        "he",
+        "she",
+        "him",
+        "her",
+        "his",
+        "hers",
+        "they",
+        "them",
+        "their",
+    ]
+)
+_WORD = re.compile(r"[a-z']+")
+
+
+def refers_back(text: str) -> bool:
+    """Whether a turn leans on the one before it: a pronoun or a demonstrative that points
+    back, or a turn of four words or fewer ("In Lisbon.", "Yes, last May")."""
+    words = _WORD.findall(text.lower())
+    return len(words) <= 4 or not _BACK.isdisjoint(words)
+
+
 def relevance(
-    fused: Mapping[str, Fused],
-    word_matches: Collection[str],
-    givers: Mapping[str, Sequence[str]],
+    fused: Mapping[str, Fused], word_matches: Collection[str], givers: Givers
 ) -> dict[str, float]:
     """How well each fused moment matches, from 0 to 1: 1 when it has a word of the query
     that is not a stopword (``word_matches``: their ids) or a concept or an example found
-    it; else its cosine similarity to the query. A moment that got part of another's
-    score (a question's reply, ``givers``: receiver to givers) is as relevant as the best
-    of them: the reply to a matching question is an answer, whatever its words."""
+    it; else its cosine similarity to the query. A reply is as relevant as the best
+    question it answers: it is the answer, whatever its words."""
     own: dict[str, float] = {}
     for moment_id, entry in fused.items():
         found = entry.signals
@@ -325,6 +364,20 @@ def relevance(
             vector = found.get(VECTOR)
             own[moment_id] = 0.0 if vector is None else max(0.0, min(1.0, vector.raw))
     return {
-        moment_id: max([score, *(own.get(g, 0.0) for g in givers.get(moment_id, ()))])
+        moment_id: max([score, *(own.get(g, 0.0) for g in givers.questions.get(moment_id, ()))])
         for moment_id, score in own.items()
     }
+
+
+def read_with_the_turn_before(
+    relevant: dict[str, float], before: Mapping[str, Sequence[str]], leaning: Collection[str]
+) -> None:
+    """A turn that leans on the one before it (``leaning``: see :func:`refers_back`) is
+    read with it (in place): halfway between its own relevance and that turn's. "I picked
+    it up in Lisbon" after "my new red guitar" is about the guitar; a turn that names its
+    own subject is judged on its own, so a note beside a match is not a result for it."""
+    for moment_id in leaning:
+        earlier = [relevant.get(g, 0.0) for g in before.get(moment_id, ())]
+        if earlier:
+            mine = relevant.get(moment_id, 0.0)
+            relevant[moment_id] = max(mine, (mine + max(earlier)) / 2)
