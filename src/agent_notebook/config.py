@@ -164,7 +164,7 @@ class SearchSettings(BaseModel):
     #: session), so a turn whose meaning lies in its neighbours ("I picked it up in Lisbon"
     #: after "my new guitar") is found with them; between people's turns only (a model's
     #: turn neither lends nor borrows). 0 turns it off.
-    neighbour_share: float = Field(0.2, ge=0, le=1)
+    neighbour_share: float = Field(0.3, ge=0, le=1)
     #: ... when they were said at most this far apart: notes recorded one after another
     #: days apart (a diary, imported memories) are not one conversation.
     neighbour_gap_minutes: float = Field(30.0, ge=0)
