@@ -18,6 +18,7 @@ import pytest
 from agent_notebook import Notebook
 from agent_notebook.config import SearchSettings
 from agent_notebook.embed import default_embedder
+from agent_notebook.search.hybrid import refers_back
 from agent_notebook.storage import SqliteBackend
 
 T0 = datetime(2025, 3, 1, 18, 0, tzinfo=UTC)
@@ -104,3 +105,21 @@ def test_a_turn_that_names_its_own_subject_is_judged_on_its_own(
     assert food in pizza
     station = nb.search("pizza near the station", limit=10)
     assert answer not in [h.moment.id for h in station]
+
+
+@pytest.mark.parametrize(
+    ("text", "leans"),
+    [
+        ("I picked it up in Lisbon a year ago.", True),
+        ("That was the best day of the trip!", True),
+        ("They moved there in 2019 with their kids.", True),
+        ("In Lisbon.", True),  # a few words: an answer, an ellipsis
+        ("Yes, last May", True),
+        ("Mia dropped the car at the garage on Tuesday.", False),
+        ("The bakery on the corner closes at six now.", False),
+    ],
+)
+def test_a_turn_leans_on_the_one_before_by_pointing_back_or_by_being_short(
+    text: str, leans: bool
+) -> None:
+    assert refers_back(text) is leans
