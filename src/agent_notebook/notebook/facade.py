@@ -8,7 +8,8 @@ checkpointers and thread map), :mod:`.turns` (work after a chat turn), :mod:`.ar
 (compaction and the cold archive), :mod:`.transfer` (export, import, migrate) and
 :mod:`.maintenance` (deletion, redaction, stats); the owner's methods on the facts
 (decisions corrected, conflicts resolved, the forgetting policy) come from
-:class:`.facts_facade.FactsFacade`. The parts compose the backend's
+:class:`.facts_facade.FactsFacade`, export, import, migration, compaction and the cold
+archive from :class:`.keeping_facade.KeepingFacade`. The parts compose the backend's
 primitives inside transactions, so every backend behaves alike.
 """
 
@@ -24,8 +25,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from .. import config as cfg
-from ..compaction import CompactionReport
-from ..compaction.runner import Progress as CompactProgress
 from ..core import files
 from ..core.tokens import DEFAULT_COUNTER, TokenCounter
 from ..errors import InvalidInput, NotebookError
@@ -49,6 +48,7 @@ from .archive import Archive
 from .facts import FactKeeper
 from .facts_facade import FactsFacade
 from .finding import Finding
+from .keeping_facade import KeepingFacade
 from .langgraph_state import LangGraphState
 from .maintenance import Maintenance
 from .opening import open_notebook
@@ -62,12 +62,9 @@ from .vectors import Vectors
 # LangChain, LangGraph (stores, checkpoints, summarizers), the embedder, media and the
 # session notebook load when first used: a command that reads the notebook needs none.
 if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.store.base import BaseStore, IndexConfig
 
-    from ..compaction import ColdArchive
-    from ..compaction.summarize import Summarizer
     from ..embed import Embedder
     from ..embed.multimodal import MultimodalEmbedder
     from ..ingest import IngestPlan, IngestReport
@@ -75,8 +72,6 @@ if TYPE_CHECKING:
     from ..privacy.tokens import Tokens
     from ..search.semantic import SemanticIndex
     from ..session import SessionNotebook
-    from .exchange import CopyReport
-    from .migration import MigrationReport
 
 #: How long close() lets the worker embed the last turn's moments (a big ingest's rest waits).
 CLOSE_EMBED_WAIT_S = 2.0
@@ -86,7 +81,7 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-class Notebook(FactsFacade):
+class Notebook(FactsFacade, KeepingFacade):
     """A long-term notebook over any :class:`StorageBackend`.
 
     >>> nb = Notebook.open("/tmp/my-notebook")        # doctest: +SKIP
@@ -537,91 +532,3 @@ class Notebook(FactsFacade):
     def unembedded(self) -> int:
         """How many moments wait for a vector (0 without an embedder)."""
         return self._vectors.unembedded()
-
-    # -- export, import, migrate (:mod:`.transfer`) -------------------------------------------
-
-    def export_to(
-        self,
-        target: StorageBackend,
-        progress: Progress | None = None,
-        *,
-        media_to: Path | None = None,
-    ) -> CopyReport:
-        """Copy this notebook, its chat state too, into ``target``; with ``media_to``, the
-        media and archive files into its ``media/`` and ``archive/`` (see
-        :meth:`.transfer.Transfer.export_to`)."""
-        return self._transfer.export_to(target, progress, media_to)
-
-    def export_file(
-        self,
-        destination: Path,
-        kind: Literal["yaml", "sqlite"] = "yaml",
-        progress: Progress | None = None,
-        *,
-        with_media: bool = True,
-    ) -> CopyReport:
-        """Export (as :meth:`export_to`) into a new YAML directory or SQLite file, with its
-        media and archive files (beside a ``.db`` file) unless not ``with_media``; the lock
-        files the export took are gone after it (:func:`.exchange.export_target`)."""
-        return self._transfer.export_file(destination, kind, progress, with_media)
-
-    def import_from(
-        self,
-        source: StorageBackend,
-        progress: Progress | None = None,
-        *,
-        media_from: Path | None = None,
-    ) -> CopyReport:
-        """Copy ``source`` into this notebook, all of it or nothing, with its chat state;
-        with ``media_from``, its ``media/`` and ``archive/`` files too (see
-        :meth:`.transfer.Transfer.import_from`)."""
-        return self._transfer.import_from(source, progress, media_from)
-
-    def migrate_to(self, target: Notebook, progress: Progress | None = None) -> MigrationReport:
-        """Copy the whole of this notebook (records, vectors, the cold archive and its
-        files, the chat state, media files) into the empty ``target`` notebook, then count
-        both (see :func:`.migration.migrate`); this one is only read."""
-        return self._transfer.migrate_to(target, progress)
-
-    # -- deletion, redaction, stats (:mod:`.maintenance`) -------------------------------------
-
-    # delete_session, redact, forget, stats and the forgetting policy: .facts_facade
-
-    # -- compaction and the cold archive (:mod:`.archive`) ------------------------------------
-
-    @property
-    def archive_dir(self) -> Path | None:
-        """``<home>/archive``, the cold archive (None for a notebook without a home)."""
-        return self._archive.root
-
-    def cold_archive(self, archive_dir: Path | None = None) -> ColdArchive:
-        """The cold archive (``archive_dir``, by default :attr:`archive_dir`), sealed as the
-        notebook's records are; :class:`InvalidInput` for a notebook without a home."""
-        return self._archive.cold_archive(archive_dir)
-
-    def compact(
-        self,
-        *,
-        now: datetime | None = None,
-        dry_run: bool = False,
-        summarizer: Summarizer | None = None,
-        model: BaseChatModel | None = None,
-        archive_dir: Path | None = None,
-        progress: CompactProgress | None = None,
-    ) -> CompactionReport:
-        """Apply the age policy (``compaction:`` settings) as of ``now``: faded moments into
-        rollups, what monthly rollups replace into the cold archive; ``dry_run`` on a copy
-        (see :meth:`.archive.Archive.compact`)."""
-        return self._archive.compact(now, dry_run, summarizer, model, archive_dir, progress)
-
-    def archived_record(self, moment_id: str, archive_dir: Path | None = None) -> bytes:
-        """The archived moment's record, byte for byte as it was when archived (the JSON
-        of :meth:`Moment.model_dump_json`), checked against its SHA-256."""
-        return self._archive.record(moment_id, archive_dir)
-
-    def archived_moment(self, moment_id: str, archive_dir: Path | None = None) -> Moment:
-        """An archived moment, read back from the cold archive by its id."""
-        return self._archive.moment(moment_id, archive_dir)
-
-    def archived_count(self) -> int:
-        return self.backend.count_archived()
