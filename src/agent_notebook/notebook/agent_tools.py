@@ -160,7 +160,7 @@ def search_hits(
         query,
         session=session_id,
         limit=limit,
-        current_session_id=current_session_id or None,
+        current_session_id=current_session_id,
         since=_utc(since),
         until=_utc(until),
         speaker=speaker or None,

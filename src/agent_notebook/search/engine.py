@@ -387,23 +387,17 @@ class SearchEngine:
         assistant_share = self.settings.assistant_reply_share
         if reply_share <= 0 and assistant_share <= 0 and neighbour_share <= 0:
             return Givers()
-        around: dict[str, list[str]] = {}
-        for b in briefs.values():
-            if neighbour_share > 0:
-                around[b.id] = neighbour_ids(b.number)
-            elif b.asks:
-                around[b.id] = [f"m_{b.number + 1}"]
-        wanted = {n for ids in around.values() for n in ids if n not in briefs}
+        # A neighbour only ranks higher: one no signal found does not become a result, so
+        # only the replies, which may be found by their question alone, are read here.
+        found = fused.keys() & briefs.keys()
+        asking = [b.id for b in briefs.values() if b.asks]
+        wanted = {f"m_{briefs[mid].number + 1}" for mid in asking} - briefs.keys()
         briefs.update(self._briefs(sorted(wanted)))
 
         def same_session(mid: str, ids: list[str]) -> list[str]:
             return [n for n in ids if n in briefs and briefs[n].session == briefs[mid].session]
 
-        replies = {
-            mid: same_session(mid, [f"m_{briefs[mid].number + 1}"])
-            for mid in around
-            if briefs[mid].asks
-        }
+        replies = {mid: same_session(mid, [f"m_{briefs[mid].number + 1}"]) for mid in asking}
         by_assistant = {
             mid: [n for n in ids if briefs[n].role == "assistant"] for mid, ids in replies.items()
         }
@@ -412,25 +406,22 @@ class SearchEngine:
         }
         gap = timedelta(minutes=self.settings.neighbour_gap_minutes)
 
-        def one_conversation(mid: str, ids: list[str]) -> list[str]:
-            """The turns beside ``mid`` said by people close in time. A model's turn
-            neither lends nor borrows: it is long and spans what it was asked, and in a
-            user-assistant chat every neighbour of a user's turn is one (BEAM: R@10 -0.8)."""
-            when, role = briefs[mid].timestamp, briefs[mid].role
-            if role == "assistant":
+        def one_conversation(mid: str) -> list[str]:
+            """The turns beside ``mid`` a signal found, said by people close in time. A
+            model's turn neither lends nor borrows: it is long and spans what it was asked,
+            and in a user-assistant chat every neighbour of a user's turn is one (BEAM: R@10
+            -0.8)."""
+            when = briefs[mid].timestamp
+            if briefs[mid].role == "assistant":
                 return []
+            beside = [n for n in neighbour_ids(briefs[mid].number) if n in found]
             return [
                 n
-                for n in same_session(mid, ids)
+                for n in same_session(mid, beside)
                 if briefs[n].role != "assistant" and abs(briefs[n].timestamp - when) <= gap
             ]
 
-        # A neighbour only ranks higher: one no signal found does not become a result.
-        found = set(fused)
-        neighbours = {
-            mid: [n for n in one_conversation(mid, ids) if n in found]
-            for mid, ids in around.items()
-        }
+        neighbours = {mid: one_conversation(mid) for mid in found} if neighbour_share > 0 else {}
         neighbour_spread(fused, by_others, reply_share, source="reply")
         neighbour_spread(fused, by_assistant, assistant_share, source="reply")
         neighbour_spread(fused, neighbours, neighbour_share)
@@ -443,7 +434,7 @@ class SearchEngine:
             for giver, receivers in spread.items() if share > 0 else ():
                 for receiver in receivers:
                     of.setdefault(receiver, []).append(giver)
-        for giver, receivers in neighbours.items() if neighbour_share > 0 else ():
+        for giver, receivers in neighbours.items():
             for receiver in receivers:
                 if briefs[receiver].number == briefs[giver].number + 1:
                     givers.before.setdefault(receiver, []).append(giver)

@@ -499,7 +499,7 @@ def search(
         limit=offset + limit,
         mode=mode,
         min_score=min_score,
-        current_session_id=current_session_id or None,
+        current_session_id=current_session_id,
     )
     cut = nb.config.search.min_score if min_score is None else min_score
     hint = weak_match_hint(q, cut, "min_score") if not hits and cut > 0 else None
