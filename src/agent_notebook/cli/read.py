@@ -12,7 +12,6 @@ from typing import Annotated
 import typer
 
 from ..model import Moment, SearchHit, Session
-from ..notebook.checks import weak_match_hint
 from ..search.slice import MAX_SLICE_TOKENS
 from .common import (
     FormatOption,
@@ -184,7 +183,7 @@ def search(
     with open_notebook(home) as nb, reporting_errors():
         if mode is not SearchMode.LEXICAL:
             catch_up(nb)
-        hits: list[SearchHit] = nb.search(
+        found = nb.search(
             query,
             session=session,
             since=parse_time(since, "--since"),
@@ -198,9 +197,9 @@ def search(
             audio=audio,
             min_score=min_score,
         )
-        cut = nb.config.search.min_score if min_score is None else min_score
-    if not hits and cut > 0 and query.strip():
-        stderr.print(weak_match_hint(query, cut, "--min-score"), highlight=False)
+    if (hint := found.hint("--min-score")) is not None:
+        stderr.print(hint, highlight=False)
+    hits: list[SearchHit] = found
     signals = ["lexical", "vector", "concept"] + (["media"] if image or audio else [])
     if explain and fmt is OutputFormat.TABLE:
         _print_explained(hits, signals)  # a block a hit: readable at 80 columns

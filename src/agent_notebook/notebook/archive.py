@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..compaction import ARCHIVE_DIR, ColdArchive, CompactionReport, Compactor
+from ..compaction import ColdArchive, CompactionReport, Compactor
 from ..compaction.runner import Progress as CompactProgress
 from ..core import files
 from ..core.files import exclusive_lock as write_lock_file
@@ -23,21 +23,33 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from ..compaction.summarize import Summarizer
-    from .facade import Notebook
+    from .context import NotebookContext
+    from .sessions import Sessions
+    from .vectors import Vectors
 
 
 class Archive:
-    """One notebook's compaction and cold archive (see :meth:`Notebook.compact`)."""
+    """One notebook's compaction and cold archive, ``nb.archive``: ``nb.archive.compact()``,
+    ``nb.archive.moment(moment_id)``…"""
 
-    def __init__(self, notebook: Notebook) -> None:
-        self.nb = notebook
+    def __init__(self, context: NotebookContext, sessions: Sessions, vectors: Vectors) -> None:
+        self.context = context
+        self.sessions = sessions
+        self.vectors = vectors
         self._opened: ColdArchive | None = None
 
     @property
     def root(self) -> Path | None:
-        return None if self.nb.home is None else self.nb.home / ARCHIVE_DIR
+        """``<home>/archive``, the cold archive (None for a notebook without a home)."""
+        return self.context.archive_dir
+
+    def count(self) -> int:
+        """How many moments the cold archive holds."""
+        return self.context.backend.count_archived()
 
     def cold_archive(self, archive_dir: Path | None = None) -> ColdArchive:
+        """The cold archive (``archive_dir``, by default :attr:`root`), sealed as the
+        notebook's records are; :class:`InvalidInput` for a notebook without a home."""
         root = archive_dir or self.root
         if root is None:
             raise InvalidInput(
@@ -45,17 +57,18 @@ class Archive:
                 "(Notebook.open(home)) or pass archive_dir"
             )
         if self._opened is None or self._opened.root != root:
-            self._opened = ColdArchive(root, cipher=self.nb.backend.cipher)
+            self._opened = ColdArchive(root, cipher=self.context.backend.cipher)
         return self._opened
 
     def compact(
         self,
-        now: datetime | None,
-        dry_run: bool,
-        summarizer: Summarizer | None,
-        model: BaseChatModel | None,
-        archive_dir: Path | None,
-        progress: CompactProgress | None,
+        *,
+        now: datetime | None = None,
+        dry_run: bool = False,
+        summarizer: Summarizer | None = None,
+        model: BaseChatModel | None = None,
+        archive_dir: Path | None = None,
+        progress: CompactProgress | None = None,
     ) -> CompactionReport:
         """Apply the age policy (``compaction:`` settings) as of ``now``: summarize faded
         moments into daily rollups, roll days into weeks and weeks into months, and move
@@ -65,50 +78,53 @@ class Archive:
         extractive one, or with ``llm`` one over ``model`` that falls back to it."""
         from .exchange import copy_notebook
 
-        nb = self.nb
+        context, backend = self.context, self.context.backend
         when = now_utc() if now is None else aware(now, "now")
         chosen = summarizer or self._summarizer(model)
         archive = self.cold_archive(archive_dir)
-        settings = nb.config.compaction
+        settings = context.config.compaction
         files.ensure_private_dir(archive.root)
         with write_lock_file(archive.root / ".lock", 5.0):
             if not dry_run:
-                nb.settle()  # no moment archived before its session counted it
-                compactor = Compactor(nb.backend, archive, chosen, settings, nb.tokens)
+                backend.settle()  # no moment archived before its session counted it
+                self.sessions.settle()
+                compactor = Compactor(backend, archive, chosen, settings, context.tokens)
                 try:
                     return compactor.run(when, progress=progress)
                 finally:
-                    nb._vectors.forget(compactor.archived_numbers)
-                    nb._vectors.notify_new()  # the new rollups wait for a vector
+                    self.vectors.forget(compactor.archived_numbers)
+                    self.vectors.notify_new()  # the new rollups wait for a vector
             with tempfile.TemporaryDirectory(prefix="compact-dry-run-") as scratch:
                 copy = MemoryBackend()
-                copy_notebook(nb.backend, copy)
+                copy_notebook(backend, copy)
                 offset = 0
-                while page := nb.backend.list_archived(offset, 1000):
+                while page := backend.list_archived(offset, 1000):
                     copy.archive_moments(page)
                     offset += len(page)
                 scratch_archive = ColdArchive(
                     Path(scratch), also=[archive.root], cipher=archive.cipher
                 )
-                compactor = Compactor(copy, scratch_archive, chosen, settings, nb.tokens)
+                compactor = Compactor(copy, scratch_archive, chosen, settings, context.tokens)
                 report = compactor.run(when, progress=progress)
                 return report.model_copy(update={"dry_run": True})
 
     def _summarizer(self, model: BaseChatModel | None) -> Summarizer:
         from ..compaction.summarize import ExtractiveSummarizer, LlmSummarizer
 
-        extractive = ExtractiveSummarizer(self.nb.tokens)
-        if self.nb.config.compaction.summarizer == "extractive":
+        extractive = ExtractiveSummarizer(self.context.tokens)
+        if self.context.config.compaction.summarizer == "extractive":
             return extractive
         if model is None:
             raise InvalidInput(
                 "compaction.summarizer is 'llm' but no chat model was given: pass model=, "
                 "set compaction.model or chat.model in config.yaml, or use 'extractive'"
             )
-        return LlmSummarizer(model, fallback=extractive, counter=self.nb.tokens)
+        return LlmSummarizer(model, fallback=extractive, counter=self.context.tokens)
 
     def record(self, moment_id: str, archive_dir: Path | None = None) -> bytes:
-        backend = self.nb.backend
+        """The archived moment's record, byte for byte as it was when archived (the JSON
+        of :meth:`Moment.model_dump_json`), checked against its SHA-256."""
+        backend = self.context.backend
         found = backend.get_archived([check_moment_id(moment_id)])  # the id is checked first
         if not found:
             where = "is active: use get_moment" if backend.get_moment(moment_id) else ""
@@ -119,6 +135,7 @@ class Archive:
         return self.cold_archive(archive_dir).record(found[0])
 
     def moment(self, moment_id: str, archive_dir: Path | None = None) -> Moment:
+        """An archived moment, read back from the cold archive by its id."""
         return Moment.model_validate_json(self.record(moment_id, archive_dir))
 
 

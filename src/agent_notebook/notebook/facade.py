@@ -1,16 +1,12 @@
 """The owner's API: :class:`Notebook`, the long-term notebook of seed 002.
 
 Front ends (CLI, HTTP, MCP, graph nodes) call this facade and nothing below it. It validates
-input and hands each call to the part that does it: :mod:`.sessions` (sessions and their
-audit log), :mod:`.recording` (moments and ingest), :mod:`.finding` (reads, search, slices),
-:mod:`.vectors` (the embedder and the semantic index), :mod:`.langgraph_state` (the store,
-checkpointers and thread map), :mod:`.turns` (work after a chat turn), :mod:`.archive`
-(compaction and the cold archive), :mod:`.transfer` (export, import, migrate) and
-:mod:`.maintenance` (deletion, redaction, stats); the owner's methods on the facts
-(decisions corrected, conflicts resolved, the forgetting policy) come from
-:class:`.facts_facade.FactsFacade`, export, import, migration, compaction and the cold
-archive from :class:`.keeping_facade.KeepingFacade`. The parts compose the backend's
-primitives inside transactions, so every backend behaves alike.
+input and hands each call to a part, which receives the notebook's
+:class:`.context.NotebookContext` and the sibling parts it needs, never the facade. The
+everyday verbs are methods here; five groups are parts reached by name: ``nb.facts``
+(:mod:`.owner_facts`), ``nb.archive`` (:mod:`.archive`), ``nb.transfer`` (:mod:`.transfer`),
+``nb.vectors`` (:mod:`.vectors`) and ``nb.langgraph`` (:mod:`.langgraph_state`); their flat
+names (``nb.compact``…) stay as aliases for a release (:mod:`.aliases`).
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
@@ -35,8 +31,8 @@ from ..model import (
     Link,
     Moment,
     MomentDraft,
+    NotebookStats,
     PendingItem,
-    SearchHit,
     Session,
     TaskStatus,
 )
@@ -44,16 +40,17 @@ from ..search.engine import Mode
 from ..search.slice import Format as SliceFormat
 from ..search.slice import Slice
 from ..storage import StorageBackend
+from .aliases import Alias
 from .archive import Archive
+from .context import NotebookContext
 from .facts import FactKeeper
-from .facts_facade import FactsFacade
-from .finding import Finding
-from .keeping_facade import KeepingFacade
+from .finding import Finding, SearchResults
 from .langgraph_state import LangGraphState
-from .maintenance import Maintenance
-from .opening import open_notebook
+from .maintenance import Maintenance, SessionDeletion
+from .opening import open_storage
 from .owner_facts import OwnerFacts
 from .recording import Recording
+from .redaction import Reach
 from .sessions import SessionOrder, Sessions, WriteBackKind
 from .transfer import Transfer
 from .turns import TurnWork
@@ -72,6 +69,8 @@ if TYPE_CHECKING:
     from ..privacy.tokens import Tokens
     from ..search.semantic import SemanticIndex
     from ..session import SessionNotebook
+    from .forgetting import PolicyReport
+    from .redaction import ForgetReport
 
 #: How long close() lets the worker embed the last turn's moments (a big ingest's rest waits).
 CLOSE_EMBED_WAIT_S = 2.0
@@ -81,7 +80,7 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-class Notebook(FactsFacade, KeepingFacade):
+class Notebook:
     """A long-term notebook over any :class:`StorageBackend`.
 
     >>> nb = Notebook.open("/tmp/my-notebook")        # doctest: +SKIP
@@ -106,27 +105,26 @@ class Notebook(FactsFacade, KeepingFacade):
         worker thread, else at :meth:`reindex`. ``multimodal_embedder`` signs images and
         audio; ``store_index`` is LangGraph's ``index`` config for :attr:`store` (see
         :mod:`agent_notebook.langgraph.store.index`)."""
-        self.backend = backend
+        conf = config or cfg.NotebookConfig()
+        context = NotebookContext(backend, conf, home, token_counter, multimodal_embedder)
+        self._context = context
+        self.backend, self.home, self.tokens = backend, home, token_counter
         self.multimodal_embedder = multimodal_embedder
-        self.home = home
-        self.tokens = token_counter
-        self.config = config or cfg.NotebookConfig()
         self._in_use: files.UseLock | None = None  # held by Notebook.open (see use_lock)
-        self._turns = TurnWork(self)
-        self._vectors = Vectors(self, embedder, background_embedding)
-        self._langgraph = LangGraphState(self, store_index)
-        self._sessions = Sessions(self)
-        self._recording = Recording(self)
-        self._finding = Finding(self)
-        self._archive = Archive(self)
-        self._transfer = Transfer(self)
-        self._maintenance = Maintenance(self)
-        self._owner_facts = OwnerFacts(self)
-        self.facts = FactKeeper(  # notebook/facts.py
-            backend,
-            self.config.facts.window,
-            self._vectors.paraphrase_vectors if self.config.facts.paraphrases else None,
-        )
+        self.vectors = Vectors(context, embedder, background_embedding)
+        self._vectors = self.vectors
+        self._turns = TurnWork(backend, self.vectors)
+        self._sessions = Sessions(context)
+        paraphrases = self.vectors.paraphrase_vectors if conf.facts.paraphrases else None
+        self._keeper = FactKeeper(backend, conf.facts.window, paraphrases)  # notebook/facts.py
+        self._recording = Recording(context, self._sessions, self.vectors, self._keeper)
+        self.archive = Archive(context, self._sessions, self.vectors)
+        self.langgraph = LangGraphState(context, self._sessions, self.vectors, store_index)
+        self._finding = Finding(context, self._sessions, self.vectors, self.archive)
+        self.transfer = Transfer(context, self._recording, self.archive, self.langgraph)
+        self.facts = OwnerFacts(self._sessions, self._keeper)
+        reach = Reach(context, self.vectors, self._keeper, self.archive, self.langgraph)
+        self._maintenance = Maintenance(reach, self._recording)
 
     @classmethod
     def open(
@@ -140,8 +138,34 @@ class Notebook(FactsFacade, KeepingFacade):
     ) -> Self:
         """Open (with ``create``, make) the notebook in ``home``, a folder or a
         ``postgresql://`` URL; see :mod:`agent_notebook.config`."""
-        options = {"background_embedding": background_embedding, "store_index": store_index}
-        return open_notebook(cls, home, backend, create, options)
+        root, conf, storage, in_use = open_storage(home, backend, create)
+        try:
+            notebook = cls(
+                storage,
+                home=root,
+                config=conf,
+                store_index=store_index,
+                background_embedding=background_embedding,
+            )
+        except BaseException:
+            in_use.release()
+            raise
+        notebook._in_use = in_use
+        return notebook
+
+    @property
+    def config(self) -> cfg.NotebookConfig:
+        """The settings (``config.yaml``); assigning new ones takes effect at once."""
+        return self._context.config
+
+    @config.setter
+    def config(self, config: cfg.NotebookConfig) -> None:
+        self._context.config = config
+
+    @property
+    def location(self) -> str:
+        """Where the records live, for messages: a file, a directory or a URL (no password)."""
+        return self.backend.location
 
     # -- lifecycle and the work after a chat turn (:mod:`.turns`) ----------------------------
 
@@ -167,8 +191,8 @@ class Notebook(FactsFacade, KeepingFacade):
 
     def close(self) -> None:
         self._turns.close()
-        self._vectors.close(CLOSE_EMBED_WAIT_S)
-        self._langgraph.close()
+        self.vectors.close(CLOSE_EMBED_WAIT_S)
+        self.langgraph.close()
         try:
             self.settle()
         except NotebookError as err:  # derived data: the next open catches up all the same
@@ -186,11 +210,6 @@ class Notebook(FactsFacade, KeepingFacade):
     ) -> None:
         self.close()
 
-    @property
-    def location(self) -> str:
-        """Where the records live, for messages: a file, a directory or a URL (no password)."""
-        return self.backend.location
-
     def check_reachable(self) -> None:
         """Raise :class:`~agent_notebook.errors.StorageError` when the notebook's database
         cannot be reached now (a file notebook always can); the servers' health check."""
@@ -204,53 +223,20 @@ class Notebook(FactsFacade, KeepingFacade):
             raise InvalidInput("API tokens need a notebook with a home (Notebook.open(home))")
         return tokens_of(self.home, self.backend)
 
-    # -- LangGraph: the store, checkpoints and threads (:mod:`.langgraph_state`) --------------
-
-    @property
-    def checkpointer(self) -> BaseCheckpointSaver[Any]:
-        """LangGraph's ``SqliteSaver`` on this notebook's file (or ``chat.checkpoints``), sync
-        and async (:class:`~agent_notebook.langgraph.checkpoint.sqlite.NotebookSaver`); it keeps
-        every checkpoint unless ``chat.keep_checkpoints`` says how many of a thread's to keep."""
-        return self.checkpointer_for(self.config.chat)
-
-    def checkpointer_for(self, chat: cfg.ChatSettings) -> BaseCheckpointSaver[Any]:
-        """The checkpointer ``chat`` settings ask for, opened once and closed with the notebook."""
-        return self._langgraph.checkpointer_for(chat)
-
-    def set_up_chat_state(self) -> None:
-        """Make the tables of :attr:`store` and :attr:`checkpointer` now when they live in a
-        database shared with other servers (at start-up, so no request waits: issue 28)."""
-        self._langgraph.set_up()
-
-    @property
-    def store(self) -> BaseStore:
-        """A LangGraph ``BaseStore`` in this notebook's own file (``SqliteStore`` on
-        ``notebook.db``, sync and async) for your LangGraph app and the session notebooks;
-        semantic: ``search(ns, query=...)`` ranks by meaning (see ``store_index``)."""
-        return self._langgraph.store
-
-    def start_store_sweeper(self) -> bool:
-        """Delete the store's expired items every ``store.sweep_interval_minutes``, on a
-        thread stopped by :meth:`close` (long-lived processes: ``serve``, ``mcp``); False
-        when it already runs or the store has no TTL (a notebook in memory)."""
-        return self._langgraph.start_ttl_sweeper()
-
-    def sweep_store(self) -> int:
-        """Delete the store's expired items now (see ``store:`` in ``config.yaml``); how many."""
-        return self._langgraph.sweep_ttl()
+    # -- a LangGraph thread's session and session notebook (more in ``nb.langgraph``) ---------
 
     def thread_session(self, thread_id: str) -> str:
         """The long-term session of a LangGraph thread: the thread id when it names one, else
-        the session started for it on first use, kept in :attr:`store` under ``("threads",)``."""
-        return self._langgraph.thread_session(thread_id)
+        the session started for it on first use (:meth:`.langgraph_state.LangGraphState.thread_session`)."""
+        return self.langgraph.thread_session(thread_id)
 
     def session_notebook(self, thread_id: str) -> SessionNotebook:
         """The session notebook of ``thread_id`` in :attr:`store`, condensing into this one."""
-        return self._langgraph.session_notebook(thread_id)
+        from ..session import SessionNotebook
 
-    def session_notebook_threads(self) -> list[str]:
-        """The threads that have a session notebook, sorted."""
-        return self._langgraph.session_notebook_threads()
+        return SessionNotebook(
+            self.langgraph.store, thread_id, notebook=self, budgets=self.config.session_notebook
+        )
 
     # -- sessions and their audit log (:mod:`.sessions`) --------------------------------------
 
@@ -395,7 +381,7 @@ class Notebook(FactsFacade, KeepingFacade):
 
     def media_store(self) -> MediaStore:
         """``<home>/media/``, where attached images and audio are kept."""
-        return self._recording.media_store()
+        return self._context.media_store()
 
     def ingest(self, plan: IngestPlan, progress: Progress | None = None) -> IngestReport:
         """Record a parsed file (:func:`agent_notebook.ingest.parse_file`), a session for each
@@ -453,13 +439,13 @@ class Notebook(FactsFacade, KeepingFacade):
         current: bool = False,
         as_of: datetime | None = None,
         current_session_id: str | None = None,
-    ) -> list[SearchHit]:
+    ) -> SearchResults:
         """Moments relevant to ``query``, best first, within the filters; ``hybrid`` fuses
         lexical, vector and concept matches, ``image``/``audio`` search by example, hits
         under ``min_score`` are left out; ``current`` drops superseded and expired facts,
         ``as_of`` reads the notebook as it stood; the latest turns of the conversation the
-        caller is in (``current_session_id``) are left out (see
-        :meth:`.finding.Finding.search`)."""
+        caller is in (``current_session_id``) are left out; when nothing is relevant
+        enough, the results' ``hint()`` says so (see :meth:`.finding.Finding.search`)."""
         return self._finding.search(
             query,
             session=session,
@@ -504,31 +490,109 @@ class Notebook(FactsFacade, KeepingFacade):
         redacted), all read at once (a chat turn asks on every turn)."""
         return self._finding.turns_around(moments)
 
-    # -- vectors (:mod:`.vectors`) ------------------------------------------------------------
+    # -- deletion, redaction, forgetting, stats (:mod:`.maintenance`) -------------------------
+
+    def delete_session(self, session_id: str) -> SessionDeletion:
+        """Delete a session for good, with its moments, archived records, media files and
+        threads (see :meth:`.maintenance.Maintenance.delete_session`)."""
+        return self._maintenance.delete_session(session_id)
+
+    def redact(self, moment_id: str, reason: str, who: str = "owner") -> Moment:
+        """Remove a moment's content for good, everywhere it was copied, leaving a tombstone
+        that says who, when and why (see :mod:`.redaction`)."""
+        return self._maintenance.redact(moment_id, reason, who)
+
+    def redact_moments(self, moment_ids: Sequence[str], reason: str, who: str = "owner") -> None:
+        """:meth:`redact` of several active moments in one pass (one purge of the files)."""
+        self._maintenance.redact_moments(moment_ids, reason, who)
+
+    def forget(
+        self,
+        concept: str,
+        reason: str = "",
+        *,
+        who: str = "owner",
+        dry_run: bool = False,
+        words_only: bool = False,
+    ) -> ForgetReport:
+        """Redact every moment, rollup and session-notebook line tied to ``concept``, then
+        drop it from the index; ``dry_run`` only lists what would go; ``words_only`` redacts
+        the phrase's words and keeps the rest of each moment (see :mod:`.redaction`)."""
+        return self._maintenance.forget(concept, reason, who, dry_run, words_only)
+
+    def forget_by_policy(
+        self,
+        *,
+        older_than: str | timedelta | None = None,
+        inactive_for: str | timedelta | None = None,
+        keep_top: int | None = None,
+        session: str | None = None,
+        reason: str = "",
+        who: str = "owner",
+        dry_run: bool = False,
+        now: datetime | None = None,
+    ) -> PolicyReport:
+        """Redact the moments the forgetting policy picks (durations such as ``30d``; the
+        top ``keep_top`` by decayed importance stay); see :mod:`.forgetting`."""
+        return self._maintenance.forget_by_policy(
+            older_than, inactive_for, keep_top, session, reason, who, dry_run, now
+        )
+
+    def stats(self) -> NotebookStats:
+        return self._maintenance.stats()
+
+    # -- flat names of the named parts, kept for a release (:mod:`.aliases`) -------------------
+
+    decision_log = Alias("facts", OwnerFacts.decision_log)
+    edit_decision = Alias("facts", OwnerFacts.edit_decision)
+    pending_items = Alias("facts", OwnerFacts.pending_items)
+    edit_pending = Alias("facts", OwnerFacts.edit_pending)
+    mark_moment = Alias("facts", OwnerFacts.mark_moment)
+    conflicts = Alias("facts", OwnerFacts.conflicts)
+    resolve_conflict = Alias("facts", OwnerFacts.resolve_conflict)
+    compact = Alias("archive", Archive.compact)
+    cold_archive = Alias("archive", Archive.cold_archive)
+    archived_record = Alias("archive", Archive.record)
+    archived_moment = Alias("archive", Archive.moment)
+    archived_count = Alias("archive", Archive.count)
+    export_to = Alias("transfer", Transfer.export_to)
+    export_file = Alias("transfer", Transfer.export_file)
+    import_from = Alias("transfer", Transfer.import_from)
+    migrate_to = Alias("transfer", Transfer.migrate_to)
+    reindex = Alias("vectors", Vectors.reindex)
+    unembedded = Alias("vectors", Vectors.unembedded)
+    checkpointer_for = Alias("langgraph", LangGraphState.checkpointer_for)
+    set_up_chat_state = Alias("langgraph", LangGraphState.set_up)
+    start_store_sweeper = Alias("langgraph", LangGraphState.start_ttl_sweeper)
+    sweep_store = Alias("langgraph", LangGraphState.sweep_ttl)
+    session_notebook_threads = Alias("langgraph", LangGraphState.session_notebook_threads)
+
+    @property
+    def archive_dir(self) -> Path | None:
+        """Alias of ``nb.archive.root``."""
+        return self.archive.root
 
     @property
     def semantic(self) -> SemanticIndex | None:
-        """The vector side of search, or None without an embedder (see ``doctor``) or with
-        ``privacy.modalities.embeddings`` off (no vector is made, stored or read)."""
-        return self._vectors.semantic
+        """Alias of ``nb.vectors.semantic``."""
+        return self.vectors.semantic
 
     @property
     def wants_vectors(self) -> bool:
-        """Whether moments are to get vectors (embeddings on, an embedder chosen), known
-        without loading the model; whether the default model can run, ``doctor`` says."""
-        return self._vectors.wants_vectors
+        """Alias of ``nb.vectors.wants_vectors``."""
+        return self.vectors.wants_vectors
 
     @property
     def embedder_name(self) -> str:
-        """The offline embedder named by AGENT_NOTEBOOK_EMBEDDER or ``search.embedder``
-        (``default``, ``minilm``, ``e5-small`` or ``none``)."""
-        return self._vectors.embedder_name
+        """Alias of ``nb.vectors.embedder_name``."""
+        return self.vectors.embedder_name
 
-    def reindex(self, progress: Progress | None = None) -> int:
-        """Embed every moment that has no vector yet (after a crash, a model change or
-        an import); returns how many were embedded."""
-        return self._vectors.reindex(progress)
+    @property
+    def checkpointer(self) -> BaseCheckpointSaver[Any]:
+        """LangGraph's checkpointer on this notebook (``nb.langgraph.checkpointer``)."""
+        return self.langgraph.checkpointer
 
-    def unembedded(self) -> int:
-        """How many moments wait for a vector (0 without an embedder)."""
-        return self._vectors.unembedded()
+    @property
+    def store(self) -> BaseStore:
+        """LangGraph's store in this notebook (``nb.langgraph.store``)."""
+        return self.langgraph.store

@@ -29,23 +29,50 @@ from .checks import (
     limit_of,
     offset_of,
     optional_limit,
+    weak_match_hint,
 )
 from .facts import as_of_until, view_limit
 from .presenting import present
 
 if TYPE_CHECKING:
-    from .facade import Notebook
+    from .archive import Archive
+    from .context import NotebookContext
+    from .sessions import Sessions
+    from .vectors import Vectors
+
+
+class SearchResults(list[SearchHit]):
+    """What :meth:`Notebook.search` found, best first (a list of hits), knowing the query
+    and the minimum score it was cut at, so that every front end words an empty result the
+    same way (:meth:`hint`)."""
+
+    def __init__(self, hits: Sequence[SearchHit], query: str, min_score: float) -> None:
+        super().__init__(hits)
+        self.query = query
+        self.min_score = min_score
+
+    def hint(self, option: str = "min_score") -> str | None:
+        """What to tell the caller when nothing matched well enough (None when something
+        did, or when the cut was 0), naming the front end's ``option`` for the cut."""
+        if self or self.min_score <= 0 or not self.query.strip():
+            return None
+        return weak_match_hint(self.query, self.min_score, option)
 
 
 class Finding:
     """The reads of one notebook (see :meth:`Notebook.search`)."""
 
-    def __init__(self, notebook: Notebook) -> None:
-        self.nb = notebook
+    def __init__(
+        self, context: NotebookContext, sessions: Sessions, vectors: Vectors, archive: Archive
+    ) -> None:
+        self.context = context
+        self.sessions = sessions
+        self.vectors = vectors
+        self.archive = archive
 
     @property
     def backend(self) -> StorageBackend:
-        return self.nb.backend
+        return self.context.backend
 
     def get_moment(self, moment_id: str) -> Moment:
         found = self.backend.get_moment(check_moment_id(moment_id))
@@ -57,7 +84,7 @@ class Finding:
         self, session_id: str | None = None, offset: int = 0, limit: int | None = None
     ) -> list[Moment]:
         if session_id is not None:
-            self.nb.get_session(session_id)
+            self.sessions.get(session_id)
         return self.backend.list_moments(session_id, offset_of(offset), optional_limit(limit))
 
     def moments_by_source(
@@ -72,7 +99,7 @@ class Finding:
                     f"source ids must be non-empty strings, not {source_id!r}: give the ids "
                     "the moments were recorded with (source_id)"
                 )
-        self.nb.get_session(session_id)  # NotFound, or InvalidId for a malformed id
+        self.sessions.get(session_id)  # NotFound, or InvalidId for a malformed id
         found: dict[str, Moment] = {}
         offset = 0
         # Oldest first: a later moment of the same source id (a replacement) wins.
@@ -130,7 +157,7 @@ class Finding:
         current: bool = False,
         as_of: datetime | None = None,
         current_session_id: str | None = None,
-    ) -> list[SearchHit]:
+    ) -> SearchResults:
         """Moments relevant to ``query``, best first, within the filters. ``hybrid`` fuses
         lexical (BM25), vector and concept matches (lexical alone without an embedder);
         each hit's ``explain`` says what found it. Moments in ``exclude`` (say, those
@@ -157,19 +184,19 @@ class Finding:
             until = as_of_until(aware(as_of, "as_of"), until)
         example = _example(image, audio)
         if min_score is None:
-            min_score = self.nb.config.search.min_score
+            min_score = self.context.config.search.min_score
         elif not 0.0 <= min_score <= 1.0:  # NaN fails too
             raise InvalidInput(f"search: min_score {min_score!r} must be between 0 and 1")
         if session is not None:
-            self.nb.get_session(session)
+            self.sessions.get(session)
         if current_session_id:
-            recent = self.nb.get_session(current_session_id).context.recent_moments
+            recent = self.sessions.get(current_session_id).context.recent_moments
             exclude = {*exclude, *recent}
         if since is not None and until is not None and since >= until:
             raise InvalidInput(f"search: since ({since}) must be before until ({until})")
         if mode not in ("hybrid", "lexical", "vector"):
             raise InvalidInput(f"search: mode {mode!r} is not one of hybrid, lexical, vector")
-        semantic = None if mode == "lexical" else self.nb.semantic  # lexical: no model loaded
+        semantic = None if mode == "lexical" else self.vectors.semantic  # lexical: no model loaded
         if mode == "vector" and semantic is None:
             raise InvalidInput(
                 "search: vector mode needs an embedder; 'agent-notebook doctor' says why "
@@ -181,7 +208,7 @@ class Finding:
             until=None if until is None else aware(until, "until"),
             speaker=speaker,
         )
-        engine = SearchEngine(self.backend, self.nb.config.search, semantic)
+        engine = SearchEngine(self.backend, self.context.config.search, semantic)
         request = SearchRequest(
             query,
             where,
@@ -193,14 +220,15 @@ class Finding:
             min_score=min_score,
         )
         hits = self._with_tiers(engine.search(request), request, include_archive)
-        return present(
+        shown = present(
             hits,
             limit_of(limit),
             current=current,
             as_of=as_of,
             fetch=self.backend.get_moments,
-            latest_values_first=query if self.nb.config.facts.enabled else None,
+            latest_values_first=query if self.context.config.facts.enabled else None,
         )
+        return SearchResults(shown, query, min_score)
 
     def slice(
         self,
@@ -224,7 +252,21 @@ class Finding:
         # Enough hits to fill the budget with room for those that do not fit.
         pool = limit or min(MAX_SEARCH_LIMIT, max(20, budget_tokens // 40))
         hits = (
-            self.nb.search(query, session=session, limit=pool, exclude=exclude, mode=mode)
+            self.search(
+                query,
+                session=session,
+                since=None,
+                until=None,
+                speaker=None,
+                concept=None,
+                limit=pool,
+                exclude=exclude,
+                mode=mode,
+                include_archive=False,
+                image=None,
+                audio=None,
+                min_score=None,
+            )
             if query.strip()
             else []
         )
@@ -232,7 +274,7 @@ class Finding:
 
         def session_of(session_id: str) -> Session:
             if session_id not in sessions:
-                sessions[session_id] = self.nb.get_session(session_id)
+                sessions[session_id] = self.sessions.get(session_id)
             return sessions[session_id]
 
         around = self.turns_around([hit.moment for hit in hits])
@@ -241,7 +283,7 @@ class Finding:
             hits,
             budget_tokens=budget_tokens,
             audience=audience,
-            counter=self.nb.tokens,
+            counter=self.context.tokens,
             session_of=session_of,
             neighbours_of=lambda moment: around.get(moment.id, []),
             fmt=fmt,
@@ -274,14 +316,14 @@ class Finding:
         ]
         if not include_archive:
             return tagged
-        archive = self.nb.cold_archive()
+        archive = self.archive.cold_archive()
         found = archive.search(self.backend, request.query, request.where, request.limit)
         allowed = (
             None
             if request.concept is None
             else set(self.backend.archived_with_concept(normalize_concept(request.concept)))
         )
-        k = self.nb.config.search.rrf_k
+        k = self.context.config.search.rrf_k
         merged: list[tuple[float, int, SearchHit]] = []
         for rank, hit in enumerate(tagged, 1):
             merged.append(

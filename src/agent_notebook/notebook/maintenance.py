@@ -16,9 +16,9 @@ from .archive import drop_archived
 from .checks import aware, required
 
 if TYPE_CHECKING:
-    from .facade import Notebook
     from .forgetting import PolicyReport
-    from .redaction import ForgetReport
+    from .recording import Recording
+    from .redaction import ForgetReport, Reach
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +35,10 @@ class SessionDeletion:
 class Maintenance:
     """Deletion, redaction and stats of one notebook (see :meth:`Notebook.redact`)."""
 
-    def __init__(self, notebook: Notebook) -> None:
-        self.nb = notebook
+    def __init__(self, reach: Reach, recording: Recording) -> None:
+        self.reach = reach
+        self.recording = recording
+        self.sessions = recording.sessions
 
     def delete_session(self, session_id: str) -> SessionDeletion:
         """Delete a session for good: its record, its moments with their full-text rows,
@@ -46,32 +48,33 @@ class Maintenance:
         from ..langgraph.stores import store_items, write_lock
         from ..media.store import media_paths_of
 
-        nb, backend = self.nb, self.nb.backend
-        session = nb.get_session(session_id)  # NotFound for an unknown one
+        reach, backend = self.reach, self.reach.context.backend
+        store = reach.langgraph.store
+        session = self.sessions.get(session_id)  # NotFound for an unknown one
         moments = backend.list_moments(session.id)
         archived = [e for e in backend.list_archived() if e.session == session.id]
         threads = [
             item.key
-            for item in store_items(nb.store, THREADS_NAMESPACE)
+            for item in store_items(store, THREADS_NAMESPACE)
             if item.value.get("session_id") == session.id
         ]
         threads += [session.id]  # a thread may be named by its session
         with backend.atomic():
             backend.delete_session(session.id)
-        nb.facts.forget(session.id)  # what its fact engine read goes with it
-        nb._vectors.forget([m.number for m in moments] + [e.number for e in archived])
+        reach.facts.forget(session.id)  # what its fact engine read goes with it
+        reach.vectors.forget([m.number for m in moments] + [e.number for e in archived])
         gone = media_paths_of(moments)
         if gone:
-            nb._recording.remove_unused_media(sorted(gone))
-        if archived and nb.archive_dir is not None:
-            drop_archived(nb.cold_archive(), archived)
-        with write_lock(nb.store):
+            self.recording.remove_unused_media(sorted(gone))
+        if archived and reach.context.archive_dir is not None:
+            drop_archived(reach.archive.cold_archive(), archived)
+        with write_lock(store):
             for thread in threads:
-                nb.store.delete(THREADS_NAMESPACE, thread)
-                for item in list(store_items(nb.store, ("session", thread))):
-                    nb.store.delete(item.namespace, item.key)
+                store.delete(THREADS_NAMESPACE, thread)
+                for item in list(store_items(store, ("session", thread))):
+                    store.delete(item.namespace, item.key)
         for thread in threads:
-            nb.checkpointer.delete_thread(thread)
+            reach.langgraph.checkpointer.delete_thread(thread)
         return SessionDeletion(
             session=session.id,
             moments=len(moments),
@@ -91,7 +94,7 @@ class Maintenance:
         check_moment_id(moment_id)
         required(reason, "redact: the reason", "why the moment is redacted (for the tombstone)")
         with self._redaction_lock():
-            return Redaction(self.nb, reason, who).redact(moment_id)
+            return Redaction(self.reach, reason, who).redact(moment_id)
 
     def redact_moments(self, moment_ids: Sequence[str], reason: str, who: str) -> None:
         """:meth:`redact` of several moments (active originals) in one pass: one scan, one
@@ -102,8 +105,8 @@ class Maintenance:
             check_moment_id(moment_id)
         required(reason, "redact: the reason", "why the moments are redacted (for the tombstones)")
         with self._redaction_lock():
-            moments = self.nb.backend.get_moments(list(moment_ids))
-            Redaction(self.nb, reason, who).redact_all(moments, reason)
+            moments = self.reach.context.backend.get_moments(list(moment_ids))
+            Redaction(self.reach, reason, who).redact_all(moments, reason)
 
     def forget(
         self, concept: str, reason: str, who: str, dry_run: bool, words_only: bool = False
@@ -111,7 +114,7 @@ class Maintenance:
         from .redaction import Redaction
 
         with self._redaction_lock():
-            return Redaction(self.nb, reason, who).forget(
+            return Redaction(self.reach, reason, who).forget(
                 concept, dry_run=dry_run, words_only=words_only
             )
 
@@ -132,27 +135,30 @@ class Maintenance:
         older = parse_duration(older_than, "forget --older-than")
         inactive = parse_duration(inactive_for, "forget --inactive-for")
         at = now_utc() if now is None else aware(now, "forget: now")
-        backend = self.nb.backend
-        sessions = [self.nb.get_session(session_id)] if session_id else self.nb.sessions()
+        backend = self.reach.context.backend
+        sessions = [self.sessions.get(session_id)] if session_id else self.sessions.list(0, None)
         with self._redaction_lock():
             moments = backend.list_moments(sessions[0].id) if session_id else backend.iter_moments()
             report = choose(moments, sessions, at, older, inactive, keep_top)
             report.dry_run = dry_run
             if not dry_run and report.moments:
                 chosen = backend.get_moments([c.id for c in report.moments])
-                Redaction(self.nb, reason or report.policy, who).redact_all(chosen, report.policy)
+                Redaction(self.reach, reason or report.policy, who).redact_all(
+                    chosen, report.policy
+                )
         return report
 
     def _redaction_lock(self) -> AbstractContextManager[None]:
         """Compaction's lock: a moment is not archived while it is being redacted."""
-        if self.nb.archive_dir is None:
+        archive_dir = self.reach.context.archive_dir
+        if archive_dir is None:
             return nullcontext()
-        files.ensure_private_dir(self.nb.archive_dir)
-        return write_lock_file(self.nb.archive_dir / ".lock", 30.0)
+        files.ensure_private_dir(archive_dir)
+        return write_lock_file(archive_dir / ".lock", 30.0)
 
     def stats(self) -> NotebookStats:
-        nb, backend = self.nb, self.nb.backend
-        sessions = nb.sessions()
+        backend = self.reach.context.backend
+        sessions = self.sessions.list(0, None)
         firsts = [s.stats.first_activity for s in sessions if s.stats.first_activity]
         lasts = [s.stats.last_activity for s in sessions if s.stats.last_activity]
         return NotebookStats(

@@ -41,7 +41,9 @@ from ..model import (
 from .checks import required
 
 if TYPE_CHECKING:
-    from .facade import Notebook
+    from ..facts import FactJudge
+    from .facts import FactKeeper
+    from .sessions import Sessions
 
 __all__ = [
     "ConflictPair",
@@ -132,20 +134,43 @@ def conflict_ids(moment: Moment) -> list[str]:
 
 
 class OwnerFacts:
-    """Decisions, pending items and conflicts by the owner's hand (see the module)."""
+    """Decisions, pending items and conflicts by the owner's hand (see the module), the
+    notebook's ``nb.facts``: ``nb.facts.conflicts()``, ``nb.facts.decision_log()``…"""
 
-    def __init__(self, notebook: Notebook) -> None:
-        self.nb = notebook
+    def __init__(self, sessions: Sessions, keeper: FactKeeper) -> None:
+        self.sessions = sessions
+        self.backend = sessions.backend
+        self.keeper = keeper
+
+    @property
+    def judge(self) -> FactJudge | None:
+        """What judges the fact rules' proposals on record (None: the rules alone);
+        ``nb.facts.judge = LlmJudge(model)`` (see :mod:`agent_notebook.facts.judge`)."""
+        return self.keeper.judge
+
+    @judge.setter
+    def judge(self, judge: FactJudge | None) -> None:
+        self.keeper.judge = judge
 
     # -- the audit log and pending items -------------------------------------------------
 
-    def decision_log(self, session_id: str | None) -> list[LoggedDecision]:
-        sessions = [self.nb.get_session(session_id)] if session_id else self.nb.sessions()
+    def decision_log(self, session_id: str | None = None) -> list[LoggedDecision]:
+        """Every session's audit log (or one's), each entry with its ``d_N`` and, when a
+        later entry corrects it, ``edited_by``."""
+        sessions = [self.sessions.get(session_id)] if session_id else self.sessions.list(0, None)
         return [entry for s in sessions for entry in logged(s)]
 
     def edit_decision(
-        self, session_id: str, decision_id: str, what: str | None, why: str | None, who: str
+        self,
+        session_id: str,
+        decision_id: str,
+        *,
+        what: str | None = None,
+        why: str | None = None,
+        who: str = "owner",
     ) -> LoggedDecision:
+        """Correct decision ``d_N``: a new entry that ``edits`` it is appended (the log
+        keeps both)."""
         number = decision_number(decision_id, "edit decision")
         if what is None and why is None:
             raise InvalidInput(
@@ -183,9 +208,12 @@ class OwnerFacts:
             s.decisions.append(new)
             return logged(s)[-1]
 
-        return self.nb._sessions.change(session_id, append, "decision edit")
+        return self.sessions.change(session_id, append, "decision edit")
 
-    def edit_pending(self, session_id: str, pending_id: str, what: str, who: str) -> PendingItem:
+    def edit_pending(
+        self, session_id: str, pending_id: str, what: str, *, who: str = "owner"
+    ) -> PendingItem:
+        """Reword an open pending item; the audit log notes the text it had."""
         required(what, f"edit pending {pending_id}", "what is open")
 
         def edit(s: Session) -> PendingItem:
@@ -213,20 +241,23 @@ class OwnerFacts:
             item.what = what
             return item
 
-        return self.nb._sessions.change(session_id, edit, "pending item")
+        return self.sessions.change(session_id, edit, "pending item")
 
-    def pending(self, session_id: str | None, open_only: bool) -> list[tuple[str, PendingItem]]:
-        sessions = [self.nb.get_session(session_id)] if session_id else self.nb.sessions()
+    def pending_items(
+        self, session_id: str | None = None, *, open_only: bool = False
+    ) -> list[tuple[str, PendingItem]]:
+        """``(session id, item)`` of every session's pending items (or one's)."""
+        sessions = [self.sessions.get(session_id)] if session_id else self.sessions.list(0, None)
         return [(s.id, p) for s in sessions for p in s.pending if not open_only or p.closed is None]
 
     # -- conflicts -----------------------------------------------------------------------
 
-    def conflicts(self, session_id: str | None) -> list[ConflictPair]:
+    def conflicts(self, session_id: str | None = None) -> list[ConflictPair]:
         """Every pair flagged ``conflicts_with`` (in ``session_id`` when given: a pair with
         a side there), oldest first."""
-        backend = self.nb.backend
+        backend = self.backend
         moments: Iterable[Moment] = (
-            backend.list_moments(self.nb.get_session(session_id).id)
+            backend.list_moments(self.sessions.get(session_id).id)
             if session_id
             else backend.iter_moments()
         )
@@ -245,8 +276,18 @@ class OwnerFacts:
         return found
 
     def resolve_conflict(
-        self, a_id: str, b_id: str, keep: str | None, dismiss: bool, reason: str, who: str
+        self,
+        a: str,
+        b: str,
+        *,
+        keep: str | None = None,
+        dismiss: bool = False,
+        reason: str = "",
+        who: str = "owner",
     ) -> ConflictResolution:
+        """``keep`` one side (the other is superseded by it) or ``dismiss`` the conflict
+        (both stand); audited in each session involved."""
+        a_id, b_id = a, b
         check_moment_id(a_id)
         check_moment_id(b_id)
         if dismiss == (keep is not None):
@@ -259,10 +300,10 @@ class OwnerFacts:
                 f"resolve conflict {a_id} vs {b_id}: keep {keep!r} is neither side; keep "
                 f"{a_id} or {b_id}, or dismiss the conflict (both stand)"
             )
-        backend = self.nb.backend
+        backend = self.backend
         with backend.atomic():
-            a, b = self._flagged(a_id, b_id)
-            for m, other in ((a, b_id), (b, a_id)):
+            side_a, side_b = self._flagged(a_id, b_id)
+            for m, other in ((side_a, b_id), (side_b, a_id)):
                 gone = fact_link("conflicts_with", other)
                 m.relations.links = [link for link in m.relations.links if link != gone]
             result = ConflictResolution(
@@ -270,29 +311,32 @@ class OwnerFacts:
             )
             what = f"conflict {a_id} vs {b_id} dismissed: both stand"
             if keep is not None:
-                winner, loser = (a, b) if keep == a_id else (b, a)
+                winner, loser = (side_a, side_b) if keep == a_id else (side_b, side_a)
                 _supersede(loser, winner)
                 result.superseded = loser.id
                 what = f"conflict {a_id} vs {b_id} resolved: kept {keep}, {loser.id} superseded"
-            backend.put_moments([a, b])
-            for session_id in dict.fromkeys((a.session, b.session)):
+            backend.put_moments([side_a, side_b])
+            for session_id in dict.fromkeys((side_a.session, side_b.session)):
                 entry = validate_record(
                     Decision, {"when": now_utc(), "what": what, "why": reason, "who": who}, what
                 )
-                self.nb._sessions.change(session_id, _appending(entry), what)
+                self.sessions.change(session_id, _appending(entry), what)
                 result.entries.append(entry)
         return result
 
     # -- a moment's marks --------------------------------------------------------------
 
-    def mark_moment(self, moment_id: str, importance: float | None, pinned: bool | None) -> Moment:
-        """Only the marks change: a moment's text is immutable (redaction aside)."""
+    def mark_moment(
+        self, moment_id: str, *, importance: float | None = None, pinned: bool | None = None
+    ) -> Moment:
+        """Change a moment's importance (0 to 1) or pin (a pinned moment is never
+        compacted); only the marks change: a moment's text is immutable (redaction aside)."""
         if importance is not None and not 0.0 <= importance <= 1.0:
             raise InvalidInput(
                 f"mark {moment_id}: importance {importance} is outside 0 to 1; give a number "
                 "such as 0.8 (1.0 keeps the moment from compaction, like a pin); nothing changed"
             )
-        backend = self.nb.backend
+        backend = self.backend
         with backend.atomic():
             moment = backend.get_moment(moment_id)
             if moment is None:
@@ -306,7 +350,7 @@ class OwnerFacts:
 
     def _flagged(self, a_id: str, b_id: str) -> tuple[Moment, Moment]:
         """Both moments, checked to exist and to be flagged as conflicting."""
-        backend = self.nb.backend
+        backend = self.backend
         found = []
         for wanted in (a_id, b_id):
             got = backend.get_moment(wanted)

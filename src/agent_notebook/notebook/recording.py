@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.enrich import enrich
-from ..errors import InvalidInput, NotFound
+from ..errors import NotFound
 from ..model import (
     Link,
     Moment,
@@ -31,7 +31,10 @@ from .drafts import check_drafts
 if TYPE_CHECKING:
     from ..ingest import IngestPlan, IngestReport, IngestSession
     from ..media.store import Attachment, MediaStore
-    from .facade import Notebook
+    from .context import NotebookContext
+    from .facts import FactKeeper
+    from .sessions import Sessions
+    from .vectors import Vectors
 
 #: How many recorded moments a session's stored row may lag behind: a record rewrites the
 #: session only every so many moments (or when it adds to the audit log); reads count the
@@ -46,15 +49,20 @@ Drafts = Iterable[MomentDraft | dict[str, Any]]
 class Recording:
     """What one notebook records (see :meth:`Notebook.record_many`)."""
 
-    def __init__(self, notebook: Notebook) -> None:
-        self.nb = notebook
+    def __init__(
+        self, context: NotebookContext, sessions: Sessions, vectors: Vectors, facts: FactKeeper
+    ) -> None:
+        self.context = context
+        self.sessions = sessions
+        self.vectors = vectors
+        self.facts = facts
 
     @property
     def backend(self) -> StorageBackend:
-        return self.nb.backend
+        return self.context.backend
 
     def check_drafts(self, drafts: Drafts, where: str = "moment") -> list[MomentDraft]:
-        return check_drafts(drafts, self.nb.config.moments, where)
+        return check_drafts(drafts, self.context.config.moments, where)
 
     def record(
         self,
@@ -68,7 +76,7 @@ class Recording:
             **({} if image is None else {"image_file": str(image)}),
             **({} if audio is None else {"audio_file": str(audio)}),
         }
-        return self.nb.record_many(session_id, [{"text": text, **fields, **media}])[0]
+        return self.record_many(session_id, [{"text": text, **fields, **media}])[0]
 
     def record_many(
         self, session_id: str, drafts: Drafts, condensed_history: str | None = None
@@ -76,7 +84,7 @@ class Recording:
         moments = self._record(session_id, drafts, condensed_history)
         self._derive_facts(session_id, moments)
         if moments:
-            self.nb._vectors.notify_new()  # vectors are derived: made off the hot path
+            self.vectors.notify_new()  # vectors are derived: made off the hot path
         return moments
 
     def _record(
@@ -86,9 +94,9 @@ class Recording:
         checked = self.check_drafts(drafts)
         if not checked:
             if condensed_history is not None:
-                self.nb.update_session(session_id, condensed_history=condensed_history)
+                self.sessions.update(session_id, condensed_history=condensed_history)
             return []
-        privacy = self.nb.config.privacy  # secrets first: no concept or key is made of one
+        privacy = self.context.config.privacy  # secrets first: no concept or key is made of one
         checked, masked = secret_masking.screen(checked, privacy.secrets)
         stripped = [modalities.strip(d, privacy.modalities) for d in checked]
         # Media are checked and signed first (a corrupt file records nothing, copies nothing).
@@ -111,17 +119,17 @@ class Recording:
     ) -> tuple[Session, list[Moment]]:
         checked = self.check_drafts(drafts)  # before the session is started for them
         with self.backend.atomic():  # all of it or, on any error, no session either
-            session = self.nb.start_session(task, started=started)
+            session = self.sessions.start(task, started=started)
             moments = self._record(session.id, checked, None)
         self._derive_facts(session.id, moments)
-        self.nb._vectors.notify_new()  # once the moments are committed
-        return self.nb.get_session(session.id), moments
+        self.vectors.notify_new()  # once the moments are committed
+        return self.sessions.get(session.id), moments
 
     def _derive_facts(self, session_id: str, moments: list[Moment]) -> None:
         """Decisions, open threads and fact links read from ``moments``: derived, so
         only once the raw moments are committed (see :mod:`.facts`)."""
-        if moments and self.nb.config.facts.enabled:
-            self.nb.facts.after_record(session_id, moments)
+        if moments and self.context.config.facts.enabled:
+            self.facts.after_record(session_id, moments)
 
     def remove_unused_media(self, names: list[str]) -> None:
         """Remove the media files among ``names`` that no moment refers to."""
@@ -138,7 +146,7 @@ class Recording:
         stripped: list[tuple[MomentDraft, list[str]]],
         condensed_history: str | None = None,
     ) -> list[Moment]:
-        sessions = self.nb._sessions
+        sessions = self.sessions
         with self.backend.atomic():
             session, lagging = sessions.with_lag(session_id)
             first = self.backend.next_number("moment", len(prepared))
@@ -165,26 +173,21 @@ class Recording:
         return moments
 
     def media_store(self) -> MediaStore:
-        from ..media.store import MediaStore
-
-        if self.nb.home is None:
-            raise InvalidInput(
-                "attaching media needs a notebook with a home (Notebook.open(home)): the "
-                "files are kept in <home>/media/"
-            )
-        return MediaStore(self.nb.home)
+        return self.context.media_store()
 
     def _attachments(self, draft: MomentDraft) -> list[Attachment]:
         from ..media.store import attachment_of
 
-        nb = self.nb
-        embedder = nb.multimodal_embedder if nb.config.privacy.modalities.embeddings else None
+        context = self.context
+        embedder = (
+            context.multimodal_embedder if context.config.privacy.modalities.embeddings else None
+        )
         found = []  # the errors name the file
         if draft.image_file is not None:
             found.append(attachment_of(draft.image_file, "image", embedder))
         if draft.audio_file is not None:
             found.append(attachment_of(draft.audio_file, "audio", embedder))
-        if found and nb.home is None:
+        if found and context.home is None:
             self.media_store()  # says why not
         return found
 
@@ -288,7 +291,7 @@ class Recording:
                         created += 1
                         if known is not None:
                             known.sessions.append(session)
-                    self.nb.record_many(session.id, batch)
+                    self.record_many(session.id, batch)
                 seen.update(d.source_id for d in batch if d.source_id is not None)
                 added += len(batch)
                 touched[session.id] = None
@@ -297,7 +300,7 @@ class Recording:
         return IngestReport(
             path=plan.path,
             format=plan.format,
-            sessions=[self.nb.get_session(sid) for sid in touched],
+            sessions=[self.sessions.get(sid) for sid in touched],
             sessions_created=created,
             moments_added=added,
             moments_skipped=skipped,
@@ -306,7 +309,7 @@ class Recording:
     def _start_ingested(self, part: IngestSession) -> Session:
         from ..ingest import SOURCE_RELATION
 
-        session = self.nb.start_session(part.task, started=part.started)
+        session = self.sessions.start(part.task, started=part.started)
         if part.source_id is None:
             return session
         linked = session.model_copy(

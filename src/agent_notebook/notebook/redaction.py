@@ -41,7 +41,7 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -72,37 +72,26 @@ if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
     from ..compaction import ColdArchive
-    from ..config import ChatSettings, NotebookConfig
-    from ..media.store import MediaStore
-    from ..search.semantic import SemanticIndex
-    from ..storage import StorageBackend
+    from .archive import Archive
+    from .context import NotebookContext
+    from .langgraph_state import LangGraphState
     from .vectors import Vectors
 
-__all__ = ["MIN_WORDS", "RUN_WORDS", "ForgetReport", "Redactable", "Redaction", "Scrubber"]
+__all__ = ["MIN_WORDS", "RUN_WORDS", "ForgetReport", "Reach", "Redaction", "Scrubber"]
 
 log = logging.getLogger(__name__)
 
 
-class Redactable(Protocol):
-    """The parts of a notebook a redaction reaches: :class:`~agent_notebook.Notebook`, which
-    imports this module (so a protocol), passes itself. ``_vectors`` drops the vectors of
+@dataclass(frozen=True)
+class Reach:
+    """The parts of a notebook a redaction reaches. ``vectors`` drops the vectors of
     redacted moments from the index only when it is already loaded."""
 
-    backend: StorageBackend
-    home: Path | None
-    config: NotebookConfig
-    _vectors: Vectors
+    context: NotebookContext
+    vectors: Vectors
     facts: FactKeeper
-
-    @property
-    def semantic(self) -> SemanticIndex | None: ...
-    @property
-    def archive_dir(self) -> Path | None: ...
-    @property
-    def store(self) -> BaseStore: ...
-    def media_store(self) -> MediaStore: ...
-    def checkpointer_for(self, chat: ChatSettings) -> BaseCheckpointSaver[Any]: ...
-    def cold_archive(self, archive_dir: Path | None = ...) -> ColdArchive: ...
+    archive: Archive
+    langgraph: LangGraphState
 
 
 class ForgetReport(BaseModel):
@@ -161,9 +150,9 @@ class _Plan:
 class Redaction:
     """One redact or forget over a notebook; see the module docstring."""
 
-    def __init__(self, nb: Redactable, reason: str, who: str) -> None:
-        self.nb = nb
-        self.backend = nb.backend
+    def __init__(self, reach: Reach, reason: str, who: str) -> None:
+        self.reach = reach
+        self.backend = reach.context.backend
         self.who = who
         self.reason = reason
         self.concept: str | None = None
@@ -271,19 +260,19 @@ class Redaction:
             scrub_store(store, self.scrubber)
         if (saver := self._saver()) is not None:
             scrub_checkpoints(saver, self.scrubber)
-        self.nb._vectors.forget(self.changed_numbers)
+        self.reach.vectors.forget(self.changed_numbers)
         self._purge()
         self._remove_media(media_paths_of(plan.targets.values()))
 
     def _remove_media(self, gone: set[str]) -> None:
         """Delete the media files of the redacted moments that no other moment (active or
         archived) refers to."""
-        if not gone or self.nb.home is None:
+        if not gone or self.reach.context.home is None:
             return
         in_use = media_paths_of(self.backend.iter_moments())
         for _, records in self._archive_files():
             in_use |= media_paths_of(records.values())
-        self.nb.media_store().remove_unused(sorted(gone), in_use)
+        self.reach.context.media_store().remove_unused(sorted(gone), in_use)
 
     def _redacted(self, moment: Moment, plan: _Plan, tombstone: Tombstone) -> Moment | None:
         """The new version of ``moment``, or None when it keeps no redacted text."""
@@ -420,7 +409,7 @@ class Redaction:
             audit.setdefault(moment.session, []).append(
                 Decision(when=now, what=what, why=why, who=self.who)
             )
-        self.nb.facts.forget()  # the engines hold what they read of the redacted text
+        self.reach.facts.forget()  # the engines hold what they read of the redacted text
         with self.backend.atomic():
             for session in self.backend.list_sessions():
                 scrubbed = self.scrubber.record(session)
@@ -447,13 +436,13 @@ class Redaction:
         self._purge_vectors()
 
     def _purge_vectors(self) -> None:
-        home = self.nb.home
+        home = self.reach.context.home
         if home is None or not self.backend.capabilities.vector_index_file:
             return
         index_file = home / "embeddings.faiss"
         if not index_file.exists():
             return
-        semantic = self.nb.semantic
+        semantic = self.reach.vectors.semantic
         if semantic is not None and semantic.index_file == index_file:
             semantic.purge()
         else:  # derived, and no embedder here to rebuild it: gone until the next reindex
@@ -514,17 +503,17 @@ class Redaction:
             yield name, {i: Moment.model_validate_json(line) for i, line in records.items()}
 
     def _archive(self) -> ColdArchive | None:
-        if self.nb.archive_dir is None:
+        if self.reach.context.archive_dir is None:
             return None
-        return self.nb.cold_archive()
+        return self.reach.archive.cold_archive()
 
     def _store(self) -> BaseStore | None:
         from ..langgraph.stores import in_database, store_path
 
         if in_database(self.backend):  # in the database: there is one
-            return self.nb.store
+            return self.reach.langgraph.store
         path = store_path(self.backend)
-        return self.nb.store if path is not None and path.exists() else None
+        return self.reach.langgraph.store if path is not None and path.exists() else None
 
     def _saver(self) -> BaseCheckpointSaver[Any] | None:
         """The checkpointer to scrub: a ``SqliteSaver`` on an existing file, or a PostgreSQL
@@ -533,10 +522,10 @@ class Redaction:
 
         from ..langgraph.stores import CHECKPOINT_FILE, in_database, store_path
 
-        chat = self.nb.config.chat
+        chat = self.reach.context.config.chat
         path = chat.checkpoints
         if path is None and in_database(self.backend):
-            saver = self.nb.checkpointer_for(chat)
+            saver = self.reach.langgraph.checkpointer_for(chat)
             return saver if hasattr(saver, "scrub") else None
         if path is None and (beside := store_path(self.backend)) is not None:
             path = (
@@ -546,7 +535,7 @@ class Redaction:
             )
         if path is None or not Path(path).expanduser().exists():
             return None
-        saver = self.nb.checkpointer_for(chat)
+        saver = self.reach.langgraph.checkpointer_for(chat)
         return saver if isinstance(saver, SqliteSaver) else None
 
     def _side_connections(self) -> list[sqlite3.Connection]:

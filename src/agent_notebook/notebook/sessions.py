@@ -34,7 +34,7 @@ from .checks import aware, offset_of, optional_limit, required
 from .etags import check_if_match, etag_of
 
 if TYPE_CHECKING:
-    from .facade import Notebook
+    from .context import NotebookContext
 
 #: How many of the latest moment ids a session keeps in ``context.recent_moments``.
 RECENT_MOMENTS = 20
@@ -49,12 +49,12 @@ _Item = TypeVar("_Item", PendingItem, Escalation)
 class Sessions:
     """The sessions of one notebook (see :meth:`Notebook.start_session` and the rest)."""
 
-    def __init__(self, notebook: Notebook) -> None:
-        self.nb = notebook
+    def __init__(self, context: NotebookContext) -> None:
+        self.context = context
 
     @property
     def backend(self) -> StorageBackend:
-        return self.nb.backend
+        return self.context.backend
 
     def start(self, task: str = "", *, started: datetime | None = None) -> Session:
         when = now_utc() if started is None else aware(started, "started")
@@ -107,7 +107,7 @@ class Sessions:
         firsts = [t for t in (stats.first_activity, min(times)) if t is not None]
         lasts = [t for t in (stats.last_activity, max(times)) if t is not None]
         stats.moments += len(moments)
-        stats.tokens += sum(self.nb.tokens.count(m.text) for m in moments)
+        stats.tokens += sum(self.context.tokens.count(m.text) for m in moments)
         stats.bytes += sum(len(m.text.encode("utf-8")) for m in moments)
         stats.first_activity, stats.last_activity = min(firsts), max(lasts)
         context.raw_history_size += len(moments)
@@ -289,8 +289,8 @@ class Sessions:
     ) -> Link:
         if SESSION_ID_RE.fullmatch(target):
             self.get(target)
-        elif MOMENT_ID_RE.fullmatch(target):
-            self.nb.get_moment(target)
+        elif MOMENT_ID_RE.fullmatch(target) and self.backend.get_moment(target) is None:
+            raise NotFound(f"no moment {target} in {self.backend.location}")
         link = validate_record(Link, {"target": target, "relation": relation, "note": note}, "link")
 
         def append(s: Session) -> Link:

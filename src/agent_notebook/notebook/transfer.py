@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..compaction import ARCHIVE_DIR, ColdArchive
 from ..storage import StorageBackend
@@ -14,21 +14,49 @@ from ..storage import StorageBackend
 if TYPE_CHECKING:
     from ..langgraph.stores import Closeable
     from ..media.store import MediaStore
+    from .archive import Archive
+    from .context import NotebookContext
     from .exchange import CopyReport
-    from .facade import Notebook
+    from .langgraph_state import LangGraphState
     from .migration import MigrationReport
+    from .recording import Recording
 
 Progress = Callable[[int], None]
 
 
-class Transfer:
-    """Export, import and migration of one notebook (see :meth:`Notebook.export_to`)."""
+class Migratable(Protocol):
+    """What :meth:`Transfer.migrate_to` takes: a notebook, or its ``transfer`` part."""
 
-    def __init__(self, notebook: Notebook) -> None:
-        self.nb = notebook
+    @property
+    def transfer(self) -> Transfer: ...
+
+
+class Transfer:
+    """Export, import and migration of one notebook, ``nb.transfer``:
+    ``nb.transfer.export_file(path)``, ``nb.transfer.import_from(backend)``…"""
+
+    def __init__(
+        self,
+        context: NotebookContext,
+        recording: Recording,
+        archive: Archive,
+        langgraph: LangGraphState,
+    ) -> None:
+        self.context = context
+        self.recording = recording
+        self.archive = archive
+        self.langgraph = langgraph
+
+    @property
+    def transfer(self) -> Transfer:
+        return self
 
     def export_to(
-        self, target: StorageBackend, progress: Progress | None, media_to: Path | None
+        self,
+        target: StorageBackend,
+        progress: Progress | None = None,
+        *,
+        media_to: Path | None = None,
     ) -> CopyReport:
         """Copy this notebook into ``target`` (for example a :class:`YamlDirBackend`): the
         records, vectors, archive entries, and the chat state (store items: session
@@ -38,30 +66,31 @@ class Transfer:
         from ..langgraph.stores import open_checkpointer, open_store, store_items
         from .exchange import Archives, ChatState, copy_notebook
 
-        nb = self.nb
-        nb.settle()  # the exported sessions count every moment
+        context, backend, chat = self.context, self.context.backend, self.langgraph
+        backend.settle()  # the exported sessions count every moment
+        self.recording.sessions.settle()
         archives = None
         if media_to is not None:
             from ..media.store import MediaStore
 
-            _copy_media(nb.backend, nb.media_store(), MediaStore(media_to))
-            if nb.archive_dir is not None and nb.backend.count_archived():
-                archives = Archives(nb.cold_archive(), ColdArchive(media_to / ARCHIVE_DIR))
-        mine = ChatState(nb.store, nb.checkpointer)
+            _copy_media(backend, context.media_store(), MediaStore(media_to))
+            if context.archive_dir is not None and backend.count_archived():
+                archives = Archives(
+                    self.archive.cold_archive(), ColdArchive(media_to / ARCHIVE_DIR)
+                )
+        mine = ChatState(chat.store, chat.checkpointer)
         conns: list[Closeable] = []
         try:
             theirs = ChatState()
-            if next(store_items(nb.store), None) is not None:
+            if next(store_items(chat.store), None) is not None:
                 store, conn = open_store(target)
                 theirs = ChatState(store=store)
                 conns += [conn] if conn is not None else []
-            if next(iter(nb.checkpointer.list(None)), None) is not None:
-                saver, conn = open_checkpointer(target, keep=nb.config.chat.keep_checkpoints)
+            if next(iter(chat.checkpointer.list(None)), None) is not None:
+                saver, conn = open_checkpointer(target, keep=context.config.chat.keep_checkpoints)
                 theirs = ChatState(theirs.store, saver)
                 conns += [conn] if conn is not None else []
-            return copy_notebook(
-                nb.backend, target, progress, archives=archives, chat=(mine, theirs)
-            )
+            return copy_notebook(backend, target, progress, archives=archives, chat=(mine, theirs))
         finally:
             for conn in conns:
                 conn.close()
@@ -69,18 +98,26 @@ class Transfer:
     def export_file(
         self,
         destination: Path,
-        kind: Literal["yaml", "sqlite"],
-        progress: Progress | None,
-        with_media: bool,
+        kind: Literal["yaml", "sqlite"] = "yaml",
+        progress: Progress | None = None,
+        *,
+        with_media: bool = True,
     ) -> CopyReport:
+        """Export (as :meth:`export_to`) into a new YAML directory or SQLite file, with its
+        media and archive files (beside a ``.db`` file) unless not ``with_media``; the lock
+        files the export took are gone after it (:func:`.exchange.export_target`)."""
         from .exchange import export_target, media_home
 
         with export_target(destination, kind) as target:
             media = media_home(destination) if with_media else None
-            return self.export_to(target, progress, media)
+            return self.export_to(target, progress, media_to=media)
 
     def import_from(
-        self, source: StorageBackend, progress: Progress | None, media_from: Path | None
+        self,
+        source: StorageBackend,
+        progress: Progress | None = None,
+        *,
+        media_from: Path | None = None,
     ) -> CopyReport:
         """Copy ``source`` into this notebook, all of it or nothing (see :mod:`.exchange`):
         ids the notebook already uses for other records are renumbered (the report lists
@@ -92,53 +129,58 @@ class Transfer:
         from ..langgraph.stores import open_existing
         from .exchange import Archives, ChatState, copy_notebook
 
-        nb = self.nb
+        context, chat = self.context, self.langgraph
         copied: list[str] = []
         archives = None
         if media_from is not None:
             from ..media.store import MediaStore
 
-            copied = _copy_media(source, MediaStore(media_from), nb.media_store())
-            if nb.archive_dir is not None and source.count_archived():
-                archives = Archives(ColdArchive(media_from / ARCHIVE_DIR), nb.cold_archive())
+            copied = _copy_media(source, MediaStore(media_from), context.media_store())
+            if context.archive_dir is not None and source.count_archived():
+                archives = Archives(
+                    ColdArchive(media_from / ARCHIVE_DIR), self.archive.cold_archive()
+                )
         store, saver, conns = open_existing(source, source.cipher)
         try:
             theirs = ChatState(store, saver)
             mine = ChatState(
-                nb.store if store is not None else None,
-                nb.checkpointer if saver is not None else None,
+                chat.store if store is not None else None,
+                chat.checkpointer if saver is not None else None,
             )
             report = copy_notebook(
-                source, nb.backend, progress, archives=archives, chat=(theirs, mine)
+                source, context.backend, progress, archives=archives, chat=(theirs, mine)
             )
         except BaseException:
             if copied:
-                nb._recording.remove_unused_media(copied)
+                self.recording.remove_unused_media(copied)
             raise
         finally:
             for conn in conns:
                 conn.close()
-        nb._vectors.notify_new()
+        self.recording.vectors.notify_new()
         return report
 
-    def migrate_to(self, target: Notebook, progress: Progress | None) -> MigrationReport:
+    def migrate_to(self, target: Migratable, progress: Progress | None = None) -> MigrationReport:
+        """Copy the whole of this notebook (records, vectors, the cold archive and its
+        files, the chat state, media files) into the empty ``target`` notebook, then count
+        both (see :func:`.migration.migrate`); this one is only read."""
         from .exchange import Archives, ChatState
         from .migration import migrate
 
-        source = self.nb
+        theirs = target.transfer
         archives = None
-        if source.archived_count():
-            archives = Archives(source.cold_archive(), target.cold_archive())
+        if self.archive.count():
+            archives = Archives(self.archive.cold_archive(), theirs.archive.cold_archive())
         chat = (
-            ChatState(source.store, source.checkpointer),
-            ChatState(target.store, target.checkpointer),
+            ChatState(self.langgraph.store, self.langgraph.checkpointer),
+            ChatState(theirs.langgraph.store, theirs.langgraph.checkpointer),
         )
         return migrate(
-            source.backend,
-            target.backend,
+            self.context.backend,
+            theirs.context.backend,
             chat,
             archives=archives,
-            media=(source.media_store(), target.media_store()),
+            media=(self.context.media_store(), theirs.context.media_store()),
             progress=progress,
         )
 

@@ -14,7 +14,8 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .facade import Notebook
+    from ..storage import StorageBackend
+    from .vectors import Vectors
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +23,9 @@ log = logging.getLogger(__name__)
 class TurnWork:
     """The after-turn worker of one notebook (see :meth:`Notebook.after_turn`)."""
 
-    def __init__(self, notebook: Notebook) -> None:
-        self.nb = notebook
+    def __init__(self, backend: StorageBackend, vectors: Vectors) -> None:
+        self.backend = backend
+        self.vectors = vectors
         self.executor: ThreadPoolExecutor | None = None
         self._running_turns: set[_HeldWork] = set()  # their held work: see turn_running
         self.closed = False
@@ -46,7 +48,7 @@ class TurnWork:
 
         future.add_done_callback(_log_failure)
         held = _TURN_WORK.get()
-        if held is None or held.notebook is not self.nb or not held.hold(run):
+        if held is None or held.owner is not self or not held.hold(run):
             self._submit(run)
         return future
 
@@ -65,8 +67,8 @@ class TurnWork:
         and so does a checkpoint of SQLite's write-ahead log now and then
         (:meth:`StorageBackend.fold_log`), off a later turn's commit. It loads nothing:
         before the first record starts the worker there is no worker to hold."""
-        semantic = self.nb._vectors.worker_index()
-        held = _HeldWork(self.nb)
+        semantic = self.vectors.worker_index()
+        held = _HeldWork(self)
         self._running_turns.add(held)
         token = _TURN_WORK.set(held)
         try:
@@ -82,8 +84,8 @@ class TurnWork:
             self.after_turn(self._after_a_turn)
 
     def _after_a_turn(self) -> None:
-        self.nb.backend.settle()  # the turn's moments indexed
-        self.nb.backend.fold_log()  # now and then the write-ahead log checkpointed, off a turn
+        self.backend.settle()  # the turn's moments indexed
+        self.backend.fold_log()  # now and then the write-ahead log checkpointed, off a turn
 
     def drain(self) -> None:
         """Wait until the work handed over so far is done (not the work a running turn
@@ -112,8 +114,8 @@ class _HeldWork:
     """The :meth:`Notebook.after_turn` work handed over during one running turn, held until
     the turn ends (then released, and closed: later work is submitted at once)."""
 
-    def __init__(self, notebook: Notebook) -> None:
-        self.notebook = notebook
+    def __init__(self, owner: TurnWork) -> None:
+        self.owner = owner  # the worker of one notebook: another's turn holds none of it
         self._jobs: list[Callable[[], None]] = []
         self._open = True
         self._lock = threading.Lock()

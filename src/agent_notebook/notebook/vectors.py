@@ -13,19 +13,19 @@ from ..errors import InvalidInput
 if TYPE_CHECKING:
     from ..embed import Embedder
     from ..search.semantic import SemanticIndex
-    from .facade import Notebook
+    from .context import NotebookContext
 
 
 class Vectors:
-    """One notebook's embedder and semantic index (see :attr:`Notebook.semantic`)."""
+    """One notebook's embedder and semantic index (``nb.semantic``)."""
 
     def __init__(
         self,
-        notebook: Notebook,
+        context: NotebookContext,
         embedder: Embedder | Literal["default"] | None,
         background: bool,
     ) -> None:
-        self.nb = notebook
+        self.context = context
         #: ``"default"`` (``search.embedder``), None (lexical only) or an :class:`Embedder`.
         self.embedder_choice = embedder
         #: New moments are embedded on a worker thread (else they wait for ``reindex``).
@@ -35,7 +35,9 @@ class Vectors:
 
     @property
     def semantic(self) -> SemanticIndex | None:
-        if not self.nb.config.privacy.modalities.embeddings:
+        """The vector side of search, or None without an embedder (see ``doctor``) or with
+        ``privacy.modalities.embeddings`` off (no vector is made, stored or read)."""
+        if not self.context.config.privacy.modalities.embeddings:
             return None
         if not self._ready:
             embedder = self.resolve_embedder()  # a bad name raises on every use
@@ -44,13 +46,13 @@ class Vectors:
                 from ..search.semantic import SemanticIndex
 
                 index_file = None
-                backend = self.nb.backend
+                backend = self.context.backend
                 if (  # with encryption on, the faiss file (plain vectors) is not written
-                    self.nb.home is not None
+                    self.context.home is not None
                     and backend.capabilities.vector_index_file
                     and backend.cipher is None
                 ):
-                    index_file = self.nb.home / "embeddings.faiss"
+                    index_file = self.context.home / "embeddings.faiss"
                 self.index = SemanticIndex(backend, embedder, index_file=index_file)
         return self.index
 
@@ -77,7 +79,9 @@ class Vectors:
 
     @property
     def wants_vectors(self) -> bool:
-        if not self.nb.config.privacy.modalities.embeddings or self.embedder_choice is None:
+        """Whether moments are to get vectors (embeddings on, an embedder chosen), known
+        without loading the model; whether the default model can run, ``doctor`` says."""
+        if not self.context.config.privacy.modalities.embeddings or self.embedder_choice is None:
             return False
         if self.embedder_choice != "default":
             return True
@@ -85,7 +89,9 @@ class Vectors:
 
     @property
     def embedder_name(self) -> str:
-        return os.environ.get(cfg.EMBEDDER_ENV) or self.nb.config.search.embedder
+        """The offline embedder named by AGENT_NOTEBOOK_EMBEDDER or ``search.embedder``
+        (``default``, ``minilm``, ``e5-small`` or ``none``)."""
+        return os.environ.get(cfg.EMBEDDER_ENV) or self.context.config.search.embedder
 
     def resolve_embedder(self) -> Embedder | None:
         if self.embedder_choice != "default":
@@ -105,12 +111,15 @@ class Vectors:
         return default_embedder(chosen)
 
     def reindex(self, progress: Callable[[int], None] | None = None) -> int:
+        """Embed every moment that has no vector yet (after a crash, a model change or
+        an import); returns how many were embedded."""
         semantic = self.semantic
         if semantic is None:
             raise InvalidInput("reindex: no embedder; 'agent-notebook doctor' says why")
         return semantic.catch_up(progress)
 
     def unembedded(self) -> int:
+        """How many moments wait for a vector (0 without an embedder)."""
         semantic = self.semantic
         return 0 if semantic is None else semantic.pending()
 

@@ -31,7 +31,7 @@ from ..model import (
     TaskStatus,
     Text,
 )
-from ..notebook.checks import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, weak_match_hint
+from ..notebook.checks import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT
 from ..notebook.facade import Notebook
 from ..notebook.redaction import ForgetReport
 from ..notebook.sessions import WriteBackKind
@@ -489,7 +489,7 @@ def search(
     and ``hint`` says so."""
     if offset + limit > MAX_SEARCH_LIMIT:
         raise InvalidInput(f"search: offset + limit must be at most {MAX_SEARCH_LIMIT}")
-    hits = nb.search(
+    found = nb.search(
         q,
         session=session,
         since=_utc(since),
@@ -501,17 +501,16 @@ def search(
         min_score=min_score,
         current_session_id=current_session_id,
     )
-    cut = nb.config.search.min_score if min_score is None else min_score
-    hint = weak_match_hint(q, cut, "min_score") if not hits and cut > 0 else None
-    hits = hits[offset:]
+    hint = found.hint("min_score")
+    hits = found[offset:]
     if not explain:
         hits = [h.without_explain() for h in hits]
-    found = page(hits, offset, limit)
+    shown = page(hits, offset, limit)
     return SearchPage(
-        items=found.items,
+        items=shown.items,
         offset=offset,
         limit=limit,
-        next_offset=found.next_offset,
+        next_offset=shown.next_offset,
         hint=hint,
     )
 

@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse
 
 from ...errors import InvalidInput
 from ...model import SearchHit
-from ...notebook.checks import MAX_SEARCH_LIMIT, weak_match_hint
+from ...notebook.checks import MAX_SEARCH_LIMIT
 from ...notebook.facade import Notebook
 from .common import Checked, Nb
 from .render import page
@@ -81,7 +81,7 @@ def _results(
     hint = None
     min_score = _score(form["min_score"])  # checked with or without a query
     if q or image or audio:
-        hits = nb.search(
+        found = nb.search(
             q,
             session=form["session"].strip() or None,
             since=_time(form["since"], "since"),
@@ -95,9 +95,7 @@ def _results(
             audio=audio,
             current_session_id=form["current_session_id"].strip() or None,
         )
-        cut = nb.config.search.min_score if min_score is None else min_score
-        if not hits and q and cut > 0:
-            hint = weak_match_hint(q, cut, "minimum score")
+        hits, hint = found, found.hint("minimum score")
     return page(
         request,
         "search.html",
