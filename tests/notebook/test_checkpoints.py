@@ -27,7 +27,7 @@ from agent_notebook import Notebook
 from agent_notebook.chat import build_chat_graph
 from agent_notebook.chat.compaction import message_tokens
 from agent_notebook.config import ChatSettings
-from agent_notebook.notebook.checkpoints import NOTHING_NEW, import_checkpoints
+from agent_notebook.notebook.checkpoints import NOTHING_NEW
 from tests.support.chat_models import RecordingModel
 
 TRIP = "on-trip"
@@ -155,7 +155,7 @@ def test_an_imported_thread_comes_back_whole_and_a_reimport_takes_what_it_gained
     nb: Notebook, on_file: Path
 ) -> None:
     assert checkpoint_rows(on_file, TRIP)[0] >= 60  # many checkpoints, as in the issue
-    report = {r.thread: r for r in import_checkpoints(nb, on_file)}
+    report = {r.thread: r for r in nb.transfer.import_checkpoints(on_file)}
     assert (report[TRIP].messages, report["on-other"].messages) == (60, 4)
     session_id = report[TRIP].session
     assert session_id is not None and nb.thread_session(TRIP) == session_id
@@ -187,7 +187,7 @@ def test_an_imported_thread_comes_back_whole_and_a_reimport_takes_what_it_gained
     conn = sqlite3.connect(on_file, check_same_thread=False)
     open_notebook_turns(conn, TRIP, 30, 5)
     conn.close()
-    again = {r.thread: r for r in import_checkpoints(nb, on_file)}
+    again = {r.thread: r for r in nb.transfer.import_checkpoints(on_file)}
     assert (again[TRIP].messages, again[TRIP].session, again[TRIP].skipped) == (
         10,
         session_id,
@@ -204,7 +204,7 @@ def test_an_imported_thread_comes_back_whole_and_a_reimport_takes_what_it_gained
 
     # Importing the unchanged file once more changes nothing.
     before = (checkpoint_rows(nb.backend.location, TRIP), len(nb.moments(session_id)))
-    third = import_checkpoints(nb, on_file)
+    third = nb.transfer.import_checkpoints(on_file)
     assert all(r.skipped == NOTHING_NEW for r in third)
     assert (checkpoint_rows(nb.backend.location, TRIP), len(nb.moments(session_id))) == before
 

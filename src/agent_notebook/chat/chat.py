@@ -230,7 +230,7 @@ def build_chat_graph(
     )
     graph.add_edge(START, "agent")
     graph.add_edge("agent", END)
-    compiled = graph.compile(checkpointer=checkpointer or notebook.checkpointer_for(chat))
+    compiled = graph.compile(checkpointer=checkpointer or notebook.langgraph.checkpointer_for(chat))
     # One checkpoint a turn unless the settings (or the run) ask for one a step.
     compiled = compiled.with_config(configurable={DURABILITY: chat.checkpoint_durability})
     chat_graph = ChatGraph.of(keep_pool(compiled))  # a turn starts no threads

@@ -250,14 +250,14 @@ class ContextBuilder:
             return
         if self.notebook.config.chat.context_search != "hybrid":
             return
-        if (semantic := self.notebook.semantic) is not None:
+        if (semantic := self.notebook.vectors.semantic) is not None:
             semantic.prepare_query(message)
 
     def done(self, message: str) -> None:
         """The turn's context is built, or failed: a vector :meth:`prepare` made that its
         search did not take (a failure before it, a search of other words) is let go, so the
         embedding worker no longer waits for it."""
-        if (semantic := self.notebook.semantic) is not None:
+        if (semantic := self.notebook.vectors.semantic) is not None:
             semantic.drop_prepared(message)
 
     def build(

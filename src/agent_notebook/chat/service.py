@@ -1,5 +1,6 @@
-"""The chat graph behind the chat endpoints: one compiled graph over the app's notebook,
-threads (chat sessions) registered in the notebook's store, one turn at a time per thread.
+"""The chat graph behind a server's chat endpoints: one compiled graph over the app's
+notebook, threads (chat sessions) registered in the notebook's thread map
+(``nb.langgraph``), one turn at a time per thread.
 Turns run the graph async (``ainvoke``/``astream``) on the server's event loop; the
 notebook's blocking work runs on worker threads."""
 
@@ -14,14 +15,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from ..chat import ContextBuilder, ModelResolver, build_chat_graph
-from ..chat.context import BuiltContext
 from ..compaction.summarize import strip_think
-from ..errors import Conflict, InvalidInput, NotebookError, NotFound
-from ..model import THREADS_NAMESPACE
+from ..errors import Conflict, InvalidInput, ModelFailed, NotebookError, NotFound
 from ..notebook.facade import Notebook
-from ..session.session_notebook import KEY, NAMESPACE_ROOT
-from .errors import ModelFailed
+from .chat import build_chat_graph
+from .context import BuiltContext, ContextBuilder
+from .models import ModelResolver
 
 
 class ChatService:
@@ -46,9 +45,7 @@ class ChatService:
     # -- threads ----------------------------------------------------------------------------
 
     def exists(self, thread_id: str) -> bool:
-        if self.nb.store.get(THREADS_NAMESPACE, thread_id) is not None:
-            return True
-        return self.nb.has_session(thread_id)
+        return self.nb.langgraph.knows_thread(thread_id)
 
     def require(self, thread_id: str) -> str:
         """The notebook session of a known thread; NotFound otherwise."""
@@ -73,23 +70,14 @@ class ChatService:
 
     def threads(self, offset: int, limit: int) -> list[tuple[str, str]]:
         """(thread id, session id) of the registered threads, oldest first."""
-        items = self.nb.store.search(THREADS_NAMESPACE, limit=limit, offset=offset)
-        return [(item.key, str(item.value["session_id"])) for item in items]
+        return self.nb.langgraph.threads(offset, limit)
 
     async def delete(self, thread_id: str) -> None:
         """Forget the thread's conversation (checkpoints) and session notebook; its turns
         stay in the long-term notebook as moments of its session. Waits for a running turn."""
         await asyncio.to_thread(self.require, thread_id)
         async with self._turn_lock(thread_id):
-            await asyncio.to_thread(self._forget, thread_id)
-
-    def _forget(self, thread_id: str) -> None:
-        from ..langgraph.stores import write_lock
-
-        self.graph.checkpointer.delete_thread(thread_id)  # type: ignore[union-attr]
-        with write_lock(self.nb.store):  # the notebook's own items: its write
-            self.nb.store.delete((NAMESPACE_ROOT, thread_id), KEY)
-            self.nb.store.delete(THREADS_NAMESPACE, thread_id)
+            await asyncio.to_thread(self.nb.langgraph.forget_thread, thread_id)
 
     def state(self, thread_id: str) -> dict[str, Any]:
         values: dict[str, Any] = self.graph.get_state(_config(thread_id)).values or {}

@@ -27,8 +27,8 @@ from .common import (
 if TYPE_CHECKING:  # the chat graph's parts load when the command runs
     from langchain_core.messages import BaseMessage
     from langchain_core.runnables import RunnableConfig
-    from langgraph.graph.state import CompiledStateGraph
 
+    from ..chat.runs import ChatGraph
     from ..notebook.checkpoints import ThreadImport
 
 EXIT_COMMAND = "/exit"
@@ -132,7 +132,7 @@ def _context_printer() -> Any:
 
 
 def _announce(
-    graph: CompiledStateGraph[Any, Any, Any, Any],
+    graph: ChatGraph,
     thread_id: str,
     config: RunnableConfig,
     *,
@@ -170,7 +170,7 @@ def _lines(*, interactive: bool) -> Iterator[str]:
             yield text
 
 
-def _turn(graph: CompiledStateGraph[Any, Any, Any, Any], text: str, config: RunnableConfig) -> str:
+def _turn(graph: ChatGraph, text: str, config: RunnableConfig) -> str:
     from langchain_core.messages import HumanMessage
 
     try:
@@ -203,12 +203,10 @@ def import_checkpoints(
 
     Example: agent-notebook import-checkpoints data/sqlite-db/checkpoints.sqlite --format json
     """
-    from ..notebook.checkpoints import import_checkpoints as run_import
-
     with open_notebook(home, create=True) as nb, progress_bar() as bar:
         task = bar.add_task(f"import {file.name}", total=None)
-        report: list[ThreadImport] = run_import(
-            nb, file, lambda done, total: bar.update(task, completed=done, total=total)
+        report: list[ThreadImport] = nb.transfer.import_checkpoints(
+            file, lambda done, total: bar.update(task, completed=done, total=total)
         )
     imported = [t for t in report if t.skipped is None]
     stderr.print(

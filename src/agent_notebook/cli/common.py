@@ -134,11 +134,11 @@ CATCH_UP_LIMIT = 2000
 
 def catch_up(nb: Notebook) -> None:
     """Embed what one-shot commands left queued, so a search finds it by meaning."""
-    if nb.semantic is None:
+    if nb.vectors.semantic is None:
         return
-    waiting = nb.unembedded()
+    waiting = nb.vectors.unembedded()
     if 0 < waiting <= CATCH_UP_LIMIT:
-        nb.reindex()
+        nb.vectors.reindex()
     elif waiting:
         stderr.print(
             f"{waiting} moments wait for a vector and are found by words only: run "

@@ -68,7 +68,9 @@ def compact(
                     tasks[stage] = bar.add_task(f"{stage} rollups", total=total or None)
                 bar.update(tasks[stage], completed=done, total=total or None)
 
-            report = nb.compact(now=when, dry_run=dry_run, model=chat_model, progress=progress)
+            report = nb.archive.compact(
+                now=when, dry_run=dry_run, model=chat_model, progress=progress
+            )
     if fmt is OutputFormat.JSON:
         emit(report, fmt)
         return

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..storage import open_backend
 from .common import (
     HomeOption,
     OutputFormat,
@@ -46,7 +45,7 @@ def export(
     """
     with open_notebook(home) as nb, reporting_errors():
         report = _copy(  # media/ and archive/ go along
-            lambda p: nb.export_file(destination, to.value, p), nb.moment_count()
+            lambda p: nb.transfer.export_file(destination, to.value, p), nb.moment_count()
         )
     _report("exported", report, fmt)
 
@@ -63,17 +62,13 @@ def import_(
 
     Example: agent-notebook import ./notebook-yaml
     """
-    from ..notebook.exchange import media_home
-
-    with open_notebook(home, create=True) as nb, reporting_errors():
-        backend = open_backend(source)
-        try:
-            media = media_home(source)  # and its media/, when it has any
-            report = _copy(
-                lambda p: nb.import_from(backend, p, media_from=media), backend.count_moments()
-            )
-        finally:
-            backend.close()
+    with open_notebook(home, create=True) as nb, reporting_errors(), progress_bar() as bar:
+        task = bar.add_task("copy", total=None)
+        report = nb.transfer.import_file(  # and its media/ and archive/, when it has any
+            source,
+            lambda done: bar.update(task, completed=done),
+            sized=lambda total: bar.update(task, total=total),
+        )
     _report("imported", report, fmt)
 
 

@@ -80,7 +80,7 @@ def decisions(
     Example: agent-notebook decisions --session s_2026-06-07_001
     """
     with open_notebook(home) as nb:
-        found = nb.decision_log(session)
+        found = nb.facts.decision_log(session)
     emit(found, fmt, DECISION_COLUMNS)
 
 
@@ -98,7 +98,7 @@ def decide(
     """
     with open_notebook(home) as nb:
         nb.decide(session, what, why, who)
-        entry = nb.decision_log(session)[-1]
+        entry = nb.facts.decision_log(session)[-1]
     stderr.print(f"decided {entry.id} in {session}", highlight=False)
     emit(entry, fmt, DECISION_COLUMNS)
 
@@ -117,7 +117,7 @@ def edit_decision(
     Example: agent-notebook edit-decision s_2026-06-07_001 d_1 --what "Use PostgreSQL 17"
     """
     with open_notebook(home) as nb:
-        entry = nb.edit_decision(session, decision, what=what, why=why, who=who)
+        entry = nb.facts.edit_decision(session, decision, what=what, why=why, who=who)
     stderr.print(f"{entry.id} edits {decision} in {session}", highlight=False)
     emit(entry, fmt, DECISION_COLUMNS)
 
@@ -133,7 +133,7 @@ def pending(
     Example: agent-notebook pending --open
     """
     with open_notebook(home) as nb:
-        found = nb.pending_items(session, open_only=open_only)
+        found = nb.facts.pending_items(session, open_only=open_only)
     if fmt is OutputFormat.JSON:
         emit([{"session": sid, **p.model_dump(mode="json")} for sid, p in found], fmt)
         return
@@ -169,7 +169,7 @@ def edit_pending(
     Example: agent-notebook edit-pending s_2026-06-07_001 p_1 "Book a hotel in Lyon"
     """
     with open_notebook(home) as nb:
-        found = nb.edit_pending(session, item, what, who=who)
+        found = nb.facts.edit_pending(session, item, what, who=who)
     _emit_item(session, found, fmt)
 
 
@@ -199,7 +199,7 @@ def conflicts(
     Example: agent-notebook conflicts --format json
     """
     with open_notebook(home) as nb:
-        found = nb.conflicts(session)
+        found = nb.facts.conflicts(session)
     if not found:
         stderr.print("no conflicts", highlight=False)
     emit(found, fmt, CONFLICT_COLUMNS)
@@ -223,7 +223,7 @@ def resolve_conflict(
     Example: agent-notebook resolve-conflict m_24 m_58 --keep m_58 --reason "checked"
     """
     with open_notebook(home) as nb:
-        done = nb.resolve_conflict(
+        done = nb.facts.resolve_conflict(
             first, second, keep=keep, dismiss=dismiss, reason=reason, who=who
         )
     stderr.print(done.entries[0].what, highlight=False)

@@ -9,15 +9,8 @@ from typing import Annotated
 import typer
 
 from .. import config as cfg
-from ..core.crypto import (
-    generate_key,
-    key_from_text,
-    key_id,
-    key_text,
-    read_key_file,
-    write_key_file,
-)
 from ..errors import InvalidInput
+from ..privacy.keys import key_in_file, key_of_text, new_key
 from .common import HomeOption, reporting_errors, stderr
 
 app = typer.Typer(
@@ -43,9 +36,9 @@ def new(
     Example: agent-notebook key new --file ~/.config/agent-notebook/key
     """
     with reporting_errors():
-        key = generate_key()
-        if file is None:
-            typer.echo(key_text(key))
+        made = new_key(file, None if file is None else cfg.resolve_home(home))
+        if made.file is None:
+            typer.echo(made.text)
             stderr.print(
                 "Keep this key safe: without it the notebook cannot be read. Give it to "
                 "the notebook as AGENT_NOTEBOOK_KEY=<key>, and set in config.yaml:\n"
@@ -53,10 +46,10 @@ def new(
                 highlight=False,
             )
             return
-        path = write_key_file(file, key, cfg.resolve_home(home))
+        path = made.file
         typer.echo(str(path))
         stderr.print(
-            f"Wrote key {key_id(key).hex()} to {path} (mode 600). Keep a copy apart from the "
+            f"Wrote key {made.id} to {path} (mode 600). Keep a copy apart from the "
             "notebook: without it the notebook cannot be read. Set in config.yaml:\n"
             f"privacy:\n  encryption:\n    enabled: true\n    key_file: {path}",
             highlight=False,
@@ -85,18 +78,18 @@ def rotate(
         if (new_key_file is None) == (new_key_env is None):
             raise InvalidInput("key rotate: give exactly one of --new-key-file, --new-key-env")
         if new_key_file is not None:
-            new_key = read_key_file(new_key_file, root)
+            key = key_in_file(new_key_file, root)
             where = f"privacy.encryption.key_file: {new_key_file}"
         else:
             assert new_key_env is not None
             text = os.environ.get(new_key_env)
             if not text:
                 raise InvalidInput(f"key rotate: the environment variable {new_key_env} is empty")
-            new_key = key_from_text(text, f"environment variable {new_key_env}")
+            key = key_of_text(text, f"environment variable {new_key_env}")
             where = f"the key in {new_key_env} (as AGENT_NOTEBOOK_KEY or your key_env)"
         from ..notebook.rotation import rotate_key  # loads LangGraph's store, to seal it
 
-        report = rotate_key(root, new_key)
+        report = rotate_key(root, key)
         typer.echo(
             f"sealed again under key {report.new_key_id} (was {report.old_key_id}): "
             f"{report.records} records, {report.archive_files} archive files, "

@@ -29,12 +29,16 @@ def reindex(home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE) -> 
     Example: agent-notebook reindex --format json
     """
     with open_notebook(home) as nb:
-        if nb.semantic is None:
+        if nb.vectors.semantic is None:
             fail("no embedder, so nothing to index; 'agent-notebook doctor' says why")
         with progress_bar() as bar:
-            task = bar.add_task("embed", total=nb.unembedded())
-            done = nb.reindex(progress=lambda n: bar.advance(task, n))
-        result = {"model": nb.semantic.model_id, "embedded": done, "waiting": nb.unembedded()}
+            task = bar.add_task("embed", total=nb.vectors.unembedded())
+            done = nb.vectors.reindex(progress=lambda n: bar.advance(task, n))
+        result = {
+            "model": nb.vectors.semantic.model_id,
+            "embedded": done,
+            "waiting": nb.vectors.unembedded(),
+        }
     if fmt is OutputFormat.JSON:
         emit(result, fmt)
     else:

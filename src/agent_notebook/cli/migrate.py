@@ -49,7 +49,7 @@ def migrate(
             try:
                 with progress_bar() as bar:
                     task = bar.add_task("migrate", total=source.moment_count())
-                    report = source.migrate_to(
+                    report = source.transfer.migrate_to(
                         target, progress=lambda done: bar.update(task, completed=done)
                     )
             finally:

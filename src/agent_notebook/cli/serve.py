@@ -166,7 +166,7 @@ def mcp(
     from ..server.mcp_tools import build_mcp
 
     with reporting_errors(), Notebook.open(home, backend=backend) as nb:
-        nb.start_store_sweeper()  # expired store items go while it runs (store: settings)
+        nb.langgraph.start_ttl_sweeper()  # expired store items go while it runs (store: settings)
         build_mcp(nb, owner=not guest).run("stdio")
 
 

@@ -40,7 +40,7 @@ def show(
     """
     with open_notebook(home) as nb, reporting_errors():
         notes = nb.session_notebook(thread).sync  # checks the thread id
-        if thread not in nb.session_notebook_threads():
+        if thread not in nb.langgraph.session_notebook_threads():
             raise NotFound(
                 f"thread {thread!r} has no session notebook; 'agent-notebook notebook list' "
                 "lists the threads that have one ('notebook set' starts one)"
@@ -59,7 +59,7 @@ def list_threads(home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE
     Example: agent-notebook notebook list
     """
     with open_notebook(home) as nb, reporting_errors():
-        threads = nb.session_notebook_threads()
+        threads = nb.langgraph.session_notebook_threads()
     if fmt is OutputFormat.JSON:
         emit(threads, fmt)
     elif not threads:

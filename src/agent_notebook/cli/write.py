@@ -12,7 +12,7 @@ from .. import config as cfg
 from ..errors import InvalidInput
 from ..model import MomentDraft, validate_record
 from ..notebook.facade import Notebook
-from ..storage import is_postgres_url
+from ..notebook.opening import check_backend_choice
 from .common import (
     CATCH_UP_LIMIT,
     FormatOption,
@@ -51,10 +51,7 @@ def init(
     Example: agent-notebook init --home ~/notes/agent
     """
     with reporting_errors():
-        if backend not in ("sqlite", "yaml") and not is_postgres_url(backend):
-            raise InvalidInput(
-                f"--backend must be sqlite, yaml or a postgresql:// URL, not {backend!r}"
-            )
+        check_backend_choice(backend)
         root = cfg.resolve_home(home)
         from ..core.files import ensure_private_dir
 
@@ -64,7 +61,7 @@ def init(
         from ..privacy.tokens import owner_token_path
 
         with Notebook.open(root) as nb:
-            nb.set_up_chat_state()  # a PostgreSQL notebook's LangGraph tables, made now
+            nb.langgraph.set_up()  # a PostgreSQL notebook's LangGraph tables, made now
             where = nb.location
             tokens = nb.access_tokens()  # a PostgreSQL notebook's: in its database
             _, created = tokens.ensure_owner()  # 'serve' asks every client for a token
@@ -171,7 +168,7 @@ def ingest(
         task = bar.add_task(f"ingest {file.name}", total=plan.moment_count)
         report = nb.ingest(plan, progress=lambda n: bar.advance(task, n))
         # The new moments wait for a vector, as after 'record' (see docs/cli.md).
-        waiting = report.moments_added > 0 and nb.wants_vectors
+        waiting = report.moments_added > 0 and nb.vectors.wants_vectors
     stderr.print(ingest_summary(report, file), highlight=False)
     if waiting:
         stderr.print(

@@ -76,7 +76,7 @@ class NotebookVectorStore(VectorStore):
     @property
     def embeddings(self) -> Embeddings | None:
         """The notebook's embedder as LangChain ``Embeddings`` (None: lexical search only)."""
-        semantic = self.notebook.semantic
+        semantic = self.notebook.vectors.semantic
         return None if semantic is None else NotebookEmbeddings(semantic.embedder)
 
     # -- writing -------------------------------------------------------------------------
@@ -128,8 +128,8 @@ class NotebookVectorStore(VectorStore):
                     "replaced through the LangChain vector store",
                     STORE_WHO,
                 )
-            if self.notebook.semantic is not None:
-                self.notebook.reindex()
+            if self.notebook.vectors.semantic is not None:
+                self.notebook.vectors.reindex()
         return keys
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:

@@ -9,16 +9,38 @@ and nothing more.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import Conflict, InvalidInput, NotebookError, NotFound
 
 if TYPE_CHECKING:
-    from ..model import SearchHit
+    from ..model import Moment, MomentDraft, SearchHit, Session
     from ..search.engine import Mode
-    from .facade import Notebook
+
+
+class ToolNotebook(Protocol):
+    """What the tools use of the notebook (a :class:`~agent_notebook.Notebook`)."""
+
+    def search(
+        self,
+        query: str,
+        *,
+        session: str | None = ...,
+        since: datetime | None = ...,
+        until: datetime | None = ...,
+        speaker: str | None = ...,
+        limit: int = ...,
+        mode: Mode = ...,
+        current_session_id: str | None = ...,
+    ) -> Sequence[SearchHit]: ...
+    def record(self, session_id: str, text: str = ..., **fields: Any) -> Moment: ...
+    def record_in_new_session(
+        self, task: str, drafts: Iterable[MomentDraft | dict[str, Any]]
+    ) -> tuple[Session, list[Moment]]: ...
+
 
 __all__ = [
     "READ_SESSION",
@@ -138,7 +160,7 @@ TOOL_SEARCH_LIMIT = 100  # a model asking for more would drown its own context
 
 
 def search_hits(
-    notebook: Notebook,
+    notebook: ToolNotebook,
     query: str,
     session_id: str | None = None,
     limit: int = 10,
@@ -191,7 +213,7 @@ def hit_summary(hit: SearchHit, *, explain: bool = False) -> dict[str, Any]:
 
 
 def record_moment(
-    notebook: Notebook,
+    notebook: ToolNotebook,
     text: str,
     session_id: str | None = None,
     *,
@@ -202,7 +224,9 @@ def record_moment(
     """The record tool: ``text`` in ``session_id``, or in a new session for ``task``, in one
     transaction (a moment that fails its checks starts no session either). Returns the
     moment's id and its session's."""
-    with notebook.backend.atomic():
-        target = session_id or notebook.start_session(task or text[:80]).id
-        moment = notebook.record(target, text, role=role, speaker=speaker)
+    if session_id:
+        moment = notebook.record(session_id, text, role=role, speaker=speaker)
+    else:
+        draft = {"text": text, "role": role, "speaker": speaker}
+        moment = notebook.record_in_new_session(task or text[:80], [draft])[1][0]
     return {"id": moment.id, "session": moment.session}

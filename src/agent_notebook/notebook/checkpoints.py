@@ -25,9 +25,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Optional, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Optional, TypedDict
 
 from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
@@ -41,7 +42,10 @@ from ..errors import MalformedFile
 from ..langgraph.messages import drafts_for, kept
 from ..langgraph.stores import write_lock
 from ..model import SESSION_ID_RE, THREADS_NAMESPACE, MomentDraft
-from .facade import Notebook
+
+if TYPE_CHECKING:
+    from .langgraph_state import LangGraphState
+    from .recording import Recording
 
 __all__ = ["IMPORTED_FROM", "ImportedThread", "ThreadImport", "import_checkpoints"]
 
@@ -66,6 +70,14 @@ class ImportedThread(TypedDict, total=False):
     context: Optional[str]  # noqa: UP045
 
 
+@dataclass(frozen=True)
+class ImportTarget:
+    """The parts of the notebook an import writes to."""
+
+    recording: Recording
+    langgraph: LangGraphState
+
+
 class ThreadImport(BaseModel):
     """What became of one thread: its session and the moments recorded, or why it was
     skipped (then ``messages`` is 0 and ``session`` names the session it already has, if any).
@@ -80,28 +92,28 @@ class ThreadImport(BaseModel):
 
 
 def import_checkpoints(
-    nb: Notebook, path: Path | str, progress: ImportProgress | None = None
+    to: ImportTarget, path: Path | str, progress: ImportProgress | None = None
 ) -> list[ThreadImport]:
-    """Import every thread of the checkpoint database at ``path`` into ``nb``, the oldest
+    """Import every thread of the checkpoint database at ``path`` into the notebook of ``to``, the oldest
     thread first; see the module docstring. A thread is recorded all at once or not at
     all; a file that is not a checkpoint database raises :class:`MalformedFile`."""
     file = Path(path).expanduser()
     with _open_readonly(file) as conn:
         saver = SqliteSaver(conn)
         threads = _thread_ids(conn, file)
-        imported = _imported_sessions(nb)
+        imported = _imported_sessions(to)
         report = []
         if progress is not None:
             progress(0, len(threads))
         for done, thread in enumerate(threads, start=1):
-            report.append(_import_thread(nb, saver, file, thread, imported))
+            report.append(_import_thread(to, saver, file, thread, imported))
             if progress is not None:
                 progress(done, len(threads))
     return report
 
 
 def _import_thread(
-    nb: Notebook, saver: SqliteSaver, file: Path, thread: str, imported: dict[str, str]
+    to: ImportTarget, saver: SqliteSaver, file: Path, thread: str, imported: dict[str, str]
 ) -> ThreadImport:
     config: RunnableConfig = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
     try:
@@ -114,8 +126,8 @@ def _import_thread(
         messages = convert_to_messages(values["messages"])
     except (sqlite3.Error, ValueError, TypeError, NotImplementedError, KeyError) as err:
         return ThreadImport(thread=thread, skipped=f"unreadable checkpoint: {err}")
-    session_id = _existing_session(nb, thread) or imported.get(thread)
-    new = _after_known(messages, _known_ids(nb, thread, session_id))
+    session_id = _existing_session(to, thread) or imported.get(thread)
+    new = _after_known(messages, _known_ids(to, thread, session_id))
     if not new:
         return ThreadImport(thread=thread, session=session_id, skipped=NOTHING_NEW)
     try:
@@ -127,15 +139,17 @@ def _import_thread(
     # The live state first: it is keyed by message id, so writing it again after a crash
     # adds nothing, while the moments below are what tells the next import what is known.
     carried = {k: values[k] for k in CARRIED if values.get(k) is not None}
-    _append_live(nb.checkpointer, thread, new, carried)
-    with write_lock(nb.store):
-        with nb.backend.atomic():
+    _append_live(to.langgraph.checkpointer, thread, new, carried)
+    with write_lock(to.langgraph.store):
+        with to.recording.backend.atomic():
             if session_id is None:
-                session_id = nb.start_session(f"Imported thread {thread}", started=started).id
+                session_id = to.recording.sessions.start(
+                    f"Imported thread {thread}", started=started
+                ).id
             if thread not in imported:
-                nb.link(session_id, f"thread:{thread}", relation=IMPORTED_FROM, note=str(file))
-            nb.record_many(session_id, drafts)
-        nb.store.put(
+                to.recording.sessions.link(session_id, f"thread:{thread}", IMPORTED_FROM, str(file))
+            to.recording.record_many(session_id, drafts)
+        to.langgraph.store.put(
             THREADS_NAMESPACE,
             thread,
             {"session_id": session_id, "imported_through": new[-1].id},
@@ -144,13 +158,13 @@ def _import_thread(
     return ThreadImport(thread=thread, session=session_id, messages=len(drafts))
 
 
-def _known_ids(nb: Notebook, thread: str, session_id: str | None) -> set[str]:
+def _known_ids(to: ImportTarget, thread: str, session_id: str | None) -> set[str]:
     """The message ids the notebook holds of ``thread``: its session's moments' source ids
     and the last message an import took (which may have made no moment)."""
     if session_id is None:
         return set()
-    known = {m.source_id for m in nb.moments(session_id) if m.source_id}
-    item = nb.store.get(THREADS_NAMESPACE, thread)
+    known = {m.source_id for m in to.recording.backend.list_moments(session_id) if m.source_id}
+    item = to.langgraph.store.get(THREADS_NAMESPACE, thread)
     if item is not None and item.value.get("imported_through"):
         known.add(str(item.value["imported_through"]))
     return known
@@ -232,20 +246,20 @@ def _thread_ids(conn: sqlite3.Connection, file: Path) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
-def _existing_session(nb: Notebook, thread: str) -> str | None:
+def _existing_session(to: ImportTarget, thread: str) -> str | None:
     """The session ``thread`` already has (as :meth:`Notebook.thread_session` would find
     it), without starting one."""
-    if SESSION_ID_RE.fullmatch(thread) and nb.backend.get_session(thread) is not None:
+    if SESSION_ID_RE.fullmatch(thread) and to.recording.backend.get_session(thread) is not None:
         return thread
-    item = nb.store.get(THREADS_NAMESPACE, thread)
+    item = to.langgraph.store.get(THREADS_NAMESPACE, thread)
     return None if item is None else str(item.value["session_id"])
 
 
-def _imported_sessions(nb: Notebook) -> dict[str, str]:
+def _imported_sessions(to: ImportTarget) -> dict[str, str]:
     """Thread id → session of the sessions an earlier import recorded (found by their link),
     so an import cut short between recording a thread and remembering it is not repeated."""
     found: dict[str, str] = {}
-    for session in nb.sessions():
+    for session in to.recording.sessions.list():
         for link in session.links:
             if link.relation == IMPORTED_FROM and link.target.startswith("thread:"):
                 found.setdefault(link.target.removeprefix("thread:"), session.id)

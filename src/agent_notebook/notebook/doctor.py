@@ -7,12 +7,36 @@ directory of the home is owner-only."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
+from ..config import NotebookConfig
 from ..privacy import permissions
+from ..storage import StorageBackend
 
 if TYPE_CHECKING:
-    from .facade import Notebook
+    from ..embed.multimodal import MultimodalEmbedder
+    from ..media.store import MediaStore
+    from ..search.semantic import SemanticIndex
+
+
+class Examined(Protocol):
+    """What the checks read of a notebook (a :class:`~agent_notebook.Notebook`)."""
+
+    @property
+    def backend(self) -> StorageBackend: ...
+    @property
+    def home(self) -> Path | None: ...
+    @property
+    def config(self) -> NotebookConfig: ...
+    @property
+    def multimodal_embedder(self) -> MultimodalEmbedder | None: ...
+    @property
+    def semantic(self) -> SemanticIndex | None: ...
+    @property
+    def embedder_name(self) -> str: ...
+    def unembedded(self) -> int: ...
+    def media_store(self) -> MediaStore: ...
 
 
 @dataclass
@@ -23,7 +47,7 @@ class DoctorReport:
     fixed: list[permissions.Fixed] = field(default_factory=list)
 
 
-def doctor(nb: Notebook, *, fix: bool = False) -> DoctorReport:
+def doctor(nb: Examined, *, fix: bool = False) -> DoctorReport:
     """Check ``nb`` (opened with a home) and this installation; ``fix`` makes what is open
     to other users owner-only again first."""
     from ..embed import default_embedder_status
@@ -59,7 +83,7 @@ def doctor(nb: Notebook, *, fix: bool = False) -> DoctorReport:
     return DoctorReport(checks, loosened, fixed)
 
 
-def _vector_lag(nb: Notebook) -> dict[str, str]:
+def _vector_lag(nb: Examined) -> dict[str, str]:
     """Where servers share the vectors: this process's index against the database's
     change log (each server's index catches up before its next search)."""
     semantic = nb.semantic
@@ -74,14 +98,14 @@ def _vector_lag(nb: Notebook) -> dict[str, str]:
     return {"vector index": f"database at change {newest}; this process's index {held}"}
 
 
-def _multimodal(nb: Notebook) -> str:
+def _multimodal(nb: Examined) -> str:
     from ..embed.multimodal import NO_MULTIMODAL_EMBEDDER
 
     embedder = nb.multimodal_embedder
     return NO_MULTIMODAL_EMBEDDER if embedder is None else embedder.model_id
 
 
-def _media_files(nb: Notebook) -> str:
+def _media_files(nb: Examined) -> str:
 
     count = len(nb.media_store().names())
     unsealed = nb.backend.cipher is not None and count

@@ -4,17 +4,22 @@ rotation waits for, its config, its cipher (with encryption on) and its backend.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import config as cfg
 from ..core import files
 from ..core.crypto import load_cipher
-from ..errors import NotFound
+from ..errors import InvalidInput, NotFound
 from ..privacy import permissions
 from ..storage import StorageBackend, is_postgres_url, open_backend
 
-if TYPE_CHECKING:
-    from .facade import Notebook
+
+def check_backend_choice(backend: str) -> None:
+    """``init --backend``: :class:`InvalidInput` unless ``backend`` names a backend a new
+    notebook can be made on."""
+    if backend not in ("sqlite", "yaml") and not is_postgres_url(backend):
+        raise InvalidInput(
+            f"--backend must be sqlite, yaml or a postgresql:// URL, not {backend!r}"
+        )
 
 
 def open_storage(
@@ -40,24 +45,3 @@ def open_storage(
         in_use.release()
         raise
     return root, conf, storage, in_use
-
-
-_N = TypeVar("_N", bound="Notebook")
-
-
-def open_notebook(
-    cls: type[_N],
-    home: Path | str | None,
-    backend: str | None,
-    create: bool,
-    options: dict[str, Any],
-) -> _N:
-    """``cls`` (:class:`Notebook`) on the opened home, holding its use lock until closed."""
-    root, conf, storage, in_use = open_storage(home, backend, create)
-    try:
-        notebook = cls(storage, home=root, config=conf, **options)
-    except BaseException:
-        in_use.release()
-        raise
-    notebook._in_use = in_use
-    return notebook

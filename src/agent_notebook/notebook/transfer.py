@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ..langgraph.stores import Closeable
     from ..media.store import MediaStore
     from .archive import Archive
+    from .checkpoints import ImportProgress, ThreadImport
     from .context import NotebookContext
     from .exchange import CopyReport
     from .langgraph_state import LangGraphState
@@ -159,6 +160,36 @@ class Transfer:
                 conn.close()
         self.recording.vectors.notify_new()
         return report
+
+    def import_checkpoints(
+        self, path: Path | str, progress: ImportProgress | None = None
+    ) -> list[ThreadImport]:
+        """Import every thread of a LangGraph checkpoint database (``SqliteSaver``'s file, as
+        Open Notebook keeps) as sessions with their moments (see :mod:`.checkpoints`)."""
+        from .checkpoints import ImportTarget, import_checkpoints
+
+        return import_checkpoints(ImportTarget(self.recording, self.langgraph), path, progress)
+
+    def import_file(
+        self,
+        source: Path,
+        progress: Progress | None = None,
+        *,
+        sized: Callable[[int], None] | None = None,
+    ) -> CopyReport:
+        """:meth:`import_from` the notebook at ``source`` (a YAML directory or a SQLite
+        file), with the ``media/`` and ``archive/`` files in it (beside a ``.db``);
+        ``sized`` learns how many moments it holds before the copy starts."""
+        from ..storage import open_backend
+        from .exchange import media_home
+
+        backend = open_backend(source)
+        try:
+            if sized is not None:
+                sized(backend.count_moments())
+            return self.import_from(backend, progress, media_from=media_home(source))
+        finally:
+            backend.close()
 
     def migrate_to(self, target: Migratable, progress: Progress | None = None) -> MigrationReport:
         """Copy the whole of this notebook (records, vectors, the cold archive and its

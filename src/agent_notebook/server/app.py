@@ -17,12 +17,12 @@ from fastapi.security import HTTPBearer
 from pydantic import BaseModel
 
 from .. import __version__
+from ..chat.service import ChatService
 from ..config import DEFAULT_MAX_TEXT_BYTES
 from ..errors import InvalidInput, StorageError
 from ..notebook.facade import Notebook
 from . import chat, errors, export, facts_api, notebook_api, sections_api, web
 from .auth import ACCESS_KEY, Access, BearerAuth, McpByToken, Tenant, Tenants
-from .chat_service import ChatService
 from .mcp_tools import build_mcp
 from .settings import ServerSettings, body_limit_for
 
@@ -159,8 +159,8 @@ def open_tenant(home: Path, settings: ServerSettings) -> Tenant:
 
     nb = Notebook.open(home, backend=settings.backend, background_embedding=True)
     try:
-        nb.set_up_chat_state()
-        nb.start_store_sweeper()  # expired store items go while it serves (store: settings)
+        nb.langgraph.set_up()
+        nb.langgraph.start_ttl_sweeper()  # expired store items go while it serves (store: settings)
         tokens = nb.access_tokens()  # the database's for a Postgres notebook
         _, created = tokens.ensure_owner()
         chat = ChatService(

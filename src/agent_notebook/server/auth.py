@@ -27,10 +27,10 @@ from starlette.requests import Request, cookie_parser
 from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..chat.service import ChatService
 from ..errors import NotebookError, StorageError
 from ..notebook.facade import Notebook
 from ..privacy.tokens import Grant, Tokens, web_session_grant
-from .chat_service import ChatService
 from .errors import (
     HIDDEN_PLACES_KEY,
     RETRY_AFTER_S,

@@ -16,11 +16,11 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..chat.context import Mode
+from ..chat.service import ChatService
 from ..errors import NotebookError
 from ..model import Text
 from ..notebook.facade import Notebook
 from .auth import access_of
-from .chat_service import ChatService
 from .deps import Limit, Offset, Page, notebook, page
 from .errors import FIXES, TITLES, status_of
 

@@ -32,7 +32,7 @@ def export(
     work = Path(tempfile.mkdtemp(prefix="agent-notebook-export-"))
     try:
         # the records and chat state only: the media and archive files stay on the server
-        nb.export_file(
+        nb.transfer.export_file(
             work / ("notebook" if format == "yaml" else "notebook.db"), format, with_media=False
         )
         if format == "yaml":

@@ -74,7 +74,7 @@ def decision_log(
 ) -> Page[LoggedDecision]:
     """The audit log of every session (or one), each entry with its ``d_N`` and the entry
     it ``edits`` or that ``edited_by`` it."""
-    return page(nb.decision_log(session)[offset : offset + limit], offset, limit)
+    return page(nb.facts.decision_log(session)[offset : offset + limit], offset, limit)
 
 
 @router.post(
@@ -93,7 +93,7 @@ def edit_decision(
     entry, tag = nb.write_if_match(
         session_id,
         if_match,
-        lambda: nb.edit_decision(
+        lambda: nb.facts.edit_decision(
             session_id, decision_id, what=body.what, why=body.why, who=body.who
         ),
     )
@@ -110,7 +110,7 @@ def pending_items(
     limit: Limit = 50,
 ) -> Page[SessionPending]:
     """Pending items of every session (or one), each with its session."""
-    found = nb.pending_items(session, open_only=open_only)[offset : offset + limit]
+    found = nb.facts.pending_items(session, open_only=open_only)[offset : offset + limit]
     rows = [SessionPending(session=s, **p.model_dump()) for s, p in found]
     return page(rows, offset, limit)
 
@@ -129,7 +129,7 @@ def edit_pending(
     item, tag = nb.write_if_match(
         session_id,
         if_match,
-        lambda: nb.edit_pending(session_id, pending_id, body.what, who=body.who),
+        lambda: nb.facts.edit_pending(session_id, pending_id, body.what, who=body.who),
     )
     set_etag(response, tag)
     return item
@@ -141,7 +141,7 @@ def conflicts(
 ) -> Page[ConflictPair]:
     """Moments flagged ``conflicts_with`` each other, by pairs (``a`` said first), with
     their session, time, text and whether each still holds."""
-    return page(nb.conflicts(session)[offset : offset + limit], offset, limit)
+    return page(nb.facts.conflicts(session)[offset : offset + limit], offset, limit)
 
 
 @router.post("/conflicts/resolve", tags=["conflicts"])
@@ -149,7 +149,7 @@ def resolve_conflict(body: ConflictChoice, nb: Nb) -> ConflictResolution:
     """Keep one side (the other gets ``superseded_by`` and ``valid_until``) or dismiss the
     conflict; the audit log of each session involved records it. A pair not flagged (or
     resolved already) is a 404."""
-    return nb.resolve_conflict(
+    return nb.facts.resolve_conflict(
         body.a, body.b, keep=body.keep, dismiss=body.dismiss, reason=body.reason, who=body.who
     )
 

@@ -44,7 +44,7 @@ def register_fact_tools(tool: Register, run: Run, get: Callable[[], Notebook]) -
         an owner's correction replaces, or the one that replaced it).
         """
         return await run(
-            lambda: [d.model_dump(mode="json") for d in get().decision_log(session_id)]
+            lambda: [d.model_dump(mode="json") for d in get().facts.decision_log(session_id)]
         )
 
     @tool(writes)
@@ -65,7 +65,7 @@ def register_fact_tools(tool: Register, run: Run, get: Callable[[], Notebook]) -
 
         def work() -> dict[str, Any]:
             get().decide(session_id, what, why, who)
-            return get().decision_log(session_id)[-1].model_dump(mode="json")
+            return get().facts.decision_log(session_id)[-1].model_dump(mode="json")
 
         return await run(work)
 
@@ -138,7 +138,9 @@ def register_fact_tools(tool: Register, run: Run, get: Callable[[], Notebook]) -
         """
         return await run(
             lambda: (
-                get().edit_pending(session_id, pending_id, what, who=who).model_dump(mode="json")
+                get()
+                .facts.edit_pending(session_id, pending_id, what, who=who)
+                .model_dump(mode="json")
             )
         )
 
@@ -173,7 +175,9 @@ def register_fact_tools(tool: Register, run: Run, get: Callable[[], Notebook]) -
 
         session_id: only pairs with a side in this session; omit for every session.
         """
-        return await run(lambda: [p.model_dump(mode="json") for p in get().conflicts(session_id)])
+        return await run(
+            lambda: [p.model_dump(mode="json") for p in get().facts.conflicts(session_id)]
+        )
 
     @tool(writes)
     async def resolve_conflict(

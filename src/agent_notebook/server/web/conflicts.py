@@ -16,7 +16,7 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/conflicts", response_class=HTMLResponse)
 def conflicts(request: Request, nb: Nb, session: str | None = None) -> HTMLResponse:
-    return page(request, "conflicts.html", pairs=nb.conflicts(session), session=session)
+    return page(request, "conflicts.html", pairs=nb.facts.conflicts(session), session=session)
 
 
 @router.post("/conflicts/resolve", dependencies=[Checked])
@@ -29,5 +29,5 @@ def resolve(
 ) -> RedirectResponse:
     """``choice`` is the button pressed: ``keep:m_N`` or ``dismiss``."""
     keep = choice.removeprefix("keep:") if choice.startswith("keep:") else None
-    nb.resolve_conflict(a, b, keep=keep, dismiss=choice == "dismiss", reason=reason)
+    nb.facts.resolve_conflict(a, b, keep=keep, dismiss=choice == "dismiss", reason=reason)
     return back_to("/conflicts")

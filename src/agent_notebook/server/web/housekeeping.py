@@ -51,7 +51,7 @@ def compact_preview(request: Request, nb: Nb) -> StreamingResponse:
     def parts() -> Iterator[str]:
         yield waiting
         try:
-            report = nb.compact(dry_run=True)
+            report = nb.archive.compact(dry_run=True)
         except NotebookError as error:
             yield f'<p role="alert" class="error">{escape(str(error))}</p></main></body></html>'
             return

@@ -38,7 +38,7 @@ def mark(
     pinned: Annotated[str, Form()] = "",
 ) -> Response:
     """Importance and pin only: the text is immutable (a redaction is the only change)."""
-    nb.mark_moment(moment_id, importance=importance, pinned=pinned == "yes")
+    nb.facts.mark_moment(moment_id, importance=importance, pinned=pinned == "yes")
     return back_to(moment_url(moment_id))
 
 

@@ -105,7 +105,7 @@ def _results(
         example=example,
         bars=lambda hit: explain_bars(hit, nb.config.search.rrf_k),
         more=_more_url(form) if hits is not None and len(hits) >= form["limit"] else None,
-        vector=nb.semantic is not None,
+        vector=nb.vectors.semantic is not None,
     )
 
 

@@ -64,7 +64,7 @@ def session(request: Request, session_id: str, nb: Nb) -> HTMLResponse:
         request,
         "session.html",
         s=found,
-        log=nb.decision_log(found.id),
+        log=nb.facts.decision_log(found.id),
         etag=etag_of(found),
         statuses=list(TaskStatus),
     )
@@ -103,7 +103,7 @@ def edit_decision(
     why: Annotated[str, Form()] = "",
 ) -> RedirectResponse:
     """The form sends both fields (as shown, or changed): the correction is appended."""
-    nb.edit_decision(session_id, decision_id, what=what, why=why)
+    nb.facts.edit_decision(session_id, decision_id, what=what, why=why)
     return back_to(session_url(session_id) + "#decisions")
 
 
@@ -111,7 +111,7 @@ def edit_decision(
 def edit_pending(
     session_id: str, pending_id: str, nb: Nb, what: Annotated[str, Form()]
 ) -> RedirectResponse:
-    nb.edit_pending(session_id, pending_id, what)
+    nb.facts.edit_pending(session_id, pending_id, what)
     return back_to(session_url(session_id) + "#pending")
 
 

@@ -13,7 +13,6 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
 from ...errors import Conflict, InvalidInput
-from ...langgraph.stores import thread_ids
 from ...session import SessionNotebookSync, sections
 from ..deps import check_if_match, etag_of
 from ..sections_api import checked_section, checked_thread
@@ -61,7 +60,9 @@ def _views(notes: SessionNotebookSync) -> list[SectionView]:
 def threads(request: Request, nb: Nb, offset: Offset = 0, thread: str = "") -> Response:
     if thread.strip():  # the "open a thread" form
         return back_to(thread_url(thread.strip()))
-    found, paging = paged(offset, sorted(thread_ids(nb.store, None))[offset : offset + PAGE + 1])
+    found, paging = paged(
+        offset, nb.langgraph.session_notebook_threads()[offset : offset + PAGE + 1]
+    )
     return page(request, "threads.html", threads=found, paging=paging)
 
 
