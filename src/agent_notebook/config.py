@@ -27,8 +27,8 @@ from typing import Final, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .core import files, yamlcodec
+from .core.validation import describe_validation_error
 from .errors import InvalidInput
-from .model import describe_validation_error
 
 CONFIG_FILE = "config.yaml"
 DB_FILE = "notebook.db"

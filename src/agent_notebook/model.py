@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Final, Literal, TypeVar, get_args
+from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -25,12 +25,11 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
-from .errors import InvalidId, InvalidInput
+from .errors import InvalidId
 
 SCHEMA_VERSION: Final = 1
 #: The speaker of the moments holding text cut from a session notebook: derived text, the
@@ -549,62 +548,3 @@ def _dedupe(values: Any) -> list[str]:
     for v in values:
         seen.setdefault(v, None)
     return list(seen)
-
-
-_M = TypeVar("_M", bound=BaseModel)
-
-
-def validate_record(cls: type[_M], data: Any, where: str) -> _M:
-    """Validate ``data`` as ``cls``, turning pydantic's error into one that names ``where``."""
-    try:
-        return cls.model_validate(data)
-    except ValidationError as err:
-        raise InvalidInput(f"{where}: {describe_validation_error(err, cls)}") from None
-
-
-def describe_validation_error(err: ValidationError, model: type[BaseModel] | None = None) -> str:
-    """pydantic's errors as one line, ``loc: message; …``. Given the ``model`` validated, an
-    unknown field's message lists the fields valid at its place."""
-    return describe_errors(err.errors(include_url=False), model)
-
-
-def describe_errors(
-    errors: Iterable[Mapping[str, Any]],
-    model: type[BaseModel] | None = None,
-    at: tuple[str | int, ...] = (),
-) -> str:
-    """Errors as pydantic lists them (``loc``, ``msg``, ``type``), as one line; an error of
-    the whole input (an empty ``loc``) is its message alone. ``model`` is what was validated
-    at ``at`` (FastAPI's body is at ``("body",)``)."""
-    parts = []
-    for e in errors:
-        loc = tuple(e.get("loc", ()))
-        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
-        if e.get("type") == "extra_forbidden":
-            inside = model is not None and loc[: len(at)] == at
-            fields = _fields_at(model, loc[len(at) : -1]) if inside and model else None
-            msg = "unknown field" + (f" (valid fields: {', '.join(fields)})" if fields else "")
-        parts.append(f"{'.'.join(str(p) for p in loc)}: {msg}" if loc else msg)
-    return "; ".join(parts)
-
-
-def _fields_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str] | None:
-    """The field names of the model found at ``loc`` inside ``model`` (None if unknown)."""
-    current: type[BaseModel] | None = model
-    for part in loc:
-        if isinstance(part, int):  # a list item: its model was unwrapped with the list
-            continue
-        if current is None or part not in current.model_fields:
-            return None
-        current = _model_in(current.model_fields[part].annotation)
-    return None if current is None else list(current.model_fields)
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    """The model inside a field's type (``Model``, ``Model | None``, ``list[Model]``…)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in get_args(annotation):
-        if (found := _model_in(arg)) is not None:
-            return found
-    return None

@@ -228,7 +228,7 @@ def make_home(tmp_path: Path, kind: str) -> Path:
         home, cfg.NotebookConfig(backend="sqlite" if kind == "sqlite-file" else "yaml")
     )
     with Notebook.open(home) as nb:
-        nb._vectors.embedder_choice = None
+        nb.vectors.embedder_choice = None
         for day in range(0, 120, 8):  # 72 durable steps: see kill_after
             fill_day(nb, day, n=4)
     return home
@@ -267,7 +267,7 @@ def finish(run: subprocess.Popen[str], timeout: float = HANG_GUARD_S) -> tuple[i
 
 def state_of(home: Path) -> tuple[list[str], list[str]]:
     with Notebook.open(home, create=False) as nb:
-        nb._vectors.embedder_choice = None
+        nb.vectors.embedder_choice = None
         return snapshot(nb.backend)
 
 

@@ -74,7 +74,7 @@ def test_close_stops_the_worker_after_its_chunk_and_leaves_the_rest_queued(
     assert gated.in_batch.wait(WAIT)  # the worker is inside its first chunk
     closing = threading.Thread(target=nb.close)
     closing.start()
-    while not (nb._vectors.index is None or nb._vectors.index._stopping):  # close told it to stop
+    while not (nb.vectors.index is None or nb.vectors.index._stopping):  # close told it to stop
         closing.join(0.01)
     gated.gate.set()  # the chunk in progress finishes; no other starts
     closing.join(WAIT)

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from .. import config as cfg
+from ..core.validation import validate_record
 from ..errors import InvalidInput
-from ..model import MomentDraft, validate_record
+from ..model import MomentDraft
 from ..notebook.facade import Notebook
 from ..notebook.opening import check_backend_choice
 from .common import (

@@ -18,8 +18,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import CorruptFile, InvalidInput
-from ..model import describe_validation_error
 from .crypto import sealed_key_id
+from .validation import describe_validation_error
 
 if TYPE_CHECKING:
     from .crypto import Cipher

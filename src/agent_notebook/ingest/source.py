@@ -14,8 +14,9 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from ..core.files import refuse_live_database
+from ..core.validation import describe_validation_error
 from ..errors import MalformedFile, MalformedItem
-from ..model import MomentDraft, describe_validation_error
+from ..model import MomentDraft
 
 _WHITESPACE: Final = re.compile(r"[ \t\n\r]*")
 _DECODER: Final = json.JSONDecoder()

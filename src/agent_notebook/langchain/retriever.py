@@ -14,7 +14,8 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
-from ..model import SearchHit, validate_record
+from ..core.validation import validate_record
+from ..model import SearchHit
 from ..notebook.facade import Notebook
 
 __all__ = ["NotebookRetriever", "SearchFilters", "document_of"]

@@ -16,8 +16,8 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..core.validation import describe_validation_error
 from ..errors import InvalidInput, NotebookError
-from ..model import describe_validation_error
 from ..notebook.agent_tools import (
     READ_SESSION,
     RECORD,

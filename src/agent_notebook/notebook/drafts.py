@@ -18,8 +18,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..config import MomentLimits
+from ..core.validation import validate_record
 from ..errors import InvalidInput
-from ..model import MomentDraft, validate_record
+from ..model import MomentDraft
 
 __all__ = ["check_drafts"]
 

@@ -112,7 +112,6 @@ class Notebook:
         self.multimodal_embedder = multimodal_embedder
         self._in_use: files.UseLock | None = None  # held by Notebook.open (see use_lock)
         self.vectors = Vectors(context, embedder, background_embedding)
-        self._vectors = self.vectors
         self._turns = TurnWork(backend, self.vectors)
         self._sessions = Sessions(context)
         paraphrases = self.vectors.paraphrase_vectors if conf.facts.paraphrases else None

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from ..core.validation import validate_record
 from ..errors import Conflict, InvalidInput, NotFound
 from ..model import (
     Decision,
@@ -36,7 +37,6 @@ from ..model import (
     fact_link,
     now_utc,
     split_link,
-    validate_record,
 )
 from .checks import required
 

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from ..core.enrich import enrich
+from ..core.validation import validate_record
 from ..errors import InvalidInput, NotFound
 from ..media.store import media_paths_of
 from ..model import (
@@ -60,7 +61,6 @@ from ..model import (
     check_moment_id,
     normalize_concept,
     now_utc,
-    validate_record,
 )
 from ..storage.sqlite.maintenance import database_file, vacuum
 from .chat_scrubbing import scrub_checkpoints, scrub_store, store_items

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
+from ..core.validation import describe_validation_error, validate_record
 from ..errors import Conflict, InvalidInput, NotFound
 from ..model import (
     MOMENT_ID_RE,
@@ -22,11 +23,9 @@ from ..model import (
     Session,
     TaskStatus,
     check_session_id,
-    describe_validation_error,
     moment_number,
     now_utc,
     session_id_for,
-    validate_record,
 )
 from ..storage import StorageBackend
 from ..storage.base import Activity

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..model import Decision, Session, now_utc, validate_record
+from ..core.validation import validate_record
+from ..model import Decision, Session, now_utc
 
 __all__ = ["AUDIT_WHO", "note"]
 

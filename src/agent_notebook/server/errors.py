@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..core.validation import describe_errors
 from ..errors import (
     Conflict,
     InvalidInput,
@@ -30,7 +31,6 @@ from ..errors import (
 )
 from ..errors import Forbidden as Forbidden  # re-export: was defined here
 from ..errors import ModelFailed as ModelFailed  # re-export: was defined here
-from ..model import describe_errors
 from .guest_rights import hide_places
 
 log = logging.getLogger(__name__)

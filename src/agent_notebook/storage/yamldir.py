@@ -49,8 +49,9 @@ from ..core.files import (
     remove_temp_files,
     write_atomic,
 )
+from ..core.validation import describe_validation_error
 from ..errors import CorruptFile
-from ..model import SCHEMA_VERSION, ArchiveEntry, Moment, Session, describe_validation_error
+from ..model import SCHEMA_VERSION, ArchiveEntry, Moment, Session
 from .base import Capabilities
 from .journal import JOURNAL_FILE, FileBatch, recover
 from .staged import NotebookState, StagedBackend, StagedChanges
