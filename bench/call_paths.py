@@ -56,18 +56,20 @@ def traced(run: Callable[[], object]) -> tuple[list[str], int]:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        with Notebook(MemoryBackend(), home=Path(tmp), embedder=None) as nb:
-            session = nb.start_session("Trip")
-            nb.record(session.id, "warm-up")  # imports done before the trace
-            plan = parse_file(EXAMPLE)
-            for name, run in (
-                ("record", lambda: nb.record(session.id, "Book the 09:04 TGV")),
-                ("ingest", lambda: nb.ingest(plan)),
-            ):
-                modules, returns = traced(run)
-                print(f"{name}: {len(modules)} modules, {returns} return(s) into the facade")
-                print("  " + " -> ".join(modules))
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Notebook(MemoryBackend(), home=Path(tmp), embedder=None) as nb,
+    ):
+        session = nb.start_session("Trip")
+        nb.record(session.id, "warm-up")  # imports done before the trace
+        plan = parse_file(EXAMPLE)
+        for name, run in (
+            ("record", lambda: nb.record(session.id, "Book the 09:04 TGV")),
+            ("ingest", lambda: nb.ingest(plan)),
+        ):
+            modules, returns = traced(run)
+            print(f"{name}: {len(modules)} modules, {returns} return(s) into the facade")
+            print("  " + " -> ".join(modules))
 
 
 if __name__ == "__main__":
