@@ -22,14 +22,14 @@ or its value is an enumeration ("Redis, Kafka and Postgres"): another value does
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from ..core.enrich import STOPWORDS
 from ..core.lexical import stem
 from .text import UPDATE_CUE, content_stems, sentences, spelled_out, word_set
 
-__all__ = ["Claim", "claims_in", "same_subject", "value_name"]
+__all__ = ["Claim", "claims_in", "reported_changes_in", "same_subject", "value_name"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +49,11 @@ class Claim:
     replaces: str = ""
     #: The sentence as written.
     sentence: str = ""
+    #: A story about the past ("back in 2019 I worked at…"): it ends no current claim.
+    historical: bool = False
+    #: Said by an assistant of the user it serves ("I've updated your address to…"): the
+    #: user's fact, filed under the person who spoke last.
+    on_behalf: bool = False
 
     @property
     def value_stems(self) -> frozenset[str]:
@@ -89,7 +94,7 @@ _PLACE: Final = re.compile(
     r"\b(?P<who>i|we)\s+(?:have\s+|had\s+|just\s+|recently\s+|finally\s+|now\s+|also\s+)*"
     r"(?P<verb>moved|relocated|live|lived|am living|are living|am based|are based|reside|"
     r"work|worked|am working|are working|joined|started (?:working )?(?:at|for))"
-    r"\s+(?P<prep>to|in|at|for|from)?\s*(?P<val>[^,;]+)"
+    r"\s+(?:(?:back|out|over|away|down|up)\s+)?(?P<prep>to|in|at|for|from)?\s*(?P<val>[^,;]+)"
 )
 _SWITCH: Final = re.compile(
     r"\b(?P<who>i|we)\s+(?:have\s+|had\s+|just\s+|recently\s+|finally\s+|now\s+)*"
@@ -118,6 +123,35 @@ _COUNT: Final = re.compile(
     r"additional|extra|other|different|[a-z]+al)\s+)?(?P<noun>[a-z]{3,})"
 )
 _NUMBER: Final = re.compile(r"\d+(?:[.,]\d+)*")
+#: A time that puts what the sentence says in the past: a story, not the present.
+_PAST_TIME: Final = re.compile(
+    r"\b(?:back (?:in|when|then)|in (?:19|20)\d\d|(?:\d+|a few|a couple of|several|many|two|"
+    r"three|four|five|ten) years? ago|years ago|when i was|as a (?:kid|child|teenager|student)|"
+    r"growing up|used to|at the time|in my (?:twenties|thirties|teens|youth)|before i (?:moved|"
+    r"joined|started)|formerly|previously|once upon)\b"
+)
+#: A sentence that starts as a condition or an imagined case claims nothing.
+_HYPOTHETICAL_START: Final = re.compile(
+    r"^(?:even )?(?:if|suppose|supposing|imagine|assuming|unless|what if|in case|let us say|"
+    r"say)\b"
+)
+#: Before a claim, a word that makes it possible rather than so.
+_HYPOTHETICAL_BEFORE: Final = re.compile(r"\b(?:if|would|might|could|may|maybe|perhaps|whether)\b")
+#: Someone else's words reported: "she said the office moved".
+_REPORTED: Final = re.compile(
+    r"\b(?!i\b|we\b)[a-z]+\s+(?:said|says|told (?:me|us|him|her|them)|mentioned|claims?|"
+    r"claimed|thinks|thought|heard|reckons?|believes?|reported)\b"
+)
+#: "I joined Strava as a premium member": a customer, not an employee.
+_NOT_EMPLOYED: Final = re.compile(
+    r"\bas an? (?:[a-z]+\s+){0,2}(?:member|subscriber|customer|user|fan|volunteer|guest|patron|"
+    r"tester|client|supporter)\b"
+)
+#: "Done: I've updated your address to 48 Elm Road": an assistant's report of the change.
+_REPORTED_CHANGE: Final = re.compile(
+    r"\bi\s+(?:have\s+|just\s+|now\s+)*(?:updated|changed|set|corrected|moved|switched)\s+"
+    r"your\s+(?P<subj>(?:[\w\-']+\s+){0,3}?[\w\-']+)\s+(?:to|as)\s+(?P<val>[^,;!?]+)"
+)
 _FIRST_PERSON_WORD: Final = re.compile(r"\b(?:i|we|my|our)\b")
 _TIME_UNITS: Final = word_set(
     """seconds second minutes minute hours hour days day weeks week months month years year
@@ -165,18 +199,61 @@ _QUESTION_START: Final = re.compile(
 
 
 def claims_in(text: str) -> list[Claim]:
-    """The claims of ``text`` (prose, code removed), in order."""
+    """The claims of ``text`` (prose, code removed), in order. A question, a condition or
+    an imagined case claims nothing, nor what someone else is reported to have said; a
+    story about the past is kept as such (``historical``)."""
     found: list[Claim] = []
     for sentence in sentences(text):
         low = spelled_out(sentence).rstrip(" .!")
-        if low.endswith("?") or _QUESTION_START.match(low):
+        if low.endswith("?") or _QUESTION_START.match(low) or _HYPOTHETICAL_START.match(low):
             continue
         update = bool(UPDATE_CUE.search(low))
-        found += _value_claims(low, sentence, update)
-        found += _place_claims(low, sentence)
-        found += _act_claims(low, sentence, update)
-        found += _count_claims(low, sentence, update)
+        claims = [
+            *_value_claims(low, sentence, update),
+            *_place_claims(low, sentence),
+            *_act_claims(low, sentence, update),
+            *_count_claims(low, sentence, update),
+        ]
+        if claims and _PAST_TIME.search(low) and not re.search(r"\b(?:now|these days)\b", low):
+            claims = [replace(c, historical=True) for c in claims]
+        found += claims
     return found
+
+
+def reported_changes_in(text: str) -> list[Claim]:
+    """What an assistant reports having changed for the user it serves ("I've updated your
+    address to 48 Elm Road"): the user's value claims, said as updates."""
+    found = []
+    for sentence in sentences(text):
+        low = spelled_out(sentence).rstrip(" .!")
+        for m in _REPORTED_CHANGE.finditer(low):
+            subject = _noun_phrase(m["subj"])
+            value = _first_clause(m["val"])
+            if subject is None or not value:
+                continue
+            _, stems, head = subject
+            found.append(
+                Claim(
+                    "my",
+                    stems,
+                    head,
+                    "value",
+                    value,
+                    True,
+                    multi=False,
+                    update=True,
+                    sentence=sentence,
+                    on_behalf=True,
+                )
+            )
+    return found
+
+
+def _said_so(low: str, start: int) -> bool:
+    """Whether the claim found at ``start`` of ``low`` is the speaker's own and so: no
+    condition, possibility or someone else's report before it."""
+    before = low[:start]
+    return not (_HYPOTHETICAL_BEFORE.search(before) or _REPORTED.search(before))
 
 
 def same_subject(a: Claim, b: Claim) -> bool:
@@ -200,6 +277,10 @@ def _value_claims(low: str, sentence: str, update: bool) -> list[Claim]:
     if m is None and (m := _WHICH_CHANGED.search(low)) is not None:
         subject_text = " ".join(_WORD_BEFORE.findall(low[: m.start()])[-5:])
     if m is None:
+        return []
+    if _REPORTED.search(low, 0, m.start("val")) or _HYPOTHETICAL_BEFORE.search(
+        low, 0, m.start("verb")
+    ):
         return []
     subject = _noun_phrase(subject_text)
     if subject is None:
@@ -233,6 +314,10 @@ def _place_claims(low: str, sentence: str) -> list[Claim]:
     found = []
     for m in _PLACE.finditer(low):
         verb = m["verb"]
+        if not _said_so(low, m.start()):
+            continue
+        if verb in ("moved", "relocated") and m["prep"] != "to":
+            continue  # "I moved my savings to Chase": not where one lives
         if m["prep"] == "from" or (
             verb.startswith(
                 ("live", "lived", "am living", "are living", "reside", "am based", "are based")
@@ -245,9 +330,11 @@ def _place_claims(low: str, sentence: str) -> list[Claim]:
             if re.match(r"work|worked|am working|are working|joined|started", verb)
             else "home"
         )
-        if attribute == "employer" and m["prep"] not in ("at", "for", None):
+        if attribute == "employer" and (
+            m["prep"] not in ("at", "for", None) or _NOT_EMPLOYED.search(m["val"])
+        ):
             continue
-        value = _first_clause(m["val"])
+        value = _WHEN.sub("", _first_clause(re.split(r"\s+as\s+", m["val"])[0])).strip()
         if not value or not _named(sentence, value):
             continue
         moved = verb in ("moved", "relocated", "joined") or verb.startswith("started")
@@ -308,6 +395,8 @@ def _act_claims(low: str, sentence: str, update: bool) -> list[Claim]:
             )
     for m in _ACT.finditer(low):
         verb, obj, neg = m["verb"], m["obj"], (m["neg"] or "").strip()
+        if not _said_so(low, m.start("who")):
+            continue
         if verb == "been" and obj.startswith("to "):  # "I have never been to Japan"
             verb = "go"
         elif (ended := _STOPPED.match(obj)) and verb in ("stopped", "quit", "started", "began"):

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Final, Literal
 
 from ..core.lexical import tokenize
-from .claims import Claim, claims_in
+from .claims import Claim, claims_in, reported_changes_in
 from .expiry import expires_from_text
 from .judge import FactJudge, Verdict
 from .quantities import MIN_SHARED, Quantity, quantities_in, shared_words
@@ -174,11 +174,15 @@ class FactEngine:
         #: Asked about each link the rules propose, and each pair they only suspect.
         self.judge = judge
         self._seen: list[_Seen] = []
-        self._claims: dict[tuple[str, str], list[tuple[int, Claim]]] = {}
+        #: Claims by key: the statement's position, the claim and whose fact it is (the
+        #: speaker's, or for an assistant's report the person it served).
+        self._claims: dict[tuple[str, str], list[tuple[int, Claim, str]]] = {}
         self._with_never: list[int] = []
         self._quantities: dict[str, list[tuple[int, Quantity]]] = {}
         self._by_text: dict[str, str] = {}
         self._open: list[tuple[FoundPending, OpenLine]] = []
+        #: Who spoke last of the people (not a model): whom an assistant's report serves.
+        self._last_person = ""
 
     def observe_all(self, statements: Iterable[Statement]) -> list[Findings]:
         return [self.observe(s) for s in statements]
@@ -204,6 +208,8 @@ class FactEngine:
         if seen.duplicate_of is None:
             findings.links.extend(self._updates_and_conflicts(seen))
         self._index(seen)
+        if statement.role != "assistant":
+            self._last_person = statement.who
         return findings
 
     # -- what an earlier statement leaves --------------------------------------------------
@@ -231,7 +237,7 @@ class FactEngine:
             stems=content_stems(text),
             numbers=numbers_of(text),
             negations=negations_of(text),
-            claims=claims_in(text) if claimed else [],
+            claims=claims_in(text) if claimed else reported_changes_in(text),
             never=never,
             affirmed=affirmed,
             quantities=quantities,
@@ -283,12 +289,17 @@ class FactEngine:
         for index, because, update in self._quantity_updates(seen):
             (ended if update else suspected).setdefault(index, because)
         for claim in seen.claims:
-            for index, old in self._claims.get(_key(claim), ()):
+            who = self._last_person if claim.on_behalf else new.who
+            for index, old, earlier_who in self._claims.get(_key(claim), ()):
                 earlier = self._seen[index]
-                if claim.owner in _FIRST_PERSON and earlier.statement.who != new.who:
+                if claim.owner in _FIRST_PERSON and earlier_who != who:
                     continue  # "I", "my" of another speaker: another person
                 if not earlier.superseded and index not in ended and supersedes(claim, old):
-                    ended[index] = claim.sentence
+                    if earlier_who != who and not claim.update:
+                        # Two people, two values, no word of a change: they disagree.
+                        conflicting.setdefault(index, claim.sentence)
+                    else:
+                        ended[index] = claim.sentence
                 elif index not in conflicting and contradicts(claim, old):
                     conflicting[index] = claim.sentence
         # "Never" claims are rare: only the statements that hold one are looked at again.
@@ -365,7 +376,8 @@ class FactEngine:
         if seen.never:
             self._with_never.append(position)
         for claim in seen.claims:
-            self._claims.setdefault(_key(claim), []).append((position, claim))
+            who = self._last_person if claim.on_behalf else seen.statement.who
+            self._claims.setdefault(_key(claim), []).append((position, claim, who))
         self._seen.append(seen)
 
     # -- open threads ----------------------------------------------------------------------

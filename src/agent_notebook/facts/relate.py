@@ -67,8 +67,9 @@ def negations_of(text: str) -> int:
 
 
 def supersedes(new: Claim, old: Claim) -> bool:
-    """Whether ``new`` (said later) ends ``old``."""
-    if new.attribute != old.attribute:
+    """Whether ``new`` (said later) ends ``old``. A story about the past ends nothing and
+    is ended by nothing: it was never the current fact."""
+    if new.attribute != old.attribute or new.historical or old.historical:
         return False
     if new.attribute == "count":  # the same thing counted, in the same context, anew
         return (
