@@ -231,3 +231,33 @@ def test_a_hit_that_was_ended_brings_the_moment_that_ended_it_first() -> None:
         assert [(h.moment.id, h.superseded_by) for h in hits] == [(new.id, None), (old.id, new.id)]
         assert hits[0].explain == {"successor": 1.0}
         assert [h.moment.id for h in nb.search("press office", mode="lexical", current=True)] == []
+
+
+def test_a_job_changed_in_a_later_session_ends_the_one_said_before() -> None:
+    with _notebook() as nb:
+        first = nb.start_session("Monday").id
+        nb.record(first, "I work at Deloitte.", speaker="Maya", timestamp=T0)
+        later = nb.start_session("Friday").id
+        nb.record(later, "I've joined Monzo.", speaker="Maya", timestamp=T0 + timedelta(days=4))
+        nb.record(
+            later,
+            "Back in 2019 I worked at Tesco.",
+            speaker="Maya",
+            timestamp=T0 + timedelta(days=4),
+        )
+        old, new, story = nb.moments(first)[0], *nb.moments(later)
+        assert f"superseded_by:{new.id}" in old.relations.links
+        assert not any(link.startswith("superseded_by") for link in new.relations.links)
+        current = {h.moment.id for h in nb.search("Deloitte Monzo Tesco", current=True)}
+        assert current == {new.id, story.id}
+
+
+def test_an_item_opened_one_day_is_closed_in_its_session_by_a_later_one() -> None:
+    with _notebook() as nb:
+        first = nb.start_session("Monday").id
+        nb.record(first, "We still need to book the venue.", speaker="Ana", timestamp=T0)
+        later = nb.start_session("Tuesday").id
+        nb.record(later, "I booked the venue.", speaker="Ana", timestamp=T0 + timedelta(days=1))
+        [item] = nb.get_session(first).pending
+        assert item.closed is not None and item.closed_by == nb.moments(later)[0].id
+        assert nb.get_session(later).pending == []

@@ -83,6 +83,17 @@ _COMMITMENT: Final = re.compile(
     _LEAD + r"(?:i|we)\s+(?:will|shall|am going to|are going to|promise to|commit to)\s+"
     r"(?:also\s+|then\s+|first\s+|definitely\s+|still\s+)?(?P<verb>[a-z]+)\b(?P<rest>.*)$"
 )
+#: An obligation or a request to be reminded: "we still need to book the venue", "remind
+#: me to call Dad", "someone needs to tell Raj", "don't forget to bring the cake".
+_OBLIGATION: Final = re.compile(
+    _LEAD + r"(?:(?:and|but|also|oh|btw)\W+)*(?:(?:i|we)\s+(?:still\s+|also\s+|really\s+)?"
+    r"(?:need|have|ought|must remember|need to remember)\s+to|(?:someone|somebody|one of us)\s+"
+    r"(?:still\s+)?(?:needs|has)\s+to|(?:please\s+)?remind me to|(?:do not|don't)\s+(?:let me\s+)?"
+    r"forget to|let us not forget to|we must|we still have to|still need to|need to)\s+"
+    r"(?:also\s+|still\s+|first\s+)?(?P<verb>[a-z]+)\b(?P<rest>.*)$"
+)
+#: What one "has to" do that is no task: "I need to be honest", "we have to admit".
+_NOT_OBLIGED: Final = word_set("be have know think feel admit say mean wonder")
 _NOT_COMMITTED: Final = word_set("""be have need never not probably maybe possibly try tell keep always see think feel
     guess assume wait consider let love like hate want wish hope bet admit say mean""")
 _TODO: Final = re.compile(
@@ -170,8 +181,9 @@ def open_lines_in(text: str, role: str) -> list[OpenLine]:
             if _OPEN_QUESTION.match(low) and not _REQUEST.search(low):
                 found.append(OpenLine(_trim(sentence), "question"))
             continue
-        m = _COMMITMENT.match(low)
-        if m is None or m["verb"] in _NOT_COMMITTED or m["verb"].endswith("ly"):
+        m = _COMMITMENT.match(low) or _OBLIGATION.match(low)
+        excluded = _NOT_COMMITTED if m is None or m.re is _COMMITMENT else _NOT_OBLIGED
+        if m is None or m["verb"] in excluded or m["verb"].endswith("ly"):
             continue
         if _GOING_WITH.match(low):  # "we'll go with the blue logo" is a decision
             continue

@@ -10,9 +10,11 @@ whose importance a repeat raises; ``superseded_by`` on the earlier fact
 with its ``valid_until`` set to the later moment's time, ``conflicts_with`` on both), and
 an expiry read from the text ("until Friday") into ``expires`` unless the caller gave one.
 
-:class:`FactKeeper` keeps one engine per session, fed in order; it catches up from the
-backend (the last ``facts.window`` moments of the session) when another writer recorded in
-between. Vectors are made off the hot path, so on record only exact repeats are folded;
+:class:`FactKeeper` keeps one engine for the whole notebook, fed in the order the moments
+were recorded, so a statement meets what was said before it in any session (a job changed
+in a later conversation, a plan carried over several days); a pending item is closed in the
+session it was opened in. It catches up from the backend (the ``facts.window`` moments
+recorded before) when another writer recorded in between. Vectors are made off the hot path, so on record only exact repeats are folded;
 paraphrases need the vectors (see ``bench/facts_beam.py``).
 """
 
@@ -32,7 +34,7 @@ from ..model import Decision, Moment, PendingItem, Session, fact_link
 from ..storage import StorageBackend
 
 if TYPE_CHECKING:  # the rules load on the first record with facts on (~0.1 s of regexes)
-    from ..facts import FactEngine, FactJudge, Findings, Statement
+    from ..facts import Closure, FactEngine, FactJudge, Findings, Statement
 
 __all__ = [
     "FactKeeper",
@@ -81,25 +83,25 @@ class FactKeeper:
         #: alone. Engines made after it is set use it.
         self.judge: FactJudge | None = None
         self._lock = threading.Lock()
-        #: session id -> its engine and the last moment it was fed
-        self._engines: dict[str, tuple[FactEngine, str]] = {}
+        #: The notebook's engine and the last moment it was fed (None: caught up anew).
+        self._engine: tuple[FactEngine, str] | None = None
 
     def after_record(self, session_id: str, moments: Sequence[Moment]) -> FactsApplied:
         """Derive and store what ``moments`` (just recorded in ``session_id``, in order) add.
         The moments are written already: a failure here is logged, never raised, and the
-        session's engine is dropped (the next record catches up from the backend)."""
+        engine is dropped (the next record catches up from the backend)."""
         texts = [m for m in moments if m.content.text.strip() and m.redacted is None]
         if not texts:
             return FactsApplied()
         try:
             vectors = self.vectorize([m.content.text for m in texts]) if self.vectorize else None
             with self._lock:
-                engine = self._engine(session_id, moments)
+                engine = self._caught_up(moments)
                 findings = [
                     engine.observe(statement_of(m, vectors[n] if vectors else None))
                     for n, m in enumerate(texts)
                 ]
-                self._engines[session_id] = (engine, moments[-1].id)
+                self._engine = (engine, moments[-1].id)
             return self._store(session_id, moments, findings)
         except (NotebookError, ValidationError) as err:
             log.warning("facts of %s in %s not derived: %s", moments[-1].id, session_id, err)
@@ -107,31 +109,25 @@ class FactKeeper:
             return FactsApplied()
 
     def forget(self, session_id: str | None = None) -> None:
-        """Drop the engines (all, or one session's): after a redaction, a deletion or an
-        import, they catch up from the backend again."""
+        """Drop the engine (after a redaction, a deletion or an import: what it read may be
+        gone); the next record catches up from the backend. ``session_id`` (the session
+        deleted) is for the caller's record: the engine holds every session's statements."""
         with self._lock:
-            if session_id is None:
-                self._engines.clear()
-            else:
-                self._engines.pop(session_id, None)
+            self._engine = None
 
-    def _engine(self, session_id: str, moments: Sequence[Moment]) -> FactEngine:
-        """The session's engine, fed every earlier moment in the window."""
+    def _caught_up(self, moments: Sequence[Moment]) -> FactEngine:
+        """The notebook's engine, fed the ``window`` moments recorded before ``moments``.
+        Moments are numbered in the order recorded, so the cache holds when the moment
+        numbered just before these is the last one it was fed: no scan of the notebook."""
+        first = min(m.number for m in moments)
+        if self._engine is not None and self._engine[1] == f"m_{first - 1}":
+            return self._engine[0]
+        wanted = [f"m_{n}" for n in range(max(1, first - self.window), first)]
         new = {m.id for m in moments}
-        total = self.backend.count_moments(session_id)
-        cached = self._engines.get(session_id)
-        if cached is not None and total > len(moments):
-            # The cache holds when the moment before these is the last one it was fed: one
-            # moment read, not the window (a read copies every moment it returns).
-            before = self.backend.list_moments(session_id, total - len(moments) - 1, 1)
-            if before and before[0].id not in new and before[0].id == cached[1]:
-                return cached[0]
-        start = max(0, total - len(moments) - self.window)
-        earlier = [
-            m
-            for m in self.backend.list_moments(session_id, start, self.window + len(moments))
-            if m.id not in new
-        ]
+        earlier = sorted(
+            (m for m in self.backend.get_moments(wanted) if m.id not in new and m.rollup is None),
+            key=lambda m: m.number,
+        )
         from ..facts import FactEngine
 
         engine = FactEngine(judge=self.judge)
@@ -153,8 +149,11 @@ class FactKeeper:
                 return applied
             changed = {m.id: self.backend.get_moment(m.id) or m for m in moments}
             touched: set[str] = set()
+            others: dict[str, Session] = {}  # sessions whose pending items were closed here
             for f in found:
                 self._session_facts(session, f, applied)
+                for c in f.closures:
+                    self._close(session, others, c, changed, applied)
                 for link in f.links:
                     moment = changed.get(link.source) or self.backend.get_moment(link.source)
                     if moment is None:
@@ -181,7 +180,38 @@ class FactKeeper:
                 self.backend.put_moments([changed[i] for i in sorted(touched)])
             if applied.decisions or applied.pending or applied.closed:
                 self.backend.put_session(session)
+            for other in others.values():
+                self.backend.put_session(other)
         return applied
+
+    def _close(
+        self,
+        here: Session,
+        others: dict[str, Session],
+        closure: Closure,
+        changed: dict[str, Moment],
+        applied: FactsApplied,
+    ) -> None:
+        """Close ``closure``'s item in the session it was opened in (this one or another)."""
+        source = closure.item.source
+        opened = changed.get(source) or self.backend.get_moment(source)
+        if opened is None:
+            return
+        if opened.session == here.id:
+            session: Session | None = here
+        else:
+            session = others.get(opened.session) or self.backend.get_session(opened.session)
+        if session is None:
+            return
+        for item in session.pending:
+            if item.source == source and item.what == closure.item.what and item.closed is None:
+                item.closed = closure.when
+                item.closed_by = closure.closed_by
+                item.resolution = f"closed by {closure.closed_by}"
+                applied.closed += 1
+                if session is not here:
+                    others[session.id] = session
+                break
 
     @staticmethod
     def _session_facts(session: Session, found: Findings, applied: FactsApplied) -> None:
@@ -191,18 +221,6 @@ class FactKeeper:
                 Decision(when=d.when, what=d.what, why=d.why, who=d.who, source=d.source),
             ]
             applied.decisions += 1
-        for c in found.closures:
-            for item in session.pending:
-                if (
-                    item.source == c.item.source
-                    and item.what == c.item.what
-                    and item.closed is None
-                ):
-                    item.closed = c.when
-                    item.closed_by = c.closed_by
-                    item.resolution = f"closed by {c.closed_by}"
-                    applied.closed += 1
-                    break
         for p in found.pending:
             item = PendingItem(
                 id=f"p_{len(session.pending) + 1}", what=p.what, since=p.since, source=p.source
