@@ -12,7 +12,7 @@ from .. import config as cfg
 from ..errors import InvalidInput
 from ..model import MomentDraft, validate_record
 from ..notebook.facade import Notebook
-from ..storage import is_postgres_url
+from ..storage.registry import init_choices
 from .common import (
     CATCH_UP_LIMIT,
     FormatOption,
@@ -51,10 +51,9 @@ def init(
     Example: agent-notebook init --home ~/notes/agent
     """
     with reporting_errors():
-        if backend not in ("sqlite", "yaml") and not is_postgres_url(backend):
-            raise InvalidInput(
-                f"--backend must be sqlite, yaml or a postgresql:// URL, not {backend!r}"
-            )
+        names, servers, said = init_choices()
+        if backend not in names and not any(kind.names(backend) for kind in servers):
+            raise InvalidInput(f"--backend must be {said}, not {backend!r}")
         root = cfg.resolve_home(home)
         from ..core.files import ensure_private_dir
 

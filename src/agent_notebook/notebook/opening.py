@@ -11,7 +11,7 @@ from ..core import files
 from ..core.crypto import load_cipher
 from ..errors import NotFound
 from ..privacy import permissions
-from ..storage import StorageBackend, is_postgres_url, open_backend
+from ..storage import StorageBackend, is_server_url, open_backend
 
 if TYPE_CHECKING:
     from .facade import Notebook
@@ -22,7 +22,7 @@ def open_storage(
 ) -> tuple[Path, cfg.NotebookConfig, StorageBackend, files.UseLock]:
     """The home, its config, its opened backend and the use lock held on it (the caller
     releases it); see :meth:`Notebook.open`."""
-    if home is not None and is_postgres_url(home) and backend is None:
+    if home is not None and is_server_url(home) and backend is None:
         home, backend = None, str(home)
     root = cfg.resolve_home(home)
     if not root.exists() and not create:
