@@ -4,11 +4,9 @@ and pending write of the checkpointer (see :mod:`.redaction`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..langgraph.checkpoint.base import scrub_channel, scrub_checkpoint, scrub_metadata
 from ..langgraph.store.vectors import IndexedStore
 from .scrubbing import Scrubber
 
@@ -68,39 +66,12 @@ def scrub_checkpoints(saver: BaseCheckpointSaver[Any], scrubber: Scrubber) -> No
     own ``serde`` (a PostgreSQL notebook's saver runs its own statements: ``scrub``)."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
+    from ..langgraph.tables import scrub_sqlite_checkpoints
+
     if not isinstance(saver, SqliteSaver):  # a PostgreSQL notebook's: its own statements
         saver.scrub(scrubber.value)  # type: ignore[attr-defined]
         return
-    serde = saver.serde
-    with saver.cursor() as cur:
-        rows = cur.execute("SELECT rowid, type, checkpoint, metadata FROM checkpoints").fetchall()
-        for rowid, kind, blob, metadata in rows:
-            value = serde.loads_typed((kind, blob))
-            scrubbed = scrub_checkpoint(scrubber.value, value)
-            meta = json.loads(metadata) if metadata is not None else None
-            new_meta = scrub_metadata(scrubber.value, meta)
-            if scrubbed is value and new_meta is meta:
-                continue
-            new_kind, new_blob = serde.dumps_typed(scrubbed)
-            cur.execute(
-                "UPDATE checkpoints SET type = ?, checkpoint = ?, metadata = ? WHERE rowid = ?",
-                (
-                    new_kind,
-                    new_blob,
-                    None if new_meta is None else json.dumps(new_meta, ensure_ascii=False),
-                    rowid,
-                ),
-            )
-        rows = cur.execute("SELECT rowid, channel, type, value FROM writes").fetchall()
-        for rowid, channel, kind, blob in rows:
-            value = serde.loads_typed((kind, blob))
-            scrubbed = scrub_channel(scrubber.value, channel, value)
-            if scrubbed is not value:
-                new_kind, new_blob = serde.dumps_typed(scrubbed)
-                cur.execute(
-                    "UPDATE writes SET type = ?, value = ? WHERE rowid = ?",
-                    (new_kind, new_blob, rowid),
-                )
+    scrub_sqlite_checkpoints(saver, scrubber.value)
 
 
 def store_items(store: BaseStore, page: int = 500) -> Iterator[Any]:

@@ -37,7 +37,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ from pydantic import BaseModel, Field
 
 from ..core.enrich import enrich
 from ..errors import InvalidInput, NotFound
+from ..langgraph.tables import sqlite_connections
 from ..media.store import media_paths_of
 from ..model import (
     CUT_SPEAKER,
@@ -437,7 +437,7 @@ class Redaction:
         self.backend.purge()
         own_file = self.backend.capabilities.langgraph_tables == "own_file"
         main = Path(self.backend.location) if own_file else None  # purged with the records
-        for conn in self._side_connections():
+        for conn in sqlite_connections(self._store(), self._saver()):
             if database_file(conn) != main:
                 vacuum(conn)
         if (saver := self._saver()) is not None and hasattr(saver, "pool"):  # PostgreSQL's
@@ -548,21 +548,6 @@ class Redaction:
             return None
         saver = self.nb.checkpointer_for(chat)
         return saver if isinstance(saver, SqliteSaver) else None
-
-    def _side_connections(self) -> list[sqlite3.Connection]:
-        conns = []
-        if (store := self._store()) is not None and isinstance(
-            conn := getattr(store, "conn", None), sqlite3.Connection
-        ):
-            conns.append(conn)
-        if (saver := self._saver()) is not None and isinstance(
-            conn := getattr(saver, "conn", None), sqlite3.Connection
-        ):
-            conns.append(conn)
-        unique: dict[Path | None, sqlite3.Connection] = {}
-        for conn in conns:
-            unique.setdefault(database_file(conn), conn)
-        return list(unique.values())
 
 
 def _by_number(ids: Any) -> list[str]:
