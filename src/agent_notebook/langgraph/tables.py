@@ -1,6 +1,14 @@
-"""LangGraph's tables (its store's and its checkpointer's), as the notebook keeps them up:
-sealing them again under a new key (a key rotation), scrubbing a redacted text out of
-SQLite checkpoints, and the SQLite connections a purge vacuums.
+"""LangGraph's tables (its store's and its checkpointer's), one adapter per kind, as the
+notebook keeps them up: sealing them again under a new key (a key rotation), scrubbing a
+redacted text out of the checkpoints, and vacuuming what a redaction left in the files.
+
+:func:`tables_of` picks the adapter by the backend's capability
+(:attr:`~agent_notebook.storage.Capabilities.langgraph_tables`), never by its class or URL:
+:class:`SqliteTables` for tables in SQLite files (the notebook's own file, files in its
+directory; none for a notebook in memory), :class:`PostgresTables` for tables in the
+notebook's database schema. Either kind may also have its threads in the SQLite file
+``chat.checkpoints`` names. Copying the chat state between notebooks (export, import,
+migration) goes through LangGraph's own API, whatever the kind (:mod:`.stores`).
 """
 
 from __future__ import annotations
@@ -9,17 +17,18 @@ import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .. import config as cfg
 from ..core.crypto import Cipher
 from ..errors import StorageError
 from ..storage import StorageBackend
-from ..storage.sqlite.maintenance import database_file
+from ..storage.base import LangGraphTables
+from ..storage.sqlite.maintenance import database_file, vacuum
 from .checkpoint.base import reseal_typed, scrub_channel, scrub_checkpoint, scrub_metadata
 from .store.sealed import resealed_value
 from .store.sqlite import VECTOR_TABLE as SQLITE_STORE_VECTORS
-from .stores import CHECKPOINT_FILE
+from .stores import CHECKPOINT_FILE, checkpoint_path, store_path
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -27,13 +36,135 @@ if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
 __all__ = [
+    "PostgresTables",
+    "SqliteTables",
+    "Tables",
     "checkpoint_file",
     "reseal_postgres_tables",
     "reseal_sqlite_checkpoints",
     "reseal_sqlite_store",
     "scrub_sqlite_checkpoints",
     "sqlite_connections",
+    "tables_of",
 ]
+
+
+class Tables(Protocol):
+    """What the notebook does to LangGraph's tables of one kind."""
+
+    def has_checkpoints(self, backend: StorageBackend, configured: Path | None) -> bool:
+        """Whether there are checkpoints to scrub (``configured``: ``chat.checkpoints``)."""
+        ...
+
+    def scrub_checkpoints(
+        self, saver: BaseCheckpointSaver[Any], scrub: Callable[[Any], Any]
+    ) -> None:
+        """Rewrite every checkpoint value and pending write ``scrub`` changes."""
+        ...
+
+    def vacuum(
+        self,
+        backend: StorageBackend,
+        store: BaseStore | None,
+        saver: BaseCheckpointSaver[Any] | None,
+    ) -> None:
+        """Rewrite the files (or tables) a redaction left old versions of rows in."""
+        ...
+
+    def reseal(
+        self, home: Path, conf: cfg.NotebookConfig, backend: StorageBackend, cipher: Cipher
+    ) -> tuple[int, int]:
+        """Seal the store and the checkpoints again under ``cipher``'s key (a key rotation):
+        the store values and the checkpoint rows sealed again."""
+        ...
+
+
+class SqliteTables:
+    """LangGraph's tables in SQLite files (see the module's docstring)."""
+
+    def has_checkpoints(self, backend: StorageBackend, configured: Path | None) -> bool:
+        path = configured if configured is not None else checkpoint_path(backend)
+        return path is not None and Path(path).expanduser().exists()
+
+    def scrub_checkpoints(
+        self, saver: BaseCheckpointSaver[Any], scrub: Callable[[Any], Any]
+    ) -> None:
+        scrub_sqlite_checkpoints(cast("SqliteSaver", saver), scrub)
+
+    def vacuum(
+        self,
+        backend: StorageBackend,
+        store: BaseStore | None,
+        saver: BaseCheckpointSaver[Any] | None,
+    ) -> None:
+        own_file = backend.capabilities.langgraph_tables == "own_file"
+        main = Path(backend.location) if own_file else None  # purged with the records
+        for conn in sqlite_connections(store, saver):
+            if database_file(conn) != main:
+                vacuum(conn)
+
+    def reseal(
+        self, home: Path, conf: cfg.NotebookConfig, backend: StorageBackend, cipher: Cipher
+    ) -> tuple[int, int]:
+        checkpoints = reseal_sqlite_checkpoints(checkpoint_file(home, conf, backend), cipher)
+        values = 0
+        if (store := store_path(backend)) is not None:
+            values = reseal_sqlite_store(store, cipher)
+        return values, checkpoints
+
+
+class PostgresTables(SqliteTables):
+    """LangGraph's tables in the notebook's PostgreSQL schema; its threads may be in a SQLite
+    file instead (``chat.checkpoints``), which the SQLite adapter's code keeps up."""
+
+    def has_checkpoints(self, backend: StorageBackend, configured: Path | None) -> bool:
+        return configured is None or super().has_checkpoints(backend, configured)
+
+    def scrub_checkpoints(
+        self, saver: BaseCheckpointSaver[Any], scrub: Callable[[Any], Any]
+    ) -> None:
+        from .checkpoint.postgres import NotebookPostgresSaver
+
+        if isinstance(saver, NotebookPostgresSaver):  # its own statements
+            saver.scrub(scrub)
+        else:
+            super().scrub_checkpoints(saver, scrub)
+
+    def vacuum(
+        self,
+        backend: StorageBackend,
+        store: BaseStore | None,
+        saver: BaseCheckpointSaver[Any] | None,
+    ) -> None:
+        super().vacuum(backend, store, saver)  # a checkpoint file
+        from .checkpoint.postgres import NotebookPostgresSaver
+
+        if isinstance(saver, NotebookPostgresSaver):
+            from .store.postgres import vacuum_full
+
+            vacuum_full(saver.pool)
+
+    def reseal(
+        self, home: Path, conf: cfg.NotebookConfig, backend: StorageBackend, cipher: Cipher
+    ) -> tuple[int, int]:
+        checkpoints_there = conf.chat.checkpoints is None
+        values, checkpoints = reseal_postgres_tables(backend, cipher, checkpoints_there)
+        if not checkpoints_there:
+            checkpoints = reseal_sqlite_checkpoints(checkpoint_file(home, conf, backend), cipher)
+        return values, checkpoints
+
+
+#: The adapter of each place LangGraph's tables may be in (the backend's capability).
+_BY_PLACE: dict[LangGraphTables, Tables] = {
+    "own_file": SqliteTables(),
+    "directory": SqliteTables(),
+    "database": PostgresTables(),
+}
+
+
+def tables_of(backend: StorageBackend) -> Tables:
+    """The adapter of ``backend``'s LangGraph tables, by its capability."""
+    return _BY_PLACE[backend.capabilities.langgraph_tables]
 
 
 # -- key rotation ------------------------------------------------------------------------------

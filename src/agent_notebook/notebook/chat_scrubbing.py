@@ -1,6 +1,7 @@
 """Scrubbing a redacted text out of the LangGraph chat state: every item of the store
-(session notebooks with their cuts and failed updates, an app's items) and every checkpoint
-and pending write of the checkpointer (see :mod:`.redaction`)."""
+(session notebooks with their cuts and failed updates, an app's items); the checkpoints and
+pending writes are scrubbed by the adapter of their tables
+(:meth:`agent_notebook.langgraph.tables.Tables.scrub_checkpoints`; see :mod:`.redaction`)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,9 @@ from ..langgraph.store.vectors import IndexedStore
 from .scrubbing import Scrubber
 
 if TYPE_CHECKING:
-    from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.store.base import BaseStore
 
-__all__ = ["scrub_checkpoints", "scrub_store", "store_items"]
+__all__ = ["scrub_store", "store_items"]
 
 
 def scrub_store(store: BaseStore, scrubber: Scrubber) -> None:
@@ -59,19 +59,6 @@ def _scrubbed_failure(scrubber: Scrubber, failure: Any) -> Any:
         return failure
     error = scrubber.text(failure["error"])
     return failure if error is failure["error"] else {**failure, "error": error}
-
-
-def scrub_checkpoints(saver: BaseCheckpointSaver[Any], scrubber: Scrubber) -> None:
-    """Scrub every checkpoint and pending write of ``saver``, loaded and dumped with its
-    own ``serde`` (a PostgreSQL notebook's saver runs its own statements: ``scrub``)."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    from ..langgraph.tables import scrub_sqlite_checkpoints
-
-    if not isinstance(saver, SqliteSaver):  # a PostgreSQL notebook's: its own statements
-        saver.scrub(scrubber.value)  # type: ignore[attr-defined]
-        return
-    scrub_sqlite_checkpoints(saver, scrubber.value)
 
 
 def store_items(store: BaseStore, page: int = 500) -> Iterator[Any]:

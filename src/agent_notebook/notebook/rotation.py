@@ -24,13 +24,7 @@ from ..compaction import ARCHIVE_DIR
 from ..core.crypto import Cipher, load_key, sealed_key_id
 from ..core.files import write_atomic
 from ..errors import InvalidInput
-from ..langgraph.stores import in_database, store_path
-from ..langgraph.tables import (
-    checkpoint_file,
-    reseal_postgres_tables,
-    reseal_sqlite_checkpoints,
-    reseal_sqlite_store,
-)
+from ..langgraph.tables import tables_of
 from ..storage import StorageBackend, open_backend
 
 __all__ = ["RotationReport", "rotate_key"]
@@ -75,15 +69,8 @@ def _rotate(
     home: Path, conf: cfg.NotebookConfig, backend: StorageBackend, cipher: Cipher, old_key: bytes
 ) -> RotationReport:
     records = backend.reseal()  # InvalidInput unless the backend encrypts at rest
-    checkpoints = 0
-    if in_database(backend):
-        checkpoints_there = conf.chat.checkpoints is None
-        stored, checkpoints = reseal_postgres_tables(backend, cipher, checkpoints_there)
-        records += stored
-    if not in_database(backend) or conf.chat.checkpoints is not None:
-        checkpoints = reseal_sqlite_checkpoints(checkpoint_file(home, conf, backend), cipher)
-    if (store := store_path(backend)) is not None:
-        records += reseal_sqlite_store(store, cipher)
+    stored, checkpoints = tables_of(backend).reseal(home, conf, backend, cipher)
+    records += stored
     return RotationReport(
         old_key_id=Cipher(old_key).key_id.hex(),
         new_key_id=cipher.key_id.hex(),
