@@ -1,22 +1,20 @@
 """Scrubbing a redacted text out of the LangGraph chat state: every item of the store
-(session notebooks with their cuts and failed updates, an app's items) and every checkpoint
-and pending write of the checkpointer (see :mod:`.redaction`)."""
+(session notebooks with their cuts and failed updates, an app's items); the checkpoints and
+pending writes are scrubbed by the adapter of their tables
+(:meth:`agent_notebook.langgraph.tables.Tables.scrub_checkpoints`; see :mod:`.redaction`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..langgraph.checkpoint.base import scrub_channel, scrub_checkpoint, scrub_metadata
 from ..langgraph.store.vectors import IndexedStore
 from .scrubbing import Scrubber
 
 if TYPE_CHECKING:
-    from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.store.base import BaseStore
 
-__all__ = ["scrub_checkpoints", "scrub_store", "store_items"]
+__all__ = ["scrub_store", "store_items"]
 
 
 def scrub_store(store: BaseStore, scrubber: Scrubber) -> None:
@@ -61,46 +59,6 @@ def _scrubbed_failure(scrubber: Scrubber, failure: Any) -> Any:
         return failure
     error = scrubber.text(failure["error"])
     return failure if error is failure["error"] else {**failure, "error": error}
-
-
-def scrub_checkpoints(saver: BaseCheckpointSaver[Any], scrubber: Scrubber) -> None:
-    """Scrub every checkpoint and pending write of ``saver``, loaded and dumped with its
-    own ``serde`` (a PostgreSQL notebook's saver runs its own statements: ``scrub``)."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    if not isinstance(saver, SqliteSaver):  # a PostgreSQL notebook's: its own statements
-        saver.scrub(scrubber.value)  # type: ignore[attr-defined]
-        return
-    serde = saver.serde
-    with saver.cursor() as cur:
-        rows = cur.execute("SELECT rowid, type, checkpoint, metadata FROM checkpoints").fetchall()
-        for rowid, kind, blob, metadata in rows:
-            value = serde.loads_typed((kind, blob))
-            scrubbed = scrub_checkpoint(scrubber.value, value)
-            meta = json.loads(metadata) if metadata is not None else None
-            new_meta = scrub_metadata(scrubber.value, meta)
-            if scrubbed is value and new_meta is meta:
-                continue
-            new_kind, new_blob = serde.dumps_typed(scrubbed)
-            cur.execute(
-                "UPDATE checkpoints SET type = ?, checkpoint = ?, metadata = ? WHERE rowid = ?",
-                (
-                    new_kind,
-                    new_blob,
-                    None if new_meta is None else json.dumps(new_meta, ensure_ascii=False),
-                    rowid,
-                ),
-            )
-        rows = cur.execute("SELECT rowid, channel, type, value FROM writes").fetchall()
-        for rowid, channel, kind, blob in rows:
-            value = serde.loads_typed((kind, blob))
-            scrubbed = scrub_channel(scrubber.value, channel, value)
-            if scrubbed is not value:
-                new_kind, new_blob = serde.dumps_typed(scrubbed)
-                cur.execute(
-                    "UPDATE writes SET type = ?, value = ? WHERE rowid = ?",
-                    (new_kind, new_blob, rowid),
-                )
 
 
 def store_items(store: BaseStore, page: int = 500) -> Iterator[Any]:

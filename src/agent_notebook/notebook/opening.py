@@ -10,16 +10,17 @@ from ..core import files
 from ..core.crypto import load_cipher
 from ..errors import InvalidInput, NotFound
 from ..privacy import permissions
-from ..storage import StorageBackend, is_postgres_url, open_backend
+from ..storage import StorageBackend, is_server_url, open_backend
 
 
 def check_backend_choice(backend: str) -> None:
     """``init --backend``: :class:`InvalidInput` unless ``backend`` names a backend a new
     notebook can be made on."""
-    if backend not in ("sqlite", "yaml") and not is_postgres_url(backend):
-        raise InvalidInput(
-            f"--backend must be sqlite, yaml or a postgresql:// URL, not {backend!r}"
-        )
+    from ..storage.registry import init_choices
+
+    names, servers, said = init_choices()
+    if backend not in names and not any(kind.names(backend) for kind in servers):
+        raise InvalidInput(f"--backend must be {said}, not {backend!r}")
 
 
 def open_storage(
@@ -27,7 +28,7 @@ def open_storage(
 ) -> tuple[Path, cfg.NotebookConfig, StorageBackend, files.UseLock]:
     """The home, its config, its opened backend and the use lock held on it (the caller
     releases it); see :meth:`Notebook.open`."""
-    if home is not None and is_postgres_url(home) and backend is None:
+    if home is not None and is_server_url(home) and backend is None:
         home, backend = None, str(home)
     root = cfg.resolve_home(home)
     if not root.exists() and not create:

@@ -37,10 +37,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
@@ -48,6 +46,7 @@ from pydantic import BaseModel, Field
 from ..core.enrich import enrich
 from ..core.validation import validate_record
 from ..errors import InvalidInput, NotFound
+from ..langgraph.tables import tables_of
 from ..media.store import media_paths_of
 from ..model import (
     CUT_SPEAKER,
@@ -62,8 +61,7 @@ from ..model import (
     normalize_concept,
     now_utc,
 )
-from ..storage.sqlite.maintenance import database_file, vacuum
-from .chat_scrubbing import scrub_checkpoints, scrub_store, store_items
+from .chat_scrubbing import scrub_store, store_items
 from .facts import FactKeeper, without_redacted
 from .scrubbing import MIN_WORDS, RUN_WORDS, Scrubber, phrase_pattern, secret_of, words_of
 
@@ -259,7 +257,7 @@ class Redaction:
         if (store := self._store()) is not None:
             scrub_store(store, self.scrubber)
         if (saver := self._saver()) is not None:
-            scrub_checkpoints(saver, self.scrubber)
+            tables_of(self.backend).scrub_checkpoints(saver, self.scrubber.value)
         self.reach.vectors.forget(self.changed_numbers)
         self._purge()
         self._remove_media(media_paths_of(plan.targets.values()))
@@ -424,15 +422,7 @@ class Redaction:
 
     def _purge(self) -> None:
         self.backend.purge()
-        own_file = self.backend.capabilities.langgraph_tables == "own_file"
-        main = Path(self.backend.location) if own_file else None  # purged with the records
-        for conn in self._side_connections():
-            if database_file(conn) != main:
-                vacuum(conn)
-        if (saver := self._saver()) is not None and hasattr(saver, "pool"):  # PostgreSQL's
-            from ..langgraph.store.postgres import vacuum_full
-
-            vacuum_full(saver.pool)
+        tables_of(self.backend).vacuum(self.backend, self._store(), self._saver())
         self._purge_vectors()
 
     def _purge_vectors(self) -> None:
@@ -516,42 +506,12 @@ class Redaction:
         return self.reach.langgraph.store if path is not None and path.exists() else None
 
     def _saver(self) -> BaseCheckpointSaver[Any] | None:
-        """The checkpointer to scrub: a ``SqliteSaver`` on an existing file, or a PostgreSQL
-        notebook's ``NotebookPostgresSaver`` (which has ``scrub``)."""
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        from ..langgraph.stores import CHECKPOINT_FILE, in_database, store_path
-
+        """The checkpointer to scrub, when its tables hold any (see
+        :meth:`~agent_notebook.langgraph.tables.Tables.has_checkpoints`)."""
         chat = self.reach.context.config.chat
-        path = chat.checkpoints
-        if path is None and in_database(self.backend):
-            saver = self.reach.langgraph.checkpointer_for(chat)
-            return saver if hasattr(saver, "scrub") else None
-        if path is None and (beside := store_path(self.backend)) is not None:
-            path = (
-                beside
-                if self.backend.capabilities.langgraph_tables == "own_file"
-                else beside.with_name(CHECKPOINT_FILE)
-            )
-        if path is None or not Path(path).expanduser().exists():
+        if not tables_of(self.backend).has_checkpoints(self.backend, chat.checkpoints):
             return None
-        saver = self.reach.langgraph.checkpointer_for(chat)
-        return saver if isinstance(saver, SqliteSaver) else None
-
-    def _side_connections(self) -> list[sqlite3.Connection]:
-        conns = []
-        if (store := self._store()) is not None and isinstance(
-            conn := getattr(store, "conn", None), sqlite3.Connection
-        ):
-            conns.append(conn)
-        if (saver := self._saver()) is not None and isinstance(
-            conn := getattr(saver, "conn", None), sqlite3.Connection
-        ):
-            conns.append(conn)
-        unique: dict[Path | None, sqlite3.Connection] = {}
-        for conn in conns:
-            unique.setdefault(database_file(conn), conn)
-        return list(unique.values())
+        return self.reach.langgraph.checkpointer_for(chat)
 
 
 def _by_number(ids: Any) -> list[str]:

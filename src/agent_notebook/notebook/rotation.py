@@ -16,8 +16,6 @@ sealed under the old key stays in the data files.
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,11 +23,8 @@ from .. import config as cfg
 from ..compaction import ARCHIVE_DIR
 from ..core.crypto import Cipher, load_key, sealed_key_id
 from ..core.files import write_atomic
-from ..errors import InvalidInput, StorageError
-from ..langgraph.checkpoint.base import reseal_typed
-from ..langgraph.store.sealed import resealed_value
-from ..langgraph.store.sqlite import VECTOR_TABLE as SQLITE_STORE_VECTORS
-from ..langgraph.stores import CHECKPOINT_FILE, in_database, store_path
+from ..errors import InvalidInput
+from ..langgraph.tables import tables_of
 from ..storage import StorageBackend, open_backend
 
 __all__ = ["RotationReport", "rotate_key"]
@@ -74,15 +69,8 @@ def _rotate(
     home: Path, conf: cfg.NotebookConfig, backend: StorageBackend, cipher: Cipher, old_key: bytes
 ) -> RotationReport:
     records = backend.reseal()  # InvalidInput unless the backend encrypts at rest
-    checkpoints = 0
-    if in_database(backend):
-        checkpoints_there = conf.chat.checkpoints is None
-        stored, checkpoints = _reseal_postgres_langgraph(backend, cipher, checkpoints_there)
-        records += stored
-    if not in_database(backend) or conf.chat.checkpoints is not None:
-        checkpoints = _reseal_checkpoints(_checkpoint_file(home, conf, backend), cipher)
-    if (store := store_path(backend)) is not None:
-        records += _reseal_store(store, cipher)
+    stored, checkpoints = tables_of(backend).reseal(home, conf, backend, cipher)
+    records += stored
     return RotationReport(
         old_key_id=Cipher(old_key).key_id.hex(),
         new_key_id=cipher.key_id.hex(),
@@ -103,112 +91,4 @@ def _reseal_archive(root: Path, cipher: Cipher) -> int:
             data = cipher.decrypt(data, name.encode(), str(path))
         write_atomic(path, cipher.encrypt(data, name.encode()))
         done += 1
-    return done
-
-
-def _checkpoint_file(home: Path, conf: cfg.NotebookConfig, backend: StorageBackend) -> Path:
-    if conf.chat.checkpoints is not None:
-        return Path(conf.chat.checkpoints).expanduser()
-    if backend.capabilities.langgraph_tables == "own_file":  # in the notebook's own file
-        return Path(backend.location)
-    return home / CHECKPOINT_FILE
-
-
-def _reseal_postgres_langgraph(
-    backend: StorageBackend, cipher: Cipher, checkpoints: bool
-) -> tuple[int, int]:
-    """Seal again LangGraph's store (and, with ``checkpoints``, its checkpoint tables) in the
-    notebook's schema, then rewrite every table that held old blobs (``VACUUM FULL``, after
-    the transactions that may still see them: ``backend.purge``). Returns the store values
-    and the checkpoint rows sealed again."""
-    from ..langgraph.checkpoint.postgres import reseal_checkpoints
-    from ..langgraph.store.postgres import (
-        TEXT_TABLES,
-        open_postgres_saver,
-        open_postgres_store,
-        reseal_store,
-        vacuum_full,
-    )
-
-    # Opening them runs LangGraph's migrations: the tables exist, even if nothing is in them.
-    store = open_postgres_store(backend, None)
-    try:
-        values = reseal_store(store.pool, cipher)
-        sealed = 0
-        if checkpoints:
-            saver = open_postgres_saver(backend, None)
-            try:
-                sealed = reseal_checkpoints(saver.pool, cipher)
-            finally:
-                saver.pool.close()
-        backend.purge()  # the backend's own tables
-        vacuum_full(store.pool, TEXT_TABLES)
-    finally:
-        store.pool.close()
-    return values, sealed
-
-
-def _reseal_checkpoints(path: Path, cipher: Cipher) -> int:
-    """Seal again the LangGraph checkpoints (and pending writes) sealed by
-    ``EncryptedSerializer``: their ``type`` column ends in ``+anb-aesgcm``."""
-    if not path.is_file():
-        return 0
-    done = 0
-    try:
-        conn = sqlite3.connect(path, isolation_level=None)
-        try:
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-            for table, column in (("checkpoints", "checkpoint"), ("writes", "value")):
-                if table not in tables:
-                    continue
-                rows = conn.execute(
-                    f"SELECT rowid, type, {column} FROM {table} WHERE type IS NOT NULL "
-                    f"AND {column} IS NOT NULL"
-                ).fetchall()
-                conn.execute("BEGIN IMMEDIATE")
-                for rowid, kind, blob in rows:
-                    new = reseal_typed(cipher, kind, blob, f"{path}: a checkpoint")
-                    if new is not None:
-                        conn.execute(
-                            f"UPDATE {table} SET type = ?, {column} = ? WHERE rowid = ?",
-                            (*new, rowid),
-                        )
-                        done += 1
-                conn.execute("COMMIT")
-        finally:
-            conn.close()
-    except sqlite3.Error as err:
-        raise StorageError(f"{path}: cannot seal the checkpoints again: {err}") from err
-    return done
-
-
-def _reseal_store(path: Path, cipher: Cipher) -> int:
-    """Seal again the LangGraph store's values (the session notebooks); plain ones too."""
-    if not path.is_file():
-        return 0
-    try:
-        conn = sqlite3.connect(path, isolation_level=None)
-        try:
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-            if "store" not in tables:
-                return 0
-            rows = conn.execute("SELECT rowid, prefix, key, value FROM store").fetchall()
-            conn.execute("BEGIN IMMEDIATE")
-            done = 0
-            for rowid, prefix, key, stored in rows:
-                text = stored.decode() if isinstance(stored, bytes) else str(stored)
-                resealed = resealed_value(cipher, tuple(prefix.split(".")), key, json.loads(text))
-                if resealed is None:
-                    continue
-                new = json.dumps(resealed)
-                written = new.encode() if isinstance(stored, bytes) else new  # as the store does
-                conn.execute("UPDATE store SET value = ? WHERE rowid = ?", (written, rowid))
-                done += 1
-            if SQLITE_STORE_VECTORS in tables:  # a sealed store has no semantic index
-                conn.execute(f"DELETE FROM {SQLITE_STORE_VECTORS}")
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
-    except sqlite3.Error as err:
-        raise StorageError(f"{path}: cannot seal the store again: {err}") from err
     return done

@@ -424,11 +424,12 @@ def open_tokens(home: Path, backend: str | None = None) -> Iterator[Tokens]:
     for the CLI: a PostgreSQL notebook's database is opened for the time of the block."""
     from .. import config as cfg
     from ..core.crypto import load_cipher
-    from ..storage import is_postgres_url, open_backend
+    from ..storage import kind_of, open_backend
 
     conf = cfg.load_config(home)
     location = cfg.backend_location(home, conf, backend)
-    if not is_postgres_url(location):
+    kind = kind_of(location)
+    if kind is None or not kind.capabilities.holds_api_tokens:
         yield FileTokens(home)
         return
     opened = open_backend(location, cipher=load_cipher(conf.privacy.encryption, home))

@@ -222,37 +222,8 @@ def install(app: FastAPI, web_error: WebError | None = None) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, err: Exception) -> Response:
-        if (unreachable := database_unreachable(err)) is not None:
-            log.error("%s %s: %s", request.method, request.url.path, unreachable)
-            response = respond(request, 503, shown_to(request, unreachable))
-            response.headers["Retry-After"] = str(RETRY_AFTER_S)
-            return response
         log.exception("%s %s failed", request.method, request.url.path, exc_info=err)
         return respond(request, 500, shown_to(request, f"{type(err).__name__}: {err}"))
-
-
-def database_unreachable(err: Exception) -> str | None:
-    """What to tell the caller when ``err`` is a database that cannot be reached or did not
-    answer in time (psycopg's OperationalError or the pool's timeout, from a part of the
-    server that does not map them itself, as LangGraph's store and checkpointer); else None."""
-    import sys
-
-    psycopg, pool = sys.modules.get("psycopg"), sys.modules.get("psycopg_pool")
-    kinds = tuple(
-        kind
-        for kind in (
-            getattr(psycopg, "OperationalError", None),
-            getattr(pool, "PoolTimeout", None),
-        )
-        if kind is not None
-    )
-    if not kinds or not isinstance(err, kinds):
-        return None
-    first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-    return (
-        f"the notebook's database cannot be reached or did not answer in time ({first}): "
-        f"retry in {RETRY_AFTER_S} s (a write cut off so may or may not have been stored)"
-    )
 
 
 def describe(errors: Any, body: type[BaseModel] | None = None) -> str:

@@ -1,6 +1,6 @@
 """Storage backends behind one contract (:class:`StorageBackend`).
 
-``open_backend`` turns a location into a backend:
+``open_backend`` turns a location into a backend (the kinds are in :mod:`.registry`):
 
 =====================================  =============================================
 ``memory`` or ``memory://``            the in-memory reference backend
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from ..errors import InvalidInput
 from .base import Capabilities, MomentBrief, MomentFilter, StorageBackend
 from .memory import MemoryBackend
+from .registry import BackendKind, OpenOptions, is_server_url, kind_of, unknown_location
 from .sqlite import SqliteBackend
 from .sqlite.connection import Synchronous
 from .yamldir import YamlDirBackend
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from ..core.crypto import Cipher
 
 __all__ = [
+    "BackendKind",
     "Capabilities",
     "MemoryBackend",
     "MomentBrief",
@@ -38,6 +40,8 @@ __all__ = [
     "StorageBackend",
     "YamlDirBackend",
     "is_postgres_url",
+    "is_server_url",
+    "kind_of",
     "open_backend",
 ]
 
@@ -51,31 +55,10 @@ def open_backend(
     """``cipher`` (encryption at rest) seals what the SQLite, YAML and PostgreSQL backends
     store."""
     text = str(location)
-    if is_postgres_url(text):
-        from .postgres import PostgresBackend  # here: the driver loads only when used
-
-        return PostgresBackend(text, cipher=cipher, timeout_s=postgres_timeout_s())
-    if text in ("memory", "memory://"):
-        return MemoryBackend()
-    if text == ":memory:":
-        return SqliteBackend(":memory:")
-    if text.startswith("sqlite://"):
-        return SqliteBackend(
-            text.removeprefix("sqlite://") or ":memory:",
-            synchronous=sqlite_synchronous,
-            cipher=cipher,
-        )
-    if text.startswith("yaml://"):
-        return YamlDirBackend(text.removeprefix("yaml://"), cipher=cipher)
-    path = Path(text).expanduser()
-    if path.suffix in (".db", ".sqlite", ".sqlite3"):
-        return SqliteBackend(path, synchronous=sqlite_synchronous, cipher=cipher)
-    if path.is_dir() and ((path / "index.yaml").exists() or (path / "sessions").is_dir()):
-        return YamlDirBackend(path, cipher=cipher)
-    raise InvalidInput(
-        f"cannot tell which backend {text!r} is: use sqlite:///path/notebook.db, "
-        "yaml:///path/dir, postgresql://user@host/database, memory://, or a path ending in .db"
-    )
+    kind = kind_of(text)
+    if kind is None:
+        raise InvalidInput(unknown_location(text))
+    return kind.open(text, OpenOptions(sqlite_synchronous=sqlite_synchronous, cipher=cipher))
 
 
 def is_postgres_url(location: str | Path) -> bool:

@@ -40,6 +40,7 @@ from psycopg_pool import ConnectionPool
 
 from ...core.crypto import Cipher
 from ...errors import StorageError
+from ...storage.postgres.pool import MappedPool
 from ...storage.postgres.setup import SETUP_LOCK, plain, setup_connection, where
 from ..checkpoint.postgres import NotebookPostgresSaver, rewrite_rows
 from ..private import (
@@ -131,9 +132,11 @@ _PUT_VECTORS: Final = (
 
 
 def open_pool(backend: Any) -> ConnectionPool[Any]:
-    """A pool on ``backend``'s database and schema, with its bounds, for LangGraph."""
+    """A pool on ``backend``'s database and schema, with its bounds, for LangGraph; a
+    database that cannot be reached or does not answer in time is a StorageError
+    (:class:`~agent_notebook.storage.postgres.pool.MappedPool`)."""
     kwargs = {**backend.connect_kwargs, "prepare_threshold": 0, "row_factory": dict_row}
-    pool: ConnectionPool[Any] = ConnectionPool(
+    pool: ConnectionPool[Any] = MappedPool(
         backend.url,
         min_size=1,
         max_size=backend.pool_size,
