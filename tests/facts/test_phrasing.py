@@ -42,3 +42,48 @@ def test_an_obligation_or_a_reminder_opens_an_item(text: str, what: str) -> None
 )
 def test_a_near_miss_opens_nothing(text: str) -> None:
     assert opened(text) == []
+
+
+def links(*texts: str) -> set[tuple[str, str, str]]:
+    engine = FactEngine()
+    found = [
+        engine.observe(Statement(f"m_{i + 1}", t, T0.replace(day=1 + i), "user", "Ana"))
+        for i, t in enumerate(texts)
+    ]
+    return {(k.source, k.relation, k.target) for f in found for k in f.links}
+
+
+@pytest.mark.parametrize(
+    ("first", "later"),
+    [
+        ("Door code is 4471.", "Door code changed to 9902."),
+        ("My number is 555-0100.", "New number: 555-0199"),
+        ("The party is on Friday.", "Change of plan: the party is on Saturday."),
+        ("Kickoff is Wednesday at 10.", "Kickoff moved to Monday at 10."),
+        ("The budget is $50,000.", "The budget is now $80,000."),
+    ],
+)
+def test_a_new_value_said_the_way_people_chat_ends_the_old_one(first: str, later: str) -> None:
+    assert ("m_1", "superseded_by", "m_2") in links(first, later)
+
+
+@pytest.mark.parametrize(
+    ("first", "later"),
+    [
+        ("The budget is $50,000.", "The budget is $50,000 in total."),  # thousands kept whole
+        ("It is 5pm.", "It is 6pm."),  # a pronoun names nothing to keep
+        ("Life is good.", "Life is hard."),
+    ],
+)
+def test_no_update_where_nothing_changed_or_nothing_is_named(first: str, later: str) -> None:
+    assert not any(r == "superseded_by" for _, r, _ in links(first, later))
+
+
+def test_a_different_weekday_is_never_a_paraphrase() -> None:
+    engine = FactEngine()
+    vector = [1.0, 0.0]
+    for i, text in enumerate(
+        ["Kickoff Wednesday at 10 in room B", "Kickoff Monday at 10 in room B"]
+    ):
+        found = engine.observe(Statement(f"m_{i + 1}", text, T0, "user", "Ana", vector))
+    assert not any(k.relation == "duplicate_of" for k in found.links)

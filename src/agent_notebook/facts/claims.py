@@ -64,7 +64,8 @@ _DET: Final = r"(?:my|our|the|his|her|their|your|its|this|that)"
 _OWNERS: Final = frozenset(["my", "our", "his", "her", "their", "your"])
 _LEAD: Final = (
     r"^(?:(?:actually|correction|update|so|ok(?:ay)?|oh|well|also|btw|just so you know|quick update|"
-    r"fyi|sorry|no|yes|and|but|anyway|turns out)\W+)*"
+    r"fyi|sorry|no|yes|and|but|anyway|turns out|change of plans?|new plan|scratch that|"
+    r"on second thought|heads up)\W+)*"
 )
 _COPULA: Final = re.compile(
     _LEAD + rf"(?P<subj>{_DET}\s+(?:[\w\-./']+\s+){{0,4}}?[\w\-./']+)\s+"
@@ -72,6 +73,19 @@ _COPULA: Final = re.compile(
     r"(?P<neg>not\s+|no longer\s+)?(?:now\s+|still\s+|actually\s+|officially\s+|currently\s+)?"
     r"(?:(?:on|at|in|set (?:to|for)|scheduled (?:for|on)|planned for|due (?:on|by)?)\s+)?(?P<val>\S.*)$"
 )
+_LABELLED: Final = re.compile(
+    r"^(?:my\s+)?(?:new|updated|changed|corrected|current)\s+(?P<subj>(?:[a-z][\w\-']*\s+){0,2}?"
+    r"[a-z][\w\-']*)\s*(?::|-|is now|now)\s*(?P<val>\S.*)$"
+)
+_BARE_COPULA: Final = re.compile(
+    _LEAD + r"(?P<subj>(?:[a-z][\w\-']*\s+){0,2}?[a-z][\w\-']*)\s+"
+    r"(?P<verb>is|are|was|will be)\s+(?P<neg>not\s+|no longer\s+)?(?:now\s+|still\s+)?"
+    r"(?:(?:on|at|set (?:to|for)|scheduled (?:for|on)|due (?:on|by)?)\s+)?(?P<val>\S.*)$"
+)
+#: A "subject" that is a pronoun, a question word or a filler names nothing to keep.
+_NOT_A_SUBJECT: Final = word_set("""it this that there here he she they i we you what who which where when how why
+    everything nothing something anything life today tomorrow yesterday tonight now time
+    mine yours his hers ours theirs one all each both either neither someone everyone""")
 _CHANGE: Final = (
     r"(?:has\s+|have\s+|had\s+|was\s+|were\s+|is\s+|are\s+|got\s+|just\s+|recently\s+|now\s+|"
     r"been\s+|officially\s+|finally\s+)*"
@@ -188,8 +202,9 @@ _TYPED: Final = re.compile(
 )
 _ENUMERATION: Final = re.compile(r",\s*\w+.*(?:,|\band\b|\bor\b)|\b(?:and|or|as well as|both)\b")
 _CLAUSE_END: Final = re.compile(
-    r"\s*(?:[,;:(]|\s-\s|\s(?:but|because|since|so|which|who|where|when|while|after|before|"
-    r"although|though|if|and i|and we|and it|and the|, and)\s)"
+    # a comma of thousands ("$50,000") and the colon of a time ("10:30") are in the value
+    r"\s*(?:,(?!\d{3}\b)|;|:(?!\d{2}\b)|\(|\s-\s|\s(?:but|because|since|so|which|who|where|when|"
+    r"while|after|before|although|though|if|and i|and we|and it|and the|, and)\s)"
 )
 _VERSION: Final = re.compile(r"\s*\b(?:version\s+|v)?\d+(?:\.\d+)*[a-z]?\b")
 _QUESTION_START: Final = re.compile(
@@ -272,7 +287,9 @@ def value_name(value: str) -> str:
 
 
 def _value_claims(low: str, sentence: str, update: bool) -> list[Claim]:
-    m = _COPULA.match(low) or _CHANGED.match(low)
+    if labelled := _labelled_value(low, sentence):
+        return labelled
+    m = _COPULA.match(low) or _CHANGED.match(low) or _bare_copula(low)
     subject_text = m["subj"] if m else ""
     if m is None and (m := _WHICH_CHANGED.search(low)) is not None:
         subject_text = " ".join(_WORD_BEFORE.findall(low[: m.start()])[-5:])
@@ -291,7 +308,7 @@ def _value_claims(low: str, sentence: str, update: bool) -> list[Claim]:
         ("that ", "to ", "a bit", "very ", "so ", "too ", "why ", "how ")
     ):
         return []
-    changed = m.re is not _COPULA
+    changed = m.re not in (_COPULA, _BARE_COPULA)
     if not (_TYPED.search(value) or _named(sentence, value) or stems & _ONE_VALUED):
         return []
     negated = bool(m.groupdict().get("neg"))
@@ -308,6 +325,32 @@ def _value_claims(low: str, sentence: str, update: bool) -> list[Claim]:
             sentence=sentence,
         )
     ]
+
+
+def _labelled_value(low: str, sentence: str) -> list[Claim]:
+    """ "New number: 555-0199", "new address - 48 Elm Road": the speaker's new value."""
+    m = _LABELLED.match(low)
+    if m is None or (subject := _noun_phrase(m["subj"])) is None:
+        return []
+    value = _first_clause(m["val"])
+    _, stems, head = subject
+    if not value or not (_TYPED.search(value) or _named(sentence, value) or stems & _ONE_VALUED):
+        return []
+    return [
+        Claim("my", stems, head, "value", value, True, multi=False, update=True, sentence=sentence)
+    ]
+
+
+def _bare_copula(low: str) -> re.Match[str] | None:
+    """ "Door code is 4471", "kickoff is Wednesday at 10": a subject with no determiner, kept
+    only when it names a one-valued thing or the value is typed (a number, a date)."""
+    m = _BARE_COPULA.match(low)
+    if m is None or set(m["subj"].split()) & _NOT_A_SUBJECT:
+        return None
+    value = m["val"]
+    if not (_TYPED.search(value) or content_stems(m["subj"]) & _ONE_VALUED):
+        return None
+    return m
 
 
 def _place_claims(low: str, sentence: str) -> list[Claim]:

@@ -235,7 +235,7 @@ class FactEngine:
         return _Seen(
             statement,
             stems=content_stems(text),
-            numbers=numbers_of(text),
+            numbers=numbers_of(text) | _calendar_words(text),
             negations=negations_of(text),
             claims=claims_in(text) if claimed else reported_changes_in(text),
             never=never,
@@ -445,6 +445,18 @@ def _named_stems(sentence: str) -> frozenset[str]:
     """The content stems of the words written with a capital inside ``sentence`` (not its
     first word): the names it holds."""
     return content_stems(" ".join(_CAPITALIZED.findall(sentence)))
+
+
+_CALENDAR: Final = re.compile(
+    r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|"
+    r"april|may|june|july|august|september|october|november|december)\b"
+)
+
+
+def _calendar_words(text: str) -> frozenset[str]:
+    """The weekdays and months ``text`` names: like its numbers, a value a paraphrase keeps
+    ("kickoff Wednesday at 10" is not "kickoff Monday at 10")."""
+    return frozenset(_CALENDAR.findall(text.casefold()))
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
