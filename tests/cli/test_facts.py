@@ -115,3 +115,17 @@ def test_forget_by_policy_dry_run_then_for_good(home: Path) -> None:
     assert moment["redacted"]["why"] == "forgetting policy: older than 1000d"
     audit = [d["what"] for d in data(run(home, "decisions", "-f", "json"))]
     assert "redacted m_3 (forgetting policy: older than 1000d)" in audit
+
+
+@pytest.mark.parametrize("command", ["decisions", "pending", "conflicts"])
+def test_with_facts_off_the_lists_say_how_to_turn_them_on(tmp_path: Path, command: str) -> None:
+    home = tmp_path / "off"
+    assert run(home, "init").returncode == 0
+    result = run(home, command)
+    assert result.returncode == 0
+    err = result.stderr.decode()
+    assert "facts are off" in err and "enabled: true" in err
+
+
+def test_with_facts_on_the_lists_say_nothing_of_it(home: Path) -> None:
+    assert b"facts are off" not in run(home, "decisions").stderr

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from ..model import PendingItem
+from ..notebook.facade import Notebook
 from .common import (
     FormatOption,
     HomeOption,
@@ -71,6 +72,11 @@ def _note(d: object) -> str:
     return "; ".join(p for p in parts if p)
 
 
+def _say_if_off(nb: Notebook) -> None:
+    if (hint := nb.facts.off_hint()) is not None:
+        stderr.print(hint, highlight=False)
+
+
 def decisions(
     session: SessionFilter = None, home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE
 ) -> None:
@@ -81,6 +87,7 @@ def decisions(
     """
     with open_notebook(home) as nb:
         found = nb.facts.decision_log(session)
+        _say_if_off(nb)
     emit(found, fmt, DECISION_COLUMNS)
 
 
@@ -134,6 +141,7 @@ def pending(
     """
     with open_notebook(home) as nb:
         found = nb.facts.pending_items(session, open_only=open_only)
+        _say_if_off(nb)
     if fmt is OutputFormat.JSON:
         emit([{"session": sid, **p.model_dump(mode="json")} for sid, p in found], fmt)
         return
@@ -200,6 +208,7 @@ def conflicts(
     """
     with open_notebook(home) as nb:
         found = nb.facts.conflicts(session)
+        _say_if_off(nb)
     if not found:
         stderr.print("no conflicts", highlight=False)
     emit(found, fmt, CONFLICT_COLUMNS)

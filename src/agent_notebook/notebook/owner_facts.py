@@ -143,6 +143,23 @@ class OwnerFacts:
         self.keeper = keeper
 
     @property
+    def enabled(self) -> bool:
+        """Whether the rules read decisions, open items, updates and conflicts from what is
+        recorded (``facts.enabled`` in ``config.yaml``)."""
+        return self.sessions.context.config.facts.enabled
+
+    def off_hint(self) -> str | None:
+        """What to tell someone who lists decisions, pending items or conflicts while the
+        rules are off (None when on): only what was entered by hand is there."""
+        if self.enabled:
+            return None
+        return (
+            "facts are off: decisions, pending items and conflicts are read from the "
+            "conversation only with 'facts: {enabled: true}' in config.yaml (what was "
+            "entered by hand is listed either way)"
+        )
+
+    @property
     def judge(self) -> FactJudge | None:
         """What judges the fact rules' proposals on record (None: the rules alone);
         ``nb.facts.judge = LlmJudge(model)`` (see :mod:`agent_notebook.facts.judge`)."""
