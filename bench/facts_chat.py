@@ -15,9 +15,10 @@ BEAM time anchor starts a new one), every turn recorded in order with ``Notebook
 is read back from the notebook: the sessions' audit log (``decisions``, ``pending`` with
 ``source`` and ``closed_by``) and the moments (``relations.links``: ``superseded_by``,
 ``conflicts_with``, ``duplicate_of``; ``expires``). The same turns are recorded with facts
-off too, for the record cost (p50/p95 ms per ``record``). ``--engine-whole`` adds a second
-reading: one bare ``FactEngine`` fed the whole conversation (all sessions), to show what a
-per-subject, cross-session engine could reach with today's rules.
+off too, for the record cost (p50/p95 ms per ``record``). A second reading, for comparison:
+one bare ``FactEngine`` fed the whole conversation (all sessions), to show what a
+cross-session engine could reach with today's rules; and the count of labels only a link
+across sessions can meet (the notebook keeps one engine per session, ``FactKeeper``).
 
 The matching rule (one unit per labelled turn and kind):
 * decisions, opened: a found decision (pending item) matches when its ``source`` moment is
@@ -305,26 +306,12 @@ def score(conv: Conversation, found: Found) -> tuple[dict[str, Counts], list[tup
         counts[kind] = Counts(len(got & wanted), len(got), len(got & wanted), len(wanted))
         wrong += [(kind, "miss", t) for t in sorted(wanted - got, key=_order)]
         wrong += [(kind, "false", t) for t in sorted(got - wanted, key=_order)]
-    pairs: dict[str, set[tuple[str, str]]] = {
-        "closed": found.closed,
-        "update": found.update,
-        "duplicate": found.duplicate,
-        "conflict": {tuple(sorted(p, key=_order)) for p in found.conflict},  # type: ignore[misc]
-    }
-    for kind, got_pairs in pairs.items():
+    for kind, got_pairs in _pairs(found).items():
         wanted_pairs = [
             (x["turn"], {str(o) for o in x.get(TARGETS[kind], [])}) for x in by_kind[kind]
         ]
-
-        def matches(pair: tuple[str, str], label: tuple[str, set[str]], kind: str = kind) -> bool:
-            turn, others = label
-            if kind == "conflict":
-                a, b = pair
-                return (a == turn and b in others) or (b == turn and a in others)
-            return pair[0] == turn and pair[1] in others
-
-        hit = [p for p in got_pairs if any(matches(p, w) for w in wanted_pairs)]
-        met = [w for w in wanted_pairs if any(matches(p, w) for p in got_pairs)]
+        hit = [p for p in got_pairs if any(_matches(kind, p, *w) for w in wanted_pairs)]
+        met = [w for w in wanted_pairs if any(_matches(kind, p, *w) for p in got_pairs)]
         counts[kind] = Counts(len(hit), len(got_pairs), len(met), len(wanted_pairs))
         wrong += [
             (kind, "miss", f"{t} -> {','.join(sorted(o, key=_order))}")
@@ -346,6 +333,43 @@ def score(conv: Conversation, found: Found) -> tuple[dict[str, Counts], list[tup
         ("expiry", "false", f"{t} ({d})") for t, d in found.expiry.items() if t not in hit_expiry
     ]
     return counts, wrong
+
+
+def _pairs(found: Found) -> dict[str, set[tuple[str, str]]]:
+    """The link findings as (turn, earlier turn) pairs; a conflict's pair in turn order."""
+    return {
+        "closed": found.closed,
+        "update": found.update,
+        "duplicate": found.duplicate,
+        "conflict": {(a, b) for a, b in (tuple(sorted(p, key=_order)) for p in found.conflict)},
+    }
+
+
+def _matches(kind: str, pair: tuple[str, str], turn: str, others: set[str]) -> bool:
+    """Whether the found ``pair`` meets the label on ``turn`` naming ``others``."""
+    if kind == "conflict":
+        a, b = pair
+        return (a == turn and b in others) or (b == turn and a in others)
+    return pair[0] == turn and pair[1] in others
+
+
+def across_sessions(conv: Conversation, found: Found) -> dict[str, tuple[int, int]]:
+    """Per link kind: the labels only a link across sessions can meet (every earlier turn
+    they name is in another session), and how many of them were met."""
+    session = {t.id: t.session for t in conv.turns}
+    pairs = _pairs(found)
+    result: dict[str, tuple[int, int]] = {}
+    for label in conv.labels:
+        kind = label["kind"]
+        if kind not in TARGETS:
+            continue
+        others = {str(o) for o in label[TARGETS[kind]]}
+        if any(session[o] == session[label["turn"]] for o in others):
+            continue
+        met = any(_matches(kind, p, label["turn"], others) for p in pairs[kind])
+        labels, hits = result.get(kind, (0, 0))
+        result[kind] = (labels + 1, hits + met)
+    return result
 
 
 def _days(day: Any) -> set[str]:
@@ -373,11 +397,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DATA, help="the shared data directory")
     parser.add_argument("--show", action="store_true", help="print misses and false positives")
-    parser.add_argument(
-        "--engine-whole",
-        action="store_true",
-        help="also one bare engine over each whole conversation (across sessions)",
-    )
     args = parser.parse_args()
     print("Facts on real conversation, labelled turn by turn (issue 39)")
     conversations = list(load(args.data))
@@ -390,13 +409,16 @@ def main() -> None:
     whole: dict[str, dict[str, Counts]] = {}
     shown: dict[str, list[tuple[str, str, str]]] = {}
     text: dict[str, dict[str, str]] = {}
+    across: dict[str, tuple[int, int]] = {}
     labelled_reversals = found_reversals = 0
     for conv in conversations:
         record(conv, False, costs[False])
         found = record(conv, True, costs[True])
         per_conv[conv.name], shown[conv.name] = score(conv, found)
-        if args.engine_whole:
-            whole[conv.name], _ = score(conv, engine_whole(conv))
+        whole[conv.name], _ = score(conv, engine_whole(conv))
+        for kind, (n, met) in across_sessions(conv, found).items():
+            labels_across, met_across = across.get(kind, (0, 0))
+            across[kind] = (labels_across + n, met_across + met)
         text[conv.name] = {t.id: t.text for t in conv.turns}
         reversals = {(x["turn"], str(x["replaces"])) for x in conv.labels if "replaces" in x}
         labelled_reversals += len(reversals)
@@ -419,6 +441,10 @@ def main() -> None:
     print(
         f"  decision reversals labelled: {labelled_reversals}; "
         f"marked as replacing the earlier decision in the audit log: {found_reversals}"
+    )
+    print(
+        "  labels only a link across sessions can meet (met / labelled): "
+        + ", ".join(f"{k} {across[k][1]}/{across[k][0]}" for k in TARGETS if k in across)
     )
     if whole:
         pooled_whole = {k: Counts() for k in KINDS}
