@@ -87,3 +87,71 @@ def test_a_different_weekday_is_never_a_paraphrase() -> None:
     ):
         found = engine.observe(Statement(f"m_{i + 1}", text, T0, "user", "Ana", vector))
     assert not any(k.relation == "duplicate_of" for k in found.links)
+
+
+def decided(text: str) -> list[str]:
+    found = FactEngine().observe(Statement("m_1", text, T0, "user", "Ana"))
+    return [d.what for d in found.decisions]
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        (
+            "I'm stressed about the cost, but I chose Adobe to save time, was that a good call?",
+            "Adobe to save time",
+        ),
+        ("The trial ended, so I'm gonna stick with Excel for budgeting.", "Excel for budgeting"),
+        ("I think I'll go with the train.", "the train"),
+        (
+            "I approved the extra $100 for June, how do I keep track?",
+            "approved the extra $100 for June",
+        ),
+    ],
+)
+def test_a_decision_inside_a_run_on_sentence_is_read(text: str, what: str) -> None:
+    assert decided(text) == [what]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Let's keep going, you're doing great!",
+        "Was choosing Adobe a good call?",
+        "If I chose Adobe, would it pay off?",
+    ],
+)
+def test_a_cheer_or_a_question_decides_nothing(text: str) -> None:
+    assert decided(text) == []
+
+
+def test_a_models_recap_closes_no_task_but_its_own_report_does() -> None:
+    for reply, closed in (
+        ("You're welcome! Here's a quick recap: book the venue, then the cake.", False),
+        ("Done: I've booked the venue for Saturday.", True),
+    ):
+        engine = FactEngine()
+        engine.observe(Statement("m_1", "Remind me to book the venue.", T0, "user", "Ana"))
+        found = engine.observe(Statement("m_2", reply, T0, "assistant"))
+        assert bool(found.closures) is closed, reply
+
+
+def test_a_choice_left_open_is_an_item_a_decision_on_it_closes() -> None:
+    engine = FactEngine()
+    engine.observe(
+        Statement("m_1", "Alan invited me to the gala on March 22, should I go?", T0, "user", "Ana")
+    )
+    found = engine.observe(Statement("m_2", "I think I'll go to the gala.", T0, "user", "Ana"))
+    assert found.decisions and found.closures
+
+
+def test_no_expiry_from_a_models_words_and_a_year_given_is_kept() -> None:
+    from agent_notebook.facts.expiry import expires_from_text
+
+    engine = FactEngine()
+    said = engine.observe(
+        Statement("m_1", "The deadline is approaching, until June 30!", T0, "assistant")
+    )
+    assert said.expires is None
+    end = expires_from_text("The offer runs until December 31, 2027.", T0)
+    assert end is not None and end.date().isoformat() == "2028-01-01"

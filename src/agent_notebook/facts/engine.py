@@ -196,9 +196,11 @@ class FactEngine:
                 FoundDecision(d.what, d.why, statement.who, statement.when, statement.id)
                 for d in decisions_in(text, statement.role)
             ],
-            closures=self._closures(statement, text),
-            expires=expires_from_text(text, statement.when),
+            expires=None
+            if statement.role == "assistant"
+            else expires_from_text(text, statement.when),
         )
+        findings.closures.extend(self._closures(statement, text, bool(findings.decisions)))
         opened = open_lines_in(text, statement.role)
         for line in opened:
             item = FoundPending(line.what, line.kind, statement.who, statement.when, statement.id)
@@ -382,11 +384,12 @@ class FactEngine:
 
     # -- open threads ----------------------------------------------------------------------
 
-    def _closures(self, statement: Statement, text: str) -> list[Closure]:
+    def _closures(self, statement: Statement, text: str, decided: bool) -> list[Closure]:
         done = []
         still = []
         for item, line in self._open:
-            if item.source != statement.id and closes(line, text, item.who == statement.who):
+            same = item.who == statement.who
+            if item.source != statement.id and closes(line, text, same, statement.role, decided):
                 done.append(Closure(item, statement.id, statement.when))
             else:
                 still.append((item, line))

@@ -24,7 +24,7 @@ _EXPIRY: Final = re.compile(
     rf"|(?P<week>(?:for|just|only)\s+this\s+week\b|this\s+week\s+only|{_UNTIL}\s+the\s+end\s+of\s+(?:the|this)\s+week)"
     rf"|(?P<month>(?:for|just|only)\s+this\s+month\b|this\s+month\s+only|{_UNTIL}\s+the\s+end\s+of\s+(?:the|this)\s+month)"
     r"|for\s+the\s+next\s+(?P<count>\d{1,3}|two|three|four|five|six|seven|ten)\s+(?P<unit>hours?|days?|weeks?)"
-    rf"|{_UNTIL}\s+(?P<rest>(?:the\s+)?\d[^,;.]{{0,20}}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d[^,;]{{0,12}}))",
+    rf"|{_UNTIL}\s+(?P<rest>(?:the\s+)?\d[^,;.]{{0,20}}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?))",
     re.IGNORECASE,
 )
 _CUE: Final = re.compile(

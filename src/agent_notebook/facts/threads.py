@@ -45,6 +45,9 @@ class OpenLine:
     kind: PendingKind
     #: The stem of the verb committed to ("send" for "I'll send the report"), if any.
     verb: str = ""
+    #: What a closing statement must speak of, when not all of ``what`` ("should I go" of
+    #: "Alan invited me to the gala, should I go?").
+    about: str = ""
 
 
 _LEAD: Final = r"^(?:(?:ok(?:ay)?|so|alright|right|great|fine|then|well|good|yes|yeah|cool)\W+)*"
@@ -69,6 +72,32 @@ _LETS: Final = re.compile(
     _LEAD + r"let us\s+(?P<verb>use|go with|switch to|stick with|adopt|pick|keep|move to|"
     r"standardi[sz]e on|migrate to|settle on|ship|drop|replace)\s+(?P<rest>.+)$"
 )
+#: "I approved Ashlee's request", "I hired Stephanie's agency", "I'm prioritizing the script
+#: over scouting": a choice made, said by what was done.
+_ADOPTED: Final = re.compile(
+    _LEAD + r"(?:i|we)\s+(?:have\s+|had\s+|just\s+|finally\s+|also\s+|now\s+)*"
+    r"(?P<verb>approved|hired|declined|rejected|turned down|signed up for|committed to|"
+    r"switched to|shifted (?:my |our )?focus (?:from [^,]+ )?to|am prioriti[sz]ing|are prioriti[sz]ing|"
+    r"prioriti[sz]ed)\s+(?P<rest>\S.*)$"
+)
+#: "I'm gonna stick with Excel", "I think I'll go with training Michele": what is kept or
+#: taken, hedged or not.
+_KEEPING: Final = re.compile(
+    _LEAD + r"(?:i|we)\s+(?:think\s+(?:i|we)\s+)?(?:will|am going to|are going to|am gonna|"
+    r"are gonna)\s+(?:just\s+|probably\s+|definitely\s+)?(?:go with|stick with|keep using|"
+    r"stay with|switch to)\s+(?P<rest>\S.*)$"
+    r"|" + _LEAD + r"(?:i|we)\s+think\s+(?:i|we)\s+will\s+(?:just\s+|probably\s+|definitely\s+)?"
+    r"(?P<also>(?:add|go to|start with|take|try|book|pick|choose)\s+\S.*)$"
+)
+#: Where a question starts that trails a statement ("…, can you help me…?").
+_TRAILING_QUESTION: Final = re.compile(
+    r"(?:^|[,;]\s*|\s)(?:but\s+|so\s+|and\s+)?(?:can you|could you|would you|was (?:that|this|it)|"
+    r"is (?:that|this|it)|how (?:can|do|should|could|would|will)|what (?:are|is|should|do|would|can)|"
+    r"will (?:this|that|it)|should i|am i|do you|any (?:tips|ideas|advice|thoughts)|"
+    r"i(?:'m| am) (?:wondering|not sure|unsure)|i was wondering|does (?:that|this))\b",
+    re.I,
+)
+_CLAUSE_SPLIT: Final = re.compile(r"\s*;\s*|,?\s+(?=(?:but|so|and|because)\s+(?:i|we)\b)", re.I)
 _NOT_A_DECISION: Final = re.compile(
     r"\b(?:if|whether|unless|once|until|before|when|might|may|maybe|perhaps|could|should|"
     r"not|never|no one|nobody|yet to|not yet|about to decide|try|trying|considering|"
@@ -92,6 +121,17 @@ _OBLIGATION: Final = re.compile(
     r"forget to|let us not forget to|we must|we still have to|still need to|need to)\s+"
     r"(?:also\s+|still\s+|first\s+)?(?P<verb>[a-z]+)\b(?P<rest>.*)$"
 )
+#: A choice left open by the one who must make it: "should I take the offer?", "I'm
+#: considering a second job", "wondering if I should go".
+_UNDECIDED: Final = re.compile(
+    r"\b(?:(?<!where )(?<!what )(?<!how )(?<!when )(?<!which )(?<!who )(?<!why )"
+    r"should (?:i|we) (?!be\b)[a-z]+|(?:i|we) (?:am|are) (?:still )?(?:considering|debating|"
+    r"torn between|thinking (?:of|about) [a-z]+ing)|wondering (?:if|whether) (?:i|we) should)\b"
+)
+#: A task names what it is about: a thing with a determiner, a name or a number.
+_CONCRETE: Final = re.compile(
+    r"\b(?:the|my|our|your|a|an|this|that|those|these|his|her|their)\b|\b[A-Z]\w+|\d"
+)
 #: What one "has to" do that is no task: "I need to be honest", "we have to admit".
 _NOT_OBLIGED: Final = word_set("be have know think feel admit say mean wonder")
 _NOT_COMMITTED: Final = word_set("""be have need never not probably maybe possibly try tell keep always see think feel
@@ -107,6 +147,11 @@ _OPEN_QUESTION: Final = re.compile(
     r"does|should)|have we (?:decided|agreed|picked|chosen|settled)|did we (?:decide|agree|pick|"
     r"settle)|do we (?:know|have|need)|are we (?:going|still|ready)|is (?:anyone|someone|the)|"
     r"what(?: is|'s) the (?:plan|status|deadline|decision)|what about|which \w+ (?:should|will|do) we)\b"
+)
+#: A model saying it did the task itself: "Done: I've booked it", "I have sent the invite".
+_DID_IT: Final = re.compile(
+    r"^\W*done\b|\bi (?:have|just|already)\s+(?:just\s+|already\s+)?"
+    r"(?:[a-z]+ed|sent|made|paid|set up|put)\b"
 )
 _REQUEST: Final = re.compile(r"\b(?:can you|could you|would you|will you|please|help me)\b")
 _DONE: Final = re.compile(
@@ -139,32 +184,79 @@ _PAST: Final = {
 
 
 def decisions_in(text: str, role: str) -> list[DecisionLine]:
-    """The decisions ``text`` states (prose, code removed)."""
+    """The decisions ``text`` states (prose, code removed). People decide in the middle of
+    a run-on sentence ("I'm stressed about the cost, but I chose Adobe, was that a good
+    call?"): each clause is read, and a question that trails a statement asks about it
+    rather than unsaying it."""
     found = []
     for sentence in sentences(text):
         if m := _LABELLED_DECISION.match(sentence):
             found.append(_split_why(m[1]))
             continue
-        if role == "assistant" or sentence.rstrip().endswith("?"):
+        if role == "assistant":
             continue
-        low = spelled_out(sentence)
-        m = _DECIDED.match(low) or _GOING_WITH.match(low) or _LETS.match(low)
-        if m is None:
+        stated = _without_trailing_question(sentence)
+        if stated is None:
             continue
-        part = "rest" if m["rest"] is not None else "picked"
-        if _NOT_A_DECISION.search(low[: m.start(part)]):
-            continue
-        rest = m[part]
-        if m.re is _LETS:
-            rest = f"{m['verb']} {rest}"
-        elif m.re is _DECIDED and m["verb"]:
-            if m["verb"] == "went" and not rest.startswith("with"):
-                continue
-            rest = re.sub(r"^(?:to|on|that|for|with|upon)\s+", "", rest)
-        if _NOT_A_DECISION.search(rest.split(" because ")[0].split(" since ")[0][:40]):
-            continue  # "we decided not to decide", "we agreed that maybe …"
-        found.append(_split_why(_original_span(sentence, rest)))
+        for clause in _clauses(stated):
+            if (decision := _decision_in(clause)) is not None:
+                found.append(decision)
+                break  # one decision a sentence: its clauses restate or qualify it
     return [d for d in found if len(d.what) >= 3]
+
+
+def _decision_in(clause: str) -> DecisionLine | None:
+    low = spelled_out(clause)
+    m = (
+        _DECIDED.match(low)
+        or _GOING_WITH.match(low)
+        or _LETS.match(low)
+        or _ADOPTED.match(low)
+        or _KEEPING.match(low)
+    )
+    if m is None:
+        return None
+    part = next(
+        g for g in ("rest", "also", "picked") if m.re.groupindex.get(g) and m[g] is not None
+    )
+    if _NOT_A_DECISION.search(low[: m.start(part)]):
+        return None
+    rest = m[part]
+    if m.re is _LETS:
+        if m["verb"] == "keep" and re.match(r"[a-z]+ing\b", rest):
+            return None  # "let's keep going": a cheer, not a choice
+        rest = f"{m['verb']} {rest}"
+    elif m.re is _ADOPTED:
+        rest = f"{m['verb']} {rest}"
+    elif m.re is _DECIDED and m["verb"]:
+        if m["verb"] == "went" and not rest.startswith("with"):
+            return None
+        rest = re.sub(r"^(?:to|on|that|for|with|upon)\s+", "", rest)
+    if _NOT_A_DECISION.search(rest.split(" because ")[0].split(" since ")[0][:40]):
+        return None  # "we decided not to decide", "we agreed that maybe …"
+    return _split_why(_original_span(clause, rest))
+
+
+def _without_trailing_question(sentence: str) -> str | None:
+    """``sentence`` without the question that trails it ("…, was that a good call?"); None
+    when all of it is a question."""
+    text = sentence.rstrip()
+    if not text.endswith("?"):
+        return text
+    cut = _TRAILING_QUESTION.search(text)
+    if cut is None or cut.start() == 0:
+        return None
+    return text[: cut.start()].rstrip(" ,;")
+
+
+def _clauses(sentence: str) -> list[str]:
+    """The clauses of ``sentence`` that a person may decide in: split before "but / so /
+    and / because I…" and at semicolons."""
+    parts = (
+        re.sub(r"^(?:but|so|and|because)\s+", "", c.strip(), flags=re.I)
+        for c in _CLAUSE_SPLIT.split(sentence)
+    )
+    return [c for c in parts if c]
 
 
 def open_lines_in(text: str, role: str) -> list[OpenLine]:
@@ -178,13 +270,22 @@ def open_lines_in(text: str, role: str) -> list[OpenLine]:
             continue
         low = spelled_out(sentence)
         if low.endswith("?"):
-            if _OPEN_QUESTION.match(low) and not _REQUEST.search(low):
-                found.append(OpenLine(_trim(sentence), "question"))
+            undecided = _UNDECIDED.search(low)
+            if (_OPEN_QUESTION.match(low) or undecided) and not _REQUEST.search(low):
+                about = low[undecided.start() :] if undecided else ""
+                found.append(OpenLine(_trim(sentence), "question", about=about))
+            continue
+        if (undecided := _UNDECIDED.search(low)) and not _REQUEST.search(low[: undecided.start()]):
+            found.append(OpenLine(_trim(sentence), "question", about=low[undecided.start() :]))
             continue
         m = _COMMITMENT.match(low) or _OBLIGATION.match(low)
         excluded = _NOT_COMMITTED if m is None or m.re is _COMMITMENT else _NOT_OBLIGED
         if m is None or m["verb"] in excluded or m["verb"].endswith("ly"):
             continue
+        if m.re is _OBLIGATION and not _CONCRETE.search(
+            sentence[-len(m["rest"]) - 1 :] if m["rest"] else ""
+        ):
+            continue  # "don't forget to take breaks": advice, not a task
         if _GOING_WITH.match(low):  # "we'll go with the blue logo" is a decision
             continue
         if re.search(r"\b(?:if|unless|when|once)\b", low[: m.start("verb")]):
@@ -199,17 +300,30 @@ def open_lines_in(text: str, role: str) -> list[OpenLine]:
     return found
 
 
-def closes(item: OpenLine, text: str, same_speaker: bool) -> bool:
-    """Whether ``text`` (a later statement) resolves the open ``item``."""
-    wanted = content_stems(item.what) - ({item.verb} if item.verb else set())
+def closes(
+    item: OpenLine, text: str, same_speaker: bool, role: str = "user", decided: bool = False
+) -> bool:
+    """Whether ``text`` (a later statement) resolves the open ``item``: an answer by
+    someone else or a decision on it closes a question; a report that it was done closes
+    a task. A model's reply closes only what it says it did itself ("I've booked it"): its
+    recap of a plan is no report."""
+    if role == "assistant" and not _DID_IT.search(spelled_out(text)):
+        return False
+    wanted = (content_stems(item.about) or content_stems(item.what)) - (
+        {item.verb} if item.verb else set()
+    )
     if not wanted:
         return False
     for sentence in sentences(text):
         low = spelled_out(sentence)
         have = content_stems(low)
+        if item.kind == "question" and decided and item.about and wanted & have:
+            return True  # a decision on the choice left open ("should I go?" → "I'll go")
         if len(wanted & have) * 2 < len(wanted):
             continue
         if item.kind == "question":
+            if decided and not low.endswith("?"):
+                return True
             if not same_speaker and not low.endswith("?") and not _OPEN_QUESTION.match(low):
                 return True
             continue
