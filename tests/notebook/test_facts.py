@@ -139,6 +139,12 @@ def test_a_redacted_moment_leaves_no_text_in_the_decisions_and_pending_read_from
         nb.redact(promised.id, "private")
         session = nb.get_session(s)
         assert "zanzibar" not in session.model_dump_json().casefold()
+        # What was read from them goes with them: no "[redacted]" husk among the decisions.
+        assert [d.what for d in session.decisions] == [
+            f"redacted {decided.id}",
+            f"redacted {promised.id}",
+        ]
+        assert session.pending == []
         # The engine kept no claim of the redacted text: a later moment ends nothing.
         later = nb.record(s, "Decision: we go with Zanzibar DB because it is secret.")
         assert not nb.get_moment(later.id).relations.links

@@ -269,24 +269,13 @@ def as_of_until(as_of: datetime, until: datetime | None) -> datetime:
 
 
 def without_redacted(session: Session, moment_ids: Collection[str]) -> Session:
-    """``session`` with the text of the decisions and pending items read from the moments
-    ``moment_ids`` (being redacted) replaced by ``[redacted m_N]``: it was their text.
-    The same object when none was read from them."""
-    decisions = [
-        d.model_copy(update={"what": f"[redacted {d.source}]", "why": ""})
-        if d.source in moment_ids and d.what != f"[redacted {d.source}]"
-        else d
-        for d in session.decisions
-    ]
-    pending = [
-        p.model_copy(update={"what": f"[redacted {p.source}]"})
-        if p.source in moment_ids and p.what != f"[redacted {p.source}]"
-        else p
-        for p in session.pending
-    ]
-    unchanged = all(a is b for a, b in zip(decisions, session.decisions, strict=True)) and all(
-        a is b for a, b in zip(pending, session.pending, strict=True)
-    )
-    if unchanged:
+    """``session`` without the decisions and pending items the rules read from the moments
+    ``moment_ids`` (being redacted): derived from that text, they go with it, leaving no
+    ``[redacted]`` husk among the decisions (the audit log notes the redaction itself).
+    What was entered by hand (no ``source``) stays. The same object when none was read
+    from them."""
+    decisions = [d for d in session.decisions if d.source not in moment_ids]
+    pending = [p for p in session.pending if p.source not in moment_ids]
+    if len(decisions) == len(session.decisions) and len(pending) == len(session.pending):
         return session
     return session.model_copy(update={"decisions": decisions, "pending": pending})
