@@ -228,6 +228,8 @@ def record(conv: Conversation, enabled: bool, costs: list[float]) -> Found:
                     replaced = _replaced(d, log)
                     if replaced is not None and replaced in turn_of:
                         found.replaced.add((turn_of[d.source], turn_of[replaced]))
+                    if d.replaced_by in turn_of:  # marked on the replaced entry
+                        found.replaced.add((turn_of[d.replaced_by], turn_of[d.source]))
             for p in session.pending:
                 if p.source in turn_of:
                     found.opened.add(turn_of[p.source])
@@ -410,7 +412,7 @@ def main() -> None:
     shown: dict[str, list[tuple[str, str, str]]] = {}
     text: dict[str, dict[str, str]] = {}
     across: dict[str, tuple[int, int]] = {}
-    labelled_reversals = found_reversals = 0
+    labelled_reversals = found_reversals = marked_replacements = 0
     for conv in conversations:
         record(conv, False, costs[False])
         found = record(conv, True, costs[True])
@@ -423,6 +425,7 @@ def main() -> None:
         reversals = {(x["turn"], str(x["replaces"])) for x in conv.labels if "replaces" in x}
         labelled_reversals += len(reversals)
         found_reversals += len(reversals & found.replaced)
+        marked_replacements += len(found.replaced)
         sessions = len({t.session for t in conv.turns})
         kinds = {k: sum(x["kind"] == k for x in conv.labels) for k in KINDS}
         print(
@@ -440,7 +443,8 @@ def main() -> None:
     _table("Pooled over all labelled conversations", {"all": pooled})
     print(
         f"  decision reversals labelled: {labelled_reversals}; "
-        f"marked as replacing the earlier decision in the audit log: {found_reversals}"
+        f"marked as replacing the earlier decision in the audit log: {found_reversals}; "
+        f"replacements marked in all: {marked_replacements}"
     )
     print(
         "  labels only a link across sessions can meet (met / labelled): "

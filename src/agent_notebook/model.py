@@ -218,6 +218,9 @@ class Decision(_Record):
     #: Set on an owner's correction of an earlier entry: that entry's place in the log,
     #: ``d_N`` (1 is the first); the log keeps both, the later one holds.
     edits: Annotated[str, StringConstraints(pattern=r"^d_[1-9][0-9]*$")] | None = None
+    #: Set when a later decision read from the conversation replaced this one (issue 39):
+    #: the moment it was read from, in this session or another. Both stay in the log.
+    replaced_by: MomentId | None = None
 
 
 class PendingItem(_Record):

@@ -267,3 +267,33 @@ def test_an_item_opened_one_day_is_closed_in_its_session_by_a_later_one() -> Non
         [item] = nb.get_session(first).pending
         assert item.closed is not None and item.closed_by == nb.moments(later)[0].id
         assert nb.get_session(later).pending == []
+
+
+def test_a_party_planned_over_five_days_ends_with_its_final_decisions() -> None:
+    days = [
+        ("Ana", "Let's go with Lakeside Pavilion for the venue."),
+        ("Ben", "Should we invite Uncle Raj?"),
+        ("Ana", "We decided the party is on Saturday 14 November."),
+        ("Ben", "Should we invite Uncle Raj?"),
+        ("Ben", "Let's order the chocolate cake from Dolce."),
+        ("Ana", "Scratch that, let's book Casa Lucia for the venue instead."),
+        ("Ben", "We decided to invite Uncle Raj, he would be hurt otherwise."),
+        ("Ana", "Let's order the lemon cake from Dolce instead."),
+    ]
+    with _notebook() as nb:
+        sessions = []
+        for day, (who, text) in enumerate(days):
+            if day % 2 == 0:
+                sessions.append(nb.start_session(f"Party, day {day // 2 + 1}").id)
+            nb.record(sessions[-1], text, speaker=who, timestamp=T0 + timedelta(days=day // 2))
+        log = nb.facts.decision_log()
+        standing = [d.what for d in log if d.replaced_by is None]
+        replaced = {d.what: d.replaced_by for d in log if d.replaced_by is not None}
+        assert any("Casa Lucia" in w for w in standing)
+        assert any("lemon cake" in w for w in standing)
+        assert any("Saturday" in w for w in standing)
+        assert any("Lakeside" in w for w in replaced) and any("chocolate" in w for w in replaced)
+        venue = next(d for d in log if "Lakeside" in d.what)
+        assert nb.get_moment(venue.replaced_by or "").content.text.startswith("Scratch that")
+        questions = [p for _, p in nb.facts.pending_items() if "Uncle Raj" in p.what]
+        assert len(questions) == 1 and questions[0].closed is not None  # asked twice, one item

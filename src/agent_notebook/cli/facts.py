@@ -68,7 +68,12 @@ def _emit_item(session: str, item: PendingItem, fmt: OutputFormat) -> None:
 
 def _note(d: object) -> str:
     edits, edited_by = getattr(d, "edits", None), getattr(d, "edited_by", None)
-    parts = [f"edits {edits}" if edits else "", f"edited by {edited_by}" if edited_by else ""]
+    replaced_by = getattr(d, "replaced_by", None)
+    parts = [
+        f"edits {edits}" if edits else "",
+        f"edited by {edited_by}" if edited_by else "",
+        f"replaced by {replaced_by}" if replaced_by else "",
+    ]
     return "; ".join(p for p in parts if p)
 
 

@@ -64,6 +64,8 @@ class FoundDecision:
     who: str
     when: datetime
     source: str
+    #: The statement whose decision this one replaces ("Scratch that, let's drive"), if any.
+    replaces: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +183,8 @@ class FactEngine:
         self._quantities: dict[str, list[tuple[int, Quantity]]] = {}
         self._by_text: dict[str, str] = {}
         self._open: list[tuple[FoundPending, OpenLine]] = []
+        #: The decisions standing so far: their statement and the content stems of what.
+        self._decided: list[tuple[str, frozenset[str]]] = []
         #: Who spoke last of the people (not a model): whom an assistant's report serves.
         self._last_person = ""
 
@@ -193,7 +197,14 @@ class FactEngine:
         findings = Findings(
             statement.id,
             decisions=[
-                FoundDecision(d.what, d.why, statement.who, statement.when, statement.id)
+                FoundDecision(
+                    d.what,
+                    d.why,
+                    statement.who,
+                    statement.when,
+                    statement.id,
+                    self._replaced(d.what, text, statement.id),
+                )
                 for d in decisions_in(text, statement.role)
             ],
             expires=None
@@ -201,7 +212,9 @@ class FactEngine:
             else expires_from_text(text, statement.when),
         )
         findings.closures.extend(self._closures(statement, text, bool(findings.decisions)))
-        opened = open_lines_in(text, statement.role)
+        opened = [
+            line for line in open_lines_in(text, statement.role) if not self._still_open(line)
+        ]
         for line in opened:
             item = FoundPending(line.what, line.kind, statement.who, statement.when, statement.id)
             findings.pending.append(item)
@@ -382,7 +395,35 @@ class FactEngine:
             self._claims.setdefault(_key(claim), []).append((position, claim, who))
         self._seen.append(seen)
 
+    # -- decisions that change -------------------------------------------------------------
+
+    def _replaced(self, what: str, text: str, source: str) -> str:
+        """The standing decision that ``what`` (decided in ``text``) replaces, and files it as
+        standing. Only a decision said as a change of mind ("scratch that", "instead", "on
+        second thought", "shifted from X to Y") replaces one: the latest on the same matter
+        (a word of what was decided in common), else the latest. Without such words two
+        decisions stand together: measured on labelled chats, decisions that share words
+        are mostly additions ("I'll add a walk" after "I'll add yoga") or restatements."""
+        stems = content_stems(what)
+        replaced = ""
+        if _REVERSAL.search(text.casefold()):
+            replaced = next(
+                (source for source, earlier in reversed(self._decided) if stems & earlier),
+                self._decided[-1][0] if self._decided else "",
+            )
+        if replaced:
+            self._decided = [(s, e) for s, e in self._decided if s != replaced]
+        self._decided.append((source, stems))
+        return replaced
+
     # -- open threads ----------------------------------------------------------------------
+
+    def _still_open(self, line: OpenLine) -> bool:
+        """Whether the same item is open already (the same question asked again)."""
+        words = " ".join(line.what.casefold().split()).rstrip("?.! ")
+        return any(
+            " ".join(o.what.casefold().split()).rstrip("?.! ") == words for _, o in self._open
+        )
 
     def _closures(self, statement: Statement, text: str, decided: bool) -> list[Closure]:
         done = []
@@ -398,6 +439,12 @@ class FactEngine:
 
 
 _FIRST_PERSON: Final = frozenset(["i", "we", "my", "our"])
+#: A decision said as a change of mind replaces the one before it.
+_REVERSAL: Final = re.compile(
+    r"\b(?:scratch that|on second thought|change of plans?|instead|after all|no wait|never mind|"
+    r"rather than|actually,? (?:let's|let us|we'll|we will|i'll|i will|we should|we are)|"
+    r"(?:switched|shifted|moved|changed)\b[^.,;]{0,30}\bfrom\b[^.,;]+\bto)\b"
+)
 
 
 def _key(claim: Claim) -> tuple[str, str]:

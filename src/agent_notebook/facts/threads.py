@@ -50,7 +50,10 @@ class OpenLine:
     about: str = ""
 
 
-_LEAD: Final = r"^(?:(?:ok(?:ay)?|so|alright|right|great|fine|then|well|good|yes|yeah|cool)\W+)*"
+_LEAD: Final = (
+    r"^(?:(?:ok(?:ay)?|so|alright|right|great|fine|then|well|good|yes|yeah|cool|scratch that|"
+    r"actually|on second thought|no wait|change of plans?|update|agreed)\W+)*"
+)
 _LABELLED_DECISION: Final = re.compile(
     # "Decision: …" or "Decision - …", never "Decision-Making Framework" (a heading).
     r"^\W*(?:final\s+)?decision\s*(?:made\s*)?(?::|\s[\-\u2013\u2014])\**\s*(\S.*)$",
@@ -60,7 +63,7 @@ _WHO: Final = r"(?:we|i|the team|everyone|everybody|all of us|the group|they)"
 _DECIDED: Final = re.compile(
     _LEAD + r"(?:(?:after|following|in|at|during|for)\b[^,]{0,60}?,?\s+)?"
     rf"{_WHO}\s+(?:have\s+|has\s+|had\s+|finally\s+|just\s+|all\s+)*"
-    r"(?:(?P<verb>decided|agreed|settled|opted|went)\s+(?P<rest>(?:to|on|that|for|with|upon)\b.*)"
+    r"(?:(?P<verb>decided|agreed|settled|opted|went)\s+(?P<rest>(?:to|on|that|for|with|upon|the|our|my)\b.*)"
     r"|(?P<pick>chose|chosen|picked|selected)\s+(?P<picked>(?!to\b|whether\b|between\b)\S.*))$"
 )
 _GOING_WITH: Final = re.compile(
@@ -69,8 +72,10 @@ _GOING_WITH: Final = re.compile(
     r"standardi[sz](?:e|ing)\s+on|adopt(?:ing)?)\s+(?P<rest>.+)$"
 )
 _LETS: Final = re.compile(
-    _LEAD + r"let us\s+(?P<verb>use|go with|switch to|stick with|adopt|pick|keep|move to|"
-    r"standardi[sz]e on|migrate to|settle on|ship|drop|replace)\s+(?P<rest>.+)$"
+    _LEAD
+    + r"let us\s+(?:just\s+|instead\s+|definitely\s+)?(?P<verb>use|go with|switch to|stick with|"
+    r"adopt|pick|keep|move to|standardi[sz]e on|migrate to|settle on|ship|drop|replace|order|book|"
+    r"get|take|hold|invite|buy|hire|choose|host|meet)\s+(?P<rest>.+)$"
 )
 #: "I approved Ashlee's request", "I hired Stephanie's agency", "I'm prioritizing the script
 #: over scouting": a choice made, said by what was done.

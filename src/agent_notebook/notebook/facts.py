@@ -154,6 +154,9 @@ class FactKeeper:
                 self._session_facts(session, f, applied)
                 for c in f.closures:
                     self._close(session, others, c, changed, applied)
+                for d in f.decisions:
+                    if d.replaces:
+                        self._replace(session, others, d.replaces, d.source, changed)
                 for link in f.links:
                     moment = changed.get(link.source) or self.backend.get_moment(link.source)
                     if moment is None:
@@ -178,11 +181,46 @@ class FactKeeper:
                     touched.add(own.id)
             if touched:
                 self.backend.put_moments([changed[i] for i in sorted(touched)])
-            if applied.decisions or applied.pending or applied.closed:
+            if applied.decisions or applied.pending or applied.closed or others:
                 self.backend.put_session(session)
             for other in others.values():
                 self.backend.put_session(other)
         return applied
+
+    def _replace(
+        self,
+        here: Session,
+        others: dict[str, Session],
+        replaced: str,
+        by: str,
+        changed: dict[str, Moment],
+    ) -> None:
+        """Mark the decision read from ``replaced`` as replaced by the one read from ``by``,
+        in the session it was logged in (this one or another)."""
+        session = self._session_of(here, others, replaced, changed)
+        if session is None:
+            return
+        for n, entry in enumerate(session.decisions):
+            if entry.source == replaced and entry.replaced_by is None:
+                session.decisions = [
+                    *session.decisions[:n],
+                    entry.model_copy(update={"replaced_by": by}),
+                    *session.decisions[n + 1 :],
+                ]
+                if session is not here:
+                    others[session.id] = session
+                return
+
+    def _session_of(
+        self, here: Session, others: dict[str, Session], source: str, changed: dict[str, Moment]
+    ) -> Session | None:
+        """The session the moment ``source`` was said in, as this record holds it."""
+        moment = changed.get(source) or self.backend.get_moment(source)
+        if moment is None:
+            return None
+        if moment.session == here.id:
+            return here
+        return others.get(moment.session) or self.backend.get_session(moment.session)
 
     def _close(
         self,
@@ -194,13 +232,7 @@ class FactKeeper:
     ) -> None:
         """Close ``closure``'s item in the session it was opened in (this one or another)."""
         source = closure.item.source
-        opened = changed.get(source) or self.backend.get_moment(source)
-        if opened is None:
-            return
-        if opened.session == here.id:
-            session: Session | None = here
-        else:
-            session = others.get(opened.session) or self.backend.get_session(opened.session)
+        session = self._session_of(here, others, source, changed)
         if session is None:
             return
         for item in session.pending:
@@ -222,11 +254,19 @@ class FactKeeper:
             ]
             applied.decisions += 1
         for p in found.pending:
+            if any(_same_item(i.what, p.what) for i in session.pending if i.closed is None):
+                continue  # the same question asked again is the one item
             item = PendingItem(
                 id=f"p_{len(session.pending) + 1}", what=p.what, since=p.since, source=p.source
             )
             session.pending = [*session.pending, item]
             applied.pending += 1
+
+
+def _same_item(a: str, b: str) -> bool:
+    return " ".join(a.casefold().split()).rstrip("?.! ") == " ".join(b.casefold().split()).rstrip(
+        "?.! "
+    )
 
 
 #: What each repeat adds to the importance of the moment first said, up to the cap (1.0 is
