@@ -155,3 +155,12 @@ def test_no_expiry_from_a_models_words_and_a_year_given_is_kept() -> None:
     assert said.expires is None
     end = expires_from_text("The offer runs until December 31, 2027.", T0)
     assert end is not None and end.date().isoformat() == "2028-01-01"
+
+
+def test_it_is_the_thing_just_spoken_of() -> None:
+    found = links("The offsite is in the Thames room.", "Actually we moved it to the Severn room.")
+    assert ("m_1", "superseded_by", "m_2") in found
+
+
+def test_it_with_nothing_spoken_of_before_claims_nothing() -> None:
+    assert links("Good morning!", "Actually we moved it to the Severn room.") == set()

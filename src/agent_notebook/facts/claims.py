@@ -54,6 +54,9 @@ class Claim:
     #: Said by an assistant of the user it serves ("I've updated your address to…"): the
     #: user's fact, filed under the person who spoke last.
     on_behalf: bool = False
+    #: Its subject is "it", the thing just spoken of ("we moved it to the Severn room"):
+    #: the reader takes the subject of the latest value said in the turns before.
+    refers_back: bool = False
 
     @property
     def value_stems(self) -> frozenset[str]:
@@ -155,6 +158,13 @@ _HYPOTHETICAL_BEFORE: Final = re.compile(r"\b(?:if|would|might|could|may|maybe|p
 _REPORTED: Final = re.compile(
     r"\b(?!i\b|we\b)[a-z]+\s+(?:said|says|told (?:me|us|him|her|them)|mentioned|claims?|"
     r"claimed|thinks|thought|heard|reckons?|believes?|reported)\b"
+)
+#: "We moved it to the Severn room", "it's now at 3pm": a new value of the thing just named.
+_IT_CHANGED: Final = re.compile(
+    _LEAD + r"(?:(?:we|i|they)\s+(?:have\s+|just\s+|now\s+)*(?:moved|changed|pushed(?: back)?|"
+    r"rescheduled|postponed|switched|shifted|bumped|brought forward)\s+it\s+(?:back\s+)?|"
+    r"it\s+(?:has\s+)?(?:moved|changed|been moved|been changed|is now|was moved)\s+)"
+    r"(?:to|until|on|at)?\s*(?P<val>[^,;]+)"
 )
 #: "I joined Strava as a premium member": a customer, not an employee.
 _NOT_EMPLOYED: Final = re.compile(
@@ -287,7 +297,7 @@ def value_name(value: str) -> str:
 
 
 def _value_claims(low: str, sentence: str, update: bool) -> list[Claim]:
-    if labelled := _labelled_value(low, sentence):
+    if labelled := _labelled_value(low, sentence) or _value_of_it(low, sentence):
         return labelled
     m = _COPULA.match(low) or _CHANGED.match(low) or _bare_copula(low)
     subject_text = m["subj"] if m else ""
@@ -323,6 +333,30 @@ def _value_claims(low: str, sentence: str, update: bool) -> list[Claim]:
             multi=bool(_ENUMERATION.search(value)) and not _TYPED.search(value),
             update=update or changed,
             sentence=sentence,
+        )
+    ]
+
+
+def _value_of_it(low: str, sentence: str) -> list[Claim]:
+    """ "We moved it to the Severn room": a value whose subject the turns before give."""
+    m = _IT_CHANGED.match(low)
+    if m is None or _REPORTED.search(low, 0, m.start("val")):
+        return []
+    value = _first_clause(m["val"])
+    if not value or not (_TYPED.search(value) or _named(sentence, value)):
+        return []
+    return [
+        Claim(
+            "",
+            frozenset(),
+            "",
+            "value",
+            value,
+            True,
+            multi=False,
+            update=True,
+            sentence=sentence,
+            refers_back=True,
         )
     ]
 

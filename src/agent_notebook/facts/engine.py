@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Final, Literal
 
@@ -247,16 +247,38 @@ class FactEngine:
                         never.append((stems, stems & named, sentence))
             affirmed += [(stems, sentence) for stems in _affirmed_clauses(low)]
             quantities += quantities_in(sentence)
+        said = claims_in(text) if claimed else reported_changes_in(text)
+        # "it" with nothing spoken of just before names nothing: that claim is dropped
+        claims = [c for c in map(self._resolved, said) if not c.refers_back]
         return _Seen(
             statement,
             stems=content_stems(text),
             numbers=numbers_of(text) | _calendar_words(text),
             negations=negations_of(text),
-            claims=claims_in(text) if claimed else reported_changes_in(text),
+            claims=[
+                self._resolved(c) for c in claims if not c.refers_back or self._resolved(c) is not c
+            ],
             never=never,
             affirmed=affirmed,
             quantities=quantities,
         )
+
+    def _resolved(self, claim: Claim) -> Claim:
+        """``claim`` with "it" read as the thing of the latest value said in the turns just
+        before (the claim itself when it names its subject, or when none was said)."""
+        if not claim.refers_back:
+            return claim
+        for earlier in reversed(self._seen[-_IT_REACH:]):
+            for old in reversed(earlier.claims):
+                if old.attribute == "value" and old.head:
+                    return replace(
+                        claim,
+                        owner=old.owner,
+                        subject=old.subject,
+                        head=old.head,
+                        refers_back=False,
+                    )
+        return claim
 
     # -- repeats -------------------------------------------------------------------------
 
@@ -439,6 +461,8 @@ class FactEngine:
 
 
 _FIRST_PERSON: Final = frozenset(["i", "we", "my", "our"])
+#: How many turns back "it" may point.
+_IT_REACH: Final = 4
 #: A decision said as a change of mind replaces the one before it.
 _REVERSAL: Final = re.compile(
     r"\b(?:scratch that|on second thought|change of plans?|instead|after all|no wait|never mind|"
