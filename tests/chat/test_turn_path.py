@@ -65,49 +65,6 @@ def test_a_turn_embeds_its_message_once_ahead_of_the_search(
         assert "Lyon" in hits[0].moment.content.text
 
 
-def test_turns_start_no_threads_and_other_graphs_keep_their_own_pool(tmp_path: Path) -> None:
-    """LangGraph makes a thread pool per run for its checkpoint saves; the chat graph's
-    runs share one kept pool instead, so later turns start no thread. A graph of the
-    app's own still gets LangGraph's pool, shut down at the end of its run."""
-    from typing import TypedDict
-
-    from langgraph.checkpoint.memory import InMemorySaver
-    from langgraph.graph import END, START, StateGraph
-
-    backend = SqliteBackend(tmp_path / "notebook.db")
-    with Notebook(backend, embedder=None, background_embedding=False) as nb:
-        graph = build_chat_graph(nb, model=FakeListChatModel(responses=["Noted."] * 8))
-        for text in ["first", "second"]:  # the pool exists after these
-            graph.invoke({"messages": [HumanMessage(text)]}, THREAD)
-        started = threading.Thread.start
-        names: list[str] = []
-
-        def counting_start(self: threading.Thread) -> None:
-            names.append(self.name)
-            started(self)
-
-        threading.Thread.start = counting_start  # type: ignore[method-assign]
-        try:
-            for text in ["third", "fourth", "fifth"]:
-                graph.invoke({"messages": [HumanMessage(text)]}, THREAD)
-            assert [n for n in names if not n.startswith("agent-notebook")] == []
-
-            class Count(TypedDict):
-                n: int
-
-            other: StateGraph[Count, None, Count, Count] = StateGraph(Count)
-            other.add_node("bump", lambda s: {"n": s["n"] + 1})
-            other.add_edge(START, "bump")
-            other.add_edge("bump", END)
-            app = other.compile(checkpointer=InMemorySaver())
-            assert app.invoke({"n": 1}, {"configurable": {"thread_id": "x"}}) == {"n": 2}
-            assert [n for n in names if not n.startswith("agent-notebook")]  # its own pool
-        finally:
-            threading.Thread.start = started  # type: ignore[method-assign]
-        state = graph.get_state(THREAD)
-        assert [m.content for m in state.values["messages"]][-2:] == ["fifth", "Noted."]
-
-
 class DocumentLog(QueryLog):
     """:class:`QueryLog` noting the documents embedded too."""
 
