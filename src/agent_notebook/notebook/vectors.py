@@ -3,7 +3,6 @@ first use, the embedding worker that gives new moments their vectors, and ``rein
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -85,7 +84,7 @@ class Vectors:
 
     @property
     def embedder_name(self) -> str:
-        return os.environ.get(cfg.EMBEDDER_ENV) or self.nb.config.search.embedder
+        return cfg.embedder_from_env() or self.nb.config.search.embedder
 
     def resolve_embedder(self) -> Embedder | None:
         if self.embedder_choice != "default":
