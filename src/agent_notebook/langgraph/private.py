@@ -5,7 +5,11 @@ gain (measured by ``bench/langgraph_private.py`` where it is speed or size; figu
 from one run on a loaded machine: compare within a run), and
 ``tests/langgraph/test_private.py`` checks each (its module, its signature or attributes)
 against the installed LangGraph, naming the symbol and the version when one moved. No other
-module imports a private LangGraph name (that test checks it too).
+module imports a private LangGraph name (that test checks it too). ``pyproject.toml`` pins
+LangGraph's packages (``langgraph``, ``langgraph-checkpoint``, its SQLite and PostgreSQL
+savers) to the one minor version each that these checks run against (``constraints.txt``'s),
+and the test checks that too: a new minor may move a private name, so moving to one is a
+change here, its checks run first.
 
 Kept:
 
