@@ -2,12 +2,15 @@
 measured with it and without it on the same data, interleaved, medians (the machine's load
 printed before and after: wall times on a loaded machine are noisy, compare within a run).
 
+- executor: chat turns on the chat graph (a fake model, a SQLite notebook, with
+  ``chat.kept_thread_pool: true``), each turn on the kept pool or on LangGraph's own pool
+  per ``invoke``, alternating (the order swapped
+  every pair), the notebook's after-turn work done between turns, untimed.
 - delta channel: a LangGraph graph adding a user and an assistant message a turn, on
   LangGraph's ``SqliteSaver``, ``messages`` as ``DeltaChannel(messages_delta_reducer)``
   (a snapshot every 100 updates, as the chat graph) against ``add_messages``: the
   checkpoint file's bytes and the median turn, both graphs turn by turn.
-- history walk: on a chat graph's thread (a fake model, a SQLite notebook, ``--turns``
-  turns made first, untimed), a turn's read of ``messages`` at
+- history walk: on the thread the executor part made, a turn's read of ``messages`` at
   the newest checkpoint, the walk stopping at the previous checkpoint's value (ours, on
   LangGraph's private SQLite walk) against LangGraph's public
   ``get_delta_channel_history`` (from the last snapshot), alternating; same values.
@@ -40,6 +43,7 @@ from langgraph.graph.message import add_messages
 
 from agent_notebook import Notebook
 from agent_notebook.chat import build_chat_graph
+from agent_notebook.chat.executor import KEPT_POOL
 from agent_notebook.chat.state import MESSAGES_SNAPSHOT_EVERY
 from agent_notebook.config import NotebookConfig, write_config
 from agent_notebook.langgraph.checkpoint.delta_history import CachedValues
@@ -79,19 +83,38 @@ def report(title: str, times: dict[str, list[float]], skip: int = 0) -> None:
     )
 
 
-def chat_thread(home: Path, turns: int) -> tuple[Any, RunnableConfig]:
-    """A chat graph and a thread of ``turns`` turns on it, for the history walk (untimed)."""
-    users, answers = make_texts(turns, 0)
-    # lexical context search, as chat_turns.py's variant e: no embedding model to load
-    write_config(home, NotebookConfig.model_validate({"chat": {"context_search": "lexical"}}))
+def bench_executor(home: Path, turns: int) -> tuple[Any, RunnableConfig]:
+    users, answers = make_texts(2 * turns, 0)
+    # lexical context search, as chat_turns.py's variant e: no embedding model to load; the
+    # kept pool opted in (chat.kept_thread_pool), each turn's config choosing it or not
+    chat = {"context_search": "lexical", "kept_thread_pool": True}
+    write_config(home, NotebookConfig.model_validate({"chat": chat}))
     nb = Notebook.open(home)
     graph = build_chat_graph(nb, model=fake_model(answers))
     thread: RunnableConfig = {"configurable": {"thread_id": "bench"}}
-    for text in users:
-        graph.invoke({"messages": [HumanMessage(text)]}, thread)
-        nb.drain()  # the after-turn work (indexing, embedding)
+    own_pool: RunnableConfig = {"configurable": {"thread_id": "bench", KEPT_POOL: False}}
+    turn = iter(range(2 * turns))
+
+    def run(config: RunnableConfig) -> Callable[[int], None]:
+        def one(_: int) -> None:
+            graph.invoke({"messages": [HumanMessage(users[next(turn)])]}, config)
+
+        return one
+
+    def between() -> None:  # the after-turn work (indexing, embedding): untimed
+        nb.drain()
         if (semantic := nb.semantic) is not None:
             semantic.wait_idle(timeout=10)
+
+    times: dict[str, list[float]] = {"kept pool (patched executor)": [], "LangGraph's pool": []}
+    runs = {"kept pool (patched executor)": run(thread), "LangGraph's pool": run(own_pool)}
+    for i in range(turns):
+        for name in list(runs) if i % 2 == 0 else list(runs)[::-1]:
+            started = time.perf_counter()
+            runs[name](i)
+            times[name].append(time.perf_counter() - started)
+            between()
+    report(f"executor: chat turns, {turns} each, the first 10 of each left out", times, skip=10)
     return graph, thread
 
 
@@ -165,7 +188,7 @@ def bench_history_walk(graph: Any, thread: RunnableConfig, repeats: int) -> None
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=120, help="chat turns (x2 for the delta)")
+    parser.add_argument("--turns", type=int, default=120, help="chat turns per condition")
     parser.add_argument("--repeats", type=int, default=200, help="history reads per condition")
     args = parser.parse_args()
     print(
@@ -175,7 +198,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as base:
         home = Path(base) / "home"
         home.mkdir(mode=0o700)
-        graph, thread = chat_thread(home, 2 * args.turns)
+        graph, thread = bench_executor(home, args.turns)
         bench_history_walk(graph, thread, args.repeats)
         bench_delta_channel(Path(base), 2 * args.turns)
     print(f"after: {load()}")

@@ -135,6 +135,12 @@ class ChatSettings(BaseModel):
     context_search: Literal["hybrid", "lexical"] = "hybrid"
     notebook_updater: Literal["deterministic", "llm"] = "deterministic"
     summarizer: Literal["extractive", "llm"] = "extractive"
+    #: Whether the chat graph runs its checkpoint saves on one thread pool kept for the
+    #: process instead of one LangGraph makes and shuts down at each run: off by default.
+    #: On, it replaces a private LangGraph function for the whole process (other graphs
+    #: still get LangGraph's pool) for a turn's median about 1.5-3.5 ms faster on a busy
+    #: machine (see ``agent_notebook.chat.executor``).
+    kept_thread_pool: bool = False
 
 
 class StoreSettings(BaseModel):

@@ -65,6 +65,7 @@ def resolve(path: str) -> Any:
 
 #: Each private function we call: the parameters we pass by name (or position) must be there.
 SIGNATURES = {
+    "langgraph.pregel._executor.get_executor_for_config": ["config"],
     "langgraph.graph.message._messages_delta_reducer": ["state", "writes"],
     "langgraph.checkpoint.sqlite._delta.build_delta_stage2_sql": ["chain_lens", "has_task_path"],
     "langgraph.checkpoint.sqlite._delta.step_walk_with_row": [
@@ -205,6 +206,34 @@ def test_an_empty_channel_checkpoint_is_nothing_stored() -> None:
     empty: DeltaChannel[Any] = DeltaChannel(private.messages_delta_reducer)
     channel = empty.from_checkpoint(empty.checkpoint())
     assert channel.get() == [], moved("DeltaChannel.checkpoint()", "no longer 'nothing stored'")
+
+
+def test_the_executor_patch_is_in_place() -> None:
+    from agent_notebook.chat.executor import keep_pool
+
+    module = private.executor_module()
+    assert module is not None, moved(private.EXECUTOR_MODULE, "the module is gone")
+    assert hasattr(module, "get_executor_for_config"), moved(
+        f"{private.EXECUTOR_MODULE}.get_executor_for_config", "the module has no such name"
+    )
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    class Count(TypedDict):
+        n: int
+
+    graph = StateGraph(Count)
+    graph.add_node("add", lambda state: {"n": state["n"] + 1})
+    graph.add_edge(START, "add")
+    graph.add_edge("add", END)
+    kept = keep_pool(graph.compile())  # installs the patch (once)
+    assert getattr(module.get_executor_for_config, "_agent_notebook", False)
+    assert kept.invoke({"n": 1}) == {"n": 2}  # a run on the kept pool
+    source = inspect.getsource(module)
+    assert "get_executor_for_config(config)" in source, moved(
+        f"{private.EXECUTOR_MODULE}.get_executor_for_config",
+        "LangGraph's runs no longer call it through this module, so the patch does nothing",
+    )
 
 
 # -- the versions these checks run against are the ones pyproject.toml allows -------------

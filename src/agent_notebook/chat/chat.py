@@ -52,6 +52,7 @@ from ..session.activity import ActivityMark, mark_after
 from ..session.updaters import DeterministicUpdater, LlmUpdater, NotebookUpdater
 from .compaction import CompactionPlan, plan_compaction, removals
 from .context import ContextBuilder
+from .executor import keep_pool
 from .models import ModelResolver
 from .prompts import Prompter
 from .runs import ChatGraph
@@ -232,6 +233,8 @@ def build_chat_graph(
     compiled = graph.compile(checkpointer=checkpointer or notebook.checkpointer_for(chat))
     # One checkpoint a turn unless the settings (or the run) ask for one a step.
     compiled = compiled.with_config(configurable={DURABILITY: chat.checkpoint_durability})
+    if chat.kept_thread_pool:  # opt-in: it replaces a private LangGraph function
+        compiled = keep_pool(compiled)  # a turn starts no threads
     chat_graph = ChatGraph.of(compiled)
     chat_graph.on_new_message(context_builder.prepare)  # embedding starts with the run
     chat_graph.around_runs(notebook.turn_running)  # the moments' vectors: after the run

@@ -13,6 +13,18 @@ change here, its checks run first.
 
 Kept:
 
+- ``langgraph.pregel._executor.get_executor_for_config``, opt-in only
+  (``chat.kept_thread_pool: true``; off by default): then replaced for the process by
+  :mod:`agent_notebook.chat.executor` (through :func:`executor_module`), so a chat turn runs
+  its checkpoint saves on one kept thread pool instead of a pool LangGraph makes and shuts
+  down at each ``invoke``; other graphs keep LangGraph's pool. Gain, 2026-12-06 at load 3-5
+  on 2 cores (issue 38): a timed turn's median, interleaved, 18.35 against 20.28 ms and
+  21.62 against 25.20 ms (``bench/chat_turns_ab.py`` variant e, turns 100-400; CPU 12.80
+  against 13.33 and 14.45 against 15.50 ms), 18.93 against 20.49 ms
+  (``bench/langgraph_private.py``); 200 turns as whole processes, 5 runs each: CPU time
+  1.00x and 1.05x (min-max 0.98-1.07), wall 1.16x and 1.06x (0.48-1.27): within their
+  noise. Small and seen only per turn, on a machine where a new thread waits for a core:
+  not worth a process-wide replacement by default.
 - ``langgraph.graph.message._messages_delta_reducer`` (:data:`messages_delta_reducer`): the
   reducer of the chat's ``messages`` ``DeltaChannel``, so a checkpoint stores the messages
   written, not the whole list each turn. LangGraph offers no public name for it and
@@ -42,20 +54,15 @@ Kept:
 
 Dropped: ``langgraph._internal._typing.MISSING`` (the "nothing stored" marker of a delta
 channel): an empty channel's own ``checkpoint()`` gives it through the public channel API.
-And ``langgraph.pregel._executor.get_executor_for_config``, which the chat graph replaced
-for the whole process to run its checkpoint saves on one kept thread pool instead of one
-LangGraph makes per ``invoke``: the gain was within the noise of a whole run (issue 38;
-2026-12-06, load 3-5 on 2 cores: 200 turns of ``bench/chat_turns.py`` variant e as whole
-processes, CPU time 1.00x, min-max 0.99-1.02; wall 1.16x, min-max 0.83-1.26; per timed
-turn, interleaved, 1.5-1.9 ms of a 15-20 ms turn, 0.5 ms of CPU), not worth a private name
-patched process-wide.
 
 The PostgreSQL names are imported when first used: the ``postgres`` extra is optional.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any, Final
 
 from langgraph.checkpoint.base import DeltaChannelHistory
@@ -76,10 +83,12 @@ from langgraph.store.sqlite.base import (
 )
 
 __all__ = [
+    "EXECUTOR_MODULE",
     "PRIVATE_INSTANCE_ATTRIBUTES",
     "PRIVATE_MEMBERS",
     "SQLITE_DELTA_STAGE1_SQL",
     "DeltaSnapshot",
+    "executor_module",
     "messages_delta_reducer",
     "pg_build_writes_history",
     "pg_delta_stage1_sql",
@@ -131,7 +140,19 @@ PRIVATE_INSTANCE_ATTRIBUTES: Final = {
 
 # -- the chat graph ---------------------------------------------------------------------------
 
+#: The module whose ``get_executor_for_config`` LangGraph's runs call for their pool.
+EXECUTOR_MODULE: Final = "langgraph.pregel._executor"
+
 messages_delta_reducer: Final = _messages_delta_reducer
+
+
+def executor_module() -> ModuleType | None:
+    """LangGraph's executor module, or None when this LangGraph has none (then the chat
+    graph keeps LangGraph's own pool)."""
+    try:
+        return importlib.import_module(EXECUTOR_MODULE)
+    except ImportError:
+        return None
 
 
 # -- the SQLite checkpointer's history walk --------------------------------------------------
