@@ -2,8 +2,9 @@
 measured with it and without it on the same data, interleaved, medians (the machine's load
 printed before and after: wall times on a loaded machine are noisy, compare within a run).
 
-- executor: chat turns on the chat graph (a fake model, a SQLite notebook), each turn on
-  the kept pool or on LangGraph's own pool per ``invoke``, alternating (the order swapped
+- executor: chat turns on the chat graph (a fake model, a SQLite notebook, with
+  ``chat.kept_thread_pool: true``), each turn on the kept pool or on LangGraph's own pool
+  per ``invoke``, alternating (the order swapped
   every pair), the notebook's after-turn work done between turns, untimed.
 - delta channel: a LangGraph graph adding a user and an assistant message a turn, on
   LangGraph's ``SqliteSaver``, ``messages`` as ``DeltaChannel(messages_delta_reducer)``
@@ -84,8 +85,10 @@ def report(title: str, times: dict[str, list[float]], skip: int = 0) -> None:
 
 def bench_executor(home: Path, turns: int) -> tuple[Any, RunnableConfig]:
     users, answers = make_texts(2 * turns, 0)
-    # lexical context search, as chat_turns.py's variant e: no embedding model to load
-    write_config(home, NotebookConfig.model_validate({"chat": {"context_search": "lexical"}}))
+    # lexical context search, as chat_turns.py's variant e: no embedding model to load; the
+    # kept pool opted in (chat.kept_thread_pool), each turn's config choosing it or not
+    chat = {"context_search": "lexical", "kept_thread_pool": True}
+    write_config(home, NotebookConfig.model_validate({"chat": chat}))
     nb = Notebook.open(home)
     graph = build_chat_graph(nb, model=fake_model(answers))
     thread: RunnableConfig = {"configurable": {"thread_id": "bench"}}

@@ -24,8 +24,8 @@ callers catch one root and front ends turn it into a message, an exit code or an
     ├── MissingDependency        an optional part is not installed; names pip's command (ImportError)
     ├── ModelNotConfigured       the chat graph has no model: none given, configured or in the env
     ├── ModelFailed              the chat model (its provider) failed during a request (HTTP 502)
-    ├── SummaryFailed            compaction's summarizer got no summary and had no fallback
-    └── UpdateFailed             the session-notebook updater got no valid proposal; no change
+    ├── SummaryFailed            a summarizer's model gave no summary, no fallback (HTTP 502)
+    └── UpdateFailed             the session-notebook updater got no valid proposal (HTTP 502)
 
 Messages say what was wrong, where, and how to fix it. ``MalformedItem`` and
 ``MalformedAnswer`` are mostly caught inside the package (ingest turns the first into a
@@ -195,8 +195,9 @@ class ModelFailed(NotebookError):
 
 
 class SummaryFailed(NotebookError):
-    """No summary could be made (the model failed and there was no fallback)."""
+    """No summary could be made (the model failed and there was no fallback): HTTP 502."""
 
 
 class UpdateFailed(NotebookError):
-    """The updater could not produce a valid proposal; the notebook stays as it was."""
+    """The updater could not produce a valid proposal; the notebook stays as it was: HTTP
+    502 (its model failed or answered unusably)."""

@@ -3,6 +3,9 @@ rest of its context (on a kept thread, once), not after the lexical search."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -24,6 +27,7 @@ from agent_notebook.notebook.facade import Notebook
 from agent_notebook.search import semantic as semantic_module
 from agent_notebook.storage import SqliteBackend
 from tests.support.embedders import QueryLog
+from tests.support.waiting import HANG_GUARD_S
 
 THREAD = {"configurable": {"thread_id": "turns"}}
 LYON = "The train to Lyon leaves at 7:40 from platform 4."
@@ -65,17 +69,48 @@ def test_a_turn_embeds_its_message_once_ahead_of_the_search(
         assert "Lyon" in hits[0].moment.content.text
 
 
+def test_by_default_the_chat_graph_leaves_langgraphs_pool_alone(tmp_path: Path) -> None:
+    """Without ``chat.kept_thread_pool`` no private LangGraph function is replaced: in a
+    process of its own (a test before may have opted in), a turn runs on LangGraph's pool."""
+    script = (
+        "import sys\n"
+        "from langchain_core.language_models.fake_chat_models import FakeListChatModel\n"
+        "from langchain_core.messages import HumanMessage\n"
+        "from agent_notebook.chat import build_chat_graph\n"
+        "from agent_notebook.langgraph.private import executor_module\n"
+        "from agent_notebook.notebook.facade import Notebook\n"
+        "from agent_notebook.storage import SqliteBackend\n"
+        "with Notebook(SqliteBackend(sys.argv[1]), embedder=None) as nb:\n"
+        "    graph = build_chat_graph(nb, model=FakeListChatModel(responses=['Noted.']))\n"
+        "    graph.invoke({'messages': [HumanMessage('hi')]}, "
+        "{'configurable': {'thread_id': 't'}})\n"
+        "factory = executor_module().get_executor_for_config\n"
+        "print(getattr(factory, '_agent_notebook', False))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "notebook.db")],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+        env={**os.environ, "AGENT_NOTEBOOK_EMBEDDER": "none"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
 def test_turns_start_no_threads_and_other_graphs_keep_their_own_pool(tmp_path: Path) -> None:
-    """LangGraph makes a thread pool per run for its checkpoint saves; the chat graph's
-    runs share one kept pool instead, so later turns start no thread. A graph of the
-    app's own still gets LangGraph's pool, shut down at the end of its run."""
+    """With ``chat.kept_thread_pool`` (opt-in), the chat graph's runs share one kept pool
+    for their checkpoint saves instead of one LangGraph makes per run, so later turns start
+    no thread. A graph of the app's own still gets LangGraph's pool, shut down at the end
+    of its run."""
     from typing import TypedDict
 
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.graph import END, START, StateGraph
 
     backend = SqliteBackend(tmp_path / "notebook.db")
-    with Notebook(backend, embedder=None, background_embedding=False) as nb:
+    config = NotebookConfig.model_validate({"chat": {"kept_thread_pool": True}})
+    with Notebook(backend, embedder=None, background_embedding=False, config=config) as nb:
         graph = build_chat_graph(nb, model=FakeListChatModel(responses=["Noted."] * 8))
         for text in ["first", "second"]:  # the pool exists after these
             graph.invoke({"messages": [HumanMessage(text)]}, THREAD)

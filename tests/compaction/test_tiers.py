@@ -10,7 +10,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -23,15 +22,14 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from agent_notebook import Notebook
 from agent_notebook import config as cfg
 from agent_notebook.compaction.rollup import current_updates, dropped_manifest, kept_whole, salient
-from agent_notebook.compaction.runner import KILL_AFTER_ENV, PAUSE_ENV
 from agent_notebook.errors import InvalidInput, NotFound
 from agent_notebook.model import Moment
 from agent_notebook.storage import MemoryBackend, StorageBackend
+from tests.support import compact_crash
 from tests.support.clirun import text_cli
 from tests.support.waiting import HANG_GUARD_S
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # a Monday
-BIN = Path(sys.executable).parent
 PERSISTENT = ("sqlite-file", "yaml")
 NO_EMBEDDER = {"AGENT_NOTEBOOK_EMBEDDER": "none"}
 
@@ -235,19 +233,22 @@ def make_home(tmp_path: Path, kind: str) -> Path:
 
 
 def compact_cli(
-    home: Path, *extra: str, env: dict[str, str] | None = None
+    home: Path, *extra: str, kill_after: int | None = None, pause: float = 0.0
 ) -> subprocess.Popen[str]:
+    """``agent-notebook compact`` in a process of its own, killed at its ``kill_after``-th
+    durable step or pausing ``pause`` seconds after each (``tests/support/compact_crash.py``)."""
     return subprocess.Popen(
-        [
-            str(BIN / "agent-notebook"),
+        compact_crash.command(
             "compact",
             "--home",
             str(home),
             "--now",
             "2027-01-01",
             *extra,
-        ],
-        env={**os.environ, "AGENT_NOTEBOOK_EMBEDDER": "none", **(env or {})},
+            kill_after=kill_after,
+            pause=pause,
+        ),
+        env={**os.environ, "AGENT_NOTEBOOK_EMBEDDER": "none"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -315,7 +316,7 @@ def test_killed_midway_then_rerun_loses_and_repeats_nothing(
     seed, reference = seeded
     killed = tmp_path / "killed"
     shutil.copytree(seed, killed)
-    code, _, err = finish(compact_cli(killed, env={KILL_AFTER_ENV: str(kill_after)}))
+    code, _, err = finish(compact_cli(killed, kill_after=kill_after))
     assert code == -signal.SIGKILL, err
     assert state_of(killed) != reference  # it stopped midway
     code, _, err = compact(killed, "--format", "json")
@@ -331,7 +332,7 @@ def test_sigkill_from_outside_during_compaction(
     seed, reference = seeded
     home = tmp_path / "home"
     shutil.copytree(seed, home)
-    run = compact_cli(home, env={PAUSE_ENV: "0.05"})
+    run = compact_cli(home, pause=0.05)
     while not list((home / "archive").rglob("*.gz")) and run.poll() is None:
         time.sleep(0.02)  # until it has archived something (it pauses between steps)
     time.sleep(0.1)

@@ -10,6 +10,7 @@ import importlib
 import inspect
 import re
 import sqlite3
+import tomllib
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 from agent_notebook.langgraph import private
 
 SRC = Path(private.__file__).resolve().parents[1]
+ROOT = SRC.parents[1]
 PACKAGES = (
     "langgraph",
     "langgraph-checkpoint",
@@ -232,6 +234,45 @@ def test_the_executor_patch_is_in_place() -> None:
         f"{private.EXECUTOR_MODULE}.get_executor_for_config",
         "LangGraph's runs no longer call it through this module, so the patch does nothing",
     )
+
+
+# -- the versions these checks run against are the ones pyproject.toml allows -------------
+
+
+def pinned_minors() -> dict[str, tuple[int, int]]:
+    """``{package: (major, minor)}`` of each LangGraph package pyproject.toml requires, each
+    required as ``>=X.Y,<X.Y+1`` (one minor: a new one may move a private name)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    requirements = project["dependencies"] + project["optional-dependencies"]["postgres"]
+    found = {}
+    for requirement in requirements:
+        name = re.split(r"[<>=\[ ]", requirement, maxsplit=1)[0]
+        if name not in PACKAGES:
+            continue
+        bounds = re.fullmatch(rf"{re.escape(name)}>=(\d+)\.(\d+),<(\d+)\.(\d+)", requirement)
+        assert bounds, f"pyproject.toml: {requirement!r} is not one minor (>=X.Y,<X.Y+1)"
+        major, minor, upper_major, upper_minor = map(int, bounds.groups())
+        assert (upper_major, upper_minor) == (major, minor + 1), requirement
+        found[name] = (major, minor)
+    return found
+
+
+def test_langgraph_is_pinned_to_the_minor_versions_checked_here() -> None:
+    pins = pinned_minors()
+    assert set(pins) == set(PACKAGES), f"pyproject.toml pins {sorted(pins)}, not {PACKAGES}"
+    constraints = (ROOT / "constraints.txt").read_text(encoding="utf-8")
+    for package, (major, minor) in pins.items():
+        exact = re.search(rf"^{re.escape(package)}==(\d+)\.(\d+)\.", constraints, re.MULTILINE)
+        assert exact, f"constraints.txt has no exact version of {package}"
+        assert tuple(map(int, exact.groups())) == (major, minor), (package, exact[0])
+        try:
+            installed_minor = tuple(map(int, version(package).split(".")[:2]))
+        except PackageNotFoundError:
+            continue  # the postgres extra is optional
+        assert installed_minor == (major, minor), (
+            f"{package} {version(package)} is installed, pyproject.toml pins {major}.{minor}: "
+            "these checks ran against another minor than the one shipped"
+        )
 
 
 # -- no private LangGraph import outside private.py ------------------------------------------

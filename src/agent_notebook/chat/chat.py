@@ -233,7 +233,9 @@ def build_chat_graph(
     compiled = graph.compile(checkpointer=checkpointer or notebook.langgraph.checkpointer_for(chat))
     # One checkpoint a turn unless the settings (or the run) ask for one a step.
     compiled = compiled.with_config(configurable={DURABILITY: chat.checkpoint_durability})
-    chat_graph = ChatGraph.of(keep_pool(compiled))  # a turn starts no threads
+    if chat.kept_thread_pool:  # opt-in: it replaces a private LangGraph function
+        compiled = keep_pool(compiled)  # a turn starts no threads
+    chat_graph = ChatGraph.of(compiled)
     chat_graph.on_new_message(context_builder.prepare)  # embedding starts with the run
     chat_graph.around_runs(notebook.turn_running)  # the moments' vectors: after the run
     return chat_graph

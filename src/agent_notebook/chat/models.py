@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -14,6 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from ..config import MODEL_ENV as MODEL_ENV  # re-export: was defined here
+from ..config import model_from_env
 from ..errors import InvalidInput, MissingDependency
 from ..errors import ModelNotConfigured as ModelNotConfigured  # re-export: was defined here
 from ..notebook.facade import Notebook
@@ -36,7 +36,7 @@ class ModelResolver:
         self._lock = threading.Lock()
 
     def resolve(self, override: str | None = None) -> BaseChatModel:
-        chosen: BaseChatModel | str | None = override or self.default or os.environ.get(MODEL_ENV)
+        chosen: BaseChatModel | str | None = override or self.default or model_from_env()
         if chosen is None:
             raise ModelNotConfigured(MODEL_ENV)
         if isinstance(chosen, BaseChatModel):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from datetime import datetime
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..config import MODEL_ENV
+from ..config import MODEL_ENV, model_from_env
 from ..errors import ModelNotConfigured, NotebookError
 from .common import (
     FormatOption,
@@ -79,7 +78,7 @@ def chat(
     thread_id = thread or datetime.now().strftime("chat-%Y%m%d-%H%M%S")
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     with open_notebook(home, create=True, long_lived=True) as nb:
-        name = model or nb.config.chat.model or os.environ.get(MODEL_ENV)
+        name = model or nb.config.chat.model or model_from_env()
         if not name:  # said before the chat graph's parts load (seconds)
             fail(str(ModelNotConfigured(MODEL_ENV)))
         from ..chat import ModelResolver, build_chat_graph

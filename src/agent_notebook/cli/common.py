@@ -11,7 +11,6 @@ Square brackets in help texts are escaped (``\\[default: …]``): help is Rich m
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -28,6 +27,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .. import config as cfg
 from ..errors import InvalidInput, NotebookError
 from ..notebook.facade import Notebook
 
@@ -68,7 +68,7 @@ HomeOption = Annotated[
     Path | None,
     typer.Option(
         "--home",
-        envvar="AGENT_NOTEBOOK_HOME",
+        envvar=cfg.HOME_ENV,  # the value resolve_home would read: shown in --help
         help=HOME_HELP,
         show_default=False,
         callback=or_global,
@@ -230,15 +230,16 @@ def when(value: datetime | None) -> str:
     return "" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
 
 
-#: Seconds between two progress lines when stderr is not a terminal (a log, a pipe).
+#: Seconds between two progress lines when stderr is not a terminal (a log, a pipe), unless
+#: AGENT_NOTEBOOK_PROGRESS_EVERY (:data:`~agent_notebook.config.PROGRESS_EVERY_ENV`) says.
 PROGRESS_EVERY_S = 5.0
-PROGRESS_EVERY_ENV = "AGENT_NOTEBOOK_PROGRESS_EVERY"
+PROGRESS_EVERY_ENV = cfg.PROGRESS_EVERY_ENV
 
 
 def progress_bar() -> Progress | LineProgress:
     """A progress bar on a terminal; elsewhere a plain line every few seconds."""
     if not stderr.is_terminal:
-        return LineProgress(stderr, every=_progress_every())
+        return LineProgress(stderr, every=cfg.progress_every_s(PROGRESS_EVERY_S))
     from rich.progress import (  # loaded by the commands that show a bar only
         BarColumn,
         MofNCompleteColumn,
@@ -255,18 +256,6 @@ def progress_bar() -> Progress | LineProgress:
         console=stderr,
         transient=True,
     )
-
-
-def _progress_every() -> float:
-    raw = os.environ.get(PROGRESS_EVERY_ENV)
-    if raw is None:
-        return PROGRESS_EVERY_S
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        raise InvalidInput(
-            f"{PROGRESS_EVERY_ENV}={raw!r} is not a number of seconds (for example 5)"
-        ) from None
 
 
 class LineProgress:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -82,7 +81,7 @@ def rotate(
             where = f"privacy.encryption.key_file: {new_key_file}"
         else:
             assert new_key_env is not None
-            text = os.environ.get(new_key_env)
+            text = cfg.environment_value(new_key_env)
             if not text:
                 raise InvalidInput(f"key rotate: the environment variable {new_key_env} is empty")
             key = key_of_text(text, f"environment variable {new_key_env}")

@@ -12,12 +12,13 @@ from typing import Annotated
 
 import typer
 
+from .. import config as cfg
 from .common import HomeOption, flag, or_global, reporting_errors, stderr
 
 BackendOption = Annotated[
     str | None,
     typer.Option(
-        envvar="AGENT_NOTEBOOK_BACKEND",
+        envvar=cfg.BACKEND_ENV,  # the value backend_location would read: shown in --help
         help="sqlite, yaml or a URL \\[default: backend in config.yaml, else sqlite].",
         show_default=False,
     ),

@@ -12,19 +12,16 @@ the work without doing any twice:
 Work is always found from what is active (see :mod:`.policy`): after a kill between 1 and
 3, the rollup is there and its replaced moments still active, so the next run archives them;
 sources a rollup covers are never summarized again. Without new sources a run changes
-nothing. ``AGENT_NOTEBOOK_COMPACT_PAUSE`` (seconds to sleep after each durable step) and
-``AGENT_NOTEBOOK_COMPACT_KILL_AFTER`` (SIGKILL itself after that many durable steps) are
-hooks for crash tests.
+nothing. A :class:`Compactor` given a ``step_hook`` calls it after each durable step with
+how many are done: the crash tests pause or kill the process there
+(``tests/support/compact_crash.py`` runs the command line with one).
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -40,13 +37,12 @@ from .rollup import build_rollup
 if TYPE_CHECKING:
     from .summarize import Summarizer
 
-__all__ = ["CompactionReport", "Compactor", "DroppedItem", "Progress"]
-
-PAUSE_ENV: Final = "AGENT_NOTEBOOK_COMPACT_PAUSE"
-KILL_AFTER_ENV: Final = "AGENT_NOTEBOOK_COMPACT_KILL_AFTER"
+__all__ = ["CompactionReport", "Compactor", "DroppedItem", "Progress", "StepHook"]
 
 #: ``progress(stage, done, total)``
 Progress = Callable[[str, int, int], None]
+#: ``hook(steps)``: after each durable step, with how many this run has done.
+StepHook = Callable[[int], None]
 
 
 def _zeros() -> dict[str, int]:
@@ -100,9 +96,12 @@ class Compactor:
         summarizer: Summarizer,
         settings: CompactionSettings,
         counter: TokenCounter,
+        *,
+        step_hook: StepHook | None = None,
     ) -> None:
         self.backend, self.archive, self.summarizer = backend, archive, summarizer
         self.settings, self.counter = settings, counter
+        self.step_hook = step_hook
         self.archived_numbers: list[int] = []  # for the caller's vector index
         self._steps = 0
 
@@ -227,10 +226,7 @@ class Compactor:
         return [found[i] for i in ids if i in found]
 
     def _step(self) -> None:
-        """A durable step is done: the crash-test hooks act here."""
+        """A durable step is done: the step hook (if any) is called here."""
         self._steps += 1
-        if pause := float(os.environ.get(PAUSE_ENV, "0") or 0):
-            time.sleep(pause)
-        kill_after = os.environ.get(KILL_AFTER_ENV)
-        if kill_after and self._steps >= int(kill_after):
-            os.kill(os.getpid(), signal.SIGKILL)
+        if self.step_hook is not None:
+            self.step_hook(self._steps)

@@ -23,7 +23,7 @@ import binascii
 import hashlib
 import hmac
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, Protocol
 
@@ -138,15 +138,16 @@ class KeySettings(Protocol):
     def key_env(self) -> str: ...
     @property
     def key_file(self) -> Path | None: ...
+    def key_from_env(self) -> str | None:
+        """The key's text in the environment variable ``key_env`` (read in config, as every
+        environment variable), or None."""
+        ...
 
 
-def load_key(
-    settings: KeySettings, home: Path | None, env: Mapping[str, str] | None = None
-) -> tuple[bytes, str]:
+def load_key(settings: KeySettings, home: Path | None) -> tuple[bytes, str]:
     """The configured key and where it came from: ``key_env`` when that variable is set,
     else ``key_file``. Missing both is a clear :class:`InvalidInput`."""
-    environ = os.environ if env is None else env
-    text = environ.get(settings.key_env)
+    text = settings.key_from_env()
     if text:
         return key_from_text(text, f"environment variable {settings.key_env}"), (
             f"environment variable {settings.key_env}"
@@ -160,13 +161,11 @@ def load_key(
     )
 
 
-def load_cipher(
-    settings: KeySettings, home: Path | None, env: Mapping[str, str] | None = None
-) -> Cipher | None:
+def load_cipher(settings: KeySettings, home: Path | None) -> Cipher | None:
     """The notebook's cipher, or None when encryption is off."""
     if not settings.enabled:
         return None
-    key, source = load_key(settings, home, env)
+    key, source = load_key(settings, home)
     return Cipher(key, source=source)
 
 

@@ -5,15 +5,26 @@ gain (measured by ``bench/langgraph_private.py`` where it is speed or size; figu
 from one run on a loaded machine: compare within a run), and
 ``tests/langgraph/test_private.py`` checks each (its module, its signature or attributes)
 against the installed LangGraph, naming the symbol and the version when one moved. No other
-module imports a private LangGraph name (that test checks it too).
+module imports a private LangGraph name (that test checks it too). ``pyproject.toml`` pins
+LangGraph's packages (``langgraph``, ``langgraph-checkpoint``, its SQLite and PostgreSQL
+savers) to the one minor version each that these checks run against (``constraints.txt``'s),
+and the test checks that too: a new minor may move a private name, so moving to one is a
+change here, its checks run first.
 
 Kept:
 
-- ``langgraph.pregel._executor.get_executor_for_config``, replaced process-wide by
-  :mod:`agent_notebook.chat.executor` (through :func:`executor_module`): a chat turn runs its
-  checkpoint saves on one kept thread pool instead of a pool LangGraph makes and shuts down
-  at each ``invoke``. Gain: a chat turn's median 54.3 ms against 57.6 ms on LangGraph's
-  pool (3.3 ms, 1.06x; 50 turns each, interleaved, at load 14 on 2 cores, 2026-12-03).
+- ``langgraph.pregel._executor.get_executor_for_config``, opt-in only
+  (``chat.kept_thread_pool: true``; off by default): then replaced for the process by
+  :mod:`agent_notebook.chat.executor` (through :func:`executor_module`), so a chat turn runs
+  its checkpoint saves on one kept thread pool instead of a pool LangGraph makes and shuts
+  down at each ``invoke``; other graphs keep LangGraph's pool. Gain, 2026-12-06 at load 3-5
+  on 2 cores (issue 38): a timed turn's median, interleaved, 18.35 against 20.28 ms and
+  21.62 against 25.20 ms (``bench/chat_turns_ab.py`` variant e, turns 100-400; CPU 12.80
+  against 13.33 and 14.45 against 15.50 ms), 18.93 against 20.49 ms
+  (``bench/langgraph_private.py``); 200 turns as whole processes, 5 runs each: CPU time
+  1.00x and 1.05x (min-max 0.98-1.07), wall 1.16x and 1.06x (0.48-1.27): within their
+  noise. Small and seen only per turn, on a machine where a new thread waits for a core:
+  not worth a process-wide replacement by default.
 - ``langgraph.graph.message._messages_delta_reducer`` (:data:`messages_delta_reducer`): the
   reducer of the chat's ``messages`` ``DeltaChannel``, so a checkpoint stores the messages
   written, not the whole list each turn. LangGraph offers no public name for it and

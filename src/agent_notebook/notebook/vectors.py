@@ -3,7 +3,6 @@ first use, the embedding worker that gives new moments their vectors, and ``rein
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -91,7 +90,7 @@ class Vectors:
     def embedder_name(self) -> str:
         """The offline embedder named by AGENT_NOTEBOOK_EMBEDDER or ``search.embedder``
         (``default``, ``minilm``, ``e5-small`` or ``none``)."""
-        return os.environ.get(cfg.EMBEDDER_ENV) or self.context.config.search.embedder
+        return cfg.embedder_from_env() or self.context.config.search.embedder
 
     def resolve_embedder(self) -> Embedder | None:
         if self.embedder_choice != "default":

@@ -2,8 +2,10 @@
 
 401 a missing or wrong bearer token, 403 a guest token off its routes, 404 an unknown id,
 409 a conflict (a stale ``If-Match`` too), 413 an oversized body, 422 invalid input; a bad
-request never gets a 5xx and changes nothing. Library errors keep their own message (which
-says what was wrong) as ``detail``.
+request never gets a 5xx and changes nothing. 502 a model's provider failed (the chat model:
+``ModelFailed``; the summarizer's: ``SummaryFailed``; the session-notebook updater's:
+``UpdateFailed``), 503 the backend or a missing model setting, 500 only a bug. Library
+errors keep their own message (which says what was wrong) as ``detail``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from ..errors import (
     NotebookError,
     NotFound,
     StorageError,
+    SummaryFailed,
+    UpdateFailed,
 )
 from ..errors import Forbidden as Forbidden  # re-export: was defined here
 from ..errors import ModelFailed as ModelFailed  # re-export: was defined here
@@ -56,7 +60,9 @@ FIXES: dict[int, str] = {
     "and send it again with that ETag in If-Match",
     413: "send a smaller body: split long texts into several moments, or start the server "
     "with a larger --max-body",
-    502: "the chat model's provider failed; retry, or pick another model with model_override",
+    502: "a model's provider failed (the detail says which: the chat model, the summarizer or "
+    "the session-notebook updater); retry, or pick another model (model_override, or "
+    "chat.model in config.yaml)",
     422: "correct what the detail names and send the request again; nothing was changed",
     501: "install the optional part the detail names, then restart the server",
     503: "the server cannot do this now; the detail says what to set up or when to retry "
@@ -133,7 +139,7 @@ def status_of(err: NotebookError) -> int:
         return 501
     if isinstance(err, StorageError | ModelNotConfigured):
         return 503
-    if isinstance(err, ModelFailed):
+    if isinstance(err, ModelFailed | SummaryFailed | UpdateFailed):
         return 502
     return 500
 

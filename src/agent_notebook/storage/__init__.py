@@ -15,10 +15,12 @@ holding ``index.yaml``
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+# The PostgreSQL timeout's variable is read in config (every environment variable is).
+from ..config import PG_TIMEOUT_ENV as PG_TIMEOUT_ENV
+from ..config import postgres_timeout_s as postgres_timeout_s
 from ..errors import InvalidInput
 from .base import Capabilities, MomentBrief, MomentFilter, StorageBackend
 from .memory import MemoryBackend
@@ -64,22 +66,3 @@ def open_backend(
 def is_postgres_url(location: str | Path) -> bool:
     """Whether ``location`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
     return str(location).startswith(("postgresql://", "postgres://"))
-
-
-#: How long a PostgreSQL notebook waits for a pooled connection, a lock or a statement
-#: before it answers with a StorageError (a 503 from the server): seconds, default 60.
-#: While the database is away, each request waits this long for its 503.
-PG_TIMEOUT_ENV = "AGENT_NOTEBOOK_PG_TIMEOUT_S"
-
-
-def postgres_timeout_s() -> float:
-    text = os.environ.get(PG_TIMEOUT_ENV, "60")
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds < float("inf"):
-        raise InvalidInput(
-            f"{PG_TIMEOUT_ENV}={text!r}: give a number of seconds above 0, for example 60"
-        )
-    return seconds
