@@ -27,7 +27,7 @@ from typing import Final
 
 from ..core.enrich import STOPWORDS
 from ..core.lexical import stem
-from .text import UPDATE_CUE, content_stems, sentences, spelled_out, word_set
+from .text import IRREGULAR_VERBS, UPDATE_CUE, content_stems, sentences, spelled_out, word_set
 
 __all__ = ["Claim", "claims_in", "reported_changes_in", "same_subject", "value_name"]
 
@@ -492,7 +492,7 @@ def _act_claims(low: str, sentence: str, update: bool) -> list[Claim]:
         obj = re.sub(r"^(?:to|with|on|in|at|for|about|of)\s+", "", obj)
         if not content_stems(obj):
             continue
-        verb_stem = stem(_IRREGULAR.get(verb, verb))
+        verb_stem = stem(IRREGULAR_VERBS.get(verb, verb))
         found.append(
             Claim(
                 m["who"],
@@ -507,45 +507,6 @@ def _act_claims(low: str, sentence: str, update: bool) -> list[Claim]:
             )
         )
     return found
-
-
-_IRREGULAR: Final = {
-    "wrote": "write",
-    "written": "write",
-    "built": "build",
-    "ran": "run",
-    "bought": "buy",
-    "ate": "eat",
-    "eaten": "eat",
-    "drank": "drink",
-    "drunk": "drink",
-    "spoke": "speak",
-    "spoken": "speak",
-    "took": "take",
-    "taken": "take",
-    "made": "make",
-    "found": "find",
-    "sent": "send",
-    "met": "meet",
-    "kept": "keep",
-    "left": "leave",
-    "paid": "pay",
-    "owned": "own",
-    "did": "do",
-    "done": "do",
-    "gave": "give",
-    "given": "give",
-    "flew": "fly",
-    "flown": "fly",
-    "drove": "drive",
-    "driven": "drive",
-    "swam": "swim",
-    "swum": "swim",
-    "taught": "teach",
-    "learnt": "learn",
-    "brought": "bring",
-    "went": "go",
-}
 
 
 def _count_claims(low: str, sentence: str, update: bool) -> list[Claim]:

@@ -14,6 +14,7 @@ from ..core.enrich import STOPWORDS
 from ..core.lexical import terms
 
 __all__ = [
+    "IRREGULAR_VERBS",
     "UPDATE_CUE",
     "content_stems",
     "prose",
@@ -94,3 +95,44 @@ def content_stems(text: str) -> frozenset[str]:
     words = re.findall(r"[^\W_]+(?:[.'\-][^\W_]+)*", text.casefold())
     kept = " ".join(w for w in words if w not in STOPWORDS and w not in _GENERIC)
     return frozenset(terms(kept))
+
+
+#: The present of the past forms an act is said in ("wrote" is "write"), so that two
+#: claims of one act meet.
+IRREGULAR_VERBS: Final = {
+    "wrote": "write",
+    "written": "write",
+    "built": "build",
+    "ran": "run",
+    "bought": "buy",
+    "ate": "eat",
+    "eaten": "eat",
+    "drank": "drink",
+    "drunk": "drink",
+    "spoke": "speak",
+    "spoken": "speak",
+    "took": "take",
+    "taken": "take",
+    "made": "make",
+    "found": "find",
+    "sent": "send",
+    "met": "meet",
+    "kept": "keep",
+    "left": "leave",
+    "paid": "pay",
+    "owned": "own",
+    "did": "do",
+    "done": "do",
+    "gave": "give",
+    "given": "give",
+    "flew": "fly",
+    "flown": "fly",
+    "drove": "drive",
+    "driven": "drive",
+    "swam": "swim",
+    "swum": "swim",
+    "taught": "teach",
+    "learnt": "learn",
+    "brought": "bring",
+    "went": "go",
+}

@@ -49,8 +49,8 @@ from .langgraph_state import LangGraphState
 from .maintenance import Maintenance, SessionDeletion
 from .opening import open_storage
 from .owner_facts import OwnerFacts
+from .reach import Reach
 from .recording import Recording
-from .redaction import Reach
 from .sessions import SessionOrder, Sessions, WriteBackKind
 from .transfer import Transfer
 from .turns import TurnWork

@@ -17,8 +17,9 @@ from .checks import aware, required
 
 if TYPE_CHECKING:
     from .forgetting import PolicyReport
+    from .reach import Reach
     from .recording import Recording
-    from .redaction import ForgetReport, Reach
+    from .redaction import ForgetReport
 
 
 @dataclass(frozen=True, slots=True)

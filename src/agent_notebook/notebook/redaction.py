@@ -62,7 +62,7 @@ from ..model import (
     now_utc,
 )
 from .chat_scrubbing import scrub_store, store_items
-from .facts import FactKeeper, without_redacted
+from .facts import without_redacted
 from .scrubbing import MIN_WORDS, RUN_WORDS, Scrubber, phrase_pattern, secret_of, words_of
 
 if TYPE_CHECKING:
@@ -70,26 +70,11 @@ if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
     from ..compaction import ColdArchive
-    from .archive import Archive
-    from .context import NotebookContext
-    from .langgraph_state import LangGraphState
-    from .vectors import Vectors
+    from .reach import Reach
 
-__all__ = ["MIN_WORDS", "RUN_WORDS", "ForgetReport", "Reach", "Redaction", "Scrubber"]
+__all__ = ["MIN_WORDS", "RUN_WORDS", "ForgetReport", "Redaction", "Scrubber"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Reach:
-    """The parts of a notebook a redaction reaches. ``vectors`` drops the vectors of
-    redacted moments from the index only when it is already loaded."""
-
-    context: NotebookContext
-    vectors: Vectors
-    facts: FactKeeper
-    archive: Archive
-    langgraph: LangGraphState
 
 
 class ForgetReport(BaseModel):
