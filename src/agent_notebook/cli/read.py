@@ -11,8 +11,9 @@ from typing import Annotated
 
 import typer
 
-from ..model import Moment, SearchHit, Session
+from ..model import Moment, Session
 from ..notebook.checks import weak_match_hint
+from ..search.hits import SearchHit
 from ..search.slice import MAX_SLICE_TOKENS
 from .common import (
     FormatOption,

@@ -14,8 +14,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
-from ..model import SearchHit, validate_record
+from ..model import validate_record
 from ..notebook.facade import Notebook
+from ..search.hits import SearchHit
 
 __all__ = ["NotebookRetriever", "SearchFilters", "document_of"]
 

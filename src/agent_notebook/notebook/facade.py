@@ -36,11 +36,11 @@ from ..model import (
     Moment,
     MomentDraft,
     PendingItem,
-    SearchHit,
     Session,
     TaskStatus,
 )
 from ..search.engine import Mode
+from ..search.hits import SearchHit
 from ..search.slice import Format as SliceFormat
 from ..search.slice import Slice
 from ..storage import StorageBackend

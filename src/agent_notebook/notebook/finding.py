@@ -13,12 +13,12 @@ from ..errors import InvalidInput, NotFound
 from ..model import (
     ConceptEntry,
     Moment,
-    SearchHit,
     Session,
     check_moment_id,
     normalize_concept,
 )
 from ..search.engine import Mode, SearchEngine, SearchRequest, matches_words, neighbour_ids
+from ..search.hits import SearchHit
 from ..search.slice import MAX_SLICE_TOKENS, Slice, build_slice
 from ..search.slice import Format as SliceFormat
 from ..storage import MomentFilter, StorageBackend

@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from ..model import Moment, SearchHit, now_utc, split_link
+from ..model import Moment, now_utc, split_link
+from ..search.hits import SearchHit
 
 __all__ = ["present"]
 

@@ -17,8 +17,9 @@ from datetime import timedelta
 from ..config import SearchSettings
 from ..core.enrich import enrich, identifiers
 from ..core.lexical import stem, terms, tokenize
-from ..model import SearchHit, moment_number, normalize_concept, now_utc
+from ..model import moment_number, normalize_concept, now_utc
 from ..storage import MomentBrief, MomentFilter, StorageBackend
+from .hits import SearchHit
 from .hybrid import (
     CONCEPT,
     DATE,

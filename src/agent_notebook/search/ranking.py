@@ -13,8 +13,9 @@ from typing import NamedTuple
 
 from ..config import SearchSettings
 from ..core.lexical import terms
-from ..model import Moment, SearchHit
+from ..model import Moment
 from ..storage import MomentBrief, MomentFilter
+from .hits import SearchHit
 from .hybrid import Coverage, Fused, cover_scores, prior_factors
 
 __all__ = [

@@ -14,9 +14,9 @@ from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse
 
 from ...errors import InvalidInput
-from ...model import SearchHit
 from ...notebook.checks import MAX_SEARCH_LIMIT, weak_match_hint
 from ...notebook.facade import Notebook
+from ...search.hits import SearchHit
 from .common import Checked, Nb
 from .render import page
 
