@@ -13,6 +13,7 @@ import typer
 
 from ..model import Moment, Session
 from ..notebook.checks import weak_match_hint
+from ..search.explanation import Signal
 from ..search.hits import SearchHit
 from ..search.slice import MAX_SLICE_TOKENS
 from .common import (
@@ -202,9 +203,8 @@ def search(
         cut = nb.config.search.min_score if min_score is None else min_score
     if not hits and cut > 0 and query.strip():
         stderr.print(weak_match_hint(query, cut, "--min-score"), highlight=False)
-    signals = ["lexical", "vector", "concept"] + (["media"] if image or audio else [])
     if explain and fmt is OutputFormat.TABLE:
-        _print_explained(hits, signals)  # a block a hit: readable at 80 columns
+        _print_explained(hits, _shown_signals(hits, example=image is not None or audio is not None))
         return
     columns: list[tuple[str, Callable[[SearchHit], object]]] = [
         ("score", lambda h: f"{h.score:.3g}"),
@@ -223,7 +223,22 @@ def search(
     emit(hits, fmt, columns)
 
 
-def _print_explained(hits: list[SearchHit], signals: list[str]) -> None:
+#: The signals ``search --explain`` always shows (``-`` when a hit has none of it).
+_ALWAYS_SHOWN = (Signal.LEXICAL, Signal.VECTOR, Signal.CONCEPT)
+
+
+def _shown_signals(hits: list[SearchHit], *, example: bool) -> list[Signal]:
+    """The signals ``search --explain`` shows: the main three, ``media`` for a search by
+    example, and any other signal that found one of the hits (the date a query names...)."""
+    found = {signal for hit in hits for signal in hit.explain.signals}
+    return [
+        signal
+        for signal in Signal
+        if signal in _ALWAYS_SHOWN or signal in found or (example and signal is Signal.MEDIA)
+    ]
+
+
+def _print_explained(hits: list[SearchHit], signals: list[Signal]) -> None:
     """``search --explain`` as text: a block a hit, its lines folded to the terminal."""
     width = max(40, shutil.get_terminal_size().columns)
     indent = "    "
@@ -251,39 +266,34 @@ def _print_explained(hits: list[SearchHit], signals: list[str]) -> None:
         print("\n".join(lines) + ("\n" if rank < len(hits) else ""))
 
 
-def _share(signal: str) -> Callable[[SearchHit], object]:
+def _share(signal: Signal) -> Callable[[SearchHit], object]:
     def cell(hit: SearchHit) -> str:
-        share = hit.explain.get(f"{signal}_share")
-        if share is None:
+        part = hit.explain.signals.get(signal)
+        if part is None or part.share is None:
             return "-"
-        rank = int(hit.explain[f"{signal}_rank"])
-        return f"{share:.0%} #{rank}"
+        return f"{part.share:.0%} #{part.rank}"
 
     return cell
 
 
 def _relevance(hit: SearchHit) -> str:
-    value = hit.explain.get("relevance")
+    value = hit.explain.relevance
     return "-" if value is None else f"{value:.2f}"
 
 
 def _coverage(hit: SearchHit) -> str:
     """The query coverage step: where it put the hit (``#5->#2``, or ``#2`` when it stayed)
     and the query's words the hit has."""
-    before = hit.explain.get("coverage_before")
-    if before is None:
+    step = hit.explain.coverage
+    if step is None:
         return "-"
-    after = int(before - hit.explain.get("coverage_move", 0.0))
-    place = f"#{int(before)}" if after == before else f"#{int(before)}->#{after}"
+    before, after = step.before, step.after
+    place = f"#{before}" if after == before else f"#{before}->#{after}"
     return f"{place} {','.join(hit.covered) or '-'}"
 
 
 def _priors(hit: SearchHit) -> str:
-    return " ".join(
-        f"{key.removesuffix('_prior')} x{value:.2f}"
-        for key, value in hit.explain.items()
-        if key.endswith("_prior")
-    )
+    return " ".join(f"{prior} x{value:.2f}" for prior, value in hit.explain.priors.items())
 
 
 def slice_(

@@ -186,7 +186,7 @@ def hit_summary(hit: SearchHit, *, explain: bool = False) -> dict[str, Any]:
         "score": round(hit.score, 4),
     }
     if explain:
-        summary["explain"] = {k: round(v, 4) for k, v in hit.explain.items()}
+        summary["explain"] = {k: round(v, 4) for k, v in hit.explain.as_dict().items()}
     return summary
 
 

@@ -18,6 +18,7 @@ from ..model import (
     normalize_concept,
 )
 from ..search.engine import Mode, SearchEngine, SearchRequest, matches_words, neighbour_ids
+from ..search.explanation import Explanation, Mark, Signal, SignalPart
 from ..search.hits import SearchHit
 from ..search.slice import MAX_SLICE_TOKENS, Slice, build_slice
 from ..search.slice import Format as SliceFormat
@@ -267,7 +268,7 @@ class Finding:
         """Tag rollups; with ``include_archive``, rank archived hits among the others by
         reciprocal rank (each list counts alike) and tag them."""
         tagged = [
-            h.model_copy(update={"tier": "rollup", "explain": {**h.explain, "rollup": 1.0}})
+            h.model_copy(update={"tier": "rollup", "explain": h.explain.with_mark(Mark.ROLLUP)})
             if h.moment.rollup is not None
             else h
             for h in hits
@@ -298,7 +299,9 @@ class Finding:
             if request.min_score > 0 and not matches_words(moment.content.text, request.query):
                 continue  # matched by stopwords only
             rank += 1
-            explain = {"archived": 1.0, "lexical_rank": float(rank), "lexical_raw": raw}
+            explain = Explanation(
+                signals={Signal.LEXICAL: SignalPart(rank, raw)}, marks=(Mark.ARCHIVED,)
+            )
             hit = SearchHit(moment=moment, score=1 / (k + rank), explain=explain, tier="archived")
             merged.append((hit.score, moment.number, hit))
         merged.sort(key=lambda item: (-item[0], item[1]))

@@ -19,14 +19,9 @@ from ..core.enrich import enrich, identifiers
 from ..core.lexical import stem, terms, tokenize
 from ..model import moment_number, normalize_concept, now_utc
 from ..storage import MomentBrief, MomentFilter, StorageBackend
+from .explanation import Gain, Signal
 from .hits import SearchHit
 from .hybrid import (
-    CONCEPT,
-    DATE,
-    LEXICAL,
-    LEXICAL_LATEST,
-    MEDIA,
-    VECTOR,
     Coverage,
     Fused,
     Givers,
@@ -65,7 +60,7 @@ MAX_CONCEPT_MOMENTS = 2000
 #: ... but in a small notebook, a concept in this many moments is still scored.
 MIN_CONCEPT_CAP = 10
 
-Candidates = dict[str, list[tuple[str, float]]]
+Candidates = dict[Signal, list[tuple[str, float]]]
 
 
 def matches_words(text: str, query: str) -> bool:
@@ -96,7 +91,7 @@ class SearchEngine:
         content = self._content(plan, allowed)
         ranked = self._candidates(plan, allowed, content)
         weights = evidence_weights(plan.weights, ranked, self.settings)
-        fused = fuse(ranked, weights, self.settings.rrf_k, flat={DATE})
+        fused = fuse(ranked, weights, self.settings.rrf_k, flat={Signal.DATE})
         # Ranked on briefs; only the moments returned are loaded whole.
         briefs = self._briefs(list(fused))
         # By example (a picture, a clip), neighbours are no context: a roll of photos
@@ -123,26 +118,26 @@ class SearchEngine:
         return {signal: self._signal(signal, plan, allowed, content) for signal in plan.signals}
 
     def _signal(
-        self, signal: str, plan: SearchPlan, allowed: set[int] | None, content: list[str] | None
+        self, signal: Signal, plan: SearchPlan, allowed: set[int] | None, content: list[str] | None
     ) -> list[tuple[str, float]]:
         request, pool = plan.request, plan.pool
-        if signal == LEXICAL:
+        if signal is Signal.LEXICAL:
             having = content if plan.lexical_by_content else None
             return self._lexical(self._spoken(plan), pool, allowed, having)
-        if signal == LEXICAL_LATEST:
+        if signal is Signal.LEXICAL_LATEST:
             assert plan.latest is not None
             later = replace(request, query=plan.latest)
             # Its every hit counts as a match (relevance 1): never one on stopwords.
             having = self._content_hits(plan.latest_content_query, plan, allowed)
             return self._lexical(later, pool, allowed, having)
-        if signal == VECTOR:
+        if signal is Signal.VECTOR:
             assert plan.vector is not None
             return self._vector(request, pool, allowed, plan.vector)
-        if signal == CONCEPT:
+        if signal is Signal.CONCEPT:
             return self._concepts(request.query, pool, allowed)
-        if signal == DATE:
+        if signal is Signal.DATE:
             return self._dated(request, pool, allowed)
-        assert signal == MEDIA and request.example is not None
+        assert signal is Signal.MEDIA and request.example is not None
         return self._media(request, request.example, pool, allowed)
 
     def _session_evidence(self, fused: dict[str, Fused], briefs: dict[str, MomentBrief]) -> None:
@@ -165,7 +160,9 @@ class SearchEngine:
         if not plan.judge_relevance:
             return {}
         if content is None:  # every word of the query counts: its lexical ranking
-            found = ranked.get(LEXICAL) or self._lexical(self._spoken(plan), 2 * plan.pool, allowed)
+            found = ranked.get(Signal.LEXICAL) or self._lexical(
+                self._spoken(plan), 2 * plan.pool, allowed
+            )
             content = [mid for mid, _ in found]
         relevant = relevance(fused, set(content), givers)
         # Only the turns the cut-off would drop are read (their texts fetched) with the turn
@@ -423,8 +420,8 @@ class SearchEngine:
             ]
 
         neighbours = {mid: one_conversation(mid) for mid in found} if neighbour_share > 0 else {}
-        neighbour_spread(fused, by_others, reply_share, source="reply")
-        neighbour_spread(fused, by_assistant, assistant_share, source="reply")
+        neighbour_spread(fused, by_others, reply_share, source=Gain.REPLY)
+        neighbour_spread(fused, by_assistant, assistant_share, source=Gain.REPLY)
         neighbour_spread(fused, neighbours, neighbour_share)
         givers = Givers()
         spreads = (

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..model import Moment, MomentId
+from .explanation import Explanation
 
 __all__ = ["SearchHit"]
 
@@ -21,7 +22,9 @@ class SearchHit(BaseModel):
     #: ``coverage_move``: how many places it went up, negative down, ``coverage_added``:
     #: the score it added) and ``spread_prior``, the factor by which spreading the head
     #: over sessions lowered it. ``score`` is the final one: hits come in its order.
-    explain: dict[str, float] = Field(default_factory=dict)
+    #: Typed (see :class:`.explanation.Explanation`); serialized as a mapping of names to
+    #: numbers, and read as one too.
+    explain: Explanation = Field(default_factory=Explanation)
     #: The query's words (stems) it has, when query coverage reordered the results.
     covered: list[str] = Field(default_factory=list)
     #: ``active`` (a moment), ``rollup`` (a summary made by compaction) or ``archived``
@@ -46,4 +49,4 @@ class SearchHit(BaseModel):
 
     def without_explain(self) -> SearchHit:
         """The hit without what says how it was found (``explain``, ``covered``)."""
-        return self.model_copy(update={"explain": {}, "covered": []})
+        return self.model_copy(update={"explain": Explanation(), "covered": []})

@@ -20,7 +20,8 @@ from typing import Literal
 from ..config import SearchSettings
 from ..core.lexical import stem, tokenize
 from ..storage import MomentFilter
-from .hybrid import CONCEPT, DATE, LEXICAL, LEXICAL_LATEST, MEDIA, MEDIA_WEIGHT, VECTOR
+from .explanation import Signal
+from .hybrid import MEDIA_WEIGHT
 from .query import (
     content_words,
     dialogue_context,
@@ -96,9 +97,9 @@ class SearchPlan:
     #: A speaker-tagged dialogue: what the user said lately (else None).
     said: str | None
     #: The signals that run, in the order they are fused.
-    signals: tuple[str, ...]
+    signals: tuple[Signal, ...]
     #: Each signal's weight in the fusion (every signal, running or not).
-    weights: Mapping[str, float]
+    weights: Mapping[Signal, float]
     #: The query whose lexical hits are the moments having a word of ``spoken`` other than
     #: a stopword: "" when none can (none has such a word, or a dialogue is read by its
     #: meaning), None when that list is not needed or is the lexical ranking itself.
@@ -157,12 +158,12 @@ def plan_search(request: SearchRequest, settings: SearchSettings, semantic: bool
     signals = _signals(request, settings, semantic, words, lexical, latest)
     lexical_weight = lexical_scale * (settings.lexical_weight if mode != "lexical" else 1.0)
     weights = {
-        LEXICAL: lexical_weight * wordiness,
-        LEXICAL_LATEST: lexical_weight * settings.latest_turn_weight,
-        VECTOR: settings.vector_weight if mode != "vector" else 1.0,
-        CONCEPT: settings.concept_weight,
-        DATE: settings.date_weight,
-        MEDIA: MEDIA_WEIGHT,
+        Signal.LEXICAL: lexical_weight * wordiness,
+        Signal.LEXICAL_LATEST: lexical_weight * settings.latest_turn_weight,
+        Signal.VECTOR: settings.vector_weight if mode != "vector" else 1.0,
+        Signal.CONCEPT: settings.concept_weight,
+        Signal.DATE: settings.date_weight,
+        Signal.MEDIA: MEDIA_WEIGHT,
     }
     # A dialogue read by meaning: sharing some of its many ordinary words makes no memory
     # relevant (and looking them up at 100k moments costs a lexical search).
@@ -173,7 +174,12 @@ def plan_search(request: SearchRequest, settings: SearchSettings, semantic: bool
     else:
         content_query = _content_query(spoken) if words and wanted_content else None
     latest_content_query = None
-    if LEXICAL_LATEST in signals and settings.content_match and latest and content_words(latest):
+    if (
+        Signal.LEXICAL_LATEST in signals
+        and settings.content_match
+        and latest
+        and content_words(latest)
+    ):
         latest_content_query = _content_query(latest)  # never "": it has such a word
     aspects = _aspects(spoken, settings) if words and latest is None else ()
     time_question = words and settings.time_question_bonus > 0 and is_time_question(request.query)
@@ -190,7 +196,7 @@ def plan_search(request: SearchRequest, settings: SearchSettings, semantic: bool
         # A query of stopwords only ("what is it") has nothing else to match by.
         lexical_by_content=drop_stopword_only and bool(content_words(spoken)),
         latest_content_query=latest_content_query,
-        vector=_vector_query(request, settings, latest, said) if VECTOR in signals else None,
+        vector=_vector_query(request, settings, latest, said) if Signal.VECTOR in signals else None,
         judge_relevance=words and request.min_score > 0,
         priors=words,
         # A question's named speaker; a dialogue's tags name its speakers in every turn.
@@ -215,15 +221,15 @@ def _signals(
     words: bool,
     lexical: bool,
     latest: str | None,
-) -> tuple[str, ...]:
+) -> tuple[Signal, ...]:
     mode = request.mode
     runs = {
-        LEXICAL: lexical,
-        LEXICAL_LATEST: lexical and latest is not None and settings.latest_turn_weight > 0,
-        VECTOR: words and mode in ("hybrid", "vector") and semantic,
-        CONCEPT: words and mode == "hybrid",
-        DATE: words and mode != "vector" and settings.date_weight > 0,
-        MEDIA: request.example is not None,
+        Signal.LEXICAL: lexical,
+        Signal.LEXICAL_LATEST: lexical and latest is not None and settings.latest_turn_weight > 0,
+        Signal.VECTOR: words and mode in ("hybrid", "vector") and semantic,
+        Signal.CONCEPT: words and mode == "hybrid",
+        Signal.DATE: words and mode != "vector" and settings.date_weight > 0,
+        Signal.MEDIA: request.example is not None,
     }
     return tuple(signal for signal, run in runs.items() if run)
 

@@ -15,6 +15,7 @@ from ..config import SearchSettings
 from ..core.lexical import terms
 from ..model import Moment
 from ..storage import MomentBrief, MomentFilter
+from .explanation import Explanation, Prior, SignalPart
 from .hits import SearchHit
 from .hybrid import Coverage, Fused, cover_scores, prior_factors
 
@@ -40,7 +41,7 @@ class Ranked(NamedTuple):
     score: float
     number: int
     entry: Fused
-    factors: dict[str, float]
+    factors: dict[Prior, float]
 
 
 def scored_hits(
@@ -74,9 +75,9 @@ def scored_hits(
             continue
         factors = prior_factors(brief, now, settings) if priors else {}
         if brief.speaker in named:
-            factors["speaker"] = 1 + settings.speaker_bonus
+            factors[Prior.SPEAKER] = 1 + settings.speaker_bonus
         if brief.role == "assistant" and settings.assistant_weight != 1:
-            factors["assistant"] = settings.assistant_weight
+            factors[Prior.ASSISTANT] = settings.assistant_weight
         score = entry.score * math.prod(factors.values())
         ranked.append(Ranked(score, brief.number, entry, factors))
     ranked.sort(key=lambda h: (-h[0], h[1]))
@@ -122,7 +123,7 @@ def _rescored(hit: Ranked, score: float) -> Ranked:
     if score == hit.score:
         return hit
     factor = score / hit.score if hit.score else 1.0
-    return hit._replace(score=score, factors={**hit.factors, "spread": factor})
+    return hit._replace(score=score, factors={**hit.factors, Prior.SPREAD: factor})
 
 
 #: A date a moment carries as a concept: a year, a month or a day (see ``core.dates``).
@@ -139,7 +140,9 @@ def dated_first(hits: list[Ranked], moments: Mapping[int, Moment], bonus: float)
         concepts = moment.metadata.concepts if moment is not None else []
         if any(_DATE_CONCEPT.fullmatch(c) for c in concepts):
             factor = 1 + bonus
-            hit = hit._replace(score=hit.score * factor, factors={**hit.factors, "dated": factor})
+            hit = hit._replace(
+                score=hit.score * factor, factors={**hit.factors, Prior.DATED: factor}
+            )
         out.append(hit)
     out.sort(key=lambda h: (-h.score, h.number))
     return out
@@ -194,16 +197,16 @@ def explained_hit(
     relevance, the fused score with each signal's share, rank and raw score, the priors,
     the gains from neighbours and sessions, the coverage step's move."""
     entry = hit.entry
-    moved = {} if coverage is None else coverage.explain()
-    explain = {
-        **({} if relevant is None else {"relevance": relevant}),
-        "fused": entry.score,
-        **{f"{name}_share": share for name, share in entry.shares().items()},
-        **{f"{name}_rank": float(s.rank) for name, s in entry.signals.items()},
-        **{f"{name}_raw": s.raw for name, s in entry.signals.items()},
-        **{f"{name}_prior": f for name, f in hit.factors.items()},
-        **{f"{name}_gain": g for name, g in entry.gains.items()},
-        **moved,
-    }
+    shares = entry.shares()
+    explain = Explanation(
+        relevance=relevant,
+        fused=entry.score,
+        signals={
+            name: SignalPart(s.rank, s.raw, shares.get(name)) for name, s in entry.signals.items()
+        },
+        priors=dict(hit.factors),
+        gains=dict(entry.gains),
+        coverage=None if coverage is None else coverage.step(),
+    )
     covered = [] if coverage is None else coverage.words
     return SearchHit(moment=moment, score=hit.score, explain=explain, covered=covered)

@@ -56,13 +56,12 @@ def explain_bars(hit: SearchHit, rrf_k: int) -> list[tuple[str, float, str]]:
     """What found the hit, as absolute strengths (0..1, not shares that sum to 1, so a weak
     hit looks weak): each signal's rank turned into what it gave relative to that signal's
     best hit, ``(k + 1) / (k + rank)``, labelled with the rank; then relevance."""
-    bars = []
-    for name, value in hit.explain.items():
-        if name.endswith("_rank"):
-            rank = int(value)
-            bars.append((name.removesuffix("_rank"), (rrf_k + 1) / (rrf_k + rank), f"#{rank}"))
-    if "relevance" in hit.explain:
-        relevance = hit.explain["relevance"]
+    bars = [
+        (str(signal), (rrf_k + 1) / (rrf_k + part.rank), f"#{part.rank}")
+        for signal, part in hit.explain.signals.items()
+    ]
+    relevance = hit.explain.relevance
+    if relevance is not None:
         bars.append(("relevance", relevance, f"{relevance:.2f}"))
     return bars
 
