@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 import textwrap
 from collections.abc import Callable
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +14,7 @@ from ..model import Moment, Session
 from ..notebook.checks import weak_match_hint
 from ..search.explanation import Signal
 from ..search.hits import SearchHit
+from ..search.plan import Mode
 from ..search.slice import MAX_SLICE_TOKENS
 from .common import (
     FormatOption,
@@ -34,13 +34,6 @@ from .common import (
     stderr,
     when,
 )
-
-
-class SearchMode(StrEnum):
-    HYBRID = "hybrid"
-    LEXICAL = "lexical"
-    VECTOR = "vector"
-
 
 SESSION_COLUMNS = [
     ("id", lambda s: s.id),
@@ -137,9 +130,7 @@ def search(
     until: Annotated[str | None, typer.Option(help="Before this ISO time.")] = None,
     speaker: Annotated[str | None, typer.Option(help="Only moments by this speaker.")] = None,
     concept: Annotated[str | None, typer.Option(help="Only moments with this concept.")] = None,
-    mode: Annotated[
-        SearchMode, typer.Option(help="hybrid (default), lexical or vector.")
-    ] = SearchMode.HYBRID,
+    mode: Annotated[Mode, typer.Option(help="hybrid (default), lexical or vector.")] = "hybrid",
     explain: Annotated[
         bool,
         flag("--explain", "Show each signal's share of each result, and what query coverage did."),
@@ -184,7 +175,7 @@ def search(
             "give words to look for, or --image/--audio FILE", param_hint="QUERY"
         )
     with open_notebook(home) as nb, reporting_errors():
-        if mode is not SearchMode.LEXICAL:
+        if mode != "lexical":  # the others embed the query
             catch_up(nb)
         hits: list[SearchHit] = nb.search(
             query,
@@ -193,7 +184,7 @@ def search(
             until=parse_time(until, "--until"),
             speaker=speaker,
             concept=concept,
-            mode=mode.value,
+            mode=mode,
             limit=limit,
             include_archive=include_archive,
             image=image,

@@ -17,7 +17,7 @@ from ..model import (
     check_moment_id,
     normalize_concept,
 )
-from ..search.engine import Mode, SearchEngine, SearchRequest, matches_words, neighbour_ids
+from ..search.engine import MODES, Mode, SearchEngine, SearchRequest, matches_words, neighbour_ids
 from ..search.explanation import Explanation, Mark, Signal, SignalPart
 from ..search.hits import SearchHit
 from ..search.slice import MAX_SLICE_TOKENS, Slice, build_slice
@@ -168,8 +168,8 @@ class Finding:
             exclude = {*exclude, *recent}
         if since is not None and until is not None and since >= until:
             raise InvalidInput(f"search: since ({since}) must be before until ({until})")
-        if mode not in ("hybrid", "lexical", "vector"):
-            raise InvalidInput(f"search: mode {mode!r} is not one of hybrid, lexical, vector")
+        if mode not in MODES:
+            raise InvalidInput(f"search: mode {mode!r} is not one of {', '.join(MODES)}")
         semantic = None if mode == "lexical" else self.nb.semantic  # lexical: no model loaded
         if mode == "vector" and semantic is None:
             raise InvalidInput(

@@ -34,7 +34,7 @@ from .hybrid import (
     relevance,
     session_evidence,
 )
-from .plan import Mode, SearchPlan, SearchRequest, VectorQuery, plan_search
+from .plan import MODES, Mode, SearchPlan, SearchRequest, VectorQuery, plan_search
 from .query import content_words, query_dates
 from .ranking import (
     Ranked,
@@ -47,6 +47,7 @@ from .ranking import (
 from .semantic import SemanticIndex
 
 __all__ = [
+    "MODES",
     "Mode",
     "SearchEngine",
     "SearchRequest",

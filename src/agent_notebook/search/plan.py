@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from types import MappingProxyType
-from typing import Literal
+from typing import Final, Literal, get_args
 
 from ..config import SearchSettings
 from ..core.lexical import stem, tokenize
@@ -34,6 +34,7 @@ from .query import (
 __all__ = [
     "CONTEXT_WORDS",
     "DIALOGUE_WORDS",
+    "MODES",
     "Mode",
     "SearchPlan",
     "SearchRequest",
@@ -41,7 +42,13 @@ __all__ = [
     "plan_search",
 ]
 
+#: How a search finds moments: ``hybrid`` fuses every signal (words, meaning, concepts,
+#: dates); ``lexical`` the words alone (no model loaded); ``vector`` the meaning alone. The
+#: one list of modes: the CLI's ``--mode``, the HTTP API's, MCP's, the web form's and the
+#: LangChain retriever's are this one.
 Mode = Literal["hybrid", "lexical", "vector"]
+#: Every mode, the default first.
+MODES: Final[tuple[Mode, ...]] = get_args(Mode)
 #: What the vector signal embeds of a dialogue: its newest words, at most this many (an
 #: embedder cuts a long text's end, and embedding time grows with the length: 96 words are
 #: about 125 of MiniLM's word pieces; a user's last three turns are 33-51 words in the

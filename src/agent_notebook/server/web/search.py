@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
@@ -16,13 +16,13 @@ from fastapi.responses import HTMLResponse
 from ...errors import InvalidInput
 from ...notebook.checks import MAX_SEARCH_LIMIT, weak_match_hint
 from ...notebook.facade import Notebook
+from ...search.engine import MODES, Mode
 from ...search.hits import SearchHit
 from .common import Checked, Nb
 from .render import page
 
 router = APIRouter(include_in_schema=False)
 LIMIT = 20
-Mode = Literal["hybrid", "lexical", "vector"]
 
 
 def _time(text: str, name: str) -> datetime | None:
@@ -107,6 +107,7 @@ def _results(
         bars=lambda hit: explain_bars(hit, nb.config.search.rrf_k),
         more=_more_url(form) if hits is not None and len(hits) >= form["limit"] else None,
         vector=nb.semantic is not None,
+        modes=MODES,
     )
 
 
