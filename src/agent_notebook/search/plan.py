@@ -11,15 +11,12 @@ the user ``said`` lately is what the vector signal embeds; the lexical signals w
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
 from types import MappingProxyType
-from typing import Final, Literal, get_args
 
 from ..config import SearchSettings
 from ..core.lexical import stem, tokenize
-from ..storage import MomentFilter
 from .explanation import Signal
 from .hybrid import MEDIA_WEIGHT
 from .query import (
@@ -30,6 +27,7 @@ from .query import (
     latest_turns,
     speaker_turns,
 )
+from .request import MODES, Mode, SearchRequest
 
 __all__ = [
     "CONTEXT_WORDS",
@@ -42,13 +40,6 @@ __all__ = [
     "plan_search",
 ]
 
-#: How a search finds moments: ``hybrid`` fuses every signal (words, meaning, concepts,
-#: dates); ``lexical`` the words alone (no model loaded); ``vector`` the meaning alone. The
-#: one list of modes: the CLI's ``--mode``, the HTTP API's, MCP's, the web form's and the
-#: LangChain retriever's are this one.
-Mode = Literal["hybrid", "lexical", "vector"]
-#: Every mode, the default first.
-MODES: Final[tuple[Mode, ...]] = get_args(Mode)
 #: What the vector signal embeds of a dialogue: its newest words, at most this many (an
 #: embedder cuts a long text's end, and embedding time grows with the length: 96 words are
 #: about 125 of MiniLM's word pieces; a user's last three turns are 33-51 words in the
@@ -58,21 +49,6 @@ DIALOGUE_WORDS = 96
 #: many newest words (in the dialogue dev cases that rest is the other side's three replies
 #: and the user's turn before: 30-60 words).
 CONTEXT_WORDS = 96
-
-
-@dataclass(frozen=True, slots=True)
-class SearchRequest:
-    query: str
-    where: MomentFilter
-    limit: int
-    concept: str | None = None
-    exclude: Collection[str] = ()
-    mode: Mode = "hybrid"
-    now: datetime | None = None
-    #: The signature of an example image or audio clip: search by example.
-    example: str | None = None
-    #: Hits less relevant than this (see :func:`.hybrid.relevance`, 0 to 1) are left out.
-    min_score: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
