@@ -13,7 +13,8 @@ from agent_notebook.config import SearchSettings
 from agent_notebook.core.lexical import stem
 from agent_notebook.search.explanation import Signal
 from agent_notebook.search.hybrid import MEDIA_WEIGHT
-from agent_notebook.search.plan import SearchPlan, SearchRequest, VectorQuery, plan_search
+from agent_notebook.search.plan import SearchPlan, VectorQuery, plan_search
+from agent_notebook.search.request import SearchRequest
 from agent_notebook.storage import MomentFilter
 
 DEFAULTS = SearchSettings()

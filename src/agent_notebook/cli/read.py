@@ -14,7 +14,7 @@ from ..model import Moment, Session
 from ..notebook.checks import weak_match_hint
 from ..search.explanation import Signal
 from ..search.hits import SearchHit
-from ..search.plan import Mode
+from ..search.request import Mode
 from ..search.slice import MAX_SLICE_TOKENS
 from .common import (
     FormatOption,

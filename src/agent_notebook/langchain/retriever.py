@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from ..model import validate_record
 from ..notebook.facade import Notebook
-from ..search.engine import Mode
 from ..search.hits import SearchHit
+from ..search.request import Mode
 
 __all__ = ["NotebookRetriever", "SearchFilters", "document_of"]
 

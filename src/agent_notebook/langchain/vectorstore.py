@@ -25,7 +25,7 @@ from ..embed.as_langchain import NotebookEmbeddings
 from ..errors import InvalidInput
 from ..model import Moment
 from ..notebook.facade import Notebook
-from ..search.engine import Mode
+from ..search.request import Mode
 
 __all__ = ["DOCUMENT_TOOL", "NotebookVectorStore"]
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import Conflict, InvalidInput, NotebookError, NotFound
 
 if TYPE_CHECKING:
-    from ..search.engine import Mode
     from ..search.hits import SearchHit
+    from ..search.request import Mode
     from .facade import Notebook
 
 __all__ = [

@@ -17,9 +17,10 @@ from ..model import (
     check_moment_id,
     normalize_concept,
 )
-from ..search.engine import MODES, Mode, SearchEngine, SearchRequest, matches_words, neighbour_ids
+from ..search.engine import SearchEngine, matches_words, neighbour_ids
 from ..search.explanation import Explanation, Mark, Signal, SignalPart
 from ..search.hits import SearchHit
+from ..search.request import MODES, Mode, SearchRequest
 from ..search.slice import MAX_SLICE_TOKENS, Slice, build_slice
 from ..search.slice import Format as SliceFormat
 from ..storage import MomentFilter, StorageBackend

@@ -34,7 +34,7 @@ from .hybrid import (
     relevance,
     session_evidence,
 )
-from .plan import MODES, Mode, SearchPlan, SearchRequest, VectorQuery, plan_search
+from .plan import SearchPlan, VectorQuery, plan_search
 from .query import content_words, query_dates
 from .ranking import (
     Ranked,
@@ -44,13 +44,11 @@ from .ranking import (
     scored_hits,
     spread_sessions,
 )
+from .request import SearchRequest
 from .semantic import SemanticIndex
 
 __all__ = [
-    "MODES",
-    "Mode",
     "SearchEngine",
-    "SearchRequest",
     "content_words",
     "matches_words",
     "neighbour_ids",

@@ -27,15 +27,12 @@ from .query import (
     latest_turns,
     speaker_turns,
 )
-from .request import MODES, Mode, SearchRequest
+from .request import SearchRequest
 
 __all__ = [
     "CONTEXT_WORDS",
     "DIALOGUE_WORDS",
-    "MODES",
-    "Mode",
     "SearchPlan",
-    "SearchRequest",
     "VectorQuery",
     "plan_search",
 ]

@@ -1,4 +1,9 @@
-r"""What a search is asked: :class:`SearchRequest`, and the search :data:`Mode`\ s."""
+r"""What a search is asked: :class:`SearchRequest`, and the search :data:`Mode`\ s.
+
+The facade (:meth:`agent_notebook.Notebook.search`) checks its arguments and builds one
+request; :meth:`.engine.SearchEngine.search` answers it. A benchmark or a tool that runs the
+engine itself builds the same request.
+"""
 
 from __future__ import annotations
 
@@ -22,12 +27,20 @@ MODES: Final[tuple[Mode, ...]] = get_args(Mode)
 
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
+    """One search, as the engine takes it (the facade has checked every field)."""
+
+    #: What to look for, in words ("" with an ``example`` alone).
     query: str
+    #: The filters: session, time span, speaker.
     where: MomentFilter
+    #: How many hits.
     limit: int
+    #: Only moments indexed under this concept.
     concept: str | None = None
+    #: Moment ids passed over.
     exclude: Collection[str] = ()
     mode: Mode = "hybrid"
+    #: The time the priors (recency, importance's decay) read: now when None.
     now: datetime | None = None
     #: The signature of an example image or audio clip: search by example.
     example: str | None = None

@@ -34,8 +34,8 @@ from ..notebook.checks import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, weak_match_hint
 from ..notebook.facade import Notebook
 from ..notebook.redaction import ForgetReport
 from ..notebook.sessions import WriteBackKind
-from ..search.engine import Mode
 from ..search.hits import SearchHit
+from ..search.request import Mode
 from ..search.slice import MAX_SLICE_TOKENS, Slice
 from .auth import access_of
 from .deps import IfMatch, Limit, Offset, Page, etag_of, notebook, page, set_etag

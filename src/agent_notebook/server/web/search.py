@@ -16,8 +16,8 @@ from fastapi.responses import HTMLResponse
 from ...errors import InvalidInput
 from ...notebook.checks import MAX_SEARCH_LIMIT, weak_match_hint
 from ...notebook.facade import Notebook
-from ...search.engine import MODES, Mode
 from ...search.hits import SearchHit
+from ...search.request import MODES, Mode
 from .common import Checked, Nb
 from .render import page
 
