@@ -43,11 +43,12 @@ def test_a_question_runs_every_word_signal_and_its_content_words_judge_relevance
     p = plan(min_score=0.3)
     assert p.signals == (Signal.LEXICAL, Signal.VECTOR, Signal.CONCEPT, Signal.DATE)
     assert dict(p.weights) == {
-        Signal.LEXICAL: DEFAULTS.lexical_weight,
-        Signal.LEXICAL_LATEST: DEFAULTS.lexical_weight * DEFAULTS.latest_turn_weight,
-        Signal.VECTOR: DEFAULTS.vector_weight,
-        Signal.CONCEPT: DEFAULTS.concept_weight,
-        Signal.DATE: DEFAULTS.date_weight,
+        Signal.LEXICAL: DEFAULTS.fusion.lexical_weight,
+        Signal.LEXICAL_LATEST: DEFAULTS.fusion.lexical_weight
+        * DEFAULTS.dialogue.latest_turn_weight,
+        Signal.VECTOR: DEFAULTS.fusion.vector_weight,
+        Signal.CONCEPT: DEFAULTS.fusion.concept_weight,
+        Signal.DATE: DEFAULTS.fusion.date_weight,
         Signal.MEDIA: MEDIA_WEIGHT,
     }
     assert p.words and p.priors and p.session_evidence and p.spread_to_neighbours
@@ -55,13 +56,13 @@ def test_a_question_runs_every_word_signal_and_its_content_words_judge_relevance
     # "what", "is" and the stray "s" are stopwords: the other words are looked up apart
     assert p.content_query == "ana door code"
     assert p.judge_relevance and p.request.min_score == 0.3
-    assert p.vector == VectorQuery(QUESTION, None, DEFAULTS.latest_turn_weight)
+    assert p.vector == VectorQuery(QUESTION, None, DEFAULTS.dialogue.latest_turn_weight)
     # beside a vector signal, a match on stopwords alone stays in the lexical ranking
     assert not p.lexical_by_content
     assert p.name_speakers
     assert p.aspects == tuple(stem(w) for w in ("ana", "door", "code"))
-    assert p.shown == DEFAULTS.coverage_window  # the coverage step reads its whole window
-    assert p.pool == DEFAULTS.candidates
+    assert p.shown == DEFAULTS.coverage.window  # the coverage step reads its whole window
+    assert p.pool == DEFAULTS.fusion.candidates
 
 
 def test_without_an_embedder_words_judge_and_stopword_matches_are_dropped() -> None:
@@ -72,7 +73,7 @@ def test_without_an_embedder_words_judge_and_stopword_matches_are_dropped() -> N
         assert p.lexical_by_content
         assert p.content_query == "ana door code"  # wanted to drop stopword-only matches
     assert plan(mode="lexical").weights[Signal.LEXICAL] == 1.0  # alone, at full weight
-    assert plan(semantic=False).weights[Signal.LEXICAL] == DEFAULTS.lexical_weight
+    assert plan(semantic=False).weights[Signal.LEXICAL] == DEFAULTS.fusion.lexical_weight
 
 
 def test_content_lookups_by_the_words_of_the_query() -> None:
@@ -105,7 +106,7 @@ def test_a_query_of_several_lines_ranks_its_latest_turn_on_its_own() -> None:
         Signal.DATE,
     )
     assert p.latest_content_query == "priya asked lyon hotel refund"
-    assert p.vector == VectorQuery(query, p.latest, DEFAULTS.latest_turn_weight)
+    assert p.vector == VectorQuery(query, p.latest, DEFAULTS.dialogue.latest_turn_weight)
     # a dialogue's lines name their speakers; no aspects of a question either
     assert not p.name_speakers and p.aspects == () and p.shown == 10
     no_latest = plan(query, settings=SearchSettings(latest_turn_weight=0.0))
@@ -116,7 +117,7 @@ def test_a_dialogue_is_read_by_what_the_user_said_lately() -> None:
     p = plan(DIALOGUE, min_score=0.3)
     assert p.said is not None and "dolphins" in p.said and "ferry" in p.said
     assert "crossing" not in p.said  # the assistant's turn is context, not what was said
-    assert p.request.min_score == DEFAULTS.dialogue_min_score  # lowered for a dialogue
+    assert p.request.min_score == DEFAULTS.dialogue.min_score  # lowered for a dialogue
     assert p.signals == (
         Signal.VECTOR,
         Signal.CONCEPT,
@@ -127,12 +128,12 @@ def test_a_dialogue_is_read_by_what_the_user_said_lately() -> None:
     assert p.vector is not None
     assert p.vector.text == p.said
     assert p.vector.latest is not None and "crossing" in p.vector.latest
-    assert p.vector.latest_weight == DEFAULTS.dialogue_context_weight
+    assert p.vector.latest_weight == DEFAULTS.dialogue.context_weight
     assert p.spoken.splitlines()[0] == "We finally took the night ferry to the islands last week."
     # the dialogue's tags are cut from what the lexical signal reads
     weighed = plan(DIALOGUE, settings=SearchSettings(dialogue_lexical_weight=0.5))
     assert weighed.signals[:2] == (Signal.LEXICAL, Signal.LEXICAL_LATEST)
-    assert weighed.weights[Signal.LEXICAL] == 0.5 * DEFAULTS.lexical_weight
+    assert weighed.weights[Signal.LEXICAL] == 0.5 * DEFAULTS.fusion.lexical_weight
     unweighed_context = plan(DIALOGUE, settings=SearchSettings(dialogue_context_weight=0.0))
     assert unweighed_context.vector == VectorQuery(p.said, None, 0.0)
 
@@ -141,7 +142,7 @@ def test_without_an_embedder_a_dialogue_is_searched_by_its_words() -> None:
     p = plan(DIALOGUE, semantic=False, min_score=0.3)
     assert p.said is not None
     assert p.signals == (Signal.LEXICAL, Signal.LEXICAL_LATEST, Signal.CONCEPT, Signal.DATE)
-    assert p.weights[Signal.LEXICAL] == DEFAULTS.lexical_weight
+    assert p.weights[Signal.LEXICAL] == DEFAULTS.fusion.lexical_weight
     assert p.content_query not in ("", None)
 
 
@@ -149,7 +150,7 @@ def test_a_dialogue_long_query_weighs_its_words_less_and_drops_its_stopwords() -
     words = [f"topic{i}" for i in range(40)]
     query = "the " + " and the ".join(words)
     p = plan(query)
-    assert p.weights[Signal.LEXICAL] == pytest.approx(DEFAULTS.long_query_terms / 40)
+    assert p.weights[Signal.LEXICAL] == pytest.approx(DEFAULTS.dialogue.long_query_terms / 40)
     assert p.spoken == " ".join(words)
     assert p.aspects == ()  # a long query is not a list of things asked
     assert plan(query, settings=SearchSettings(long_query_terms=0)).weights[Signal.LEXICAL] == 1.0

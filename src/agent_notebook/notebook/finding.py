@@ -283,7 +283,7 @@ class Finding:
             if request.concept is None
             else set(self.backend.archived_with_concept(normalize_concept(request.concept)))
         )
-        k = self.nb.config.search.rrf_k
+        k = self.nb.config.search.fusion.rrf_k
         merged: list[tuple[float, int, SearchHit]] = []
         for rank, hit in enumerate(tagged, 1):
             merged.append(

@@ -90,7 +90,7 @@ class SearchEngine:
         content = self._content(plan, allowed)
         ranked = self._candidates(plan, allowed, content)
         weights = evidence_weights(plan.weights, ranked, self.settings)
-        fused = fuse(ranked, weights, self.settings.rrf_k, flat={Signal.DATE})
+        fused = fuse(ranked, weights, self.settings.fusion.rrf_k, flat={Signal.DATE})
         # Ranked on briefs; only the moments returned are loaded whole.
         briefs = self._briefs(list(fused))
         # By example (a picture, a clip), neighbours are no context: a roll of photos
@@ -143,7 +143,9 @@ class SearchEngine:
         """Lift the candidates of sessions that hold several (in place)."""
         session_of = {mid: b.session for mid, b in briefs.items() if mid in fused}
         settings = self.settings
-        session_evidence(fused, session_of, settings.session_share, settings.session_best)
+        session_evidence(
+            fused, session_of, settings.spread.session_share, settings.spread.session_best
+        )
 
     def _relevance(
         self,
@@ -197,7 +199,7 @@ class SearchEngine:
             settings=settings,
         )
         if plan.spread_sessions:
-            decay, free = settings.session_decay, settings.session_free
+            decay, free = settings.coverage.session_decay, settings.coverage.session_free
             hits = spread_sessions(hits, briefs, decay, free, plan.limit)
         return hits
 
@@ -210,10 +212,10 @@ class SearchEngine:
         wanted = [f"m_{h.number}" for h in window]
         moments = {m.number: m for m in self.backend.get_moments(wanted)}
         if plan.time_question:
-            window = dated_first(window, moments, self.settings.time_question_bonus)
+            window = dated_first(window, moments, self.settings.priors.time_question_bonus)
         coverage: dict[int, Coverage] = {}
         if plan.aspects:  # the best coverage_window, whatever the limit: the same head for any
-            covered = self.settings.coverage_window
+            covered = self.settings.coverage.window
             reordered, coverage = cover_aspects(
                 window[:covered], moments, plan.aspects, self.settings
             )
@@ -268,7 +270,7 @@ class SearchEngine:
         return [mid for mid, _ in self._lexical(plain, 2 * plan.pool, allowed)]
 
     def _named(self, query: str, briefs: dict[str, MomentBrief]) -> set[str]:
-        """The speakers of the candidates that ``query`` names, for ``speaker_bonus``."""
+        """The speakers of the candidates that ``query`` names, for ``priors.speaker_bonus``."""
         return named_speakers(tokenize(query), {b.speaker for b in briefs.values()})
 
     def _vector(
@@ -347,7 +349,7 @@ class SearchEngine:
         total = max(1, self.backend.count_moments())
         most = min(
             MAX_CONCEPT_MOMENTS,
-            max(MIN_CONCEPT_CAP, int(self.settings.concept_max_share * total)),
+            max(MIN_CONCEPT_CAP, int(self.settings.fusion.concept_max_share * total)),
         )
         scores: dict[int, float] = {}
         for name in names:
@@ -376,12 +378,12 @@ class SearchEngine:
         self, fused: dict[str, Fused], briefs: dict[str, MomentBrief], context: bool = True
     ) -> Givers:
         """Pass part of each candidate's score to the turns around it (in place; the turns
-        it reaches are added to ``briefs``): a question's reply gets ``reply_share`` (an
-        assistant's reply ``assistant_reply_share``), each neighbour ``neighbour_share``.
+        it reaches are added to ``briefs``): a question's reply gets ``spread.reply_share`` (an
+        assistant's reply ``spread.assistant_reply_share``), each neighbour ``spread.neighbour_share``.
         Returns who gave to whom."""
-        reply_share = self.settings.reply_share
-        neighbour_share = self.settings.neighbour_share if context else 0.0
-        assistant_share = self.settings.assistant_reply_share
+        reply_share = self.settings.spread.reply_share
+        neighbour_share = self.settings.spread.neighbour_share if context else 0.0
+        assistant_share = self.settings.spread.assistant_reply_share
         if reply_share <= 0 and assistant_share <= 0 and neighbour_share <= 0:
             return Givers()
         # A neighbour only ranks higher: one no signal found does not become a result, so
@@ -401,7 +403,7 @@ class SearchEngine:
         by_others = {
             mid: [n for n in ids if briefs[n].role != "assistant"] for mid, ids in replies.items()
         }
-        gap = timedelta(minutes=self.settings.neighbour_gap_minutes)
+        gap = timedelta(minutes=self.settings.spread.neighbour_gap_minutes)
 
         def one_conversation(mid: str) -> list[str]:
             """The turns beside ``mid`` a signal found, said by people close in time. A

@@ -54,22 +54,22 @@ class Prior(StrEnum):
 
     IMPORTANCE = "importance"
     RECENCY = "recency"
-    #: The question names the hit's speaker (``speaker_bonus``).
+    #: The question names the hit's speaker (``priors.speaker_bonus``).
     SPEAKER = "speaker"
-    #: An assistant said it (``assistant_weight``).
+    #: An assistant said it (``priors.assistant_weight``).
     ASSISTANT = "assistant"
-    #: Spreading the head of the results over sessions lowered it (``session_decay``).
+    #: Spreading the head of the results over sessions lowered it (``coverage.session_decay``).
     SPREAD = "spread"
-    #: A question about time, and the hit carries a date (``time_question_bonus``).
+    #: A question about time, and the hit carries a date (``priors.time_question_bonus``).
     DATED = "dated"
 
 
 class Gain(StrEnum):
     """Where score other hits passed to a hit came from."""
 
-    #: It replies to a question that was found (``reply_share``, ``assistant_reply_share``).
+    #: It replies to a question that was found (``spread.reply_share``, ``spread.assistant_reply_share``).
     REPLY = "reply"
-    #: A neighbouring turn was found (``neighbour_share``).
+    #: A neighbouring turn was found (``spread.neighbour_share``).
     NEIGHBOURS = "neighbours"
 
 

@@ -101,14 +101,14 @@ def evidence_weights(
     many moments sharing common words of a long query, says little) times
     ``1 - fusion_agreement * (1 - overlap)`` (a lexical head the vector signal does not
     share is likelier noise), that one only where the vector signal's own margin is at
-    least ``fusion_vector_margin`` (sure of its head). All 0 (the defaults): ``weights``
+    least ``fusion.vector_margin`` (sure of its head). All 0 (the defaults): ``weights``
     unchanged."""
     scaled = dict(weights)
     lexical, vector = ranked.get(Signal.LEXICAL), ranked.get(Signal.VECTOR)
     full, agreement, depth = (
-        settings.fusion_margin_full,
-        settings.fusion_agreement,
-        settings.fusion_depth,
+        settings.fusion.margin_full,
+        settings.fusion.agreement,
+        settings.fusion.depth,
     )
     if lexical is None or vector is None or (full <= 0 and agreement <= 0):
         return scaled
@@ -117,7 +117,7 @@ def evidence_weights(
     factor = 1.0
     if full > 0:
         factor *= min(1.0, margin([s for _, s in lexical], depth) / full)
-    sure = settings.fusion_vector_margin
+    sure = settings.fusion.vector_margin
     if agreement > 0 and margin([s for _, s in vector], depth) >= sure:
         shared = overlap([m for m, _ in lexical], [m for m, _ in vector], depth)
         factor *= 1.0 - agreement * (1.0 - shared)
@@ -267,12 +267,12 @@ def prior_factors(
     """The priors' multipliers for ``moment``: ``1 + weight * (value - 0.5)`` each."""
     age_days = max(0.0, (now - moment.timestamp).total_seconds() / 86_400)
     importance = moment.importance * math.exp(-moment.decay_rate * age_days)
-    recency = 0.5 ** (age_days / settings.recency_half_life_days)
+    recency = 0.5 ** (age_days / settings.priors.recency_half_life_days)
     factors: dict[Prior, float] = {}
-    if settings.importance_prior:
-        factors[Prior.IMPORTANCE] = 1 + settings.importance_prior * (importance - 0.5)
-    if settings.recency_prior:
-        factors[Prior.RECENCY] = 1 + settings.recency_prior * (recency - 0.5)
+    if settings.priors.importance:
+        factors[Prior.IMPORTANCE] = 1 + settings.priors.importance * (importance - 0.5)
+    if settings.priors.recency:
+        factors[Prior.RECENCY] = 1 + settings.priors.recency * (recency - 0.5)
     return factors
 
 

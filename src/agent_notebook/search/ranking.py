@@ -60,7 +60,7 @@ def scored_hits(
 ) -> list[Ranked]:
     """The candidates within the filters (``where``, not in ``exclude``, not redacted, of
     the concept ``allowed``, at least ``min_score`` relevant), each fused score times its
-    priors, a bonus when its speaker is ``named`` and ``assistant_weight`` when a model
+    priors, a bonus when its speaker is ``named`` and ``priors.assistant_weight`` when a model
     said it: best first, ties by moment number."""
     ranked: list[Ranked] = []
     for moment_id, entry in fused.items():
@@ -75,9 +75,9 @@ def scored_hits(
             continue
         factors = prior_factors(brief, now, settings) if priors else {}
         if brief.speaker in named:
-            factors[Prior.SPEAKER] = 1 + settings.speaker_bonus
-        if brief.role == "assistant" and settings.assistant_weight != 1:
-            factors[Prior.ASSISTANT] = settings.assistant_weight
+            factors[Prior.SPEAKER] = 1 + settings.priors.speaker_bonus
+        if brief.role == "assistant" and settings.priors.assistant_weight != 1:
+            factors[Prior.ASSISTANT] = settings.priors.assistant_weight
         score = entry.score * math.prod(factors.values())
         ranked.append(Ranked(score, brief.number, entry, factors))
     ranked.sort(key=lambda h: (-h[0], h[1]))
@@ -168,15 +168,15 @@ def cover_aspects(
         for _, n, _, _ in hits
     ]
     having = {word: sum(word in c for c in covers) for word in asked}
-    power = settings.coverage_idf_power
+    power = settings.coverage.idf_power
     weights = {w: math.log(1 + len(hits) / n) ** power for w, n in having.items() if n}
     order = cover_scores(
         [h[0] for h in hits],
         covers,
         weights,
-        settings.coverage_gain,
+        settings.coverage.gain,
         len(hits),
-        settings.coverage_residual,
+        settings.coverage.residual,
     )
     done = {
         hits[i][1]: Coverage(

@@ -104,7 +104,7 @@ def _results(
         hits=hits,
         hint=hint,
         example=example,
-        bars=lambda hit: explain_bars(hit, nb.config.search.rrf_k),
+        bars=lambda hit: explain_bars(hit, nb.config.search.fusion.rrf_k),
         more=_more_url(form) if hits is not None and len(hits) >= form["limit"] else None,
         vector=nb.semantic is not None,
         modes=MODES,
