@@ -49,7 +49,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from agent_notebook import Notebook
 from agent_notebook.compaction import dropped_manifest
 from agent_notebook.core.enrich import STOPWORDS
-from agent_notebook.model import ROLLUP_INDEX_PREFIX, Moment, SearchHit
+from agent_notebook.model import ROLLUP_INDEX_PREFIX, Moment
+from agent_notebook.search.hits import SearchHit
 from agent_notebook.storage import open_backend
 from retrieval_locomo import DEFAULT_DATA, load_conversation, normalise_evidence
 

@@ -51,7 +51,8 @@ from agent_notebook.core.enrich import STOPWORDS
 from agent_notebook.core.lexical import tokenize
 from agent_notebook.embed import default_embedder
 from agent_notebook.ingest.locomo import parse_locomo_time
-from agent_notebook.search.engine import SearchEngine, SearchRequest
+from agent_notebook.search.engine import SearchEngine
+from agent_notebook.search.request import SearchRequest
 from agent_notebook.storage import MomentFilter, open_backend
 from embed_cache import CachedEmbedder
 

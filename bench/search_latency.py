@@ -21,11 +21,11 @@ hybrid time includes embedding the query. Reported: p50/p95/mean per size and mo
 the targets (p95 <= 20 ms lexical, <= 100 ms hybrid at 100k), and ratios. Dialogue-long
 queries (issue 16: eight consecutive turns of the corpus, ``<speaker>: <text>`` a line) are
 timed the same way, reported as ``lexical-dialogue`` and ``hybrid-dialogue`` (and read
-whole, ``search.dialogue_turns=0``, interleaved, as ``<mode>-dialogue-whole``); the
-questions once more without query coverage (``search.coverage_gain=0``), interleaved, as
+whole, ``search.dialogue.turns=0``, interleaved, as ``<mode>-dialogue-whole``); the
+questions once more without query coverage (``search.coverage.gain=0``), interleaved, as
 ``lexical-nocover`` and ``hybrid-nocover``, and without the speaker bonus
-(``search.speaker_bonus=0``) as ``<mode>-nospeaker``, and without the neighbours' share
-(``search.neighbour_share=0``) as ``<mode>-noneighbour``. With
+(``search.priors.speaker_bonus=0``) as ``<mode>-nospeaker``, and without the neighbours' share
+(``search.spread.neighbour_share=0``) as ``<mode>-noneighbour``. With
 ``--lexical-only`` nothing is embedded and only the lexical modes are timed (for sizes too
 large to embed on a shared machine).
 
@@ -287,11 +287,11 @@ def timed(
 ) -> None:
     """Warm up, then time each question in each mode, interleaved (noise hits all alike);
     the dialogue-long queries are timed as ``<mode>-dialogue``, and once more read whole
-    (``search.dialogue_turns=0``: the whole dialogue embedded, its words ranked) as
+    (``search.dialogue.turns=0``: the whole dialogue embedded, its words ranked) as
     ``<mode>-dialogue-whole``; the questions once more without query coverage
-    (``search.coverage_gain=0``) as ``<mode>-nocover``, without the speaker bonus
-    (``search.speaker_bonus=0``) as ``<mode>-nospeaker`` and without the neighbours'
-    share (``search.neighbour_share=0``) as ``<mode>-noneighbour``."""
+    (``search.coverage.gain=0``) as ``<mode>-nocover``, without the speaker bonus
+    (``search.priors.speaker_bonus=0``) as ``<mode>-nospeaker`` and without the neighbours'
+    share (``search.spread.neighbour_share=0``) as ``<mode>-noneighbour``."""
     shipped = nb.config
     uncovered = NotebookConfig(search=SearchSettings(coverage_gain=0))
     anyone = NotebookConfig(search=SearchSettings(speaker_bonus=0))

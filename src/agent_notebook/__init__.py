@@ -54,13 +54,13 @@ _LAZY = {
             "MomentDraft",
             "NotebookStats",
             "PendingItem",
-            "SearchHit",
             "Session",
             "TaskStatus",
         ],
         "model",
     ),
     "Notebook": "notebook.facade",
+    "SearchHit": "search.hits",
 }
 
 if _typing.TYPE_CHECKING:
@@ -74,11 +74,11 @@ if _typing.TYPE_CHECKING:
         MomentDraft,
         NotebookStats,
         PendingItem,
-        SearchHit,
         Session,
         TaskStatus,
     )
     from .notebook.facade import Notebook
+    from .search.hits import SearchHit
 
 
 def __getattr__(name: str) -> _typing.Any:

@@ -4,6 +4,7 @@ that change nothing. It runs in the test's process (``clirun``), and once as a r
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -233,3 +234,16 @@ def test_search_explain_reads_at_80_columns_and_the_table_has_a_date(home: Path)
     assert max(len(line) for line in out.splitlines()) <= 80
     table = cli_process(home, "search", "train Lyon", env=narrow).stdout.decode()
     assert "date" in table and "2026-05-20" in table
+
+
+def test_search_explain_shows_the_date_signal_of_a_query_naming_a_day(home: Path) -> None:
+    """The date signal (moments said on a day the query names) is one of what found a hit,
+    and ``--explain`` shows it beside the others, as it shows every signal that found one."""
+    wide = {"COLUMNS": "200", "AGENT_NOTEBOOK_EMBEDDER": "none"}
+    explained = cli_process(home, "search", "train on 2026-05-20", "--explain", env=wide)
+    assert explained.returncode == 0, explained.stderr.decode()
+    found_by = [line for line in explained.stdout.decode().splitlines() if "found by:" in line]
+    assert found_by and all(" date " in line for line in found_by)
+    assert re.search(r" date \d+% #1", found_by[0])  # the train: by its words and its day
+    hits = data(cli(home, "search", "train on 2026-05-20", "-f", "json", "--explain", env=wide))
+    assert hits[0]["explain"]["date_share"] > 0 and hits[0]["explain"]["date_rank"] == 1.0

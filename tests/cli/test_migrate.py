@@ -19,9 +19,9 @@ from agent_notebook import Notebook
 from agent_notebook.ingest import parse_file
 from agent_notebook.langgraph.store.vectors import IndexedStore
 from agent_notebook.media.store import media_paths_of
-from agent_notebook.model import SearchHit
 from agent_notebook.notebook.exchange import ChatState, export_target, media_home
 from agent_notebook.notebook.migration import notebook_counts
+from agent_notebook.search.hits import SearchHit
 from agent_notebook.storage import open_backend
 from tests.support import pg
 from tests.support.clirun import cli

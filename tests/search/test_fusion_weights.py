@@ -7,16 +7,10 @@ from __future__ import annotations
 import pytest
 
 from agent_notebook.config import SearchSettings
-from agent_notebook.search.hybrid import (
-    CONCEPT,
-    LEXICAL,
-    VECTOR,
-    evidence_weights,
-    margin,
-    overlap,
-)
+from agent_notebook.search.explanation import Signal
+from agent_notebook.search.hybrid import evidence_weights, margin, overlap
 
-WEIGHTS = {LEXICAL: 1.0, VECTOR: 1.0, CONCEPT: 0.5}
+WEIGHTS = {Signal.LEXICAL: 1.0, Signal.VECTOR: 1.0, Signal.CONCEPT: 0.5}
 
 
 def hits(prefix: str, scores: list[float]) -> list[tuple[str, float]]:
@@ -42,7 +36,7 @@ def test_overlap_counts_the_shared_head() -> None:
 
 
 def test_defaults_keep_the_fixed_weights() -> None:
-    ranked = {LEXICAL: hits("l", [5.0, 5.0, 5.0]), VECTOR: hits("v", [0.5, 0.4])}
+    ranked = {Signal.LEXICAL: hits("l", [5.0, 5.0, 5.0]), Signal.VECTOR: hits("v", [0.5, 0.4])}
     assert evidence_weights(WEIGHTS, ranked, SearchSettings()) == WEIGHTS
 
 
@@ -50,45 +44,54 @@ def test_a_flat_lexical_list_weighs_less_than_a_peaked_one() -> None:
     settings = SearchSettings(fusion_margin_full=0.5, fusion_depth=3)
     vector = hits("v", [0.6, 0.5, 0.4])
     flat = evidence_weights(
-        WEIGHTS, {LEXICAL: hits("l", [5.0, 4.5, 4.0]), VECTOR: vector}, settings
+        WEIGHTS, {Signal.LEXICAL: hits("l", [5.0, 4.5, 4.0]), Signal.VECTOR: vector}, settings
     )
     peaked = evidence_weights(
-        WEIGHTS, {LEXICAL: hits("l", [9.0, 3.0, 2.0]), VECTOR: vector}, settings
+        WEIGHTS, {Signal.LEXICAL: hits("l", [9.0, 3.0, 2.0]), Signal.VECTOR: vector}, settings
     )
-    assert flat[LEXICAL] == pytest.approx(0.4)  # margin 0.2 of the 0.5 that is full weight
-    assert peaked[LEXICAL] == 1.0  # margin 0.78: full weight, never more
-    assert flat[VECTOR] == peaked[VECTOR] == 1.0
-    assert flat[CONCEPT] == 0.5
+    assert flat[Signal.LEXICAL] == pytest.approx(0.4)  # margin 0.2 of the 0.5 that is full weight
+    assert peaked[Signal.LEXICAL] == 1.0  # margin 0.78: full weight, never more
+    assert flat[Signal.VECTOR] == peaked[Signal.VECTOR] == 1.0
+    assert flat[Signal.CONCEPT] == 0.5
 
 
 def test_a_lexical_head_the_vector_signal_does_not_share_weighs_less() -> None:
     settings = SearchSettings(fusion_agreement=0.5, fusion_depth=2)
     lexical = [("a", 3.0), ("b", 2.0)]
     agreeing = evidence_weights(
-        WEIGHTS, {LEXICAL: lexical, VECTOR: [("b", 0.7), ("a", 0.6)]}, settings
+        WEIGHTS, {Signal.LEXICAL: lexical, Signal.VECTOR: [("b", 0.7), ("a", 0.6)]}, settings
     )
-    half = evidence_weights(WEIGHTS, {LEXICAL: lexical, VECTOR: [("a", 0.7), ("x", 0.6)]}, settings)
+    half = evidence_weights(
+        WEIGHTS, {Signal.LEXICAL: lexical, Signal.VECTOR: [("a", 0.7), ("x", 0.6)]}, settings
+    )
     apart = evidence_weights(
-        WEIGHTS, {LEXICAL: lexical, VECTOR: [("x", 0.7), ("y", 0.6)]}, settings
+        WEIGHTS, {Signal.LEXICAL: lexical, Signal.VECTOR: [("x", 0.7), ("y", 0.6)]}, settings
     )
-    assert agreeing[LEXICAL] == 1.0
-    assert half[LEXICAL] == pytest.approx(0.75)
-    assert apart[LEXICAL] == pytest.approx(0.5)
+    assert agreeing[Signal.LEXICAL] == 1.0
+    assert half[Signal.LEXICAL] == pytest.approx(0.75)
+    assert apart[Signal.LEXICAL] == pytest.approx(0.5)
 
 
 def test_without_a_vector_signal_the_lexical_weight_stands() -> None:
     settings = SearchSettings(fusion_margin_full=0.8, fusion_agreement=1.0)
     flat = hits("l", [5.0, 5.0, 5.0])
-    assert evidence_weights(WEIGHTS, {LEXICAL: flat}, settings)[LEXICAL] == 1.0
-    assert evidence_weights(WEIGHTS, {LEXICAL: flat, VECTOR: []}, settings)[LEXICAL] == 1.0
+    assert evidence_weights(WEIGHTS, {Signal.LEXICAL: flat}, settings)[Signal.LEXICAL] == 1.0
+    assert (
+        evidence_weights(WEIGHTS, {Signal.LEXICAL: flat, Signal.VECTOR: []}, settings)[
+            Signal.LEXICAL
+        ]
+        == 1.0
+    )
 
 
 def test_agreement_counts_only_where_the_vector_signal_is_sure() -> None:
     settings = SearchSettings(fusion_agreement=1.0, fusion_vector_margin=0.3, fusion_depth=2)
     lexical = [("a", 3.0), ("b", 2.0)]
     unsure = evidence_weights(
-        WEIGHTS, {LEXICAL: lexical, VECTOR: [("x", 0.50), ("y", 0.45)]}, settings
+        WEIGHTS, {Signal.LEXICAL: lexical, Signal.VECTOR: [("x", 0.50), ("y", 0.45)]}, settings
     )
-    sure = evidence_weights(WEIGHTS, {LEXICAL: lexical, VECTOR: [("x", 0.8), ("y", 0.4)]}, settings)
-    assert unsure[LEXICAL] == 1.0  # vector margin 0.1: its disagreement says nothing
-    assert sure[LEXICAL] == 0.0  # vector margin 0.5, nothing shared
+    sure = evidence_weights(
+        WEIGHTS, {Signal.LEXICAL: lexical, Signal.VECTOR: [("x", 0.8), ("y", 0.4)]}, settings
+    )
+    assert unsure[Signal.LEXICAL] == 1.0  # vector margin 0.1: its disagreement says nothing
+    assert sure[Signal.LEXICAL] == 0.0  # vector margin 0.5, nothing shared

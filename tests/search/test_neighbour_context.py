@@ -70,7 +70,7 @@ def told(tmp_path: Path) -> Iterator[tuple[Notebook, str]]:
 
 def test_a_turn_is_found_by_what_only_its_neighbour_names(told: tuple[Notebook, str]) -> None:
     nb, answer = told
-    assert SearchSettings().neighbour_share > 0  # on by default
+    assert SearchSettings().spread.neighbour_share > 0  # on by default
     hits = nb.search(QUESTION, limit=3)
     ids = [h.moment.id for h in hits]
     assert answer in ids, [(h.moment.id, h.moment.content.text) for h in hits]
@@ -78,7 +78,7 @@ def test_a_turn_is_found_by_what_only_its_neighbour_names(told: tuple[Notebook, 
     assert found.explain["neighbours_gain"] > 0  # explain says where its score came from
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
-    nb.config.search.neighbour_share = 0
+    nb.config.search.spread.neighbour_share = 0
     assert answer not in [h.moment.id for h in nb.search(QUESTION, limit=3)]
 
 

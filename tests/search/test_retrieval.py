@@ -140,7 +140,7 @@ def test_a_question_lends_its_score_to_its_reply(tmp_path: Path) -> None:
         found = hits[ids.index(reply.id)]
         assert found.explain["reply_gain"] > 0 and "lexical_rank" not in found.explain
         assert nb.search("holiday last summer", mode="lexical", limit=5)[-1].moment.id != reply.id
-        nb.config.search.reply_share = 0
+        nb.config.search.spread.reply_share = 0
         assert reply.id not in [h.moment.id for h in nb.search("holiday last summer")]
     finally:
         nb.close()
@@ -157,10 +157,16 @@ def test_an_assistants_reply_takes_its_own_share(tmp_path: Path) -> None:
         person = nb.record(people.id, "The blue one, at nine.", speaker="ana")
         nb.record(model.id, "Which ferry goes to Tresco?", role="user")
         bot = nb.record(model.id, "Several companies sail there daily.", role="assistant")
-        nb.config.search.reply_share, nb.config.search.assistant_reply_share = 0.5, 0.0
+        nb.config.search.spread.reply_share, nb.config.search.spread.assistant_reply_share = (
+            0.5,
+            0.0,
+        )
         found = {h.moment.id: h for h in nb.search("ferry Tresco", limit=10)}
         assert found[person.id].explain["reply_gain"] > 0 and bot.id not in found
-        nb.config.search.reply_share, nb.config.search.assistant_reply_share = 0.0, 0.5
+        nb.config.search.spread.reply_share, nb.config.search.spread.assistant_reply_share = (
+            0.0,
+            0.5,
+        )
         found = {h.moment.id: h for h in nb.search("ferry Tresco", limit=10)}
         assert found[bot.id].explain["reply_gain"] > 0 and person.id not in found
     finally:

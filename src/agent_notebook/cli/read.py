@@ -5,13 +5,15 @@ from __future__ import annotations
 import shutil
 import textwrap
 from collections.abc import Callable
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ..model import Moment, SearchHit, Session
+from ..model import Moment, Session
+from ..search.explanation import Signal
+from ..search.hits import SearchHit
+from ..search.request import Mode
 from ..search.slice import MAX_SLICE_TOKENS
 from .common import (
     FormatOption,
@@ -31,13 +33,6 @@ from .common import (
     stderr,
     when,
 )
-
-
-class SearchMode(StrEnum):
-    HYBRID = "hybrid"
-    LEXICAL = "lexical"
-    VECTOR = "vector"
-
 
 SESSION_COLUMNS = [
     ("id", lambda s: s.id),
@@ -134,9 +129,7 @@ def search(
     until: Annotated[str | None, typer.Option(help="Before this ISO time.")] = None,
     speaker: Annotated[str | None, typer.Option(help="Only moments by this speaker.")] = None,
     concept: Annotated[str | None, typer.Option(help="Only moments with this concept.")] = None,
-    mode: Annotated[
-        SearchMode, typer.Option(help="hybrid (default), lexical or vector.")
-    ] = SearchMode.HYBRID,
+    mode: Annotated[Mode, typer.Option(help="hybrid (default), lexical or vector.")] = "hybrid",
     explain: Annotated[
         bool,
         flag("--explain", "Show each signal's share of each result, and what query coverage did."),
@@ -181,7 +174,7 @@ def search(
             "give words to look for, or --image/--audio FILE", param_hint="QUERY"
         )
     with open_notebook(home) as nb, reporting_errors():
-        if mode is not SearchMode.LEXICAL:
+        if mode != "lexical":  # the others embed the query
             catch_up(nb)
         found = nb.search(
             query,
@@ -190,7 +183,7 @@ def search(
             until=parse_time(until, "--until"),
             speaker=speaker,
             concept=concept,
-            mode=mode.value,
+            mode=mode,
             limit=limit,
             include_archive=include_archive,
             image=image,
@@ -200,9 +193,8 @@ def search(
     if (hint := found.hint("--min-score")) is not None:
         stderr.print(hint, highlight=False)
     hits: list[SearchHit] = found
-    signals = ["lexical", "vector", "concept"] + (["media"] if image or audio else [])
     if explain and fmt is OutputFormat.TABLE:
-        _print_explained(hits, signals)  # a block a hit: readable at 80 columns
+        _print_explained(hits, _shown_signals(hits, example=image is not None or audio is not None))
         return
     columns: list[tuple[str, Callable[[SearchHit], object]]] = [
         ("score", lambda h: f"{h.score:.3g}"),
@@ -221,7 +213,22 @@ def search(
     emit(hits, fmt, columns)
 
 
-def _print_explained(hits: list[SearchHit], signals: list[str]) -> None:
+#: The signals ``search --explain`` always shows (``-`` when a hit has none of it).
+_ALWAYS_SHOWN = (Signal.LEXICAL, Signal.VECTOR, Signal.CONCEPT)
+
+
+def _shown_signals(hits: list[SearchHit], *, example: bool) -> list[Signal]:
+    """The signals ``search --explain`` shows: the main three, ``media`` for a search by
+    example, and any other signal that found one of the hits (the date a query names...)."""
+    found = {signal for hit in hits for signal in hit.explain.signals}
+    return [
+        signal
+        for signal in Signal
+        if signal in _ALWAYS_SHOWN or signal in found or (example and signal is Signal.MEDIA)
+    ]
+
+
+def _print_explained(hits: list[SearchHit], signals: list[Signal]) -> None:
     """``search --explain`` as text: a block a hit, its lines folded to the terminal."""
     width = max(40, shutil.get_terminal_size().columns)
     indent = "    "
@@ -249,39 +256,34 @@ def _print_explained(hits: list[SearchHit], signals: list[str]) -> None:
         print("\n".join(lines) + ("\n" if rank < len(hits) else ""))
 
 
-def _share(signal: str) -> Callable[[SearchHit], object]:
+def _share(signal: Signal) -> Callable[[SearchHit], object]:
     def cell(hit: SearchHit) -> str:
-        share = hit.explain.get(f"{signal}_share")
-        if share is None:
+        part = hit.explain.signals.get(signal)
+        if part is None or part.share is None:
             return "-"
-        rank = int(hit.explain[f"{signal}_rank"])
-        return f"{share:.0%} #{rank}"
+        return f"{part.share:.0%} #{part.rank}"
 
     return cell
 
 
 def _relevance(hit: SearchHit) -> str:
-    value = hit.explain.get("relevance")
+    value = hit.explain.relevance
     return "-" if value is None else f"{value:.2f}"
 
 
 def _coverage(hit: SearchHit) -> str:
     """The query coverage step: where it put the hit (``#5->#2``, or ``#2`` when it stayed)
     and the query's words the hit has."""
-    before = hit.explain.get("coverage_before")
-    if before is None:
+    step = hit.explain.coverage
+    if step is None:
         return "-"
-    after = int(before - hit.explain.get("coverage_move", 0.0))
-    place = f"#{int(before)}" if after == before else f"#{int(before)}->#{after}"
+    before, after = step.before, step.after
+    place = f"#{before}" if after == before else f"#{before}->#{after}"
     return f"{place} {','.join(hit.covered) or '-'}"
 
 
 def _priors(hit: SearchHit) -> str:
-    return " ".join(
-        f"{key.removesuffix('_prior')} x{value:.2f}"
-        for key, value in hit.explain.items()
-        if key.endswith("_prior")
-    )
+    return " ".join(f"{prior} x{value:.2f}" for prior, value in hit.explain.priors.items())
 
 
 def slice_(

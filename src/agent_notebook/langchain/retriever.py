@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -15,8 +15,9 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from ..core.validation import validate_record
-from ..model import SearchHit
 from ..notebook.facade import Notebook
+from ..search.hits import SearchHit
+from ..search.request import Mode
 
 __all__ = ["NotebookRetriever", "SearchFilters", "document_of"]
 
@@ -38,7 +39,7 @@ class SearchFilters(BaseModel):
     """Only moments before this aware time."""
     concept: str | None = None
     """Only moments indexed under this concept."""
-    mode: Literal["hybrid", "lexical", "vector"] = "hybrid"
+    mode: Mode = "hybrid"
     """``lexical`` or ``vector`` use one signal; ``hybrid`` fuses them with concepts."""
     exclude: frozenset[str] = frozenset()
     """Moment ids to pass over (say, those already in the conversation)."""

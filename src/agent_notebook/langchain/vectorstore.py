@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -25,6 +25,7 @@ from ..embed.as_langchain import NotebookEmbeddings
 from ..errors import InvalidInput
 from ..model import Moment
 from ..notebook.facade import Notebook
+from ..search.request import Mode
 
 __all__ = ["DOCUMENT_TOOL", "NotebookVectorStore"]
 
@@ -64,7 +65,7 @@ class NotebookVectorStore(VectorStore):
         *,
         session: str | None = None,
         task: str = "LangChain documents",
-        mode: Literal["hybrid", "lexical", "vector"] = "hybrid",
+        mode: Mode = "hybrid",
     ) -> None:
         if session is not None:
             notebook.get_session(session)  # NotFound / InvalidId, saying which

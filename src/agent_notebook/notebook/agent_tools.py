@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import Conflict, InvalidInput, NotebookError, NotFound
 
 if TYPE_CHECKING:
-    from ..model import Moment, MomentDraft, SearchHit, Session
-    from ..search.engine import Mode
+    from ..model import Moment, MomentDraft, Session
+    from ..search.hits import SearchHit
+    from ..search.request import Mode
 
 
 class ToolNotebook(Protocol):
@@ -208,7 +209,7 @@ def hit_summary(hit: SearchHit, *, explain: bool = False) -> dict[str, Any]:
         "score": round(hit.score, 4),
     }
     if explain:
-        summary["explain"] = {k: round(v, 4) for k, v in hit.explain.items()}
+        summary["explain"] = {k: round(v, 4) for k, v in hit.explain.as_dict().items()}
     return summary
 
 

@@ -36,7 +36,7 @@ from ..model import (
     Session,
     TaskStatus,
 )
-from ..search.engine import Mode
+from ..search.request import Mode
 from ..search.slice import Format as SliceFormat
 from ..search.slice import Slice
 from ..storage import StorageBackend

@@ -13,12 +13,14 @@ from ..errors import InvalidInput, NotFound
 from ..model import (
     ConceptEntry,
     Moment,
-    SearchHit,
     Session,
     check_moment_id,
     normalize_concept,
 )
-from ..search.engine import Mode, SearchEngine, SearchRequest, matches_words, neighbour_ids
+from ..search.engine import SearchEngine, matches_words, neighbour_ids
+from ..search.explanation import Explanation, Mark, Signal, SignalPart
+from ..search.hits import SearchHit
+from ..search.request import MODES, Mode, SearchRequest
 from ..search.slice import MAX_SLICE_TOKENS, Slice, build_slice
 from ..search.slice import Format as SliceFormat
 from ..storage import MomentFilter, StorageBackend
@@ -194,8 +196,8 @@ class Finding:
             exclude = {*exclude, *recent}
         if since is not None and until is not None and since >= until:
             raise InvalidInput(f"search: since ({since}) must be before until ({until})")
-        if mode not in ("hybrid", "lexical", "vector"):
-            raise InvalidInput(f"search: mode {mode!r} is not one of hybrid, lexical, vector")
+        if mode not in MODES:
+            raise InvalidInput(f"search: mode {mode!r} is not one of {', '.join(MODES)}")
         semantic = None if mode == "lexical" else self.vectors.semantic  # lexical: no model loaded
         if mode == "vector" and semantic is None:
             raise InvalidInput(
@@ -309,7 +311,7 @@ class Finding:
         """Tag rollups; with ``include_archive``, rank archived hits among the others by
         reciprocal rank (each list counts alike) and tag them."""
         tagged = [
-            h.model_copy(update={"tier": "rollup", "explain": {**h.explain, "rollup": 1.0}})
+            h.model_copy(update={"tier": "rollup", "explain": h.explain.with_mark(Mark.ROLLUP)})
             if h.moment.rollup is not None
             else h
             for h in hits
@@ -323,7 +325,7 @@ class Finding:
             if request.concept is None
             else set(self.backend.archived_with_concept(normalize_concept(request.concept)))
         )
-        k = self.context.config.search.rrf_k
+        k = self.context.config.search.fusion.rrf_k
         merged: list[tuple[float, int, SearchHit]] = []
         for rank, hit in enumerate(tagged, 1):
             merged.append(
@@ -340,7 +342,9 @@ class Finding:
             if request.min_score > 0 and not matches_words(moment.content.text, request.query):
                 continue  # matched by stopwords only
             rank += 1
-            explain = {"archived": 1.0, "lexical_rank": float(rank), "lexical_raw": raw}
+            explain = Explanation(
+                signals={Signal.LEXICAL: SignalPart(rank, raw)}, marks=(Mark.ARCHIVED,)
+            )
             hit = SearchHit(moment=moment, score=1 / (k + rank), explain=explain, tier="archived")
             merged.append((hit.score, moment.number, hit))
         merged.sort(key=lambda item: (-item[0], item[1]))

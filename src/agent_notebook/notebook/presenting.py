@@ -19,7 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from ..model import Moment, SearchHit, now_utc, split_link
+from ..model import Moment, now_utc, split_link
+from ..search.explanation import Explanation, Mark
+from ..search.hits import SearchHit
 
 __all__ = ["present"]
 
@@ -77,7 +79,8 @@ def present(
     )
     for later in fetch(missing) if missing else []:
         if later.redacted is None and later.timestamp <= at and later.id not in shown:
-            hit = SearchHit(moment=later, score=0.0, explain={"successor": 1.0})
+            explain = Explanation(marks=(Mark.SUCCESSOR,))
+            hit = SearchHit(moment=later, score=0.0, explain=explain)
             shown[later.id] = _marked(hit, later, at, as_of is not None, fetch)
             folded.append(shown[later.id])
     head: dict[str, str] = {}
@@ -195,7 +198,7 @@ def _with_conflicts(
             other = other or SearchHit(
                 moment=fetched[other_id],
                 score=hit.score,
-                explain={"conflict": 1.0},
+                explain=Explanation(marks=(Mark.CONFLICT,)),
                 conflicts_with=[hit.moment.id],
             )
             result.append(other)

@@ -17,15 +17,11 @@ from datetime import timedelta
 from ..config import SearchSettings
 from ..core.enrich import enrich, identifiers
 from ..core.lexical import stem, terms, tokenize
-from ..model import SearchHit, moment_number, normalize_concept, now_utc
+from ..model import moment_number, normalize_concept, now_utc
 from ..storage import MomentBrief, MomentFilter, StorageBackend
+from .explanation import Gain, Signal
+from .hits import SearchHit
 from .hybrid import (
-    CONCEPT,
-    DATE,
-    LEXICAL,
-    LEXICAL_LATEST,
-    MEDIA,
-    VECTOR,
     Coverage,
     Fused,
     Givers,
@@ -38,7 +34,7 @@ from .hybrid import (
     relevance,
     session_evidence,
 )
-from .plan import Mode, SearchPlan, SearchRequest, VectorQuery, plan_search
+from .plan import SearchPlan, VectorQuery, plan_search
 from .query import content_words, query_dates
 from .ranking import (
     Ranked,
@@ -48,12 +44,11 @@ from .ranking import (
     scored_hits,
     spread_sessions,
 )
+from .request import SearchRequest
 from .semantic import SemanticIndex
 
 __all__ = [
-    "Mode",
     "SearchEngine",
-    "SearchRequest",
     "content_words",
     "matches_words",
     "neighbour_ids",
@@ -64,7 +59,7 @@ MAX_CONCEPT_MOMENTS = 2000
 #: ... but in a small notebook, a concept in this many moments is still scored.
 MIN_CONCEPT_CAP = 10
 
-Candidates = dict[str, list[tuple[str, float]]]
+Candidates = dict[Signal, list[tuple[str, float]]]
 
 
 def matches_words(text: str, query: str) -> bool:
@@ -95,7 +90,7 @@ class SearchEngine:
         content = self._content(plan, allowed)
         ranked = self._candidates(plan, allowed, content)
         weights = evidence_weights(plan.weights, ranked, self.settings)
-        fused = fuse(ranked, weights, self.settings.rrf_k, flat={DATE})
+        fused = fuse(ranked, weights, self.settings.fusion.rrf_k, flat={Signal.DATE})
         # Ranked on briefs; only the moments returned are loaded whole.
         briefs = self._briefs(list(fused))
         # By example (a picture, a clip), neighbours are no context: a roll of photos
@@ -122,33 +117,35 @@ class SearchEngine:
         return {signal: self._signal(signal, plan, allowed, content) for signal in plan.signals}
 
     def _signal(
-        self, signal: str, plan: SearchPlan, allowed: set[int] | None, content: list[str] | None
+        self, signal: Signal, plan: SearchPlan, allowed: set[int] | None, content: list[str] | None
     ) -> list[tuple[str, float]]:
         request, pool = plan.request, plan.pool
-        if signal == LEXICAL:
+        if signal is Signal.LEXICAL:
             having = content if plan.lexical_by_content else None
             return self._lexical(self._spoken(plan), pool, allowed, having)
-        if signal == LEXICAL_LATEST:
+        if signal is Signal.LEXICAL_LATEST:
             assert plan.latest is not None
             later = replace(request, query=plan.latest)
             # Its every hit counts as a match (relevance 1): never one on stopwords.
             having = self._content_hits(plan.latest_content_query, plan, allowed)
             return self._lexical(later, pool, allowed, having)
-        if signal == VECTOR:
+        if signal is Signal.VECTOR:
             assert plan.vector is not None
             return self._vector(request, pool, allowed, plan.vector)
-        if signal == CONCEPT:
+        if signal is Signal.CONCEPT:
             return self._concepts(request.query, pool, allowed)
-        if signal == DATE:
+        if signal is Signal.DATE:
             return self._dated(request, pool, allowed)
-        assert signal == MEDIA and request.example is not None
+        assert signal is Signal.MEDIA and request.example is not None
         return self._media(request, request.example, pool, allowed)
 
     def _session_evidence(self, fused: dict[str, Fused], briefs: dict[str, MomentBrief]) -> None:
         """Lift the candidates of sessions that hold several (in place)."""
         session_of = {mid: b.session for mid, b in briefs.items() if mid in fused}
         settings = self.settings
-        session_evidence(fused, session_of, settings.session_share, settings.session_best)
+        session_evidence(
+            fused, session_of, settings.spread.session_share, settings.spread.session_best
+        )
 
     def _relevance(
         self,
@@ -164,7 +161,9 @@ class SearchEngine:
         if not plan.judge_relevance:
             return {}
         if content is None:  # every word of the query counts: its lexical ranking
-            found = ranked.get(LEXICAL) or self._lexical(self._spoken(plan), 2 * plan.pool, allowed)
+            found = ranked.get(Signal.LEXICAL) or self._lexical(
+                self._spoken(plan), 2 * plan.pool, allowed
+            )
             content = [mid for mid, _ in found]
         relevant = relevance(fused, set(content), givers)
         # Only the turns the cut-off would drop are read (their texts fetched) with the turn
@@ -200,7 +199,7 @@ class SearchEngine:
             settings=settings,
         )
         if plan.spread_sessions:
-            decay, free = settings.session_decay, settings.session_free
+            decay, free = settings.coverage.session_decay, settings.coverage.session_free
             hits = spread_sessions(hits, briefs, decay, free, plan.limit)
         return hits
 
@@ -213,10 +212,10 @@ class SearchEngine:
         wanted = [f"m_{h.number}" for h in window]
         moments = {m.number: m for m in self.backend.get_moments(wanted)}
         if plan.time_question:
-            window = dated_first(window, moments, self.settings.time_question_bonus)
+            window = dated_first(window, moments, self.settings.priors.time_question_bonus)
         coverage: dict[int, Coverage] = {}
         if plan.aspects:  # the best coverage_window, whatever the limit: the same head for any
-            covered = self.settings.coverage_window
+            covered = self.settings.coverage.window
             reordered, coverage = cover_aspects(
                 window[:covered], moments, plan.aspects, self.settings
             )
@@ -271,7 +270,7 @@ class SearchEngine:
         return [mid for mid, _ in self._lexical(plain, 2 * plan.pool, allowed)]
 
     def _named(self, query: str, briefs: dict[str, MomentBrief]) -> set[str]:
-        """The speakers of the candidates that ``query`` names, for ``speaker_bonus``."""
+        """The speakers of the candidates that ``query`` names, for ``priors.speaker_bonus``."""
         return named_speakers(tokenize(query), {b.speaker for b in briefs.values()})
 
     def _vector(
@@ -350,7 +349,7 @@ class SearchEngine:
         total = max(1, self.backend.count_moments())
         most = min(
             MAX_CONCEPT_MOMENTS,
-            max(MIN_CONCEPT_CAP, int(self.settings.concept_max_share * total)),
+            max(MIN_CONCEPT_CAP, int(self.settings.fusion.concept_max_share * total)),
         )
         scores: dict[int, float] = {}
         for name in names:
@@ -379,12 +378,12 @@ class SearchEngine:
         self, fused: dict[str, Fused], briefs: dict[str, MomentBrief], context: bool = True
     ) -> Givers:
         """Pass part of each candidate's score to the turns around it (in place; the turns
-        it reaches are added to ``briefs``): a question's reply gets ``reply_share`` (an
-        assistant's reply ``assistant_reply_share``), each neighbour ``neighbour_share``.
+        it reaches are added to ``briefs``): a question's reply gets ``spread.reply_share`` (an
+        assistant's reply ``spread.assistant_reply_share``), each neighbour ``spread.neighbour_share``.
         Returns who gave to whom."""
-        reply_share = self.settings.reply_share
-        neighbour_share = self.settings.neighbour_share if context else 0.0
-        assistant_share = self.settings.assistant_reply_share
+        reply_share = self.settings.spread.reply_share
+        neighbour_share = self.settings.spread.neighbour_share if context else 0.0
+        assistant_share = self.settings.spread.assistant_reply_share
         if reply_share <= 0 and assistant_share <= 0 and neighbour_share <= 0:
             return Givers()
         # A neighbour only ranks higher: one no signal found does not become a result, so
@@ -404,7 +403,7 @@ class SearchEngine:
         by_others = {
             mid: [n for n in ids if briefs[n].role != "assistant"] for mid, ids in replies.items()
         }
-        gap = timedelta(minutes=self.settings.neighbour_gap_minutes)
+        gap = timedelta(minutes=self.settings.spread.neighbour_gap_minutes)
 
         def one_conversation(mid: str) -> list[str]:
             """The turns beside ``mid`` a signal found, said by people close in time. A
@@ -422,8 +421,8 @@ class SearchEngine:
             ]
 
         neighbours = {mid: one_conversation(mid) for mid in found} if neighbour_share > 0 else {}
-        neighbour_spread(fused, by_others, reply_share, source="reply")
-        neighbour_spread(fused, by_assistant, assistant_share, source="reply")
+        neighbour_spread(fused, by_others, reply_share, source=Gain.REPLY)
+        neighbour_spread(fused, by_assistant, assistant_share, source=Gain.REPLY)
         neighbour_spread(fused, neighbours, neighbour_share)
         givers = Givers()
         spreads = (

@@ -22,11 +22,9 @@ from datetime import datetime
 from ..config import SearchSettings
 from ..core.lexical import tokenize
 from ..storage.base import MomentBrief
+from .explanation import CoverageStep, Gain, Prior, Signal
 
 __all__ = [
-    "DATE",
-    "LEXICAL_LATEST",
-    "MEDIA",
     "MEDIA_WEIGHT",
     "Coverage",
     "Fused",
@@ -44,17 +42,10 @@ __all__ = [
     "session_evidence",
 ]
 
-LEXICAL, VECTOR, CONCEPT = "lexical", "vector", "concept"
-#: The lexical ranking of a dialogue-long query's last turns alone.
-LEXICAL_LATEST = "lexical_latest"
-#: Moments said on a day or in a month the query names: each counts as ranked first.
-DATE = "date"
-#: Search by example (an image or audio clip): stored signatures ranked by distance.
-MEDIA = "media"
-#: Its weight when fused with a text query: as much as the words themselves.
+#: The media signal's weight when fused with a text query: as much as the words themselves.
 MEDIA_WEIGHT = 1.0
 #: Signals whose every hit is a match (relevance 1), whatever its rank.
-_MATCHING = frozenset([CONCEPT, MEDIA, DATE, LEXICAL_LATEST])
+_MATCHING = frozenset([Signal.CONCEPT, Signal.MEDIA, Signal.DATE, Signal.LEXICAL_LATEST])
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,22 +62,14 @@ class SignalScore:
 class Fused:
     moment_id: str
     score: float = 0.0
-    signals: dict[str, SignalScore] = field(default_factory=dict)
+    signals: dict[Signal, SignalScore] = field(default_factory=dict)
     #: Score added by other results (their neighbours), by source.
-    gains: dict[str, float] = field(default_factory=dict)
+    gains: dict[Gain, float] = field(default_factory=dict)
 
-    def shares(self) -> dict[str, float]:
+    def shares(self) -> dict[Signal, float]:
         """Each signal's share of the fused score before priors (sums to 1)."""
         total = sum(s.contribution for s in self.signals.values())
         return {n: s.contribution / total for n, s in self.signals.items()} if total else {}
-
-
-def weights_of(settings: SearchSettings) -> dict[str, float]:
-    return {
-        LEXICAL: settings.lexical_weight,
-        VECTOR: settings.vector_weight,
-        CONCEPT: settings.concept_weight,
-    }
 
 
 def margin(scores: Sequence[float], depth: int) -> float:
@@ -109,44 +92,44 @@ def overlap(first: Sequence[str], second: Sequence[str], depth: int) -> float:
 
 
 def evidence_weights(
-    weights: Mapping[str, float],
-    ranked: Mapping[str, Sequence[tuple[str, float]]],
+    weights: Mapping[Signal, float],
+    ranked: Mapping[Signal, Sequence[tuple[str, float]]],
     settings: SearchSettings,
-) -> dict[str, float]:
+) -> dict[Signal, float]:
     """``weights`` with the lexical one scaled by the lexical signal's own evidence, when a
     vector signal runs beside it: ``min(1, margin / fusion_margin_full)`` (a flat BM25 list,
     many moments sharing common words of a long query, says little) times
     ``1 - fusion_agreement * (1 - overlap)`` (a lexical head the vector signal does not
     share is likelier noise), that one only where the vector signal's own margin is at
-    least ``fusion_vector_margin`` (sure of its head). All 0 (the defaults): ``weights``
+    least ``fusion.vector_margin`` (sure of its head). All 0 (the defaults): ``weights``
     unchanged."""
     scaled = dict(weights)
-    lexical, vector = ranked.get(LEXICAL), ranked.get(VECTOR)
+    lexical, vector = ranked.get(Signal.LEXICAL), ranked.get(Signal.VECTOR)
     full, agreement, depth = (
-        settings.fusion_margin_full,
-        settings.fusion_agreement,
-        settings.fusion_depth,
+        settings.fusion.margin_full,
+        settings.fusion.agreement,
+        settings.fusion.depth,
     )
     if lexical is None or vector is None or (full <= 0 and agreement <= 0):
         return scaled
-    if not vector or scaled.get(VECTOR, 0.0) <= 0:
+    if not vector or scaled.get(Signal.VECTOR, 0.0) <= 0:
         return scaled
     factor = 1.0
     if full > 0:
         factor *= min(1.0, margin([s for _, s in lexical], depth) / full)
-    sure = settings.fusion_vector_margin
+    sure = settings.fusion.vector_margin
     if agreement > 0 and margin([s for _, s in vector], depth) >= sure:
         shared = overlap([m for m, _ in lexical], [m for m, _ in vector], depth)
         factor *= 1.0 - agreement * (1.0 - shared)
-    scaled[LEXICAL] = scaled.get(LEXICAL, 0.0) * factor
+    scaled[Signal.LEXICAL] = scaled.get(Signal.LEXICAL, 0.0) * factor
     return scaled
 
 
 def fuse(
-    ranked: Mapping[str, Sequence[tuple[str, float]]],
-    weights: Mapping[str, float],
+    ranked: Mapping[Signal, Sequence[tuple[str, float]]],
+    weights: Mapping[Signal, float],
     k: int,
-    flat: Collection[str] = (),
+    flat: Collection[Signal] = (),
 ) -> dict[str, Fused]:
     """Weighted reciprocal rank fusion of each signal's ``(moment id, raw score)`` list;
     in a ``flat`` signal (a yes or no, like a date) every hit counts as ranked first."""
@@ -167,7 +150,7 @@ def neighbour_spread(
     fused: dict[str, Fused],
     neighbours: Mapping[str, Sequence[str]],
     share: float,
-    source: str = "neighbours",
+    source: Gain = Gain.NEIGHBOURS,
 ) -> None:
     """Give each turn's ``neighbours`` ``share`` of its score (in place), recorded in their
     ``gains`` under ``source``: in a conversation the answer to a question often sits next
@@ -217,14 +200,10 @@ class Coverage:
     #: What the step added to the hit's score (its order is the order of the new scores).
     added: float = 0.0
 
-    def explain(self) -> dict[str, float]:
-        """For a hit's ``explain``: its place before the step, how far it moved up
-        (negative: down) and the score it added."""
-        return {
-            "coverage_before": float(self.before),
-            "coverage_move": float(self.before - self.after),
-            "coverage_added": self.added,
-        }
+    def step(self) -> CoverageStep:
+        """For a hit's explanation: its place before and after the step, and the score it
+        added."""
+        return CoverageStep(self.before, self.after, self.added)
 
 
 def cover_query(
@@ -282,16 +261,18 @@ def cover_scores(
     return taken
 
 
-def prior_factors(moment: MomentBrief, now: datetime, settings: SearchSettings) -> dict[str, float]:
+def prior_factors(
+    moment: MomentBrief, now: datetime, settings: SearchSettings
+) -> dict[Prior, float]:
     """The priors' multipliers for ``moment``: ``1 + weight * (value - 0.5)`` each."""
     age_days = max(0.0, (now - moment.timestamp).total_seconds() / 86_400)
     importance = moment.importance * math.exp(-moment.decay_rate * age_days)
-    recency = 0.5 ** (age_days / settings.recency_half_life_days)
-    factors: dict[str, float] = {}
-    if settings.importance_prior:
-        factors["importance"] = 1 + settings.importance_prior * (importance - 0.5)
-    if settings.recency_prior:
-        factors["recency"] = 1 + settings.recency_prior * (recency - 0.5)
+    recency = 0.5 ** (age_days / settings.priors.recency_half_life_days)
+    factors: dict[Prior, float] = {}
+    if settings.priors.importance:
+        factors[Prior.IMPORTANCE] = 1 + settings.priors.importance * (importance - 0.5)
+    if settings.priors.recency:
+        factors[Prior.RECENCY] = 1 + settings.priors.recency * (recency - 0.5)
     return factors
 
 
@@ -361,7 +342,7 @@ def relevance(
         if moment_id in word_matches or not found.keys().isdisjoint(_MATCHING):
             own[moment_id] = 1.0
         else:
-            vector = found.get(VECTOR)
+            vector = found.get(Signal.VECTOR)
             own[moment_id] = 0.0 if vector is None else max(0.0, min(1.0, vector.raw))
     return {
         moment_id: max([score, *(own.get(g, 0.0) for g in givers.questions.get(moment_id, ()))])

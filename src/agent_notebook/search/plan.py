@@ -6,21 +6,19 @@ out against the backend.
 A query is read three ways here: as a question (the default), as several lines (its
 ``latest`` turns are ranked once more on their own) and as a speaker-tagged dialogue (what
 the user ``said`` lately is what the vector signal embeds; the lexical signals weigh
-``dialogue_lexical_weight``, 0 by default: not ranked at all).
+``dialogue.lexical_weight``, 0 by default: not ranked at all).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
 from types import MappingProxyType
-from typing import Literal
 
 from ..config import SearchSettings
 from ..core.lexical import stem, tokenize
-from ..storage import MomentFilter
-from .hybrid import CONCEPT, DATE, LEXICAL, LEXICAL_LATEST, MEDIA, MEDIA_WEIGHT, VECTOR
+from .explanation import Signal
+from .hybrid import MEDIA_WEIGHT
 from .query import (
     content_words,
     dialogue_context,
@@ -29,42 +27,25 @@ from .query import (
     latest_turns,
     speaker_turns,
 )
+from .request import SearchRequest
 
 __all__ = [
     "CONTEXT_WORDS",
     "DIALOGUE_WORDS",
-    "Mode",
     "SearchPlan",
-    "SearchRequest",
     "VectorQuery",
     "plan_search",
 ]
 
-Mode = Literal["hybrid", "lexical", "vector"]
 #: What the vector signal embeds of a dialogue: its newest words, at most this many (an
 #: embedder cuts a long text's end, and embedding time grows with the length: 96 words are
 #: about 125 of MiniLM's word pieces; a user's last three turns are 33-51 words in the
 #: dialogue dev cases, and LoCoMo's long turns reach 256).
 DIALOGUE_WORDS = 96
-#: ... and of the rest of the dialogue's last turns (``dialogue_context_turns``), at most this
+#: ... and of the rest of the dialogue's last turns (``dialogue.context_turns``), at most this
 #: many newest words (in the dialogue dev cases that rest is the other side's three replies
 #: and the user's turn before: 30-60 words).
 CONTEXT_WORDS = 96
-
-
-@dataclass(frozen=True, slots=True)
-class SearchRequest:
-    query: str
-    where: MomentFilter
-    limit: int
-    concept: str | None = None
-    exclude: Collection[str] = ()
-    mode: Mode = "hybrid"
-    now: datetime | None = None
-    #: The signature of an example image or audio clip: search by example.
-    example: str | None = None
-    #: Hits less relevant than this (see :func:`.hybrid.relevance`, 0 to 1) are left out.
-    min_score: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +62,9 @@ class VectorQuery:
 class SearchPlan:
     """One search, decided: what :meth:`.engine.SearchEngine.search` runs, in order."""
 
-    #: The request, its ``min_score`` lowered to ``dialogue_min_score`` for a dialogue.
+    #: The request, its ``min_score`` lowered to ``dialogue.min_score`` for a dialogue.
     request: SearchRequest
-    #: Candidates each signal returns: ``candidates``, or more for a large limit.
+    #: Candidates each signal returns: ``fusion.candidates``, or more for a large limit.
     pool: int
     #: The query has words: not an example alone (which is ranked by the media signal
     #: only, without priors: a near copy must not fall behind a far one that is newer).
@@ -91,14 +72,14 @@ class SearchPlan:
     #: What the lexical signal reads: the query without speaker tags, and without its
     #: stopwords when it is dialogue-long.
     spoken: str
-    #: A query of several lines: its last ``latest_turns`` turns (else None).
+    #: A query of several lines: its last ``dialogue.latest_turns`` turns (else None).
     latest: str | None
     #: A speaker-tagged dialogue: what the user said lately (else None).
     said: str | None
     #: The signals that run, in the order they are fused.
-    signals: tuple[str, ...]
+    signals: tuple[Signal, ...]
     #: Each signal's weight in the fusion (every signal, running or not).
-    weights: Mapping[str, float]
+    weights: Mapping[Signal, float]
     #: The query whose lexical hits are the moments having a word of ``spoken`` other than
     #: a stopword: "" when none can (none has such a word, or a dialogue is read by its
     #: meaning), None when that list is not needed or is the lexical ranking itself.
@@ -113,19 +94,19 @@ class SearchPlan:
     judge_relevance: bool
     #: The priors (importance, recency) multiply each hit's score.
     priors: bool
-    #: Hits spoken by a speaker the question names get ``speaker_bonus``.
+    #: Hits spoken by a speaker the question names get ``priors.speaker_bonus``.
     name_speakers: bool
     #: Candidates pass part of their score to their reply and neighbours (hybrid only).
     spread_to_neighbours: bool
     #: Sessions with several candidates lift them (not by example alone).
     session_evidence: bool
-    #: The head of the results spans sessions (``session_decay`` < 1).
+    #: The head of the results spans sessions (``coverage.session_decay`` < 1).
     spread_sessions: bool
-    #: A question about time: the results that carry a date get ``time_question_bonus``.
+    #: A question about time: the results that carry a date get ``priors.time_question_bonus``.
     time_question: bool
     #: The stems the question asks about, for the coverage step (empty: no such step).
     aspects: tuple[str, ...]
-    #: The ranked hits loaded whole: ``limit``, or ``coverage_window`` for the coverage step
+    #: The ranked hits loaded whole: ``limit``, or ``coverage.window`` for the coverage step
     #: or a time question.
     shown: int
 
@@ -139,30 +120,30 @@ def plan_search(request: SearchRequest, settings: SearchSettings, semantic: bool
     vector signal can run)."""
     wanted = request.limit + len(request.exclude)
     words = request.example is None or bool(request.query.strip())
-    latest = latest_turns(request.query, settings.latest_turns) if words else None
+    latest = latest_turns(request.query, settings.dialogue.latest_turns) if words else None
     said, lexical_scale = _dialogue(request, settings, semantic) if words else (None, 1.0)
     if said is not None:
-        request = replace(request, min_score=min(request.min_score, settings.dialogue_min_score))
+        request = replace(request, min_score=min(request.min_score, settings.dialogue.min_score))
     mode = request.mode
     lexical = words and mode in ("hybrid", "lexical") and lexical_scale > 0
     # Beside a vector signal a match on stopwords alone stays in the lexical ranking, as
     # weak evidence the vector signal and min_score judge (leave-one-conversation-out
     # on LoCoMo chose that in hybrid, and dropping them in lexical mode).
     judged_by_words = mode == "lexical" or not semantic
-    drop_stopword_only = lexical and settings.content_match and judged_by_words
+    drop_stopword_only = lexical and settings.fusion.content_match and judged_by_words
     spoken = dialogue_words(request.query)
     wordiness = _wordiness(spoken, settings)
     if wordiness < 1:  # a dialogue: its stopwords say nothing; one search, not two
         spoken = " ".join(content_words(spoken))
     signals = _signals(request, settings, semantic, words, lexical, latest)
-    lexical_weight = lexical_scale * (settings.lexical_weight if mode != "lexical" else 1.0)
+    lexical_weight = lexical_scale * (settings.fusion.lexical_weight if mode != "lexical" else 1.0)
     weights = {
-        LEXICAL: lexical_weight * wordiness,
-        LEXICAL_LATEST: lexical_weight * settings.latest_turn_weight,
-        VECTOR: settings.vector_weight if mode != "vector" else 1.0,
-        CONCEPT: settings.concept_weight,
-        DATE: settings.date_weight,
-        MEDIA: MEDIA_WEIGHT,
+        Signal.LEXICAL: lexical_weight * wordiness,
+        Signal.LEXICAL_LATEST: lexical_weight * settings.dialogue.latest_turn_weight,
+        Signal.VECTOR: settings.fusion.vector_weight if mode != "vector" else 1.0,
+        Signal.CONCEPT: settings.fusion.concept_weight,
+        Signal.DATE: settings.fusion.date_weight,
+        Signal.MEDIA: MEDIA_WEIGHT,
     }
     # A dialogue read by meaning: sharing some of its many ordinary words makes no memory
     # relevant (and looking them up at 100k moments costs a lexical search).
@@ -173,13 +154,20 @@ def plan_search(request: SearchRequest, settings: SearchSettings, semantic: bool
     else:
         content_query = _content_query(spoken) if words and wanted_content else None
     latest_content_query = None
-    if LEXICAL_LATEST in signals and settings.content_match and latest and content_words(latest):
+    if (
+        Signal.LEXICAL_LATEST in signals
+        and settings.fusion.content_match
+        and latest
+        and content_words(latest)
+    ):
         latest_content_query = _content_query(latest)  # never "": it has such a word
     aspects = _aspects(spoken, settings) if words and latest is None else ()
-    time_question = words and settings.time_question_bonus > 0 and is_time_question(request.query)
+    time_question = (
+        words and settings.priors.time_question_bonus > 0 and is_time_question(request.query)
+    )
     return SearchPlan(
         request=request,
-        pool=max(settings.candidates, wanted),
+        pool=max(settings.fusion.candidates, wanted),
         words=words,
         spoken=spoken,
         latest=latest,
@@ -190,19 +178,22 @@ def plan_search(request: SearchRequest, settings: SearchSettings, semantic: bool
         # A query of stopwords only ("what is it") has nothing else to match by.
         lexical_by_content=drop_stopword_only and bool(content_words(spoken)),
         latest_content_query=latest_content_query,
-        vector=_vector_query(request, settings, latest, said) if VECTOR in signals else None,
+        vector=_vector_query(request, settings, latest, said) if Signal.VECTOR in signals else None,
         judge_relevance=words and request.min_score > 0,
         priors=words,
         # A question's named speaker; a dialogue's tags name its speakers in every turn.
-        name_speakers=words and said is None and latest is None and settings.speaker_bonus > 0,
+        name_speakers=words
+        and said is None
+        and latest is None
+        and settings.priors.speaker_bonus > 0,
         spread_to_neighbours=mode == "hybrid",
         # By example alone, the nearest copy comes first, whatever its session.
         session_evidence=words,
-        spread_sessions=settings.session_decay < 1,
+        spread_sessions=settings.coverage.session_decay < 1,
         time_question=time_question,
         aspects=aspects,
         # The best coverage_window, whatever the limit: the same head for any limit.
-        shown=max(request.limit, settings.coverage_window)
+        shown=max(request.limit, settings.coverage.window)
         if aspects or time_question
         else request.limit,
     )
@@ -215,15 +206,17 @@ def _signals(
     words: bool,
     lexical: bool,
     latest: str | None,
-) -> tuple[str, ...]:
+) -> tuple[Signal, ...]:
     mode = request.mode
     runs = {
-        LEXICAL: lexical,
-        LEXICAL_LATEST: lexical and latest is not None and settings.latest_turn_weight > 0,
-        VECTOR: words and mode in ("hybrid", "vector") and semantic,
-        CONCEPT: words and mode == "hybrid",
-        DATE: words and mode != "vector" and settings.date_weight > 0,
-        MEDIA: request.example is not None,
+        Signal.LEXICAL: lexical,
+        Signal.LEXICAL_LATEST: lexical
+        and latest is not None
+        and settings.dialogue.latest_turn_weight > 0,
+        Signal.VECTOR: words and mode in ("hybrid", "vector") and semantic,
+        Signal.CONCEPT: words and mode == "hybrid",
+        Signal.DATE: words and mode != "vector" and settings.fusion.date_weight > 0,
+        Signal.MEDIA: request.example is not None,
     }
     return tuple(signal for signal, run in runs.items() if run)
 
@@ -231,23 +224,23 @@ def _signals(
 def _dialogue(
     request: SearchRequest, settings: SearchSettings, semantic: bool
 ) -> tuple[str | None, float]:
-    """For a speaker-tagged dialogue, what the user said lately (``dialogue_turns``: the
+    """For a speaker-tagged dialogue, what the user said lately (``dialogue.turns``: the
     vector signal reads it alone) and the scale of the lexical signals' weights
-    (``dialogue_lexical_weight`` beside a vector signal; 0: not ranked at all); for
+    (``dialogue.lexical_weight`` beside a vector signal; 0: not ranked at all); for
     any other query, None and 1."""
     said = speaker_turns(
-        request.query, settings.dialogue_speaker, settings.dialogue_turns, DIALOGUE_WORDS
+        request.query, settings.dialogue.speaker, settings.dialogue.turns, DIALOGUE_WORDS
     )
     if said is None or request.mode != "hybrid" or not semantic:
         return said, 1.0
-    return said, settings.dialogue_lexical_weight
+    return said, settings.dialogue.lexical_weight
 
 
 def _wordiness(query: str, settings: SearchSettings) -> float:
     """The whole query's lexical weight, 1 for a question: a dialogue-long query matches
     a moment by a few of its many ordinary words, which says little of what it is
     about (its latest turns are ranked on their own for their words)."""
-    longest = settings.long_query_terms
+    longest = settings.dialogue.long_query_terms
     distinct = len({stem(word) for word in content_words(query)})
     return 1.0 if not longest or distinct <= longest else longest / distinct
 
@@ -270,28 +263,28 @@ def _vector_query(
     request: SearchRequest, settings: SearchSettings, latest: str | None, said: str | None
 ) -> VectorQuery:
     """A dialogue's vector query: what the user ``said`` lately and, weighing less, the
-    exchange around it (``dialogue_context_turns``); another query of several lines: the
+    exchange around it (``dialogue.context_turns``); another query of several lines: the
     whole and its ``latest`` turns."""
     if said is None:
-        return VectorQuery(request.query, latest, settings.latest_turn_weight)
+        return VectorQuery(request.query, latest, settings.dialogue.latest_turn_weight)
     context = None
-    if settings.dialogue_context_weight > 0:
+    if settings.dialogue.context_weight > 0:
         context = dialogue_context(
             request.query,
-            settings.dialogue_speaker,
-            settings.dialogue_turns,
-            settings.dialogue_context_turns,
+            settings.dialogue.speaker,
+            settings.dialogue.turns,
+            settings.dialogue.context_turns,
             CONTEXT_WORDS,
         )
-    return VectorQuery(said, context, settings.dialogue_context_weight)
+    return VectorQuery(said, context, settings.dialogue.context_weight)
 
 
 def _aspects(query: str, settings: SearchSettings) -> tuple[str, ...]:
     """The stems a question asks about, for :func:`.hybrid.cover_query`: its words
-    that are not stopwords, when it has two to ``long_query_terms`` of them (a long
+    that are not stopwords, when it has two to ``dialogue.long_query_terms`` of them (a long
     query, like a dialogue so far, is not a list of things asked)."""
-    if settings.coverage_gain <= 0:
+    if settings.coverage.gain <= 0:
         return ()
     asked = tuple(dict.fromkeys(stem(word) for word in content_words(query)))
-    longest = settings.long_query_terms
+    longest = settings.dialogue.long_query_terms
     return asked if len(asked) >= 2 and (not longest or len(asked) <= longest) else ()

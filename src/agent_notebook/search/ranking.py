@@ -13,8 +13,10 @@ from typing import NamedTuple
 
 from ..config import SearchSettings
 from ..core.lexical import terms
-from ..model import Moment, SearchHit
+from ..model import Moment
 from ..storage import MomentBrief, MomentFilter
+from .explanation import Explanation, Prior, SignalPart
+from .hits import SearchHit
 from .hybrid import Coverage, Fused, cover_scores, prior_factors
 
 __all__ = [
@@ -39,7 +41,7 @@ class Ranked(NamedTuple):
     score: float
     number: int
     entry: Fused
-    factors: dict[str, float]
+    factors: dict[Prior, float]
 
 
 def scored_hits(
@@ -58,7 +60,7 @@ def scored_hits(
 ) -> list[Ranked]:
     """The candidates within the filters (``where``, not in ``exclude``, not redacted, of
     the concept ``allowed``, at least ``min_score`` relevant), each fused score times its
-    priors, a bonus when its speaker is ``named`` and ``assistant_weight`` when a model
+    priors, a bonus when its speaker is ``named`` and ``priors.assistant_weight`` when a model
     said it: best first, ties by moment number."""
     ranked: list[Ranked] = []
     for moment_id, entry in fused.items():
@@ -73,9 +75,9 @@ def scored_hits(
             continue
         factors = prior_factors(brief, now, settings) if priors else {}
         if brief.speaker in named:
-            factors["speaker"] = 1 + settings.speaker_bonus
-        if brief.role == "assistant" and settings.assistant_weight != 1:
-            factors["assistant"] = settings.assistant_weight
+            factors[Prior.SPEAKER] = 1 + settings.priors.speaker_bonus
+        if brief.role == "assistant" and settings.priors.assistant_weight != 1:
+            factors[Prior.ASSISTANT] = settings.priors.assistant_weight
         score = entry.score * math.prod(factors.values())
         ranked.append(Ranked(score, brief.number, entry, factors))
     ranked.sort(key=lambda h: (-h[0], h[1]))
@@ -121,7 +123,7 @@ def _rescored(hit: Ranked, score: float) -> Ranked:
     if score == hit.score:
         return hit
     factor = score / hit.score if hit.score else 1.0
-    return hit._replace(score=score, factors={**hit.factors, "spread": factor})
+    return hit._replace(score=score, factors={**hit.factors, Prior.SPREAD: factor})
 
 
 #: A date a moment carries as a concept: a year, a month or a day (see ``core.dates``).
@@ -138,7 +140,9 @@ def dated_first(hits: list[Ranked], moments: Mapping[int, Moment], bonus: float)
         concepts = moment.metadata.concepts if moment is not None else []
         if any(_DATE_CONCEPT.fullmatch(c) for c in concepts):
             factor = 1 + bonus
-            hit = hit._replace(score=hit.score * factor, factors={**hit.factors, "dated": factor})
+            hit = hit._replace(
+                score=hit.score * factor, factors={**hit.factors, Prior.DATED: factor}
+            )
         out.append(hit)
     out.sort(key=lambda h: (-h.score, h.number))
     return out
@@ -164,15 +168,15 @@ def cover_aspects(
         for _, n, _, _ in hits
     ]
     having = {word: sum(word in c for c in covers) for word in asked}
-    power = settings.coverage_idf_power
+    power = settings.coverage.idf_power
     weights = {w: math.log(1 + len(hits) / n) ** power for w, n in having.items() if n}
     order = cover_scores(
         [h[0] for h in hits],
         covers,
         weights,
-        settings.coverage_gain,
+        settings.coverage.gain,
         len(hits),
-        settings.coverage_residual,
+        settings.coverage.residual,
     )
     done = {
         hits[i][1]: Coverage(
@@ -193,16 +197,16 @@ def explained_hit(
     relevance, the fused score with each signal's share, rank and raw score, the priors,
     the gains from neighbours and sessions, the coverage step's move."""
     entry = hit.entry
-    moved = {} if coverage is None else coverage.explain()
-    explain = {
-        **({} if relevant is None else {"relevance": relevant}),
-        "fused": entry.score,
-        **{f"{name}_share": share for name, share in entry.shares().items()},
-        **{f"{name}_rank": float(s.rank) for name, s in entry.signals.items()},
-        **{f"{name}_raw": s.raw for name, s in entry.signals.items()},
-        **{f"{name}_prior": f for name, f in hit.factors.items()},
-        **{f"{name}_gain": g for name, g in entry.gains.items()},
-        **moved,
-    }
+    shares = entry.shares()
+    explain = Explanation(
+        relevance=relevant,
+        fused=entry.score,
+        signals={
+            name: SignalPart(s.rank, s.raw, shares.get(name)) for name, s in entry.signals.items()
+        },
+        priors=dict(hit.factors),
+        gains=dict(entry.gains),
+        coverage=None if coverage is None else coverage.step(),
+    )
     covered = [] if coverage is None else coverage.words
     return SearchHit(moment=moment, score=hit.score, explain=explain, covered=covered)

@@ -19,7 +19,8 @@ from pydantic import BaseModel, Field
 
 from ..core.lexical import tokenize
 from ..core.tokens import TokenCounter
-from ..model import Moment, SearchHit, Session
+from ..model import Moment, Session
+from .hits import SearchHit
 
 __all__ = ["MAX_SLICE_TOKENS", "Slice", "SliceItem", "build_slice"]
 

@@ -40,7 +40,7 @@ from ..notebook.agent_tools import (
     search_hits,
 )
 from ..notebook.facade import Notebook
-from ..search.engine import Mode
+from ..search.request import Mode
 from ..search.slice import MAX_SLICE_TOKENS
 from ..session.sections import SECTION_NAMES
 from .guest_rights import guest_may_use_tool, hide_places, notebook_places

@@ -26,7 +26,6 @@ from ..model import (
     MomentDraft,
     NotebookStats,
     PendingItem,
-    SearchHit,
     Session,
     TaskStatus,
     Text,
@@ -35,6 +34,8 @@ from ..notebook.checks import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT
 from ..notebook.facade import Notebook
 from ..notebook.redaction import ForgetReport
 from ..notebook.sessions import WriteBackKind
+from ..search.hits import SearchHit
+from ..search.request import Mode
 from ..search.slice import MAX_SLICE_TOKENS, Slice
 from .auth import access_of
 from .deps import IfMatch, Limit, Offset, Page, etag_of, notebook, page, set_etag
@@ -460,7 +461,7 @@ def search(
     until: Annotated[datetime | None, Query(description="Before this time.")] = None,
     speaker: str | None = None,
     concept: str | None = None,
-    mode: Literal["hybrid", "lexical", "vector"] = "hybrid",
+    mode: Mode = "hybrid",
     explain: Annotated[
         bool, Query(description="Keep each hit's explain (signals, priors).")
     ] = True,

@@ -7,22 +7,22 @@ import shutil
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse
 
 from ...errors import InvalidInput
-from ...model import SearchHit
 from ...notebook.checks import MAX_SEARCH_LIMIT
 from ...notebook.facade import Notebook
+from ...search.hits import SearchHit
+from ...search.request import MODES, Mode
 from .common import Checked, Nb
 from .render import page
 
 router = APIRouter(include_in_schema=False)
 LIMIT = 20
-Mode = Literal["hybrid", "lexical", "vector"]
 
 
 def _time(text: str, name: str) -> datetime | None:
@@ -56,13 +56,12 @@ def explain_bars(hit: SearchHit, rrf_k: int) -> list[tuple[str, float, str]]:
     """What found the hit, as absolute strengths (0..1, not shares that sum to 1, so a weak
     hit looks weak): each signal's rank turned into what it gave relative to that signal's
     best hit, ``(k + 1) / (k + rank)``, labelled with the rank; then relevance."""
-    bars = []
-    for name, value in hit.explain.items():
-        if name.endswith("_rank"):
-            rank = int(value)
-            bars.append((name.removesuffix("_rank"), (rrf_k + 1) / (rrf_k + rank), f"#{rank}"))
-    if "relevance" in hit.explain:
-        relevance = hit.explain["relevance"]
+    bars = [
+        (str(signal), (rrf_k + 1) / (rrf_k + part.rank), f"#{part.rank}")
+        for signal, part in hit.explain.signals.items()
+    ]
+    relevance = hit.explain.relevance
+    if relevance is not None:
         bars.append(("relevance", relevance, f"{relevance:.2f}"))
     return bars
 
@@ -103,9 +102,10 @@ def _results(
         hits=hits,
         hint=hint,
         example=example,
-        bars=lambda hit: explain_bars(hit, nb.config.search.rrf_k),
+        bars=lambda hit: explain_bars(hit, nb.config.search.fusion.rrf_k),
         more=_more_url(form) if hits is not None and len(hits) >= form["limit"] else None,
         vector=nb.vectors.semantic is not None,
+        modes=MODES,
     )
 
 
