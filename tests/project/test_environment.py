@@ -1,4 +1,4 @@
-"""Every environment variable the package reads is read in ``config.py`` and listed in its
+"""Every environment variable the package reads is read in ``config/__init__.py`` and listed in its
 docstring's table: no other module reads ``os.environ`` (the e5 embedder only sets two
 OpenMP variables around its engine's loading, and restores them)."""
 
@@ -7,13 +7,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import agent_notebook
 from agent_notebook import config
 
-PACKAGE = Path(config.__file__).parent
+PACKAGE = Path(agent_notebook.__file__).parent
 READS = re.compile(r"os\.environ|os\.getenv|getenv\(|from os import .*environ")
 #: ``module: why it may touch os.environ``
 ALLOWED = {
-    "config.py": "the one place that reads the environment",
+    "config/__init__.py": "the one place that reads the environment",
     "embed/e5.py": "sets OMP_NUM_THREADS and OMP_WAIT_POLICY for OpenMP, then restores them",
 }
 
