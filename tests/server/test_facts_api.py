@@ -20,6 +20,13 @@ from tests.support.server import Server, assert_error, csrf_of, new_session, sig
 
 NEVER = {"text": "I have never used Docker.", "timestamp": "2026-01-01T10:00:00Z"}
 DID = {"text": "I used Docker to deploy the blog last week.", "timestamp": "2026-01-02T10:00:00Z"}
+# The notebook's facts span its sessions (issue 39): a test sharing the module's server says
+# its own things, so that it meets no statement another test recorded.
+NEVER_K8S = {"text": "I have never used Kubernetes.", "timestamp": "2026-01-03T10:00:00Z"}
+DID_K8S = {
+    "text": "I used Kubernetes to deploy the shop last month.",
+    "timestamp": "2026-01-04T10:00:00Z",
+}
 OLD = {"text": "The old wiki lived on a Raspberry Pi.", "timestamp": "2020-01-02T10:00:00Z"}
 
 
@@ -103,7 +110,7 @@ def test_the_forgetting_policy_over_http(api: httpx.Client) -> None:
 
 
 def test_the_session_page_and_conflicts_page_forms(facts_server: Server, api: httpx.Client) -> None:
-    s, (never, did) = recorded(api, NEVER, DID)
+    s, (never, did) = recorded(api, NEVER_K8S, DID_K8S)
     page = f"/sessions/{s}"
     with signed_in(facts_server, facts_server.token) as owner:
         refused = owner.post(f"{page}/decisions", data={"what": "forged"})
@@ -122,7 +129,7 @@ def test_the_session_page_and_conflicts_page_forms(facts_server: Server, api: ht
         assert "Book two hotels" in owner.get(page).text
 
         listing = owner.get("/conflicts").text
-        assert f'value="keep:{did}"' in listing and NEVER["text"] in listing
+        assert f'value="keep:{did}"' in listing and NEVER_K8S["text"] in listing
         choice = {"a": never, "b": did, "choice": f"keep:{did}", "reason": "seen", "csrf": csrf}
         assert owner.post("/conflicts/resolve", data=choice).status_code == 303
         assert f'value="keep:{did}"' not in owner.get("/conflicts").text
