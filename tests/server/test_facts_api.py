@@ -17,6 +17,9 @@ from mcp.types import TextContent
 from agent_notebook import config as cfg
 from tests.support.mcp_stdio import FACT_TOOLS, over_stdio, text_of
 from tests.support.server import Server, assert_error, csrf_of, new_session, signed_in
+from tests.support.subjects import SESSIONS, moments_of
+
+ALL_TEXTS = [m["text"] for _, moments in SESSIONS for m in moments]
 
 NEVER = {"text": "I have never used Docker.", "timestamp": "2026-01-01T10:00:00Z"}
 DID = {"text": "I used Docker to deploy the blog last week.", "timestamp": "2026-01-02T10:00:00Z"}
@@ -193,3 +196,33 @@ def test_the_fact_tools_over_mcp(tmp_path: Path) -> None:
     assert seen["dry"]["dry_run"] and seen["dry"]["moments"] == []  # all said just now
     assert seen["bad"].isError and "'ages' is not a duration" in text_of(seen["bad"])
     assert seen["log"][-1]["what"] == f"conflict {never} vs {did} dismissed: both stand"
+
+
+def test_what_is_known_about_someone_over_http(api: httpx.Client) -> None:
+    ids: list[str] = []
+    for index, (task, _) in enumerate(SESSIONS):
+        s = new_session(api, task)
+        done = api.post(f"/api/sessions/{s}/moments/batch", json={"moments": moments_of(index)})
+        assert done.status_code == 201, done.text
+        ids += [m["id"] for m in done.json()]
+    by_text = dict(zip(ALL_TEXTS, ids, strict=True))
+    monzo, tesco = by_text["Big news: I've started at Monzo."], by_text[ALL_TEXTS[0]]
+    view = api.get("/api/subjects/Maya")
+    assert view.status_code == 200, view.text
+    employer = next(f for f in view.json()["facts"] if f["key"] == "employer")
+    assert [(v["value"], v["moment"]) for v in employer["current"]] == [("monzo", monzo)]
+    assert [(v["moment"], v["ended"], v["replaced_by"]) for v in employer["history"]][-1] == (
+        tesco,
+        "superseded",
+        monzo,
+    )
+    then = api.get("/api/subjects/maya", params={"as_of": "2026-05-15T00:00:00"}).json()
+    assert [v["value"] for f in then["facts"] if f["key"] == "employer" for v in f["current"]] == [
+        "tesco"
+    ]
+    assert_error(api.get("/api/subjects/Maya", params={"as_of": "soon"}), 422, "as_of")
+    assert_error(api.get("/api/subjects/" + "x" * 201), 422)
+    assert_error(api.get("/api/subjects/%20"), 422, "about")
+    assert api.post(f"/api/moments/{monzo}/redact", json={"reason": "private"}).status_code == 200
+    gone = api.get("/api/subjects/Maya").json()
+    assert "monzo" not in json.dumps(gone).casefold()
