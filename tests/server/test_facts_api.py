@@ -172,6 +172,18 @@ def test_the_fact_tools_over_mcp(tmp_path: Path) -> None:
         seen["dry"] = await call(session, "forget_by_policy", older_than="1h")
         seen["bad"] = await session.call_tool("forget_by_policy", {"older_than": "ages"})
         seen["log"] = await listed(session, "list_decisions", session_id=s)
+        job = await call(session, "record", text="I work at Tesco.", speaker="Maya", task="job")
+        later = "2099-01-01T00:00:00"
+        await call(
+            session,
+            "record",
+            text="I've started at Monzo.",
+            speaker="Maya",
+            session_id=job["session"],
+        )
+        seen["about"] = await call(session, "about", name="maya")
+        seen["about_then"] = await call(session, "about", name="Maya", as_of=later)
+        seen["about_bad"] = await session.call_tool("about", {"name": " "})
         return seen
 
     seen = over_stdio(facts_home(tmp_path / "home"), work)
@@ -196,6 +208,13 @@ def test_the_fact_tools_over_mcp(tmp_path: Path) -> None:
     assert seen["dry"]["dry_run"] and seen["dry"]["moments"] == []  # all said just now
     assert seen["bad"].isError and "'ages' is not a duration" in text_of(seen["bad"])
     assert seen["log"][-1]["what"] == f"conflict {never} vs {did} dismissed: both stand"
+    [employer] = [f for f in seen["about"]["facts"] if f["key"] == "employer"]
+    assert [v["value"] for v in employer["current"]] == ["monzo"]
+    assert [(v["value"], v["ended"], v["replaced_with"]) for v in employer["history"]] == [
+        ("tesco", "superseded", "monzo")
+    ]
+    assert seen["about_then"]["as_of"] == "2099-01-01T00:00:00Z"
+    assert seen["about_bad"].isError and "give the name" in text_of(seen["about_bad"])
 
 
 def test_what_is_known_about_someone_over_http(api: httpx.Client) -> None:
