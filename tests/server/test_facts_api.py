@@ -217,7 +217,9 @@ def test_the_fact_tools_over_mcp(tmp_path: Path) -> None:
     assert seen["about_bad"].isError and "give the name" in text_of(seen["about_bad"])
 
 
-def test_what_is_known_about_someone_over_http(api: httpx.Client) -> None:
+def test_what_is_known_about_someone_over_http_and_on_its_page(
+    facts_server: Server, api: httpx.Client
+) -> None:
     ids: list[str] = []
     for index, (task, _) in enumerate(SESSIONS):
         s = new_session(api, task)
@@ -242,6 +244,15 @@ def test_what_is_known_about_someone_over_http(api: httpx.Client) -> None:
     assert_error(api.get("/api/subjects/Maya", params={"as_of": "soon"}), 422, "as_of")
     assert_error(api.get("/api/subjects/" + "x" * 201), 422)
     assert_error(api.get("/api/subjects/%20"), 422, "about")
+    with signed_in(facts_server, facts_server.token) as owner:
+        shown = owner.get("/subjects/Maya")
+        assert shown.status_code == 200, shown.text
+        assert f'href="/moments/{monzo}"' in shown.text and "Superseded" in shown.text
+        assert "A story" in shown.text and "Open conflicts" in shown.text
+        then = owner.get("/subjects/Maya", params={"as_of": "2026-05-15"}).text
+        assert "monzo" not in then and "tesco" in then
+        assert owner.get("/subjects/Maya", params={"as_of": "soon"}).status_code == 422
+        assert 'href="/subjects/Maya"' in owner.get(f"/moments/{monzo}").text
     assert api.post(f"/api/moments/{monzo}/redact", json={"reason": "private"}).status_code == 200
     gone = api.get("/api/subjects/Maya").json()
     assert "monzo" not in json.dumps(gone).casefold()
