@@ -252,7 +252,7 @@ def test_what_is_known_about_someone_over_http_and_on_its_page(
         then = owner.get("/subjects/Maya", params={"as_of": "2026-05-15"}).text
         assert "monzo" not in then and "tesco" in then
         assert owner.get("/subjects/Maya", params={"as_of": "soon"}).status_code == 422
-        assert 'href="/subjects/Maya"' in owner.get(f"/moments/{monzo}").text
+        assert 'href="/subjects/maya"' in owner.get(f"/moments/{monzo}").text
     assert api.post(f"/api/moments/{monzo}/redact", json={"reason": "private"}).status_code == 200
     gone = api.get("/api/subjects/Maya").json()
     assert "monzo" not in json.dumps(gone).casefold()

@@ -1,6 +1,7 @@
 """Maya's story, for the tests of ``about`` on every front end (issue 39, item 6): she works
-at Tesco, starts at Monzo in a later session, then tells a story about her old job; Bo gives
-another budget than hers (a conflict) and says where she moved. Each session a day apart."""
+at Tesco, starts at Monzo in a later session (her name in lower case there), then tells a
+story about her old job; Bo gives another budget than hers (a conflict) and says where she
+moved; the owner says where they live. Sessions days apart."""
 
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ SESSIONS: list[tuple[str, list[dict[str, Any]]]] = [
             {"text": "I live in York.", "role": "user"},
         ],
     ),
-    ("June catch-up", [{"text": "Big news: I've started at Monzo.", "speaker": "Maya"}]),
+    # her name spelled otherwise in a later session: the same person (the rules link it)
+    ("June catch-up", [{"text": "Big news: I've started at Monzo.", "speaker": "maya"}]),
     (
         "June stories",
         [
-            {"text": "Back in 2019 I worked at Tesco.", "speaker": "maya"},
+            {"text": "Back in 2019 I worked at Tesco.", "speaker": "Maya"},
             {"text": "Maya moved to Leeds.", "speaker": "Bo"},
         ],
     ),
