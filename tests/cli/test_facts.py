@@ -142,18 +142,18 @@ def test_about_shows_the_current_job_its_history_and_forget_removes_it(tmp_path:
         assert recorded.returncode == 0, recorded.stderr
     view = data(run(home, "about", "Maya", "-f", "json"))
     employer = next(f for f in view["facts"] if f["key"] == "employer")
-    assert [(v["value"], v["moment"]) for v in employer["current"]] == [("monzo", "m_5")]
+    assert [(v["value"], v["moment"]) for v in employer["current"]] == [("Monzo", "m_5")]
     assert [(v["value"], v["ended"], v["replaced_with"]) for v in employer["history"]] == [
-        ("tesco", "story", None),
-        ("tesco", "superseded", "monzo"),
+        ("Tesco", "story", None),
+        ("Tesco", "superseded", "Monzo"),
     ]
     table = run(home, "about", "maya")
     assert table.returncode == 0
-    assert b"monzo" in table.stdout and b"superseded" in table.stdout
+    assert b"Monzo" in table.stdout and b"superseded" in table.stdout
     assert b"open conflicts" in table.stdout
     then = data(run(home, "about", "Maya", "--as-of", "2026-05-15", "-f", "json"))
     assert [v["value"] for f in then["facts"] if f["key"] == "employer" for v in f["current"]] == [
-        "tesco"
+        "Tesco"
     ]
     bad = run(home, "about", "Maya", "--as-of", "soon")
     assert bad.returncode == 1 and b"--as-of: 'soon' is not an ISO 8601" in bad.stderr
@@ -169,4 +169,4 @@ def test_about_with_facts_off_says_nothing_is_linked(tmp_path: Path) -> None:
     assert run(home, "record", "--task", "t", stdin=json.dumps(said)).returncode == 0
     shown = run(home, "about", "Maya")
     assert shown.returncode == 0 and b"facts are off" in shown.stderr
-    assert b"tesco" in shown.stdout and b"current" in shown.stdout
+    assert b"Tesco" in shown.stdout and b"current" in shown.stdout

@@ -43,21 +43,21 @@ def test_a_new_job_in_a_later_session_is_current_and_the_old_one_is_its_history(
     assert (view.said, view.named, view.facts_enabled, view.note) == (4, 1, True, None)
     employer = fact(view, "employer")
     [now] = employer.current
-    assert (now.value, now.moment, now.session) == ("monzo", "m_5", nb.get_moment("m_5").session)
+    assert (now.value, now.moment, now.session) == ("Monzo", "m_5", nb.get_moment("m_5").session)
     assert now.sentence == "Big news: I've started at Monzo."
     # the story about the old job is history of its own: it replaced nothing
     story, old = employer.history
     assert (story.value, story.moment, story.ended, story.replaced_by) == (
-        "tesco",
+        "Tesco",
         "m_6",
         "story",
         None,
     )
-    assert (old.value, old.moment, old.ended) == ("tesco", "m_1", "superseded")
-    assert (old.replaced_by, old.replaced_with) == ("m_5", "monzo")
+    assert (old.value, old.moment, old.ended) == ("Tesco", "m_1", "superseded")
+    assert (old.replaced_by, old.replaced_with) == ("m_5", "Monzo")
     assert old.until == datetime(2026, 6, 1, 10, 0, tzinfo=UTC)
     # what Bo said of her, and the budget they disagree on
-    assert [v.value for v in fact(view, "value:maya").current] == ["leeds"]
+    assert [v.value for v in fact(view, "value:maya").current] == ["Leeds"]
     assert [v.value for v in fact(view, "value:budget").current] == ["$2,000"]
     [pair] = view.conflicts
     assert (pair.a.id, pair.b.id) == ("m_2", "m_3")
@@ -66,7 +66,7 @@ def test_a_new_job_in_a_later_session_is_current_and_the_old_one_is_its_history(
 def test_as_of_shows_what_held_then(nb: Notebook) -> None:
     view = nb.facts.about("Maya", as_of=datetime(2026, 5, 15, tzinfo=UTC))
     employer = fact(view, "employer")
-    assert [(v.value, v.moment) for v in employer.current] == [("tesco", "m_1")]
+    assert [(v.value, v.moment) for v in employer.current] == [("Tesco", "m_1")]
     assert employer.history == []
     assert view.said == 2 and view.named == 0
     assert "value:maya" not in {f.key for f in view.facts}
@@ -97,14 +97,14 @@ def test_with_facts_off_claims_are_read_and_the_view_says_nothing_is_linked(
         view = nb.facts.about("Maya")
     assert view.facts_enabled is False and view.note and "facts are off" in view.note
     employer = fact(view, "employer")
-    assert [v.value for v in employer.current] == ["monzo", "tesco"]
+    assert [v.value for v in employer.current] == ["Monzo", "Tesco"]
     assert [v.ended for v in employer.history] == ["story"]
     assert view.conflicts == []
 
 
 def test_me_is_the_owner_and_a_name_no_one_has_knows_nothing(nb: Notebook) -> None:
     me = nb.facts.about("me")
-    assert [(f.key, [v.value for v in f.current]) for f in me.facts] == [("home", ["york"])]
+    assert [(f.key, [v.value for v in f.current]) for f in me.facts] == [("home", ["York"])]
     nobody = nb.facts.about("Zed")
     assert (nobody.said, nobody.named, nobody.facts, nobody.conflicts) == (0, 0, [], [])
 

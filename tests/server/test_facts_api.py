@@ -209,9 +209,9 @@ def test_the_fact_tools_over_mcp(tmp_path: Path) -> None:
     assert seen["bad"].isError and "'ages' is not a duration" in text_of(seen["bad"])
     assert seen["log"][-1]["what"] == f"conflict {never} vs {did} dismissed: both stand"
     [employer] = [f for f in seen["about"]["facts"] if f["key"] == "employer"]
-    assert [v["value"] for v in employer["current"]] == ["monzo"]
+    assert [v["value"] for v in employer["current"]] == ["Monzo"]
     assert [(v["value"], v["ended"], v["replaced_with"]) for v in employer["history"]] == [
-        ("tesco", "superseded", "monzo")
+        ("Tesco", "superseded", "Monzo")
     ]
     assert seen["about_then"]["as_of"] == "2099-01-01T00:00:00Z"
     assert seen["about_bad"].isError and "give the name" in text_of(seen["about_bad"])
@@ -231,7 +231,7 @@ def test_what_is_known_about_someone_over_http_and_on_its_page(
     view = api.get("/api/subjects/Maya")
     assert view.status_code == 200, view.text
     employer = next(f for f in view.json()["facts"] if f["key"] == "employer")
-    assert [(v["value"], v["moment"]) for v in employer["current"]] == [("monzo", monzo)]
+    assert [(v["value"], v["moment"]) for v in employer["current"]] == [("Monzo", monzo)]
     assert [(v["moment"], v["ended"], v["replaced_by"]) for v in employer["history"]][-1] == (
         tesco,
         "superseded",
@@ -239,7 +239,7 @@ def test_what_is_known_about_someone_over_http_and_on_its_page(
     )
     then = api.get("/api/subjects/maya", params={"as_of": "2026-05-15T00:00:00"}).json()
     assert [v["value"] for f in then["facts"] if f["key"] == "employer" for v in f["current"]] == [
-        "tesco"
+        "Tesco"
     ]
     assert_error(api.get("/api/subjects/Maya", params={"as_of": "soon"}), 422, "as_of")
     assert_error(api.get("/api/subjects/" + "x" * 201), 422)
@@ -250,7 +250,7 @@ def test_what_is_known_about_someone_over_http_and_on_its_page(
         assert f'href="/moments/{monzo}"' in shown.text and "Superseded" in shown.text
         assert "A story" in shown.text and "Open conflicts" in shown.text
         then = owner.get("/subjects/Maya", params={"as_of": "2026-05-15"}).text
-        assert "monzo" not in then and "tesco" in then
+        assert "Monzo" not in then and "Tesco" in then
         assert owner.get("/subjects/Maya", params={"as_of": "soon"}).status_code == 422
         assert 'href="/subjects/maya"' in owner.get(f"/moments/{monzo}").text
     assert api.post(f"/api/moments/{monzo}/redact", json={"reason": "private"}).status_code == 200

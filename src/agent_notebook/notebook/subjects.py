@@ -98,7 +98,7 @@ def conflict_side(moment: Moment, at: datetime) -> ConflictSide:
 class SubjectValue(BaseModel):
     """One value of a fact, as one moment said it."""
 
-    value: str = Field(description="The value, as the rules read it (case-folded).")
+    value: str = Field(description="The value, as written in the sentence.")
     moment: str = Field(description="The moment it came from, m_N.")
     session: str
     speaker: str = Field(description="Who said it ('' for the owner).")
@@ -293,10 +293,10 @@ def _fact(
     current: dict[str, SubjectValue] = {}  # the latest moment of each value that holds
     for v in values:
         if v.holds:
-            earlier = current.pop(v.value, None)
+            earlier = current.pop(v.value.casefold(), None)
             if earlier is not None:
                 v.also_said = [*earlier.also_said, earlier.moment]
-            current[v.value] = v
+            current[v.value.casefold()] = v
     history = [v for v in values if not v.holds]
     return SubjectFact(
         key=key,
@@ -316,7 +316,7 @@ def _value(
 ) -> SubjectValue:
     m, claim = entry.moment, entry.claim
     value = SubjectValue(
-        value=claim.value,
+        value=_as_written(claim.sentence, claim.value),
         moment=m.id,
         session=m.session,
         speaker=m.speaker,
@@ -353,8 +353,17 @@ def _said_there(moment: Moment, key: str) -> str | None:
 
     for claim in claims_in(prose(moment.content.text)):
         if _key(claim) == key:
-            return claim.value
+            return _as_written(claim.sentence, claim.value)
     return None
+
+
+def _as_written(sentence: str, value: str) -> str:
+    """``value`` (read case-folded) as ``sentence`` writes it: "Monzo", not "monzo"."""
+    folded = sentence.casefold()
+    at = folded.find(value)
+    if at < 0 or len(folded) != len(sentence):
+        return value
+    return sentence[at : at + len(value)]
 
 
 def _conflicts(
