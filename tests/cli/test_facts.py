@@ -129,3 +129,44 @@ def test_with_facts_off_the_lists_say_how_to_turn_them_on(tmp_path: Path, comman
 
 def test_with_facts_on_the_lists_say_nothing_of_it(home: Path) -> None:
     assert b"facts are off" not in run(home, "decisions").stderr
+
+
+def test_about_shows_the_current_job_its_history_and_forget_removes_it(tmp_path: Path) -> None:
+    from tests.support.subjects import SESSIONS, moments_of
+
+    home = tmp_path / "maya"
+    home.mkdir(mode=0o700)
+    cfg.write_config(home, cfg.NotebookConfig(facts=cfg.FactSettings(enabled=True)))
+    for index, (task, _) in enumerate(SESSIONS):
+        recorded = run(home, "record", "--task", task, stdin=json.dumps(moments_of(index)))
+        assert recorded.returncode == 0, recorded.stderr
+    view = data(run(home, "about", "Maya", "-f", "json"))
+    employer = next(f for f in view["facts"] if f["key"] == "employer")
+    assert [(v["value"], v["moment"]) for v in employer["current"]] == [("Monzo", "m_5")]
+    assert [(v["value"], v["ended"], v["replaced_with"]) for v in employer["history"]] == [
+        ("Tesco", "story", None),
+        ("Tesco", "superseded", "Monzo"),
+    ]
+    table = run(home, "about", "maya")
+    assert table.returncode == 0
+    assert b"Monzo" in table.stdout and b"superseded" in table.stdout
+    assert b"open conflicts" in table.stdout
+    then = data(run(home, "about", "Maya", "--as-of", "2026-05-15", "-f", "json"))
+    assert [v["value"] for f in then["facts"] if f["key"] == "employer" for v in f["current"]] == [
+        "Tesco"
+    ]
+    bad = run(home, "about", "Maya", "--as-of", "soon")
+    assert bad.returncode == 1 and b"--as-of: 'soon' is not an ISO 8601" in bad.stderr
+    assert run(home, "forget", "Monzo", "--reason", "left").returncode == 0
+    after = run(home, "about", "Maya", "-f", "json")
+    assert b"monzo" not in after.stdout.lower()
+
+
+def test_about_with_facts_off_says_nothing_is_linked(tmp_path: Path) -> None:
+    home = tmp_path / "off"
+    assert run(home, "init").returncode == 0
+    said = [{"text": "I work at Tesco.", "speaker": "Maya"}]
+    assert run(home, "record", "--task", "t", stdin=json.dumps(said)).returncode == 0
+    shown = run(home, "about", "Maya")
+    assert shown.returncode == 0 and b"facts are off" in shown.stderr
+    assert b"Tesco" in shown.stdout and b"current" in shown.stdout

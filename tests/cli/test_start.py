@@ -64,6 +64,7 @@ def test_reading_commands_load_nothing_heavy(tmp_path: Path) -> None:
         ["show", session.id, *at],
         ["moments", session.id, *at],
         ["stats", "--format", "json", *at],
+        ["about", "Lyon", *at],
     ]
     report = tmp_path / "loaded.json"
     clean = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_NOTEBOOK_")}

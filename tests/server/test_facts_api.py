@@ -17,6 +17,9 @@ from mcp.types import TextContent
 from agent_notebook import config as cfg
 from tests.support.mcp_stdio import FACT_TOOLS, over_stdio, text_of
 from tests.support.server import Server, assert_error, csrf_of, new_session, signed_in
+from tests.support.subjects import SESSIONS, moments_of
+
+ALL_TEXTS = [m["text"] for _, moments in SESSIONS for m in moments]
 
 NEVER = {"text": "I have never used Docker.", "timestamp": "2026-01-01T10:00:00Z"}
 DID = {"text": "I used Docker to deploy the blog last week.", "timestamp": "2026-01-02T10:00:00Z"}
@@ -176,6 +179,18 @@ def test_the_fact_tools_over_mcp(tmp_path: Path) -> None:
         seen["dry"] = await call(session, "forget_by_policy", older_than="1h")
         seen["bad"] = await session.call_tool("forget_by_policy", {"older_than": "ages"})
         seen["log"] = await listed(session, "list_decisions", session_id=s)
+        job = await call(session, "record", text="I work at Tesco.", speaker="Maya", task="job")
+        later = "2099-01-01T00:00:00"
+        await call(
+            session,
+            "record",
+            text="I've started at Monzo.",
+            speaker="Maya",
+            session_id=job["session"],
+        )
+        seen["about"] = await call(session, "about", name="maya")
+        seen["about_then"] = await call(session, "about", name="Maya", as_of=later)
+        seen["about_bad"] = await session.call_tool("about", {"name": " "})
         return seen
 
     seen = over_stdio(facts_home(tmp_path / "home"), work)
@@ -200,3 +215,51 @@ def test_the_fact_tools_over_mcp(tmp_path: Path) -> None:
     assert seen["dry"]["dry_run"] and seen["dry"]["moments"] == []  # all said just now
     assert seen["bad"].isError and "'ages' is not a duration" in text_of(seen["bad"])
     assert seen["log"][-1]["what"] == f"conflict {never} vs {did} dismissed: both stand"
+    [employer] = [f for f in seen["about"]["facts"] if f["key"] == "employer"]
+    assert [v["value"] for v in employer["current"]] == ["Monzo"]
+    assert [(v["value"], v["ended"], v["replaced_with"]) for v in employer["history"]] == [
+        ("Tesco", "superseded", "Monzo")
+    ]
+    assert seen["about_then"]["as_of"] == "2099-01-01T00:00:00Z"
+    assert seen["about_bad"].isError and "give the name" in text_of(seen["about_bad"])
+
+
+def test_what_is_known_about_someone_over_http_and_on_its_page(
+    facts_server: Server, api: httpx.Client
+) -> None:
+    ids: list[str] = []
+    for index, (task, _) in enumerate(SESSIONS):
+        s = new_session(api, task)
+        done = api.post(f"/api/sessions/{s}/moments/batch", json={"moments": moments_of(index)})
+        assert done.status_code == 201, done.text
+        ids += [m["id"] for m in done.json()]
+    by_text = dict(zip(ALL_TEXTS, ids, strict=True))
+    monzo, tesco = by_text["Big news: I've started at Monzo."], by_text[ALL_TEXTS[0]]
+    view = api.get("/api/subjects/Maya")
+    assert view.status_code == 200, view.text
+    employer = next(f for f in view.json()["facts"] if f["key"] == "employer")
+    assert [(v["value"], v["moment"]) for v in employer["current"]] == [("Monzo", monzo)]
+    assert [(v["moment"], v["ended"], v["replaced_by"]) for v in employer["history"]][-1] == (
+        tesco,
+        "superseded",
+        monzo,
+    )
+    then = api.get("/api/subjects/maya", params={"as_of": "2026-05-15T00:00:00"}).json()
+    assert [v["value"] for f in then["facts"] if f["key"] == "employer" for v in f["current"]] == [
+        "Tesco"
+    ]
+    assert_error(api.get("/api/subjects/Maya", params={"as_of": "soon"}), 422, "as_of")
+    assert_error(api.get("/api/subjects/" + "x" * 201), 422)
+    assert_error(api.get("/api/subjects/%20"), 422, "about")
+    with signed_in(facts_server, facts_server.token) as owner:
+        shown = owner.get("/subjects/Maya")
+        assert shown.status_code == 200, shown.text
+        assert f'href="/moments/{monzo}"' in shown.text and "Superseded" in shown.text
+        assert "A story" in shown.text and "Open conflicts" in shown.text
+        then = owner.get("/subjects/Maya", params={"as_of": "2026-05-15"}).text
+        assert "Monzo" not in then and "Tesco" in then
+        assert owner.get("/subjects/Maya", params={"as_of": "soon"}).status_code == 422
+        assert 'href="/subjects/maya"' in owner.get(f"/moments/{monzo}").text
+    assert api.post(f"/api/moments/{monzo}/redact", json={"reason": "private"}).status_code == 200
+    gone = api.get("/api/subjects/Maya").json()
+    assert "monzo" not in json.dumps(gone).casefold()

@@ -56,6 +56,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             for i in range(1, SESSIONS):
                 small = nb.start_session(f"Errand {i}", started=T0 + timedelta(days=i))
                 nb.record(small.id, f"Errand {i}: buy paint", speaker="Bo")
+            # a fact for /subjects/Ana, under a concept the list has already
+            nb.record(small.id, "I work at Tesco.", speaker="Ana", concepts=["errand"])
     server = Server(home, root / "server.log")
     with server.client() as api:
         for i in range(THREADS):
@@ -133,6 +135,7 @@ PAGES = [
     "/concepts",
     "/concepts/lyon",
     "/conflicts",
+    "/subjects/Ana",
     "/notebooks",
     "/notebooks/t-00",
     "/plots",

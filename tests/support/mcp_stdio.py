@@ -24,6 +24,7 @@ FACT_TOOLS = frozenset(
         "close_pending",
         "list_conflicts",
         "resolve_conflict",
+        "about",
         "forget_by_policy",
     }
 )

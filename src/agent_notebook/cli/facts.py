@@ -1,6 +1,7 @@
 """The owner's commands on the facts (issue 30): the audit log (decisions, decide,
-edit-decision), pending items (pending, add-pending, edit-pending, close-pending) and the
-conflicts the fact rules flagged (conflicts, resolve-conflict). Every check is the
+edit-decision), pending items (pending, add-pending, edit-pending, close-pending), the
+conflicts the fact rules flagged (conflicts, resolve-conflict) and what is known about
+someone (about, issue 39). Every check is the
 facade's (:mod:`agent_notebook.notebook.owner_facts`)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import typer
 
 from ..model import PendingItem
 from ..notebook.facade import Notebook
+from ..notebook.subjects import SubjectValue, SubjectView
 from .common import (
     FormatOption,
     HomeOption,
@@ -18,6 +20,7 @@ from .common import (
     emit,
     flag,
     open_notebook,
+    parse_time,
     short,
     stderr,
     when,
@@ -243,3 +246,61 @@ def resolve_conflict(
     stderr.print(done.entries[0].what, highlight=False)
     if fmt is OutputFormat.JSON:
         emit(done, fmt)
+
+
+SUBJECT_COLUMNS = [
+    ("fact", lambda r: r[0]),
+    ("state", lambda r: _state(r[1])),
+    ("value", lambda r: short(r[1].value, 30)),
+    ("from", lambda r: r[1].moment),
+    ("said", lambda r: when(r[1].said)),
+    ("until", lambda r: when(r[1].until)),
+    ("replaced by", lambda r: _replaced(r[1])),
+]
+
+
+def _state(v: SubjectValue) -> str:
+    return "current" if v.holds else {"story": "a story"}.get(v.ended or "", v.ended or "")
+
+
+def _replaced(v: SubjectValue) -> str:
+    if v.replaced_by is None:
+        return ""
+    return v.replaced_by if v.replaced_with is None else f"{v.replaced_with} ({v.replaced_by})"
+
+
+def _subject_rows(view: SubjectView) -> list[tuple[str, SubjectValue]]:
+    return [(f.key, v) for f in view.facts for v in [*f.current, *f.history]]
+
+
+def about(
+    name: Annotated[str, typer.Argument(help="A speaker, someone named in the turns, or 'me'.")],
+    as_of: Annotated[
+        str | None,
+        typer.Option("--as-of", help="What was known then (ISO 8601; no zone: UTC)."),
+    ] = None,
+    home: HomeOption = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
+    """What the notebook knows about someone: each fact's current value with the moment it
+    came from, its history (what held until when, and what replaced it), and the open
+    conflicts among their moments. Read from what they said and what was said of them.
+
+    Example: agent-notebook about "Maya" --as-of 2026-06-30
+    """
+    with open_notebook(home) as nb:
+        view = nb.facts.about(name, as_of=parse_time(as_of, "--as-of"))
+    if view.note:
+        stderr.print(view.note, highlight=False)
+    if fmt is OutputFormat.JSON:
+        emit(view, fmt)
+        return
+    stderr.print(
+        f"{view.subject}: said {view.said} moments, named in {view.named}", highlight=False
+    )
+    rows = _subject_rows(view)
+    if not rows:
+        stderr.print(f"no facts about {view.subject}", highlight=False)
+    emit(rows, fmt, SUBJECT_COLUMNS)
+    if view.conflicts:
+        emit(view.conflicts, fmt, CONFLICT_COLUMNS, title="open conflicts")

@@ -56,6 +56,11 @@ class Statement:
     def who(self) -> str:
         return self.speaker or self.role
 
+    @property
+    def person(self) -> str:
+        """Who, case aside: "Maya" and "maya" in two sessions are one person."""
+        return self.who.casefold()
+
 
 @dataclass(frozen=True, slots=True)
 class FoundDecision:
@@ -224,7 +229,7 @@ class FactEngine:
             findings.links.extend(self._updates_and_conflicts(seen))
         self._index(seen)
         if statement.role != "assistant":
-            self._last_person = statement.who
+            self._last_person = statement.person
         return findings
 
     # -- what an earlier statement leaves --------------------------------------------------
@@ -326,7 +331,7 @@ class FactEngine:
         for index, because, update in self._quantity_updates(seen):
             (ended if update else suspected).setdefault(index, because)
         for claim in seen.claims:
-            who = self._last_person if claim.on_behalf else new.who
+            who = self._last_person if claim.on_behalf else new.person
             for index, old, earlier_who in self._claims.get(_key(claim), ()):
                 earlier = self._seen[index]
                 if claim.owner in _FIRST_PERSON and earlier_who != who:
@@ -344,7 +349,7 @@ class FactEngine:
             range(len(self._seen)) if seen.never else self._with_never if seen.affirmed else ()
         ):
             earlier = self._seen[index]
-            if index in conflicting or earlier.statement.who != new.who:
+            if index in conflicting or earlier.statement.person != new.person:
                 continue
             if because := _experience_conflict(seen, earlier):
                 conflicting[index] = because
@@ -397,7 +402,7 @@ class FactEngine:
                 continue
             for index, old in reversed(self._quantities.get(q.kind, ())):
                 earlier = self._seen[index]
-                if earlier.statement.who != seen.statement.who:
+                if earlier.statement.person != seen.statement.person:
                     continue
                 if shared_words(q, old) < MIN_SHARED:
                     continue
@@ -413,7 +418,7 @@ class FactEngine:
         if seen.never:
             self._with_never.append(position)
         for claim in seen.claims:
-            who = self._last_person if claim.on_behalf else seen.statement.who
+            who = self._last_person if claim.on_behalf else seen.statement.person
             self._claims.setdefault(_key(claim), []).append((position, claim, who))
         self._seen.append(seen)
 
@@ -451,7 +456,7 @@ class FactEngine:
         done = []
         still = []
         for item, line in self._open:
-            same = item.who == statement.who
+            same = item.who.casefold() == statement.person
             if item.source != statement.id and closes(line, text, same, statement.role, decided):
                 done.append(Closure(item, statement.id, statement.when))
             else:

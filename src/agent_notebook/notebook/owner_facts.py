@@ -36,9 +36,9 @@ from ..model import (
     check_moment_id,
     fact_link,
     now_utc,
-    split_link,
 )
 from .checks import required
+from .subjects import ConflictPair, ConflictSide, SubjectView, conflict_ids, conflict_side, view_of
 
 if TYPE_CHECKING:
     from ..facts import FactJudge
@@ -51,6 +51,7 @@ __all__ = [
     "ConflictSide",
     "LoggedDecision",
     "OwnerFacts",
+    "SubjectView",
     "excerpt",
 ]
 
@@ -72,24 +73,6 @@ class LoggedDecision(Decision):
     session: str
     id: str
     edited_by: str | None = None
-
-
-class ConflictSide(BaseModel):
-    """One side of a conflict: the moment, its session, time and text, and whether it
-    still holds now (not superseded nor expired)."""
-
-    id: str
-    session: str
-    timestamp: datetime
-    text: str
-    current: bool
-
-
-class ConflictPair(BaseModel):
-    """Two moments flagged ``conflicts_with`` each other; ``a`` was said first."""
-
-    a: ConflictSide
-    b: ConflictSide
 
 
 class ConflictResolution(BaseModel):
@@ -128,11 +111,6 @@ def logged(session: Session) -> list[LoggedDecision]:
     ]
 
 
-def conflict_ids(moment: Moment) -> list[str]:
-    """The moments ``moment`` is flagged as conflicting with."""
-    return [t for r, t in map(split_link, moment.relations.links) if r == "conflicts_with"]
-
-
 class OwnerFacts:
     """Decisions, pending items and conflicts by the owner's hand (see the module), the
     notebook's ``nb.facts``: ``nb.facts.conflicts()``, ``nb.facts.decision_log()``…"""
@@ -168,6 +146,22 @@ class OwnerFacts:
     @judge.setter
     def judge(self, judge: FactJudge | None) -> None:
         self.keeper.judge = judge
+
+    # -- what is known of someone ------------------------------------------------------
+
+    def about(self, name: str, *, as_of: datetime | None = None) -> SubjectView:
+        """What the notebook knows about ``name`` (a speaker, someone named in the turns, or
+        ``"me"`` for the owner) at ``as_of`` (now by default): each fact's current value with
+        the moment it came from, its history (what held when, what replaced it) and the open
+        conflicts among its moments; see :mod:`agent_notebook.notebook.subjects`."""
+        note = None
+        if not self.enabled:
+            note = (
+                "facts are off: no update was linked on record, so nothing is known to be "
+                "superseded and every value said is listed as current; turn them on with "
+                "'facts: {enabled: true}' in config.yaml (what is recorded after is linked)"
+            )
+        return view_of(self.backend, name, as_of=as_of, facts_enabled=self.enabled, off_note=note)
 
     # -- the audit log and pending items -------------------------------------------------
 
@@ -289,7 +283,7 @@ class OwnerFacts:
             if a is None or b is None or a.redacted is not None or b.redacted is not None:
                 continue
             first, second = sorted((a, b), key=lambda m: (m.timestamp, m.number))
-            found.append(ConflictPair(a=_side(first, now), b=_side(second, now)))
+            found.append(ConflictPair(a=conflict_side(first, now), b=conflict_side(second, now)))
         return found
 
     def resolve_conflict(
@@ -395,13 +389,3 @@ def _supersede(loser: Moment, winner: Moment) -> None:
 
 def _appending(entry: Decision) -> Callable[[Session], None]:
     return lambda s: s.decisions.append(entry)
-
-
-def _side(moment: Moment, now: datetime) -> ConflictSide:
-    return ConflictSide(
-        id=moment.id,
-        session=moment.session,
-        timestamp=moment.timestamp,
-        text=moment.content.text,
-        current=moment.holds_at(now),
-    )

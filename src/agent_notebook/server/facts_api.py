@@ -1,21 +1,24 @@
 """The owner's hand on the facts over HTTP (issue 30): the audit log across sessions and a
 decision's correction, pending items across sessions and an open one reworded, the
-conflicts the fact rules flagged and their resolution, and the forgetting policy. Every
+conflicts the fact rules flagged and their resolution, what is known about someone (issue
+39), and the forgetting policy. Every
 check is the facade's (:mod:`agent_notebook.notebook.owner_facts`,
 :mod:`agent_notebook.notebook.forgetting`); session writes take ``If-Match`` as in
 :mod:`.notebook_api`. Guests have none of these routes."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..model import PendingItem, Text
 from ..notebook.facade import Notebook
 from ..notebook.forgetting import PolicyReport
 from ..notebook.owner_facts import ConflictPair, ConflictResolution, LoggedDecision
+from ..notebook.subjects import MAX_NAME, SubjectView
 from .deps import IfMatch, Limit, Offset, Page, notebook, page, set_etag
 
 router = APIRouter(prefix="/api")
@@ -152,6 +155,29 @@ def resolve_conflict(body: ConflictChoice, nb: Nb) -> ConflictResolution:
     return nb.facts.resolve_conflict(
         body.a, body.b, keep=body.keep, dismiss=body.dismiss, reason=body.reason, who=body.who
     )
+
+
+@router.get("/subjects/{name}", tags=["subjects"])
+def about(
+    nb: Nb,
+    name: Annotated[
+        str,
+        Path(
+            max_length=MAX_NAME,
+            description="A speaker (case aside), someone named in the turns, or 'me' for "
+            "the owner.",
+        ),
+    ],
+    as_of: Annotated[
+        datetime | None, Query(description="What was known then (no zone: UTC).")
+    ] = None,
+) -> SubjectView:
+    """What the notebook knows about someone: each fact (``employer``, ``home``,
+    ``value:budget``…) with its current values and the moment each came from, its history
+    (what held until when, and what replaced it), and the open conflicts among their
+    moments. ``facts_enabled`` false: no supersession is known (``note`` says why)."""
+    when = as_of if as_of is None or as_of.tzinfo is not None else as_of.replace(tzinfo=UTC)
+    return nb.facts.about(name, as_of=when)
 
 
 @router.post("/forget/policy", tags=["moments"])

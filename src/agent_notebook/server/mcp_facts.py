@@ -1,12 +1,13 @@
 """The owner's MCP tools on the facts (issue 30): the audit log (``list_decisions``,
 ``decide``, ``edit_decision``), pending items (``open_pending``, ``edit_pending``,
-``close_pending``), conflicts (``list_conflicts``, ``resolve_conflict``) and the
-forgetting policy (``forget_by_policy``). Registered by :func:`.mcp_tools.build_mcp` on the
+``close_pending``), conflicts (``list_conflicts``, ``resolve_conflict``), what is known
+about someone (``about``, issue 39) and the forgetting policy (``forget_by_policy``). Registered by :func:`.mcp_tools.build_mcp` on the
 owner's server only (none is a guest's right); every check is the facade's."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Annotated, Any, Protocol, TypeVar
 
 from mcp.types import ToolAnnotations
@@ -178,6 +179,34 @@ def register_fact_tools(tool: Register, run: Run, get: Callable[[], Notebook]) -
         return await run(
             lambda: [p.model_dump(mode="json") for p in get().facts.conflicts(session_id)]
         )
+
+    @tool(read_only)
+    async def about(
+        name: Annotated[
+            str,
+            Field(
+                description="a speaker (case aside), someone named in the turns, or 'me' for "
+                "the owner.",
+                max_length=200,
+            ),
+        ],
+        as_of: Annotated[
+            datetime | None,
+            Field(description="what was known then, ISO 8601 (no zone: UTC); omit for now."),
+        ] = None,
+    ) -> dict[str, Any]:
+        """What the notebook knows about someone: each fact (employer, home, value:budget…)
+        with its current values, each with the moment it came from (cite it), and its
+        history (values that no longer hold: ended superseded, with replaced_by and
+        replaced_with, expired, or story, a past event that ended nothing), plus the open
+        conflicts among their moments. facts_enabled false: nothing is known to be
+        superseded (note says so).
+
+        name: a speaker (case aside), someone named in the turns, or 'me' for the owner.
+        as_of: what was known then, ISO 8601 (no zone: UTC); omit for now.
+        """
+        when = as_of if as_of is None or as_of.tzinfo is not None else as_of.replace(tzinfo=UTC)
+        return await run(lambda: get().facts.about(name, as_of=when).model_dump(mode="json"))
 
     @tool(writes)
     async def resolve_conflict(

@@ -7,7 +7,7 @@ script; the script only adds drag-and-drop and keyboard shortcuts. Each page rea
 of data through the facade (:class:`~agent_notebook.notebook.Notebook`), which does every
 check; the pages only show what it says. Modules: :mod:`.signin` (the cookie), :mod:`.csrf`
 (the forms' CSRF token), :mod:`.render` (the templates), :mod:`.sessions`, :mod:`.moments`,
-:mod:`.search`, :mod:`.concepts`, :mod:`.conflicts`, :mod:`.threads` (the session notebooks),
+:mod:`.search`, :mod:`.concepts`, :mod:`.conflicts`, :mod:`.subjects`, :mod:`.threads` (the session notebooks),
 :mod:`.housekeeping`, :mod:`.plots`, :mod:`.guest`, :mod:`.docs`."""
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from . import (
     search,
     sessions,
     signin,
+    subjects,
     threads,
 )
 
@@ -40,6 +41,7 @@ _ROUTERS = (
     search,
     concepts,
     conflicts,
+    subjects,
     threads,
     housekeeping,
     plots,

@@ -42,7 +42,14 @@ def concept_url(name: str) -> str:
     return f"/concepts/{quote(name, safe='')}"
 
 
-_ENV.filters.update(when=_when, day=_day, pct=_pct, concept_url=concept_url)
+def subject_url(name: str) -> str:
+    """A subject's page (what is known about someone), every character escaped."""
+    return f"/subjects/{quote(name, safe='')}"
+
+
+_ENV.filters.update(
+    when=_when, day=_day, pct=_pct, concept_url=concept_url, subject_url=subject_url
+)
 
 
 #: Every page: scripts and everything else only from this server, never in a frame.
