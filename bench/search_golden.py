@@ -33,7 +33,7 @@ import json
 import os
 import sys
 import tempfile
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,9 @@ from agent_notebook.ingest import parse_file
 from agent_notebook.search import engine as search_engine
 from agent_notebook.storage import open_backend
 
+sys.path.insert(0, str(Path(__file__).parent))
+from retrieval_beam import load as load_beam  # the chat loaded as that bench loads it
+
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 LOCOMO = SHARED / "locomo" / "locomo-dev.json"
 BEAM_CHAT = SHARED / "beam" / "100K" / "1"
@@ -51,37 +54,6 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 LIMIT = 10
 #: Every search mode there is (as of issue 38).
 MODES = ("hybrid", "lexical", "vector")
-
-
-def beam_anchor(value: str | None, fallback: datetime) -> datetime:
-    if not value:
-        return fallback
-    try:
-        return datetime.strptime(value, "%B-%d-%Y").replace(hour=9, tzinfo=UTC)
-    except ValueError:
-        return fallback
-
-
-def load_beam(nb: Notebook, batches: list[dict[str, Any]]) -> None:
-    """As ``bench/retrieval_beam.py`` loads a chat: a session per batch."""
-    when = datetime(2024, 1, 1, 9, tzinfo=UTC)
-    for b, batch in enumerate(batches):
-        when = beam_anchor(batch.get("time_anchor"), when + timedelta(days=1))
-        session = nb.start_session(f"batch {b}", started=when)
-        drafts = []
-        for turn in batch["turns"]:
-            for m in turn:
-                said = beam_anchor(m.get("time_anchor"), when)
-                drafts.append(
-                    {
-                        "text": m["content"].split("->->")[0].strip() or "(empty)",
-                        "speaker": m["role"],
-                        "role": m["role"],
-                        "timestamp": max(said, when) + timedelta(seconds=len(drafts)),
-                        "source_id": str(m["id"]),
-                    }
-                )
-        nb.record_many(session.id, drafts)
 
 
 def questions() -> list[tuple[str, str]]:
