@@ -159,13 +159,27 @@ def search(
             show_default=False,
         ),
     ] = None,
+    current: Annotated[
+        bool,
+        flag("--current", "Only what holds now: no fact a later one replaced, nothing expired."),
+    ] = False,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            help="Read the notebook as it stood at this time (ISO 8601, no zone: UTC): what "
+            "was said by then and still held then.",
+        ),
+    ] = None,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
     """Search moments by words and meaning, best first: lexical (BM25), vector and concept
     matches fused, with importance and recency as priors. Rollups made by 'compact' are
     found too (tier "rollup"); --include-archive adds what it archived (tier "archived").
     --image or --audio searches by example (nearest signatures), with or without words.
-    Weak matches are left out (--min-score); when none is left, stderr says so.
+    Weak matches are left out (--min-score); when none is left, stderr says so. What the
+    fact rules know of a hit shows in its "facts" column (superseded by, said N times,
+    conflicting, expired); --current leaves out what no longer holds, --as-of reads the past.
 
     Example: agent-notebook search "train to Lyon" --since 2026-06-01 --speaker ana --explain
     """
@@ -189,6 +203,8 @@ def search(
             image=image,
             audio=audio,
             min_score=min_score,
+            current=current,
+            as_of=parse_time(as_of, "--as-of"),
         )
     if (hint := found.hint("--min-score")) is not None:
         stderr.print(hint, highlight=False)

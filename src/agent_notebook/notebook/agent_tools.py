@@ -35,6 +35,8 @@ class ToolNotebook(Protocol):
         speaker: str | None = ...,
         limit: int = ...,
         mode: Mode = ...,
+        current: bool = ...,
+        as_of: datetime | None = ...,
         current_session_id: str | None = ...,
     ) -> Sequence[SearchHit]: ...
     def record(self, session_id: str, text: str = ..., **fields: Any) -> Moment: ...
@@ -92,9 +94,15 @@ SEARCH = ToolDoc(
         "current_session_id": "the session of the conversation you are in, if any: its "
         "latest turns, which you already have, are left out (so your own question and "
         "answers do not hide the facts).",
+        "current": "true: only what holds now (no fact a later one replaced, nothing expired).",
+        "as_of": "read the notebook as it stood at this ISO 8601 time (UTC if no zone): only "
+        "what was said by then and still held then.",
     },
     "Returns for each hit: the moment id (cite it as [moment:m_12]), its session, time, "
-    "speaker, text and score. An empty list means nothing matched: try other words.",
+    "speaker, text and score, and what is known of it: superseded_by (a later moment "
+    "replaced it: prefer that one), said (how many times), conflicts_with (moments it "
+    "cannot hold together with), expires and expired. An empty list means nothing "
+    "matched: try other words.",
 )
 SLICE = ToolDoc(
     "Get a compact, read-only briefing on a topic from the notebook, within a token budget: "
@@ -172,6 +180,8 @@ def search_hits(
     mode: Mode = "hybrid",
     explain: bool = False,
     current_session_id: str | None = None,
+    current: bool = False,
+    as_of: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """The search tool: ``notebook.search`` with the tool's cap on ``limit``; a time
     without a zone is UTC, as on the command line. With ``current_session_id``, the
@@ -188,6 +198,8 @@ def search_hits(
         until=_utc(until),
         speaker=speaker or None,
         mode=mode,
+        current=current,
+        as_of=_utc(as_of),
     )
     return [hit_summary(h, explain=explain) for h in hits]
 
@@ -208,6 +220,17 @@ def hit_summary(hit: SearchHit, *, explain: bool = False) -> dict[str, Any]:
         "text": moment.content.text,
         "score": round(hit.score, 4),
     }
+    # What the fact rules know of it, so an agent can tell a current fact from a replaced one
+    if hit.superseded_by:
+        summary["superseded_by"] = hit.superseded_by
+    if hit.said > 1:
+        summary["said"] = hit.said
+    if hit.conflicts_with:
+        summary["conflicts_with"] = list(hit.conflicts_with)
+    if moment.expires is not None:
+        summary["expires"] = moment.expires.isoformat()
+    if hit.expired:
+        summary["expired"] = True
     if explain:
         summary["explain"] = {k: round(v, 4) for k, v in hit.explain.as_dict().items()}
     return summary

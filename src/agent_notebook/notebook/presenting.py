@@ -8,7 +8,9 @@
   (``explain["successor"]``) and shown there too.
 * **Contradictions together**: a hit that ``conflicts_with`` another moment has it shown
   right after it (fetched when it did not match), both marked.
-* ``current`` (or ``as_of``) leaves out what was ended or expired by then.
+* **Expired marked**: a hit whose own end (``expires``) has passed by the time read is
+  marked ``expired``; ``current`` (or ``as_of``) leaves out what was ended or expired by
+  then.
 
 Pure over the hits, with one batched read (``fetch``) for the moments shown that did not
 match. Without a fact link among the hits nothing moves.
@@ -45,6 +47,28 @@ def present(
     With ``latest_values_first`` (the query), of two hits that say another value of the
     same quantity, one the query asks about, the later said goes first (see
     :func:`_latest_values_first`)."""
+    at = as_of if as_of is not None else now_utc()
+    return [
+        _expiry_marked(h, at)
+        for h in _present(hits, limit, current, as_of, fetch, latest_values_first)
+    ]
+
+
+def _expiry_marked(hit: SearchHit, at: datetime) -> SearchHit:
+    expires = hit.moment.expires
+    return (
+        hit.model_copy(update={"expired": True}) if expires is not None and expires <= at else hit
+    )
+
+
+def _present(
+    hits: Sequence[SearchHit],
+    limit: int,
+    current: bool,
+    as_of: datetime | None,
+    fetch: Fetch,
+    latest_values_first: str | None,
+) -> list[SearchHit]:
     filtered = current or as_of is not None
     if latest_values_first is not None:
         hits = _latest_values_first(hits, limit, latest_values_first)

@@ -37,14 +37,20 @@ class SearchHit(BaseModel):
     said: int = 1
     repeats: list[MomentId] = Field(default_factory=list)
     conflicts_with: list[MomentId] = Field(default_factory=list)
+    #: It said when it stops holding (``moment.expires``), and that time has passed (by
+    #: the time read): shown, marked, and left out of the current view.
+    expired: bool = False
 
     def fact_note(self) -> str:
-        """ "superseded by m_12; said 3 times; conflicting: m_58 vs m_24", or ""."""
+        """ "superseded by m_12; said 3 times; conflicting: m_58 vs m_24; expired
+        2026-06-06 00:00", or ""."""
         notes = [f"superseded by {self.superseded_by}"] if self.superseded_by else []
         if self.said > 1:
             notes.append(f"said {self.said} times")
         if self.conflicts_with:
             notes.append(f"conflicting: {self.moment.id} vs {', '.join(self.conflicts_with)}")
+        if self.expired and self.moment.expires is not None:
+            notes.append(f"expired {self.moment.expires:%Y-%m-%d %H:%M}")
         return "; ".join(notes)
 
     def without_explain(self) -> SearchHit:

@@ -262,6 +262,8 @@ def build_mcp(
         mode: Annotated[Mode, described(SEARCH, "mode")] = "hybrid",
         explain: Annotated[bool, described(SEARCH, "explain")] = False,
         current_session_id: Annotated[str | None, described(SEARCH, "current_session_id")] = None,
+        current: Annotated[bool, described(SEARCH, "current")] = False,
+        as_of: Annotated[datetime | None, described(SEARCH, "as_of")] = None,
     ) -> list[dict[str, Any]]:
         return await run(
             lambda: search_hits(
@@ -275,6 +277,8 @@ def build_mcp(
                 mode=mode,
                 explain=explain,
                 current_session_id=current_session_id,
+                current=current,
+                as_of=as_of,
             )
         )
 

@@ -484,6 +484,17 @@ def search(
             "would otherwise come first)."
         ),
     ] = None,
+    current: Annotated[
+        bool,
+        Query(description="Only what holds now: no fact a later one replaced, nothing expired."),
+    ] = False,
+    as_of: Annotated[
+        datetime | None,
+        Query(
+            description="Read the notebook as it stood then (no zone: UTC): what was said by "
+            "then and still held then."
+        ),
+    ] = None,
 ) -> SearchPage:
     """Moments by words and meaning, best first; ``explain`` says what found each hit.
     ``offset + limit`` may reach 1000. When no hit is relevant enough, ``items`` is empty
@@ -501,6 +512,8 @@ def search(
         mode=mode,
         min_score=min_score,
         current_session_id=current_session_id,
+        current=current,
+        as_of=_utc(as_of),
     )
     hint = found.hint("min_score")
     hits = found[offset:]

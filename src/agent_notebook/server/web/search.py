@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -93,6 +93,8 @@ def _results(
             image=image,
             audio=audio,
             current_session_id=form["current_session_id"].strip() or None,
+            current=bool(form["current"]),
+            as_of=_as_of(form["as_of"]),
         )
         hits, hint = found, found.hint("minimum score")
     return page(
@@ -107,6 +109,14 @@ def _results(
         vector=nb.vectors.semantic is not None,
         modes=MODES,
     )
+
+
+def _as_of(text: str) -> datetime | None:
+    """The form's "as of" day read as the end of that day (UTC), or None when empty."""
+    day = _time(text, "as of")
+    if day is None:
+        return None
+    return day + timedelta(days=1) if len(text.strip()) == 10 else day
 
 
 def _more_url(form: dict[str, Any]) -> str | None:
@@ -129,9 +139,13 @@ def _form(
     ms: str,
     limit: int = LIMIT,
     current_session_id: str = "",
+    current: str = "",
+    as_of: str = "",
 ) -> dict[str, Any]:
     return {
         "current_session_id": current_session_id,
+        "current": current,
+        "as_of": as_of,
         "limit": limit,
         "q": q,
         "session": session,
@@ -158,11 +172,25 @@ def search(
     min_score: str = "",
     limit: Annotated[int, Query(ge=1, le=MAX_SEARCH_LIMIT)] = LIMIT,
     current_session_id: str = "",
+    current: str = "",
+    as_of: str = "",
 ) -> HTMLResponse:
     """``current_session_id``: the thread the search is asked from (the session page's
-    search links it): its latest turns are left out, as in the agent's own search."""
+    search links it): its latest turns are left out, as in the agent's own search.
+    ``current``: only what holds now; ``as_of`` (a day): the notebook as it stood at its end."""
     form = _form(
-        q, session, since, until, speaker, concept, mode, min_score, limit, current_session_id
+        q,
+        session,
+        since,
+        until,
+        speaker,
+        concept,
+        mode,
+        min_score,
+        limit,
+        current_session_id,
+        current,
+        as_of,
     )
     return _results(request, nb, form)
 
