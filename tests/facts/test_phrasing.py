@@ -164,3 +164,26 @@ def test_it_is_the_thing_just_spoken_of() -> None:
 
 def test_it_with_nothing_spoken_of_before_claims_nothing() -> None:
     assert links("Good morning!", "Actually we moved it to the Severn room.") == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        ("Agreed, Casa Lucia it is!", "Casa Lucia"),
+        ("OK, decided: we fly on Friday.", "we fly on Friday"),
+        ("Final answer: the blue logo.", "the blue logo"),
+    ],
+)
+def test_an_agreement_in_few_words_is_a_decision(text: str, what: str) -> None:
+    assert decided(text) == [what]
+
+
+@pytest.mark.parametrize("text", ["That is what it is.", "Here it is.", "So be it."])
+def test_it_is_alone_decides_nothing(text: str) -> None:
+    assert decided(text) == []
+
+
+def test_a_tick_says_a_task_is_done() -> None:
+    engine = FactEngine()
+    engine.observe(Statement("m_1", "Remind me to book the venue.", T0, "user", "Ana"))
+    assert engine.observe(Statement("m_2", "Venue booked \u2705", T0, "user", "Ana")).closures

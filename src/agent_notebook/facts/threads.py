@@ -56,7 +56,15 @@ _LEAD: Final = (
 )
 _LABELLED_DECISION: Final = re.compile(
     # "Decision: …" or "Decision - …", never "Decision-Making Framework" (a heading).
-    r"^\W*(?:final\s+)?decision\s*(?:made\s*)?(?::|\s[\-\u2013\u2014])\**\s*(\S.*)$",
+    r"^\W*(?:(?:ok(?:ay)?|so|right)\W+)?(?:(?:final\s+)?decision\s*(?:made\s*)?|decided|"
+    r"final answer|verdict)(?::|\s[\-\u2013\u2014])\**\s*(\S.*)$",
+    re.I,
+)
+_NOT_A_CHOICE: Final = re.compile(r"(?:what|how|where|who|which|it|that|this|so|here)\b", re.I)
+#: "Agreed, Casa Lucia it is", "Casa Lucia it is then": a choice settled in a few words.
+_IT_IS: Final = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|agreed|fine|great|deal|perfect|alright|yes|yeah|so)\W+)*"
+    r"(?P<what>[^,.;!?]{2,60}?)\s+it is(?:\s+then)?\W*$",
     re.I,
 )
 _WHO: Final = r"(?:we|i|the team|everyone|everybody|all of us|the group|they)"
@@ -162,7 +170,9 @@ _REQUEST: Final = re.compile(r"\b(?:can you|could you|would you|will you|please|
 _DONE: Final = re.compile(
     r"\b(?:done|did|finished|completed|complete|sent|fixed|merged|shipped|deployed|resolved|"
     r"closed|submitted|delivered|booked|paid|handled|sorted|taken care|wrapped up|released|"
-    r"published|uploaded|updated|called|emailed|wrote|written|made|bought|checked|reviewed)\b"
+    r"published|uploaded|updated|called|emailed|wrote|written|made|bought|checked|reviewed|"
+    r"drafted|pushed|ordered|confirmed|arranged|scheduled|signed|renewed|returned|cancell?ed)\b"
+    r"|\u2705|\u2714|\u2611"
 )
 _PAST: Final = {
     "send": "sent",
@@ -199,6 +209,9 @@ def decisions_in(text: str, role: str) -> list[DecisionLine]:
             found.append(_split_why(m[1]))
             continue
         if role == "assistant":
+            continue
+        if (m := _IT_IS.match(sentence)) and not _NOT_A_CHOICE.match(m["what"]):
+            found.append(DecisionLine(m["what"].strip(), ""))
             continue
         stated = _without_trailing_question(sentence)
         if stated is None:
