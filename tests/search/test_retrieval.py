@@ -207,6 +207,7 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Notebook]:
     notebook = Notebook.open(tmp_path_factory.mktemp("slice") / "nb")
     first, _ = fill(notebook)
     notebook.open_pending(first, "confirm the refund amount for EXP-5839")
+    notebook.open_pending(first, "water the garden for the neighbours")
     notebook.decide(first, "claim the Lyon hotel refund", "the stay was cancelled")
     notebook.decide(first, "buy a new plant", "")
     try:
@@ -242,6 +243,7 @@ def test_a_slice_carries_matches_neighbours_task_pending_and_decisions(filled: N
     assert text.startswith("# Notebook slice for hermes")
     assert "[moment:m_" in text and "claim the Lyon hotel refund" in text
     assert "buy a new plant" not in text  # a decision unrelated to the query
+    assert "water the garden" not in text  # an open item unrelated to it ("the", "for" aside)
     assert len(sources) == len(set(sources))
     assert "items:" in filled.slice("refund", 4000, fmt="yaml").render()
 

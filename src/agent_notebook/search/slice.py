@@ -4,8 +4,8 @@ Seed 002: the guest "reads the relevant slice, makes a decision, and writes back
 read-only, relevance-ranked and provenance-tagged: each item names its source
 (``moment:m_12``, ``session:s_…#pending:p_1``), so an answer can cite it. It holds the moments
 a search finds with the turns around them, and for each session they come from: its task,
-its open pending items and the decisions that share words with the query. It never exceeds
-its token budget: the rendered text is measured, not estimated.
+the open pending items and the standing decisions that share a word (not a stopword) with
+the query. It never exceeds its token budget: the rendered text is measured, not estimated.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, Field
 
+from ..core.enrich import STOPWORDS
 from ..core.lexical import tokenize
 from ..core.tokens import TokenCounter
 from ..model import Moment, Session
@@ -114,6 +115,9 @@ def _session_items(session: Session, query: str) -> list[SliceItem]:
             when=session.started,
         )
     ]
+    # Only the open items and standing decisions that bear on the query: a word of it in
+    # common, not a stopword ("the", "for"): a guest asking about the cake gets the cake's.
+    words = set(tokenize(query)) - STOPWORDS
     items += [
         SliceItem(
             kind="pending",
@@ -123,12 +127,12 @@ def _session_items(session: Session, query: str) -> list[SliceItem]:
             when=p.since,
         )
         for p in session.pending
-        if p.closed is None
+        if p.closed is None and words & set(tokenize(p.what))
     ]
-    words = set(tokenize(query))
     scored = [
         (len(words & set(tokenize(f"{d.what} {d.why}"))), n, d)
         for n, d in enumerate(session.decisions, start=1)
+        if d.replaced_by is None
     ]
     relevant = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], -s[1]))
     items += [
