@@ -187,3 +187,14 @@ def test_a_tick_says_a_task_is_done() -> None:
     engine = FactEngine()
     engine.observe(Statement("m_1", "Remind me to book the venue.", T0, "user", "Ana"))
     assert engine.observe(Statement("m_2", "Venue booked \u2705", T0, "user", "Ana")).closures
+
+
+def test_a_date_is_no_count() -> None:
+    from agent_notebook.facts.claims import claims_in
+
+    counts = [
+        (c.head, c.value)
+        for c in claims_in("We fly on 7 June and I have 3 bags.")
+        if c.attribute == "count"
+    ]
+    assert counts == [("bag", "3")]

@@ -179,7 +179,9 @@ _REPORTED_CHANGE: Final = re.compile(
 _FIRST_PERSON_WORD: Final = re.compile(r"\b(?:i|we|my|our)\b")
 _TIME_UNITS: Final = word_set(
     """seconds second minutes minute hours hour days day weeks week months month years year
-    times percent ms am pm"""
+    times percent ms am pm january february march april may june july august september
+    october november december jan feb mar apr jun jul aug sep sept oct nov dec monday
+    tuesday wednesday thursday friday saturday sunday"""
 )
 _STOPPED: Final = re.compile(r"(?P<verb>[a-z]+ing)\s+(?P<obj>.+)")
 #: "I am (not) a vegetarian", "we are no longer a startup": what one is, many at once.
