@@ -297,3 +297,16 @@ def test_a_party_planned_over_five_days_ends_with_its_final_decisions() -> None:
         assert nb.get_moment(venue.replaced_by or "").content.text.startswith("Scratch that")
         questions = [p for _, p in nb.facts.pending_items() if "Uncle Raj" in p.what]
         assert len(questions) == 1 and questions[0].closed is not None  # asked twice, one item
+
+
+def test_a_long_lived_engine_is_made_anew_from_the_window_and_still_links() -> None:
+    config = NotebookConfig(facts=FactSettings(enabled=True, window=3))
+    with Notebook(MemoryBackend(), embedder=None, config=config) as nb:
+        s = nb.start_session().id
+        for n in range(7):  # more than twice the window: the engine is remade on the way
+            nb.record(s, f"Filler note number {n} about nothing.", timestamp=T0)
+        keeper = nb.facts.keeper
+        assert keeper._engine is not None and keeper._engine[2] <= 2 * 3
+        old = nb.record(s, "The budget is $50,000.", timestamp=T0)
+        new = nb.record(s, "The budget is now $80,000.", timestamp=T0 + timedelta(days=1))
+        assert f"superseded_by:{new.id}" in nb.get_moment(old.id).relations.links

@@ -27,7 +27,15 @@ from typing import Final
 
 from ..core.enrich import STOPWORDS
 from ..core.lexical import stem
-from .text import IRREGULAR_VERBS, UPDATE_CUE, content_stems, sentences, spelled_out, word_set
+from .text import (
+    CALENDAR_WORDS,
+    IRREGULAR_VERBS,
+    UPDATE_CUE,
+    content_stems,
+    sentences,
+    spelled_out,
+    word_set,
+)
 
 __all__ = ["Claim", "claims_in", "reported_changes_in", "same_subject", "value_name"]
 
@@ -177,11 +185,9 @@ _REPORTED_CHANGE: Final = re.compile(
     r"your\s+(?P<subj>(?:[\w\-']+\s+){0,3}?[\w\-']+)\s+(?:to|as)\s+(?P<val>[^,;!?]+)"
 )
 _FIRST_PERSON_WORD: Final = re.compile(r"\b(?:i|we|my|our)\b")
-_TIME_UNITS: Final = word_set(
+_TIME_UNITS: Final = CALENDAR_WORDS | word_set(
     """seconds second minutes minute hours hour days day weeks week months month years year
-    times percent ms am pm january february march april may june july august september
-    october november december jan feb mar apr jun jul aug sep sept oct nov dec monday
-    tuesday wednesday thursday friday saturday sunday"""
+    times percent ms am pm jan feb mar apr jun jul aug sep sept oct nov dec"""
 )
 _STOPPED: Final = re.compile(r"(?P<verb>[a-z]+ing)\s+(?P<obj>.+)")
 #: "I am (not) a vegetarian", "we are no longer a startup": what one is, many at once.

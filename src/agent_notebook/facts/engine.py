@@ -22,7 +22,7 @@ from .expiry import expires_from_text
 from .judge import FactJudge, Verdict
 from .quantities import MIN_SHARED, Quantity, quantities_in, shared_words
 from .relate import contradicts, negations_of, numbers_of, overlap, supersedes
-from .text import content_stems, prose, sentences, spelled_out
+from .text import CALENDAR_WORDS, content_stems, item_words, prose, sentences, spelled_out
 from .threads import OpenLine, PendingKind, closes, decisions_in, open_lines_in
 
 __all__ = [
@@ -447,10 +447,8 @@ class FactEngine:
 
     def _still_open(self, line: OpenLine) -> bool:
         """Whether the same item is open already (the same question asked again)."""
-        words = " ".join(line.what.casefold().split()).rstrip("?.! ")
-        return any(
-            " ".join(o.what.casefold().split()).rstrip("?.! ") == words for _, o in self._open
-        )
+        words = item_words(line.what)
+        return any(item_words(o.what) == words for _, o in self._open)
 
     def _closures(self, statement: Statement, text: str, decided: bool) -> list[Closure]:
         done = []
@@ -526,16 +524,10 @@ def _named_stems(sentence: str) -> frozenset[str]:
     return content_stems(" ".join(_CAPITALIZED.findall(sentence)))
 
 
-_CALENDAR: Final = re.compile(
-    r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|"
-    r"april|may|june|july|august|september|october|november|december)\b"
-)
-
-
 def _calendar_words(text: str) -> frozenset[str]:
     """The weekdays and months ``text`` names: like its numbers, a value a paraphrase keeps
     ("kickoff Wednesday at 10" is not "kickoff Monday at 10")."""
-    return frozenset(_CALENDAR.findall(text.casefold()))
+    return CALENDAR_WORDS.intersection(re.findall(r"[a-z]+", text.casefold()))
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -14,9 +14,11 @@ from ..core.enrich import STOPWORDS
 from ..core.lexical import terms
 
 __all__ = [
+    "CALENDAR_WORDS",
     "IRREGULAR_VERBS",
     "UPDATE_CUE",
     "content_stems",
+    "item_words",
     "prose",
     "sentences",
     "spelled_out",
@@ -136,3 +138,36 @@ IRREGULAR_VERBS: Final = {
     "brought": "bring",
     "went": "go",
 }
+
+
+def item_words(text: str) -> str:
+    """An open item's words as compared with another's: case, blanks and the closing
+    punctuation aside ("Should we invite Raj?" is "should we invite raj")."""
+    return " ".join(text.casefold().split()).rstrip("?.! ")
+
+
+#: The weekdays and months: a value when a statement names one ("kickoff Wednesday at 10"
+#: is not "kickoff Monday at 10"), never a thing counted ("7 June" counts no June).
+CALENDAR_WORDS: Final = frozenset(
+    [
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ]
+)

@@ -83,8 +83,9 @@ class FactKeeper:
         #: alone. Engines made after it is set use it.
         self.judge: FactJudge | None = None
         self._lock = threading.Lock()
-        #: The notebook's engine and the last moment it was fed (None: caught up anew).
-        self._engine: tuple[FactEngine, str] | None = None
+        #: The notebook's engine, the last moment it was fed and how many it was fed since
+        #: it was made (None: caught up anew).
+        self._engine: tuple[FactEngine, str, int] | None = None
 
     def after_record(self, session_id: str, moments: Sequence[Moment]) -> FactsApplied:
         """Derive and store what ``moments`` (just recorded in ``session_id``, in order) add.
@@ -96,32 +97,36 @@ class FactKeeper:
         try:
             vectors = self.vectorize([m.content.text for m in texts]) if self.vectorize else None
             with self._lock:
-                engine = self._caught_up(moments)
+                engine, fed = self._caught_up(moments)
                 findings = [
                     engine.observe(statement_of(m, vectors[n] if vectors else None))
                     for n, m in enumerate(texts)
                 ]
-                self._engine = (engine, moments[-1].id)
+                self._engine = (engine, moments[-1].id, fed + len(texts))
             return self._store(session_id, moments, findings)
         except (NotebookError, ValidationError) as err:
             log.warning("facts of %s in %s not derived: %s", moments[-1].id, session_id, err)
-            self.forget(session_id)
+            self.forget()
             return FactsApplied()
 
-    def forget(self, session_id: str | None = None) -> None:
+    def forget(self) -> None:
         """Drop the engine (after a redaction, a deletion or an import: what it read may be
-        gone); the next record catches up from the backend. ``session_id`` (the session
-        deleted) is for the caller's record: the engine holds every session's statements."""
+        gone); the next record catches up from the backend."""
         with self._lock:
             self._engine = None
 
-    def _caught_up(self, moments: Sequence[Moment]) -> FactEngine:
-        """The notebook's engine, fed the ``window`` moments recorded before ``moments``.
-        Moments are numbered in the order recorded, so the cache holds when the moment
-        numbered just before these is the last one it was fed: no scan of the notebook."""
+    def _caught_up(self, moments: Sequence[Moment]) -> tuple[FactEngine, int]:
+        """The notebook's engine, fed the ``window`` moments recorded before ``moments``,
+        and how many it was fed. Moments are numbered in the order recorded, so the cache
+        holds when the moment numbered just before these is the last one it was fed: no
+        scan of the notebook. An engine fed twice the window is made anew from the window,
+        so what it holds (and what each record compares with) stays bounded in a
+        long-lived process however large the notebook grows."""
         first = min(m.number for m in moments)
-        if self._engine is not None and self._engine[1] == f"m_{first - 1}":
-            return self._engine[0]
+        if self._engine is not None:
+            engine, last, fed = self._engine
+            if last == f"m_{first - 1}" and fed < 2 * self.window:
+                return engine, fed
         wanted = [f"m_{n}" for n in range(max(1, first - self.window), first)]
         new = {m.id for m in moments}
         earlier = sorted(
@@ -131,10 +136,12 @@ class FactKeeper:
         from ..facts import FactEngine
 
         engine = FactEngine(judge=self.judge)
+        fed = 0
         for m in earlier:
             if m.content.text.strip() and m.redacted is None:
                 engine.observe(statement_of(m))
-        return engine
+                fed += 1
+        return engine, fed
 
     def _store(
         self, session_id: str, moments: Sequence[Moment], findings: Iterable[Findings]
@@ -253,20 +260,20 @@ class FactKeeper:
                 Decision(when=d.when, what=d.what, why=d.why, who=d.who, source=d.source),
             ]
             applied.decisions += 1
+        from ..facts.text import item_words  # loaded with the rules, on the first record
+
         for p in found.pending:
-            if any(_same_item(i.what, p.what) for i in session.pending if i.closed is None):
+            if any(
+                item_words(i.what) == item_words(p.what)
+                for i in session.pending
+                if i.closed is None
+            ):
                 continue  # the same question asked again is the one item
             item = PendingItem(
                 id=f"p_{len(session.pending) + 1}", what=p.what, since=p.since, source=p.source
             )
             session.pending = [*session.pending, item]
             applied.pending += 1
-
-
-def _same_item(a: str, b: str) -> bool:
-    return " ".join(a.casefold().split()).rstrip("?.! ") == " ".join(b.casefold().split()).rstrip(
-        "?.! "
-    )
 
 
 #: What each repeat adds to the importance of the moment first said, up to the cap (1.0 is

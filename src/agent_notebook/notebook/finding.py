@@ -144,18 +144,18 @@ class Finding:
         self,
         query: str,
         *,
-        session: str | None,
-        since: datetime | None,
-        until: datetime | None,
-        speaker: str | None,
-        concept: str | None,
-        limit: int,
-        exclude: Collection[str],
-        mode: Mode,
-        include_archive: bool,
-        image: Path | str | None,
-        audio: Path | str | None,
-        min_score: float | None,
+        session: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        speaker: str | None = None,
+        concept: str | None = None,
+        limit: int = 10,
+        exclude: Collection[str] = (),
+        mode: Mode = "hybrid",
+        include_archive: bool = False,
+        image: Path | str | None = None,
+        audio: Path | str | None = None,
+        min_score: float | None = None,
         current: bool = False,
         as_of: datetime | None = None,
         current_session_id: str | None = None,
@@ -254,21 +254,7 @@ class Finding:
         # Enough hits to fill the budget with room for those that do not fit.
         pool = limit or min(MAX_SEARCH_LIMIT, max(20, budget_tokens // 40))
         hits = (
-            self.search(
-                query,
-                session=session,
-                since=None,
-                until=None,
-                speaker=None,
-                concept=None,
-                limit=pool,
-                exclude=exclude,
-                mode=mode,
-                include_archive=False,
-                image=None,
-                audio=None,
-                min_score=None,
-            )
+            self.search(query, session=session, limit=pool, exclude=exclude, mode=mode)
             if query.strip()
             else []
         )

@@ -62,7 +62,7 @@ class Maintenance:
         threads += [session.id]  # a thread may be named by its session
         with backend.atomic():
             backend.delete_session(session.id)
-        reach.facts.forget(session.id)  # what its fact engine read goes with it
+        reach.facts.forget()  # what its fact engine read goes with it
         reach.vectors.forget([m.number for m in moments] + [e.number for e in archived])
         gone = media_paths_of(moments)
         if gone:
