@@ -295,6 +295,11 @@ class MomentMetadata(_Record):
     decay_rate: float = Field(DEFAULT_DECAY_RATE, ge=0.0, allow_inf_nan=False)
     #: A pinned moment is never summarized nor archived by compaction (nor is importance 1.0).
     pinned: bool = False
+    #: What the fact rules read this moment as stating a fact about: one key per subject and
+    #: attribute ("employer/i/maya", "value/launch"), derived after it is recorded; the
+    #: backend indexes them so a later statement meets every earlier one on the same key,
+    #: in any session (``agent-notebook facts reindex`` files an older notebook's).
+    fact_keys: list[Text] = Field(default_factory=list)
 
     @field_validator("concepts")
     @classmethod

@@ -81,7 +81,8 @@ def test_a_version_2_file_is_migrated_with_its_concepts_and_term_counts(tmp_path
 
 def undo_migrations_9_and_10(conn: sqlite3.Connection) -> None:
     """The vectors table as it was before migration 9 (empty) and the upkeep row before 10,
-    for a file said to be older (10 copies any concepts table)."""
+    for a file said to be older (10 copies any concepts table), and no fact index (12)."""
+    conn.execute("DROP TABLE fact_keys")
     conn.execute("DROP TRIGGER concepts_numbered")
     conn.execute("ALTER TABLE upkeep DROP COLUMN last_concept")
     conn.execute("DROP TABLE moment_vectors")

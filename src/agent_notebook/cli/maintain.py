@@ -22,23 +22,46 @@ if TYPE_CHECKING:
     pass
 
 
-def reindex(home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE) -> None:
+FactsOption = Annotated[
+    bool,
+    flag(
+        "--facts",
+        "Instead: file every moment under the subjects it states facts about (the fact "
+        "index), for a notebook recorded before it or with facts off.",
+    ),
+]
+
+
+def reindex(
+    home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE, facts: FactsOption = False
+) -> None:
     """Embed every moment that has no vector yet: after a crash, an import, or a change of
-    embedding model. Safe to stop and run again.
+    embedding model. With --facts, build the fact index instead, so that a new statement
+    meets what was said before on the same subject in any session. Safe to stop and run
+    again.
 
     Example: agent-notebook reindex --format json
     """
     with open_notebook(home) as nb:
-        if nb.vectors.semantic is None:
-            fail("no embedder, so nothing to index; 'agent-notebook doctor' says why")
-        with progress_bar() as bar:
-            task = bar.add_task("embed", total=nb.vectors.unembedded())
-            done = nb.vectors.reindex(progress=lambda n: bar.advance(task, n))
-        result = {
-            "model": nb.vectors.semantic.model_id,
-            "embedded": done,
-            "waiting": nb.vectors.unembedded(),
-        }
+        result: dict[str, object]
+        if facts:
+            with progress_bar() as bar:
+                task = bar.add_task("file", total=nb.stats().moments)
+                filed = nb.facts.reindex(progress=lambda n: bar.advance(task, n))
+            result = {"moments": nb.stats().moments, "filed_anew": filed}
+            if (hint := nb.facts.off_hint()) is not None:
+                stderr.print(hint, highlight=False)
+        else:
+            if nb.vectors.semantic is None:
+                fail("no embedder, so nothing to index; 'agent-notebook doctor' says why")
+            with progress_bar() as bar:
+                task = bar.add_task("embed", total=nb.vectors.unembedded())
+                done = nb.vectors.reindex(progress=lambda n: bar.advance(task, n))
+            result = {
+                "model": nb.vectors.semantic.model_id,
+                "embedded": done,
+                "waiting": nb.vectors.unembedded(),
+            }
     if fmt is OutputFormat.JSON:
         emit(result, fmt)
     else:

@@ -225,7 +225,9 @@ class FactSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = False
-    #: How many earlier moments of the session a new one is compared with.
+    #: How many of the moments recorded just before a new one it is compared with whole
+    #: (beyond them, it meets the latest statements on the same subjects through the
+    #: fact index, ``metadata.fact_keys``).
     window: int = Field(200, ge=1, le=100_000)
     #: Fold paraphrases on record too (vectors close *and* words shared): each record then
     #: embeds its text on the spot (an embedding per record); off, only repeats of the

@@ -9,15 +9,17 @@ the same order give the same findings.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from ..core.lexical import tokenize
 from .claims import Claim, claims_in, reported_changes_in
+from .experience import Affirmed, Denial, affirmed_clauses, denials_in, experience_conflict
 from .expiry import expires_from_text
 from .judge import FactJudge, Verdict
 from .quantities import MIN_SHARED, Quantity, quantities_in, shared_words
@@ -112,6 +114,9 @@ class Findings:
     closures: list[Closure] = field(default_factory=list)
     links: list[FactLink] = field(default_factory=list)
     expires: datetime | None = None
+    #: What the statement states a fact about: the keys it is filed under, by which a
+    #: later statement finds it (:meth:`FactEngine.keys_of`, :meth:`FactEngine.recall`).
+    keys: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,37 +144,15 @@ class _Seen:
     claims: list[Claim]
     #: The content stems of its "I have never …" objects, and of its affirmed first-person
     #: sentences of experience ("I have added …", "I used …").
-    never: list[tuple[frozenset[str], frozenset[str], str]]
-    affirmed: list[tuple[frozenset[str], str]]
+    never: list[Denial]
+    affirmed: list[Affirmed]
     #: Its quantities ("$65 snack budget", "3 PM"), see :mod:`.quantities`.
     quantities: list[Quantity] = field(default_factory=list)
     superseded: bool = False
     duplicate_of: str | None = None
-
-
-_FIRST_PERSON_DONE: Final = re.compile(
-    r"\b(?:i|we)\s+(?:(?:have|had|did|already|just|recently|successfully|finally|also|"
-    r"actually|once)\s+)*"
-    r"(?:[a-z]+ed|built|wrote|written|ran|made|set up|got|used|went|done|met|took|bought|sent|"
-    r"spent|began|taught|learnt|found|kept|paid|won|led|gave)\b"
-)
-_WISH: Final = re.compile(
-    r"\b(?:want|need|trying|try|plan|hope|wish|would like|can you|could you|how (?:do|can|to)|"
-    r"if|whether|might|should|will|would|could)\b"
-)
-#: An affirmed clause of experience runs from the last stop before "I …ed" to the next one.
-_STOP: Final = re.compile(r"[,;:?!]|\s[-\u2013]\s")
-_DONE_END: Final = re.compile(
-    r"[,;:?!]|\s[-\u2013]\s|\s(?:but|so|because|since|and i|and we|which|while|although|though|"
-    r"to see|to make|and now)\s"
-)
-_NEGATED: Final = re.compile(r"\b(?:not|never|no)\b")
-_CLAUSE_END: Final = re.compile(
-    r",|\b(?:which|but|so|because|since|and (?:i|we|now|so)|while|when|although|though)\b"
-)
-_NEVER: Final = re.compile(
-    r"\b(?:i|we)\s+(?:have\s+|had\s+)?never\s+(?:ever\s+|actually\s+|really\s+)?(?P<rest>[^.;!?]+)"
-)
+    #: Met again through the fact index (:meth:`FactEngine.recall`), not said just before:
+    #: it links, but no "it" points at it.
+    recalled: bool = False
 
 
 class FactEngine:
@@ -192,6 +175,10 @@ class FactEngine:
         self._decided: list[tuple[str, frozenset[str]]] = []
         #: Who spoke last of the people (not a model): whom an assistant's report serves.
         self._last_person = ""
+        #: The ids of the statements held, observed or recalled.
+        self._known: set[str] = set()
+        #: What :meth:`keys_of` read of a statement about to be observed, by its id.
+        self._read_ahead: dict[str, tuple[list[Claim], list[Quantity]]] = {}
 
     def observe_all(self, statements: Iterable[Statement]) -> list[Findings]:
         return [self.observe(s) for s in statements]
@@ -227,42 +214,68 @@ class FactEngine:
         findings.links.extend(self._repeat(seen))
         if seen.duplicate_of is None:
             findings.links.extend(self._updates_and_conflicts(seen))
+        findings.keys.extend(self._keys(seen))
         self._index(seen)
         if statement.role != "assistant":
             self._last_person = statement.person
         return findings
 
+    # -- the fact index ---------------------------------------------------------------------
+
+    def keys_of(self, statement: Statement) -> list[str]:
+        """The keys ``statement`` (about to be observed) would be filed under, as far as it
+        names its subjects: the caller fetches the earlier statements filed under them and
+        gives them to :meth:`recall` first."""
+        claims, quantities = self._read(statement, prose(statement.text))
+        self._read_ahead[statement.id] = (claims, quantities)
+        who = self._last_person if statement.role == "assistant" else statement.person
+        return _index_keys([(c, who) for c in claims if not c.refers_back], quantities, who)
+
+    def knows(self, statement_id: str) -> bool:
+        return statement_id in self._known
+
+    def recall(self, statement: Statement, superseded: bool = False) -> None:
+        """Hold ``statement``, said before everything held and met again through the fact
+        index, so that what is observed next can end or contradict its claims. It adds no
+        finding of its own, opens nothing and decides nothing; ``superseded``: a later
+        statement has ended it already."""
+        if statement.id in self._known:
+            return
+        seen = self._remember(statement, prose(statement.text), resolve_it=False)
+        seen.recalled = True
+        seen.superseded = superseded
+        self._index(seen)
+
     # -- what an earlier statement leaves --------------------------------------------------
 
-    def _remember(self, statement: Statement, text: str) -> _Seen:
-        never: list[tuple[frozenset[str], frozenset[str], str]] = []
-        affirmed: list[tuple[frozenset[str], str]] = []
-        quantities: list[Quantity] = []
+    def _read(self, statement: Statement, text: str) -> tuple[list[Claim], list[Quantity]]:
+        """The claims (before "it" is resolved) and quantities of ``statement``."""
+        if (ahead := self._read_ahead.pop(statement.id, None)) is not None:
+            return ahead
         # What an assistant says is its answer, not a fact of the speaker's: no claims.
-        claimed = statement.role != "assistant"
-        for sentence in sentences(text) if claimed else ():
+        if statement.role == "assistant":
+            return reported_changes_in(text), []
+        quantities = [q for sentence in sentences(text) for q in quantities_in(sentence)]
+        return claims_in(text), quantities
+
+    def _remember(self, statement: Statement, text: str, resolve_it: bool = True) -> _Seen:
+        never: list[Denial] = []
+        affirmed: list[Affirmed] = []
+        said, quantities = self._read(statement, text)
+        for sentence in sentences(text) if statement.role != "assistant" else ():
             low = spelled_out(sentence)
-            for m in _NEVER.finditer(low):
-                # What was never done ends with its clause; "X or Y" are two things.
-                done = _CLAUSE_END.split(m["rest"], maxsplit=1)[0]
-                named = _named_stems(sentence)
-                for part in re.split(r"\b(?:or|nor)\b", done):
-                    if len(stems := content_stems(part)) >= self.rules.min_experience_words:
-                        # Its names must all be met: "a Python workshop" is not "Kotlin".
-                        never.append((stems, stems & named, sentence))
-            affirmed += [(stems, sentence) for stems in _affirmed_clauses(low)]
-            quantities += quantities_in(sentence)
-        said = claims_in(text) if claimed else reported_changes_in(text)
-        # "it" with nothing spoken of just before names nothing: that claim is dropped
-        claims = [c for c in map(self._resolved, said) if not c.refers_back]
+            never += denials_in(sentence, low, self.rules.min_experience_words)
+            affirmed += [(stems, sentence) for stems in affirmed_clauses(low)]
+        # "it" with nothing spoken of just before names nothing: that claim is dropped (as
+        # is any "it" of a recalled statement, whose turns before are not held)
+        resolve = self._resolved if resolve_it else (lambda claim: claim)
+        claims = [c for c in map(resolve, said) if not c.refers_back]
         return _Seen(
             statement,
             stems=content_stems(text),
             numbers=numbers_of(text) | _calendar_words(text),
             negations=negations_of(text),
-            claims=[
-                self._resolved(c) for c in claims if not c.refers_back or self._resolved(c) is not c
-            ],
+            claims=claims,
             never=never,
             affirmed=affirmed,
             quantities=quantities,
@@ -273,7 +286,8 @@ class FactEngine:
         before (the claim itself when it names its subject, or when none was said)."""
         if not claim.refers_back:
             return claim
-        for earlier in reversed(self._seen[-_IT_REACH:]):
+        said = [seen for seen in self._seen[-2 * _IT_REACH :] if not seen.recalled]
+        for earlier in reversed(said[-_IT_REACH:]):
             for old in reversed(earlier.claims):
                 if old.attribute == "value" and old.head:
                     return replace(
@@ -351,7 +365,9 @@ class FactEngine:
             earlier = self._seen[index]
             if index in conflicting or earlier.statement.person != new.person:
                 continue
-            if because := _experience_conflict(seen, earlier):
+            if because := experience_conflict(
+                seen.never, seen.affirmed, earlier.never, earlier.affirmed
+            ):
                 conflicting[index] = because
         if self.judge is not None:
             self._judged(seen, ended, conflicting, suspected)
@@ -413,14 +429,32 @@ class FactEngine:
 
     def _index(self, seen: _Seen) -> None:
         position = len(self._seen)
+        self._seen.append(seen)
+        self._known.add(seen.statement.id)
         for q in seen.quantities:
-            self._quantities.setdefault(q.kind, []).append((position, q))
+            self._file(self._quantities.setdefault(q.kind, []), (position, q))
         if seen.never:
             self._with_never.append(position)
         for claim in seen.claims:
             who = self._last_person if claim.on_behalf else seen.statement.person
-            self._claims.setdefault(_key(claim), []).append((position, claim, who))
-        self._seen.append(seen)
+            self._file(self._claims.setdefault(_key(claim), []), (position, claim, who))
+
+    def _file(self, entries: list[Any], entry: tuple[Any, ...]) -> None:
+        """Add ``entry`` (its first item a position in ``_seen``) to ``entries`` in the
+        order said: a recalled statement was said before those held, and "the latest of
+        its kind" must stay the latest said."""
+        if self._seen[entry[0]].recalled:
+            bisect.insort(entries, entry, key=lambda e: self._seen[e[0]].statement.when)
+        else:
+            entries.append(entry)
+
+    def _keys(self, seen: _Seen) -> list[str]:
+        """The fact index's keys of ``seen``, its "it" resolved."""
+        return _index_keys(
+            [(c, self._last_person if c.on_behalf else seen.statement.person) for c in seen.claims],
+            seen.quantities,
+            seen.statement.person,
+        )
 
     # -- decisions that change -------------------------------------------------------------
 
@@ -474,54 +508,25 @@ _REVERSAL: Final = re.compile(
 )
 
 
+def _index_keys(
+    claims: Iterable[tuple[Claim, str]], quantities: Sequence[Quantity], who: str
+) -> list[str]:
+    """The fact index's keys of a statement by ``who``: its claims' keys (an attribute of
+    its person's own, "employer/i/maya", with the person; a thing's, "value/launch",
+    without: two people may speak of one launch) and its quantities' ("q/budget/maya")."""
+    keys = []
+    for claim, person in claims:
+        attribute, on = _key(claim)
+        owner = person if claim.owner in _FIRST_PERSON else ""
+        keys.append("/".join(part for part in (attribute, on, owner) if part))
+    keys += [f"q/{q.kind}/{who}" for q in quantities]
+    return list(dict.fromkeys(keys))
+
+
 def _key(claim: Claim) -> tuple[str, str]:
     """Where a claim is filed: two claims meet only under the same key."""
     by_head = claim.attribute in ("value", "count")
     return claim.attribute, claim.head if by_head else claim.owner
-
-
-def _affirmed_clauses(low: str) -> list[frozenset[str]]:
-    """The content stems of each clause of ``low`` that affirms the speaker did something
-    ("I just downloaded Zotero on March 2", "we met at the book club"): from the last stop
-    before "I …ed" to the next one, with no negation nor wish, condition or question in it
-    (a request after a comma, "can you help…?", leaves the clause before it affirmed)."""
-    found = []
-    for m in _FIRST_PERSON_DONE.finditer(low):
-        starts = [s.end() for s in _STOP.finditer(low, 0, m.start())]
-        end = _DONE_END.search(low, m.end())
-        clause = low[starts[-1] if starts else 0 : end.start() if end else len(low)]
-        closed_by = low[end.start() : end.start() + 1] if end else ""
-        if closed_by == "?" or _NEGATED.search(clause) or _WISH.search(clause):
-            continue
-        found.append(content_stems(clause))
-    return found
-
-
-def _experience_conflict(seen: _Seen, earlier: _Seen) -> str:
-    """ "I have never X" against an affirmed "I did X" (the same speaker), either order: the
-    affirmed clause holds every content word of X, but one in three (a longer X is said with
-    words the other leaves out: "any audiobook narrated by the recommended narrator"), and
-    every name of X ("Kotlin") among them."""
-    for never, affirmed in ((seen.never, earlier.affirmed), (earlier.never, seen.affirmed)):
-        for wanted, named, denial in never:
-            for done, claim in affirmed:
-                missing = wanted - done
-                if (
-                    len(wanted & done) >= 2
-                    and len(missing) <= (len(wanted) - 1) // 3
-                    and not missing & named
-                ):
-                    return f"{denial} / {claim}"
-    return ""
-
-
-_CAPITALIZED: Final = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w\-]*")
-
-
-def _named_stems(sentence: str) -> frozenset[str]:
-    """The content stems of the words written with a capital inside ``sentence`` (not its
-    first word): the names it holds."""
-    return content_stems(" ".join(_CAPITALIZED.findall(sentence)))
 
 
 def _calendar_words(text: str) -> frozenset[str]:

@@ -98,16 +98,56 @@ class FactKeeper:
             vectors = self.vectorize([m.content.text for m in texts]) if self.vectorize else None
             with self._lock:
                 engine, fed = self._caught_up(moments)
-                findings = [
-                    engine.observe(statement_of(m, vectors[n] if vectors else None))
-                    for n, m in enumerate(texts)
-                ]
+                first = min(m.number for m in moments)
+                findings = []
+                for n, m in enumerate(texts):
+                    statement = statement_of(m, vectors[n] if vectors else None)
+                    self._recall(engine, statement, first)
+                    findings.append(engine.observe(statement))
                 self._engine = (engine, moments[-1].id, fed + len(texts))
             return self._store(session_id, moments, findings)
         except (NotebookError, ValidationError) as err:
             log.warning("facts of %s in %s not derived: %s", moments[-1].id, session_id, err)
             self.forget()
             return FactsApplied()
+
+    def reindex(self, batch: int = 500, progress: Callable[[int], None] | None = None) -> int:
+        """File every moment under the keys of what it states (``metadata.fact_keys``, the
+        fact index), read in the order recorded as on record: for a notebook recorded
+        before the index, or with facts off. Links and decisions are not derived again.
+        Each batch is one transaction that changes the keys alone (a moment another writer
+        changed meanwhile keeps its change). Returns how many moments were filed anew."""
+        from ..facts import FactEngine
+
+        refiled = 0
+        engine, fed = FactEngine(), 0
+        keys: dict[str, list[str]] = {}
+        for moment in self.backend.iter_moments(batch):
+            if fed >= 2 * self.window:  # what the engine holds stays bounded, as on record
+                engine, fed = FactEngine(), 0
+            found: list[str] = []
+            if moment.content.text.strip() and moment.redacted is None and moment.rollup is None:
+                found = engine.observe(statement_of(moment)).keys
+                fed += 1
+            if found != moment.metadata.fact_keys:
+                keys[moment.id] = found
+            if len(keys) >= batch:
+                refiled += self._file(keys)
+            if progress is not None:
+                progress(1)
+        refiled += self._file(keys)
+        self.forget()
+        return refiled
+
+    def _file(self, keys: dict[str, list[str]]) -> int:
+        """Set the fact keys of the moments ``keys`` names, in one transaction; empties it."""
+        with self.backend.atomic():
+            moments = self.backend.get_moments(list(keys))
+            for moment in moments:
+                moment.metadata.fact_keys = keys[moment.id]
+            self.backend.put_moments(moments)
+        keys.clear()
+        return len(moments)
 
     def forget(self) -> None:
         """Drop the engine (after a redaction, a deletion or an import: what it read may be
@@ -143,12 +183,28 @@ class FactKeeper:
                 fed += 1
         return engine, fed
 
+    def _recall(self, engine: FactEngine, statement: Statement, before: int) -> None:
+        """Give ``engine`` the latest statements filed under the keys of ``statement`` (the
+        fact index, in any session, below moment ``before``) that it does not hold: what
+        was said of the same subject beyond the window."""
+        keys = engine.keys_of(statement)
+        if not keys:
+            return
+        found = self.backend.fact_key_members(keys, before, FACT_KEY_REACH)
+        wanted = [f"m_{n}" for n in found if not engine.knows(f"m_{n}")]
+        for moment in sorted(self.backend.get_moments(wanted), key=lambda m: m.number):
+            if moment.redacted is None and moment.rollup is None and moment.content.text.strip():
+                ended = any(link.startswith("superseded_by:") for link in moment.relations.links)
+                engine.recall(statement_of(moment), superseded=ended)
+
     def _store(
         self, session_id: str, moments: Sequence[Moment], findings: Iterable[Findings]
     ) -> FactsApplied:
         applied = FactsApplied()
         found = list(findings)
-        if not any(f.decisions or f.pending or f.closures or f.links or f.expires for f in found):
+        if not any(
+            f.decisions or f.pending or f.closures or f.links or f.expires or f.keys for f in found
+        ):
             return applied
         with self.backend.atomic():
             session = self.backend.get_session(session_id)
@@ -185,6 +241,9 @@ class FactKeeper:
                 own = changed.get(f.statement)
                 if f.expires is not None and own is not None and own.expires is None:
                     own.expires = f.expires
+                    touched.add(own.id)
+                if own is not None and f.keys and own.metadata.fact_keys != f.keys:
+                    own.metadata.fact_keys = list(f.keys)
                     touched.add(own.id)
             if touched:
                 self.backend.put_moments([changed[i] for i in sorted(touched)])
@@ -275,6 +334,11 @@ class FactKeeper:
             session.pending = [*session.pending, item]
             applied.pending += 1
 
+
+#: How many of the latest statements filed under one key of the fact index a new
+#: statement meets beyond the engine's window: each older one was ended (or left standing)
+#: when those were said, and the cost of a record stays the same as the notebook grows.
+FACT_KEY_REACH = 8
 
 #: What each repeat adds to the importance of the moment first said, up to the cap (1.0 is
 #: pinned: a repeat does not pin).

@@ -149,6 +149,13 @@ class OwnerFacts:
 
     # -- what is known of someone ------------------------------------------------------
 
+    def reindex(self, progress: Callable[[int], None] | None = None) -> int:
+        """File every moment under the subjects it states facts about (the fact index),
+        so that a new statement meets the earlier ones on the same subject in any session:
+        run once on a notebook recorded before the index, or with facts off. Returns how
+        many moments were filed anew; safe to stop and run again."""
+        return self.keeper.reindex(progress=progress)
+
     def about(self, name: str, *, as_of: datetime | None = None) -> SubjectView:
         """What the notebook knows about ``name`` (a speaker, someone named in the turns, or
         ``"me"`` for the owner) at ``as_of`` (now by default): each fact's current value with

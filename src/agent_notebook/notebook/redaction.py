@@ -109,7 +109,9 @@ def _tombstone(moment: Moment, tombstone: Tombstone) -> Moment:
     return moment.model_copy(
         update={
             "content": MomentContent(),  # signatures and multimodal embedding too
-            "metadata": moment.metadata.model_copy(update={"concepts": [], "retrieval_keys": []}),
+            "metadata": moment.metadata.model_copy(
+                update={"concepts": [], "retrieval_keys": [], "fact_keys": []}
+            ),
             "actions": [],
             "audio_path": None,
             "image_path": None,
@@ -294,7 +296,11 @@ class Redaction:
             update={
                 "content": moment.content.model_copy(update={"text": text}),
                 "metadata": moment.metadata.model_copy(
-                    update={"concepts": concepts, "retrieval_keys": enrich(text).retrieval_keys}
+                    update={
+                        "concepts": concepts,
+                        "retrieval_keys": enrich(text).retrieval_keys,
+                        "fact_keys": [],  # read from the words forgotten: filed no more
+                    }
                 ),
             }
         )
@@ -313,7 +319,11 @@ class Redaction:
             update={
                 "content": rollup.content.model_copy(update={"text": text}),
                 "metadata": rollup.metadata.model_copy(
-                    update={"concepts": concepts, "retrieval_keys": enrich(text).retrieval_keys}
+                    update={
+                        "concepts": concepts,
+                        "retrieval_keys": enrich(text).retrieval_keys,
+                        "fact_keys": [],  # read from the words forgotten: filed no more
+                    }
                 ),
                 "rollup": rollup.rollup.model_copy(update={"dropped": dropped}),
             }

@@ -250,6 +250,14 @@ class StorageBackend(ABC):
             return None
         return [moment_number(mid) for mid in entry.moments]
 
+    # -- the fact index -------------------------------------------------------------------
+
+    @abstractmethod
+    def fact_key_members(self, keys: Sequence[str], before: int, at_most: int) -> list[int]:
+        """The numbers of the moments filed under any of ``keys`` (their
+        ``metadata.fact_keys``) below number ``before``: the latest ``at_most`` of each key,
+        ascending, each once. Its cost follows ``at_most``, not the notebook's size."""
+
     @abstractmethod
     def list_concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:
         """Alphabetical."""

@@ -8,6 +8,7 @@ area that reads see; the outermost block's exit applies the staged changes and h
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import threading
 from collections.abc import Iterator, Sequence
@@ -62,6 +63,7 @@ class NotebookState:
         self.vectors: dict[int, tuple[str, bytes]] = {}
         self.archived: dict[int, ArchiveEntry] = {}
         self.archived_concepts: dict[str, set[int]] = {}
+        self.fact_keys: dict[str, list[int]] = {}  # key -> moment numbers, ascending
 
     def remove_moment(self, num: int) -> Moment | None:
         """Take a moment out of the active set and every index derived from it."""
@@ -81,6 +83,14 @@ class NotebookState:
                 entry.pop(old.number, None)
                 if not entry:
                     del self.concepts[concept]
+        for key in old.metadata.fact_keys:
+            members = self.fact_keys.get(key, [])
+            if (at := bisect.bisect_left(members, old.number)) < len(members) and members[
+                at
+            ] == old.number:
+                del members[at]
+            if not members:
+                self.fact_keys.pop(key, None)
         self.by_session.get(old.session, set()).discard(old.number)
 
     def remove_archived(self, num: int) -> ArchiveEntry | None:
@@ -120,6 +130,8 @@ class NotebookState:
         self.by_session.setdefault(moment.session, set()).add(num)
         for concept in moment.metadata.concepts:
             self.concepts.setdefault(concept, {})[num] = moment.session
+        for key in dict.fromkeys(moment.metadata.fact_keys):
+            bisect.insort(self.fact_keys.setdefault(key, []), num)
         self.text_index.put(num, moment.content.text)
 
     def apply(self, changes: StagedChanges) -> None:
@@ -367,6 +379,15 @@ class StagedBackend(StorageBackend):
         with self._reading() as state:
             entry = state.concepts.get(concept)
             return None if entry is None else _concept_entry(concept, entry)
+
+    def fact_key_members(self, keys: Sequence[str], before: int, at_most: int) -> list[int]:
+        with self._reading() as state:
+            found: set[int] = set()
+            for key in keys:
+                members = state.fact_keys.get(key, [])
+                below = bisect.bisect_left(members, before)
+                found.update(members[max(0, below - at_most) : below])
+            return sorted(found)
 
     def list_concepts(self, offset: int = 0, limit: int | None = None) -> list[ConceptEntry]:
         with self._reading() as state:

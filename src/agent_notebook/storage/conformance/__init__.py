@@ -15,7 +15,7 @@ grouped by topic: records (:mod:`.records`), derived indexes (:mod:`.indexes`), 
 archive and deletion (:mod:`.removal`); the records they write come from :mod:`.records`.
 """
 
-from .indexes import TestConceptIndex, TestLexicalSearch, TestVectors
+from .indexes import TestConceptIndex, TestFactIndex, TestLexicalSearch, TestVectors
 from .records import (
     SID,
     SID2,
@@ -42,6 +42,7 @@ __all__ = [
     "TestConceptIndex",
     "TestCounters",
     "TestDeleteSession",
+    "TestFactIndex",
     "TestLexicalSearch",
     "TestMoments",
     "TestReopen",

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from ...model import CUT_SPEAKER
+from ...model import CUT_SPEAKER, Moment
 from ..base import MomentFilter, StorageBackend
 from .records import SID, SID2, T0, make_moment, make_session
 
@@ -45,6 +45,43 @@ class TestConceptIndex:
         assert [c.concept for c in backend.list_concepts(offset=1, limit=5)] == ["train"]
         assert backend.count_concepts() == 2
         assert backend.get_concept("paris") is None
+
+
+class TestFactIndex:
+    @staticmethod
+    def _filed(num: int, keys: list[str], sid: str = SID) -> Moment:
+        moment = make_moment(num, f"statement {num}", sid)
+        moment.metadata.fact_keys = keys
+        return moment
+
+    def test_the_latest_below_a_number_per_key(self, backend: StorageBackend) -> None:
+        backend.put_session(make_session())
+        backend.put_session(make_session(SID2))
+        backend.put_moments(
+            [
+                self._filed(1, ["employer/i/maya"]),
+                self._filed(2, ["value/launch"]),
+                self._filed(4, ["employer/i/maya", "value/launch"], SID2),
+                self._filed(6, ["employer/i/maya"], SID2),
+                self._filed(9, ["employer/i/maya"]),
+            ]
+        )
+        assert backend.fact_key_members(["employer/i/maya"], 9, 2) == [4, 6]
+        assert backend.fact_key_members(["employer/i/maya"], 100, 9) == [1, 4, 6, 9]
+        assert backend.fact_key_members(["employer/i/maya", "value/launch"], 5, 1) == [4]
+        assert backend.fact_key_members(["value/launch", "home/i/maya"], 9, 5) == [2, 4]
+
+    def test_a_rewrite_refiles_and_a_removal_unfiles(self, backend: StorageBackend) -> None:
+        backend.put_session(make_session())
+        backend.put_session(make_session(SID2))
+        backend.put_moments([self._filed(1, ["home/i/ana"]), self._filed(2, ["home/i/ana"], SID2)])
+        backend.put_moments([self._filed(1, ["employer/i/ana"])])
+        assert backend.fact_key_members(["home/i/ana"], 10, 5) == [2]
+        assert backend.fact_key_members(["employer/i/ana"], 10, 5) == [1]
+        backend.delete_session(SID2)
+        assert backend.fact_key_members(["home/i/ana"], 10, 5) == []
+        backend.put_moments([self._filed(1, [])])
+        assert backend.fact_key_members(["employer/i/ana"], 10, 5) == []
 
 
 class TestLexicalSearch:

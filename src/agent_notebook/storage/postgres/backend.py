@@ -177,6 +177,7 @@ class PostgresBackend(
             self._write_many(schema.UPSERT_MOMENT, [self._moment_row(m) for m in moments])
             self._index_terms(moments, replaced)
             self._index_concepts(moments, replaced)
+            self._index_fact_keys(moments, replaced)
             texts = {m.number: m.content.text for m in moments}
             changed = [num for num, old in replaced.items() if old.content.text != texts[num]]
             self._drop_vectors(changed)  # a vector describes the text it was made from

@@ -156,6 +156,18 @@ MIGRATIONS: Final[list[list[str]]] = [
             created timestamptz NOT NULL
         )""",
     ],
+    # 7: the fact index (issue 39): each moment filed under the subjects its claims are
+    # about (``metadata.fact_keys``); an older notebook's moments are filed by
+    # ``agent-notebook facts reindex``. (Idempotent, like 5.)
+    [
+        """CREATE TABLE IF NOT EXISTS fact_keys (
+            name text NOT NULL,
+            num bigint NOT NULL,
+            PRIMARY KEY (name, num)
+        )""",
+        # a key holds words: no statistics copies of them (see migration 2)
+        "ALTER TABLE fact_keys ALTER COLUMN name SET STATISTICS 0",
+    ],
 ]
 
 #: The longest lexeme a ``tsvector`` holds (bytes).

@@ -145,6 +145,23 @@ class SqlReads(SqlBackend):
         )
         return [num for (num,) in found]
 
+    # -- the fact index ---------------------------------------------------------------------
+
+    def fact_key_members(self, keys: Sequence[str], before: int, at_most: int) -> list[int]:
+        # Kept in step by every write (``SqlWrites._index_fact_keys``): no upkeep to settle.
+        m = self._dialect.mark
+        found: set[int] = set()
+        for key in dict.fromkeys(keys):
+            found.update(
+                num
+                for (num,) in self._query(
+                    f"SELECT num FROM fact_keys WHERE name = {m} AND num < {m} "
+                    f"ORDER BY num DESC LIMIT {m}",
+                    (self._name(key), before, at_most),
+                )
+            )
+        return sorted(found)
+
     # -- concepts ---------------------------------------------------------------------------
 
     def get_concept(self, concept: str) -> ConceptEntry | None:

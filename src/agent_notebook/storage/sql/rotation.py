@@ -83,6 +83,16 @@ class SqlKeyRotation(SqlBackend):
                 if not name.startswith(prefix):
                     self._rename_concept(cid, name, cipher.seal_name(cipher.open_name(name)))
                     done += 1
+            for (name,) in self._query("SELECT DISTINCT name FROM fact_keys"):
+                if not name.startswith(prefix):  # (a write under the new key may have
+                    # filed some of its moments already: copied, not renamed)
+                    self._write(
+                        f"INSERT INTO fact_keys (name, num) SELECT {m}, num FROM fact_keys "
+                        f"WHERE name = {m} ON CONFLICT DO NOTHING",
+                        (cipher.seal_name(cipher.open_name(name)), name),
+                    )
+                    self._write(f"DELETE FROM fact_keys WHERE name = {m}", (name,))
+                    done += 1
             self._resealed()
         return done
 

@@ -113,6 +113,7 @@ class SqlWrites(SqlBackend):
         self._index_terms(emptied, gone, removed=len(gone))  # their words leave the counts
         numbers = list(gone)
         self._remove_vectors(numbers)
+        self._index_fact_keys([], gone)
         self._write_by_num("DELETE FROM concept_moments WHERE num", numbers)
         self._write_by_num("DELETE FROM moments WHERE num", numbers)
 
@@ -125,6 +126,23 @@ class SqlWrites(SqlBackend):
             "concept_moments",
             [(self._name(c), m.number) for m in moments for c in m.metadata.concepts],
         )
+
+    def _index_fact_keys(self, moments: Sequence[Moment], replaced: dict[int, Moment]) -> None:
+        """File each of ``moments`` under its fact keys, in place of ``replaced``'s. Done in
+        every write (SQLite's deferred upkeep aside): few moments have keys, and the facts
+        of the next record read them at once."""
+        m = self._dialect.mark
+        old = {
+            (self._name(k), num) for num, was in replaced.items() for k in was.metadata.fact_keys
+        }
+        new = {(self._name(k), x.number) for x in moments for k in x.metadata.fact_keys}
+        if gone := sorted(old - new):
+            self._write_many(f"DELETE FROM fact_keys WHERE name = {m} AND num = {m}", gone)
+        if added := sorted(new - old):
+            self._write_many(
+                f"INSERT INTO fact_keys (name, num) VALUES ({m}, {m}) ON CONFLICT DO NOTHING",
+                added,
+            )
 
     # -- the cold archive -------------------------------------------------------------------
 

@@ -123,6 +123,7 @@ class SqliteBackend(SqliteFullText, SqliteMaintenance, SqlKeyRotation, SqlWrites
                 self._index_concepts(moments, replaced)
                 top = max(through, *(m.number for m in moments))
                 self._conn.execute("UPDATE upkeep SET indexed_through = ?", (top,))
+            self._index_fact_keys(moments, replaced)
             texts = {m.number: m.content.text for m in moments}
             self._conn.executemany(  # a vector describes the text it was made from
                 "DELETE FROM moment_vectors WHERE num = ?",

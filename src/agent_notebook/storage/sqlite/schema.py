@@ -223,6 +223,17 @@ MIGRATIONS: Final[list[list[str]]] = [
         "DROP TABLE vector_models",
         "ALTER TABLE vector_models_numbered RENAME TO vector_models",
     ],
+    [
+        # The fact index (issue 39): each moment filed under the subjects its claims are
+        # about (``metadata.fact_keys``), so a statement meets the latest earlier ones on
+        # the same key in any session. Written with every moment, never deferred. An older
+        # notebook's moments are filed by ``agent-notebook facts reindex``.
+        """CREATE TABLE fact_keys (
+            name TEXT NOT NULL,
+            num INTEGER NOT NULL,
+            PRIMARY KEY (name, num)
+        ) WITHOUT ROWID""",
+    ],
 ]
 
 #: Adds a concept name (the parameter) not stored yet, with the next id.
