@@ -1,7 +1,8 @@
 """The fact index (issue 39, item 1): each moment filed under the subjects it states facts
 about, so a new statement meets the earlier ones on the same subject in any session, far
-beyond the engine's window, in another process, on every backend; and ``reindex --facts``
-for a notebook recorded without it."""
+beyond the engine's window, in another process, on every backend (the suite's ``backend``
+fixture: memory, SQLite, YAML, sealed, PostgreSQL); and ``reindex --facts`` for a notebook
+recorded without it. Carried by export, import and migrate: tests/notebook/test_facts_carried.py."""
 
 from __future__ import annotations
 
@@ -11,11 +12,9 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
-
 from agent_notebook import Notebook
 from agent_notebook.config import FactSettings, NotebookConfig
-from agent_notebook.storage import MemoryBackend, SqliteBackend, StorageBackend, YamlDirBackend
+from agent_notebook.storage import MemoryBackend, SqliteBackend, StorageBackend
 
 T0 = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
 #: A small window, so the filler below pushes the first statement out of the engine's reach.
@@ -30,15 +29,6 @@ def _fill(nb: Notebook, session: str, count: int, at: datetime) -> None:
     for n in range(count):  # (no number: a quantity would be filed)
         text = f"Small talk about the weather, part {chr(ord('a') + n % 26)}."
         nb.record(session, text, speaker="Ben", timestamp=at)
-
-
-@pytest.fixture(params=["memory", "sqlite", "yaml"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> StorageBackend:
-    if request.param == "memory":
-        return MemoryBackend()
-    if request.param == "sqlite":
-        return SqliteBackend(tmp_path / "notebook.db")
-    return YamlDirBackend(tmp_path / "yaml")
 
 
 def test_a_job_change_far_beyond_the_window_and_in_another_session_is_linked(

@@ -123,6 +123,8 @@ def test_export_and_import_carry_every_link_validity_and_decision_source() -> No
         assert relation == "superseded_by"
         assert target.get_moment(later).content.text == "The launch moved to June 12."
         assert copy.valid_until == T0 + timedelta(days=1)
+        assert "value/launch" in copy.metadata.fact_keys  # and filed in the copy's index:
+        assert copy.number in target.backend.fact_key_members(["value/launch"], 10**6, 8)
         sessions = [x for x in target.sessions() if any(d.source for d in x.decisions)]
         (decision,) = [d for x in sessions for d in x.decisions if d.source]
         assert target.get_moment(decision.source or "").content.text.startswith("Decision:")

@@ -30,6 +30,9 @@ def _facts_of(nb: Notebook) -> dict[str, object]:
             (m.content.text, m.valid_until) for m in nb.moments() if m.valid_until
         ),
         "expires": sorted((m.content.text, m.expires) for m in nb.moments() if m.expires),
+        "fact_keys": sorted(
+            (m.content.text, *m.metadata.fact_keys) for m in nb.moments() if m.metadata.fact_keys
+        ),
         "decisions": sorted(
             (d.what, d.why, d.who, text[d.source])
             for s in nb.sessions()
@@ -68,11 +71,13 @@ def test_every_backend_keeps_links_validity_expiry_and_decisions_across_a_reopen
     nb = Notebook(backend, embedder=None, config=FACTS_ON)
     _a_project_chat(nb)
     derived = _facts_of(nb)
-    assert ("The launch is on June 5.", "superseded_by", "The launch moved to June 12.") in derived[
-        "links"
-    ]
+    links = derived["links"]
+    assert isinstance(links, list)
+    assert ("The launch is on June 5.", "superseded_by", "The launch moved to June 12.") in links
     assert len(derived["decisions"]) == 1 and len(derived["pending"]) == 1  # type: ignore[arg-type]
     assert derived["expires"] and derived["valid_until"]
+    keys = {text: rest for text, *rest in derived["fact_keys"]}  # type: ignore[attr-defined]
+    assert "value/launch" in keys["The launch is on June 5."]
     if backend_kind in {"memory", "sqlite-memory"}:
         return  # nothing to reopen: the data lives in this process only
     backend.close()
@@ -86,6 +91,8 @@ def test_migrating_to_postgres_carries_every_link_validity_expiry_and_decision(
     home = tmp_path / "home"
     home.mkdir()
     (home / CONFIG_FILE).write_text("facts:\n  enabled: true\n")
+    (tmp_path / "pg-home").mkdir()
+    (tmp_path / "pg-home" / CONFIG_FILE).write_text("facts:\n  enabled: true\n")
     target_url = pg.url_with_schema(tmp_path)
     with (
         Notebook.open(home, background_embedding=False) as source,
@@ -101,6 +108,15 @@ def test_migrating_to_postgres_carries_every_link_validity_expiry_and_decision(
             h.moment.content.text for h in target.search("launch", mode="lexical", current=True)
         ]
         assert launch == ["The launch moved to June 12."]
+        # the copy's index is built: a statement meets the launch beyond the engine's reach
+        target.facts.keeper.window = 1
+        target.facts.keeper.forget()
+        s = target.start_session("later").id
+        for n in range(3):
+            target.record(s, f"Small talk, part {'abc'[n]}.", timestamp=T0 + timedelta(days=2))
+        later = target.record(s, "The launch moved to June 19.", timestamp=T0 + timedelta(days=3))
+        june_12 = next(m for m in target.moments() if m.content.text.endswith("June 12."))
+        assert f"superseded_by:{later.id}" in june_12.relations.links
 
 
 def test_redacting_or_forgetting_the_superseding_moment_brings_back_nothing() -> None:
