@@ -198,6 +198,7 @@ class FactEngine:
                     self._replaced(d.what, text, statement.id),
                 )
                 for d in decisions_in(text, statement.role)
+                if not self._restated(d.what, text, statement.id)
             ],
             expires=None
             if statement.role == "assistant"
@@ -477,6 +478,22 @@ class FactEngine:
         self._decided.append((source, stems))
         return replaced
 
+    def _restated(self, what: str, text: str, source: str) -> bool:
+        """Whether ``what`` (decided in ``text``) says a standing decision again: two thirds
+        of its words, two at least, were decided before, with no word of a change of mind,
+        and no doubt was voiced with the earlier one (a later word then settles it: "I'm
+        not sure I made the right call choosing X" → "I'll go with X")."""
+        stems = content_stems(what)
+        if _REVERSAL.search(text.casefold()):
+            return False
+        for earlier_source, earlier in self._decided:
+            shared = len(stems & earlier)
+            if earlier_source == source or shared < 2 or shared * 3 < 2 * len(stems):
+                continue
+            said = next((s for s in self._seen if s.statement.id == earlier_source), None)
+            return said is None or not _DOUBT.search(said.statement.text.casefold())
+        return False
+
     # -- open threads ----------------------------------------------------------------------
 
     def _still_open(self, line: OpenLine) -> bool:
@@ -487,9 +504,13 @@ class FactEngine:
     def _closures(self, statement: Statement, text: str, decided: bool) -> list[Closure]:
         done = []
         still = []
+        just_said = {s.statement.id for s in self._seen[-_SETTLE_REACH:]}
         for item, line in self._open:
             same = item.who.casefold() == statement.person
-            if item.source != statement.id and closes(line, text, same, statement.role, decided):
+            recent = item.source in just_said
+            if item.source != statement.id and closes(
+                line, text, same, statement.role, decided, recent
+            ):
                 done.append(Closure(item, statement.id, statement.when))
             else:
                 still.append((item, line))
@@ -498,6 +519,8 @@ class FactEngine:
 
 
 _FIRST_PERSON: Final = frozenset(["i", "we", "my", "our"])
+#: How many turns back a decision that shares one word with a question still answers it.
+_SETTLE_REACH: Final = 3
 #: How many turns back "it" may point.
 _IT_REACH: Final = 4
 #: A decision said as a change of mind replaces the one before it.
@@ -505,6 +528,12 @@ _REVERSAL: Final = re.compile(
     r"\b(?:scratch that|on second thought|change of plans?|instead|after all|no wait|never mind|"
     r"rather than|actually,? (?:let's|let us|we'll|we will|i'll|i will|we should|we are)|"
     r"(?:switched|shifted|moved|changed)\b[^.,;]{0,30}\bfrom\b[^.,;]+\bto)\b"
+)
+
+
+#: Doubt voiced with a decision: a later one on the same matter settles it, not repeats it.
+_DOUBT: Final = re.compile(
+    r"\b(?:not sure|unsure|debating|second[- ]guess\w*|torn|hesitant|doubts?|having doubts)\b"
 )
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from ..core.lexical import stem
-from .text import content_stems, sentences, spelled_out, word_set
+from .text import CALENDAR_WORDS, content_stems, sentences, spelled_out, word_set
 
 __all__ = ["DecisionLine", "OpenLine", "closes", "decisions_in", "open_lines_in"]
 
@@ -52,7 +52,16 @@ class OpenLine:
 
 _LEAD: Final = (
     r"^(?:(?:ok(?:ay)?|so|alright|right|great|fine|then|well|good|yes|yeah|cool|scratch that|"
-    r"actually|on second thought|no wait|change of plans?|update|agreed)\W+)*"
+    r"actually|on second thought|no wait|change of plans?|update|agreed|also|and|plus|perfect|"
+    r"(?:hey|hi|hello)(?: [a-z]+)?)"
+    r"\W+)*"
+)
+#: A feeling said before what was done: "I'm kinda frustrated that I had to cut…", "I'm
+#: stressed about declining that contract…". What follows is still reported as done.
+_FEELING: Final = (
+    r"(?:(?:i|we)\s+(?:am|are|was|were|feel|felt)\s+(?:kinda\s+|kind of\s+|a bit\s+|a little\s+|"
+    r"so\s+|really\s+|very\s+|still\s+)*(?:stressed|worried|frustrated|nervous|anxious|unsure|"
+    r"happy|glad|proud|relieved|sad|upset|excited|torn)\s+(?:about|that|over|with)\s+)"
 )
 _LABELLED_DECISION: Final = re.compile(
     # "Decision: …" or "Decision - …", never "Decision-Making Framework" (a heading).
@@ -83,25 +92,67 @@ _LETS: Final = re.compile(
     _LEAD
     + r"let us\s+(?:just\s+|instead\s+|definitely\s+)?(?P<verb>use|go with|switch to|stick with|"
     r"adopt|pick|keep|move to|standardi[sz]e on|migrate to|settle on|ship|drop|replace|order|book|"
-    r"get|take|hold|invite|buy|hire|choose|host|meet)\s+(?P<rest>.+)$"
+    r"get|take|hold|invite|buy|hire|choose|host|meet|focus on|aim for|go for|try|give it a try)"
+    r"(?P<rest>\s+.+|\W*)$"
 )
 #: "I approved Ashlee's request", "I hired Stephanie's agency", "I'm prioritizing the script
 #: over scouting": a choice made, said by what was done.
 _ADOPTED: Final = re.compile(
-    _LEAD + r"(?:i|we)\s+(?:have\s+|had\s+|just\s+|finally\s+|also\s+|now\s+)*"
+    _LEAD + _FEELING + r"?(?:i|we)\s+(?:have\s+|had\s+|just\s+|finally\s+|also\s+|now\s+)*"
+    r"(?:had to\s+|decided to\s+)?"
     r"(?P<verb>approved|hired|declined|rejected|turned down|signed up for|committed to|"
     r"switched to|shifted (?:my |our )?focus (?:from [^,]+ )?to|am prioriti[sz]ing|are prioriti[sz]ing|"
-    r"prioriti[sz]ed)\s+(?P<rest>\S.*)$"
+    r"prioriti[sz]ed|allocated|replaced|rescheduled|cancell?ed|shut down|cut|"
+    r"(?P<repeat>added|introduced|implemented|set up|scheduled|blocked out|set aside))\s+(?P<rest>\S.*)$"
 )
-#: "I'm gonna stick with Excel", "I think I'll go with training Michele": what is kept or
-#: taken, hedged or not.
+#: The same choices named by what was done, after a feeling: "I'm stressed about declining
+#: that contract", "worried that replacing my morning scroll with journaling since April…",
+#: "debating if I made the right call choosing to train Michele". Kept when the choice points
+#: back ("that meeting") or is dated ("since April 12"): "worried about hiring someone" is
+#: a choice still to make.
+_CHOICE_MADE: Final = re.compile(
+    _LEAD + r"(?:" + _FEELING + r"|.*\bmade the right (?:call|choice|decision)\s+(?:in\s+|by\s+)?)"
+    r"(?P<rest>(?:declining|rejecting|turning down|rescheduling|replacing|choosing|hiring|"
+    r"approving|cancell?ing|allocating|switching|shifting|cutting)\s+\S.*)$"
+)
+_POINTS_BACK: Final = re.compile(
+    r"\b(?:that|those|since|last|ago|yesterday|earlier)\b|\bon (?:\w+ )?\d|\d{1,2}/\d{1,2}"
+)
+#: "I'm gonna stick with Excel", "I think I'll go with training Michele", "I'm also going
+#: to keep using the spreadsheet": what is kept or taken, hedged or not.
 _KEEPING: Final = re.compile(
-    _LEAD + r"(?:i|we)\s+(?:think\s+(?:i|we)\s+)?(?:will|am going to|are going to|am gonna|"
-    r"are gonna)\s+(?:just\s+|probably\s+|definitely\s+)?(?:go with|stick with|keep using|"
-    r"stay with|switch to)\s+(?P<rest>\S.*)$"
+    _LEAD + r"(?:i|we)\s+(?:think\s+(?:i|we)\s+)?(?:will|(?:am|are)\s+(?:also\s+|still\s+)?"
+    r"(?:going to|gonna))\s+(?:just\s+|probably\s+|definitely\s+|also\s+|still\s+)*"
+    r"(?:go with|stick with|stick to|keep using|continue using|stay with|switch to)\s+"
+    r"(?P<rest>(?!(?:it|this|that|the|your|our|my) plan\b|it\b|this\b|that\b)\S.*)$"
     r"|" + _LEAD + r"(?:i|we)\s+think\s+(?:i|we)\s+will\s+(?:just\s+|probably\s+|definitely\s+)?"
-    r"(?P<also>(?:add|go to|start with|take|try|book|pick|choose)\s+\S.*)$"
+    r"(?P<also>(?:add|go to|start with|take|try|book|pick|choose|look into|focus on|aim for|"
+    r"go for)\s+\S.*)$"
 )
+#: A commitment to something done again and again ("I'll hold those weekly check-ins", "I'll
+#: share the receipts with her regularly", "setting aside Fridays for email"): a plan
+#: decided, not a task that will one day be reported done.
+_RECURRING: Final = re.compile(
+    r"\b(?:daily|weekly|monthly|fortnightly|yearly|annually|nightly|regular|regularly|every|"
+    r"each (?:day|week|month|morning|evening|night)|(?:mon|tues|wednes|thurs|fri|satur|sun)days|"
+    r"weekends)\b"
+)
+#: Agreement that names what is agreed: "Next Friday works", "talking to her first makes the
+#: most sense", "a monthly slot is perfect", "cooking at home more sounds doable". What is
+#: agreed is a plan item (an act, "-ing") or a time; "that works", "this plan sounds good"
+#: and "your store looks great" name nothing chosen.
+_NAMED_AGREEMENT: Final = re.compile(
+    _LEAD + r"(?:sounds (?:good|great|perfect)\W+|i think\s+)?"
+    r"(?P<what>(?:[a-z]+ing|(?:next|this|every|on)\s+(?:[a-z]+day|week(?:end)?|month)|[a-z]+day|"
+    r"(?:a|one)\s+(?:weekly|monthly|daily|sunday|saturday|regular)|(?:having|a set) time)"
+    r"\b[^;:!?]{0,140}?)\s+"
+    r"(?:(?:sounds|seems)\s+(?:really\s+|very\s+|totally\s+)?(?:doable|smart|perfect|"
+    r"like (?:a|the) (?:good |great |best )?(?:plan|way to go))|works(?:\s+(?:for (?:me|us)|"
+    r"perfectly|great|well))?|makes (?:the most |more |total |perfect |a lot of )?sense|"
+    r"is perfect)(?:\s+(?:for (?:me|us)|to me|too|then))?\W*$"
+)
+_NOT_A_PLAN_ITEM: Final = word_set("""nothing something anything everything thing morning evening
+    building feeling being during bring string king ring""")
 #: Where a question starts that trails a statement ("…, can you help me…?").
 _TRAILING_QUESTION: Final = re.compile(
     r"(?:^|[,;]\s*|\s)(?:but\s+|so\s+|and\s+)?(?:can you|could you|would you|was (?:that|this|it)|"
@@ -110,7 +161,11 @@ _TRAILING_QUESTION: Final = re.compile(
     r"i(?:'m| am) (?:wondering|not sure|unsure)|i was wondering|does (?:that|this))\b",
     re.I,
 )
-_CLAUSE_SPLIT: Final = re.compile(r"\s*;\s*|,?\s+(?=(?:but|so|and|because)\s+(?:i|we)\b)", re.I)
+_CLAUSE_SPLIT: Final = re.compile(
+    r"\s*;\s*|,?\s+(?=(?:but|so|and|because)\s+(?:i|we)\b)"
+    r"|,\s+(?=(?:i|we)\s+(?:have\s+|had\s+|just\s+|also\s+)*[a-z]+ed\b)",
+    re.I,
+)
 _NOT_A_DECISION: Final = re.compile(
     r"\b(?:if|whether|unless|once|until|before|when|might|may|maybe|perhaps|could|should|"
     r"not|never|no one|nobody|yet to|not yet|about to decide|try|trying|considering|"
@@ -122,8 +177,22 @@ _WHY: Final = re.compile(
 )
 
 _COMMITMENT: Final = re.compile(
-    _LEAD + r"(?:i|we)\s+(?:will|shall|am going to|are going to|promise to|commit to)\s+"
-    r"(?:also\s+|then\s+|first\s+|definitely\s+|still\s+)?(?P<verb>[a-z]+)\b(?P<rest>.*)$"
+    _LEAD
+    + r"(?:i|we)\s+(?:think\s+(?:i|we)\s+)?(?:will|shall|(?:am|are)\s+(?:also\s+|definitely\s+)?"
+    r"(?:going to|gonna)|promise to|commit to)\s+"
+    r"(?:(?:also|then|first|definitely|still|just)\s+)*(?:make sure to\s+|make sure i\s+)?"
+    r"(?:(?:also|then|first|definitely|still|just)\s+)*(?P<verb>[a-z]+)\b(?P<rest>.*)$"
+)
+_GERUND: Final = re.compile(r"\s+[a-z]+ing\b")
+#: A promise that names no task: "I'll do my best", "we'll get through this", "I'm gonna
+#: make it happen", "I'll stick to this plan", "I'll keep everyone updated"; or a habit
+#: stepped up rather than a task ("I'm going to do more ads").
+_VAGUE_PROMISE: Final = re.compile(
+    r"^(?:make it\b|get through|do (?:my|our) (?:very )?best|stick up for|be there|give up|"
+    r"[a-z]+ more\b|"
+    r"stick to (?:it|this|that|the|your|my|our) plan|stick to (?:it|this|that)\b|"
+    r"follow (?:it|this|that|through|the plan|your plan)\b|"
+    r"keep (?:everyone|you|them|him|her|us|everybody) (?:updated|posted|informed|in the loop))"
 )
 #: An obligation or a request to be reminded: "we still need to book the venue", "remind
 #: me to call Dad", "someone needs to tell Raj", "don't forget to bring the cake".
@@ -138,8 +207,16 @@ _OBLIGATION: Final = re.compile(
 #: considering a second job", "wondering if I should go".
 _UNDECIDED: Final = re.compile(
     r"\b(?:(?<!where )(?<!what )(?<!how )(?<!when )(?<!which )(?<!who )(?<!why )"
-    r"should (?:i|we) (?!be\b)[a-z]+|(?:i|we) (?:am|are) (?:still )?(?:considering|debating|"
+    r"should (?:i|we) (?!be\b)[a-z]+|(?:i|we) (?:am|are) (?:still )?(?:(?:considering|debating)(?= [a-z])|"
     r"torn between|thinking (?:of|about) [a-z]+ing)|wondering (?:if|whether) (?:i|we) should)\b"
+)
+#: The word before a choice that makes it a clause of something else: "things I should
+#: consider", "the contract I'm considering" speak of a choice, they do not leave one open.
+_UNDECIDED_AFTER: Final = word_set("""so and but or if whether wondering now then still also really
+    honestly seriously maybe perhaps ok okay yes yeah hmm well""")
+#: "Thinking of going" is a plan until a doubt is said with it ("…, but I'm not sure").
+_HEDGE: Final = re.compile(
+    r"\b(?:not sure|unsure|or not|undecided|can not decide|torn|on the fence|what do you think)\b"
 )
 #: A task names what it is about: a thing with a determiner, a name or a number.
 _CONCRETE: Final = re.compile(
@@ -213,6 +290,12 @@ def decisions_in(text: str, role: str) -> list[DecisionLine]:
         if (m := _IT_IS.match(sentence)) and not _NOT_A_CHOICE.match(m["what"]):
             found.append(DecisionLine(m["what"].strip(), ""))
             continue
+        if (m := _NAMED_AGREEMENT.match(spelled_out(sentence))) and (
+            m["what"].split()[0] not in _NOT_A_PLAN_ITEM
+        ):
+            span = _original_span(sentence, m["what"]).split()[: len(m["what"].split())]
+            found.append(DecisionLine(" ".join(span), ""))
+            continue
         stated = _without_trailing_question(sentence)
         if stated is None:
             continue
@@ -231,28 +314,54 @@ def _decision_in(clause: str) -> DecisionLine | None:
         or _LETS.match(low)
         or _ADOPTED.match(low)
         or _KEEPING.match(low)
+        or _CHOICE_MADE.match(low)
     )
     if m is None:
-        return None
+        return _recurring_commitment(clause, low)
     part = next(
         g for g in ("rest", "also", "picked") if m.re.groupindex.get(g) and m[g] is not None
     )
-    if _NOT_A_DECISION.search(low[: m.start(part)]):
+    start = m.start("verb") if m.re is _LETS else m.start(part)  # "let's try X" is a choice
+    if m.re is not _CHOICE_MADE and _NOT_A_DECISION.search(low[:start]):
         return None
     rest = m[part]
     if m.re is _LETS:
-        if m["verb"] == "keep" and re.match(r"[a-z]+ing\b", rest):
-            return None  # "let's keep going": a cheer, not a choice
-        rest = f"{m['verb']} {rest}"
+        if m["verb"] == "keep" and re.match(r"\s*[a-z]+(?:ing|in')(?:\W|$)", rest):
+            return None  # "let's keep going", "let's keep movin' on": a cheer, not a choice
+        if m["verb"] == "try" and re.match(r"\s*(?:to|and|our|my|your)\b|\W*$", rest):
+            return None  # "let's try to stay positive", "let's try our best"
+        rest = f"{m['verb']}{rest}"
     elif m.re is _ADOPTED:
+        if m.groupdict().get("repeat") and not _RECURRING.search(rest):
+            return None  # "I added a plugin" is no plan; "I added buffer slots daily" is
         rest = f"{m['verb']} {rest}"
+    elif m.re is _CHOICE_MADE and not (_POINTS_BACK.search(rest) or "made the right" in low):
+        return None  # "worried about hiring someone": still to choose
     elif m.re is _DECIDED and m["verb"]:
         if m["verb"] == "went" and not rest.startswith("with"):
             return None
         rest = re.sub(r"^(?:to|on|that|for|with|upon)\s+", "", rest)
-    if _NOT_A_DECISION.search(rest.split(" because ")[0].split(" since ")[0][:40]):
+    said = m[part] if m.re is _LETS else rest  # "let's try X": the verb is the choice
+    if _NOT_A_DECISION.search(said.split(" because ")[0].split(" since ")[0][:40]):
         return None  # "we decided not to decide", "we agreed that maybe …"
-    return _split_why(_original_span(clause, rest))
+    return _split_why(_original_span(clause, rest.strip()))
+
+
+def _recurring_commitment(clause: str, low: str) -> DecisionLine | None:
+    """A commitment to something done again and again ("I'll hold those weekly check-ins"):
+    a plan decided (see :func:`_is_recurring`)."""
+    m = _COMMITMENT.match(low)
+    if m is None or not _is_recurring(m):
+        return None
+    if _NOT_A_DECISION.search(low[: m.start("verb")]):
+        return None
+    return _split_why(_original_span(clause, f"{m['verb']}{m['rest']}"))
+
+
+def _is_recurring(m: re.Match[str]) -> bool:
+    """Whether the commitment ``m`` (of :data:`_COMMITMENT`) is to a practice, done again
+    and again, rather than a task that is once done."""
+    return m["verb"] not in _NOT_COMMITTED and bool(_RECURRING.search(m["rest"]))
 
 
 def _without_trailing_question(sentence: str) -> str | None:
@@ -288,18 +397,24 @@ def open_lines_in(text: str, role: str) -> list[OpenLine]:
             continue
         low = spelled_out(sentence)
         if low.endswith("?"):
-            undecided = _UNDECIDED.search(low)
+            undecided = _undecided(low)
             if (_OPEN_QUESTION.match(low) or undecided) and not _REQUEST.search(low):
-                about = low[undecided.start() :] if undecided else ""
+                about = _choice_about(low, undecided) if undecided else ""
                 found.append(OpenLine(_trim(sentence), "question", about=about))
             continue
-        if (undecided := _UNDECIDED.search(low)) and not _REQUEST.search(low[: undecided.start()]):
-            found.append(OpenLine(_trim(sentence), "question", about=low[undecided.start() :]))
+        if (undecided := _undecided(low)) and not _REQUEST.search(low[: undecided.start()]):
+            found.append(OpenLine(_trim(sentence), "question", about=_choice_about(low, undecided)))
             continue
         m = _COMMITMENT.match(low) or _OBLIGATION.match(low)
         excluded = _NOT_COMMITTED if m is None or m.re is _COMMITMENT else _NOT_OBLIGED
         if m is None or m["verb"] in excluded or m["verb"].endswith("ly"):
             continue
+        if _VAGUE_PROMISE.match(f"{m['verb']}{m['rest']}") or _KEEPING.match(low):
+            continue  # "I'll do my best"; "I think I'll go with X" is a decision
+        if m.re is _COMMITMENT and (
+            _is_recurring(m) or (m["verb"] in ("start", "begin") and _GERUND.match(m["rest"]))
+        ):
+            continue  # "I'll hold weekly check-ins", "I'll start tracking…": a practice
         if m.re is _OBLIGATION and not _CONCRETE.search(
             sentence[-len(m["rest"]) - 1 :] if m["rest"] else ""
         ):
@@ -318,13 +433,60 @@ def open_lines_in(text: str, role: str) -> list[OpenLine]:
     return found
 
 
+def _undecided(low: str) -> re.Match[str] | None:
+    """Where ``low`` leaves a choice of the speaker's open, if it does: not in a relative
+    clause ("the things I should consider"), not a doubt about a choice made ("debating if
+    I made the right call"), not a plan said without doubt ("thinking of going")."""
+    for m in _UNDECIDED.finditer(low):
+        before = low[: m.start()].split()
+        if m[0].startswith(("i ", "we ", "should")) and before:
+            word = before[-1].strip(",;:")
+            if not before[-1].endswith((",", ";", ":")) and word not in _UNDECIDED_AFTER:
+                continue
+        after = low[m.end() :]
+        if "debating" in m[0] and re.match(
+            r"\s*(?:if|whether) (?:i|we) (?:made|did|was|were)\b", after
+        ):
+            continue
+        if "thinking" in m[0] and not _HEDGE.search(after):
+            continue
+        return m
+    return None
+
+
+_NAME: Final = re.compile(r"(?<=[a-z,;]\s)[A-Z][\w\-]*")
+
+
+def _names(text: str) -> frozenset[str]:
+    """The content stems of the names inside ``text`` (capitalized words that do not start
+    a sentence), weekdays and months aside."""
+    return content_stems(
+        " ".join(w for w in _NAME.findall(text) if w.casefold() not in CALENDAR_WORDS)
+    )
+
+
+def _choice_about(low: str, undecided: re.Match[str]) -> str:
+    """What the choice left open at ``undecided`` is about: the words after its verb
+    ("other payment methods" of "should I consider other payment methods?"), so that a
+    later "I'm considering…" on another matter does not settle it."""
+    return low[undecided.end() :]
+
+
 def closes(
-    item: OpenLine, text: str, same_speaker: bool, role: str = "user", decided: bool = False
+    item: OpenLine,
+    text: str,
+    same_speaker: bool,
+    role: str = "user",
+    decided: bool = False,
+    recent: bool = True,
 ) -> bool:
     """Whether ``text`` (a later statement) resolves the open ``item``: an answer by
     someone else or a decision on it closes a question; a report that it was done closes
     a task. A model's reply closes only what it says it did itself ("I've booked it"): its
-    recap of a plan is no report."""
+    recap of a plan is no report. A decision that shares a single word with a question
+    settles it when ``recent`` (said just after it: "should I go?" → "I'll go to the
+    event") or when that word is a name the question holds ("the Mint app"); else half the
+    question's words must be met."""
     if role == "assistant" and not _DID_IT.search(spelled_out(text)):
         return False
     wanted = (content_stems(item.about) or content_stems(item.what)) - (
@@ -335,12 +497,19 @@ def closes(
     for sentence in sentences(text):
         low = spelled_out(sentence)
         have = content_stems(low)
-        if item.kind == "question" and decided and item.about and wanted & have:
+        if (
+            item.kind == "question"
+            and decided
+            and item.about
+            and wanted & have
+            and (recent or _names(item.what) & have)
+            and decisions_in(sentence, role)
+        ):
             return True  # a decision on the choice left open ("should I go?" → "I'll go")
         if len(wanted & have) * 2 < len(wanted):
             continue
         if item.kind == "question":
-            if decided and not low.endswith("?"):
+            if decided and not low.endswith("?") and decisions_in(sentence, role):
                 return True
             if not same_speaker and not low.endswith("?") and not _OPEN_QUESTION.match(low):
                 return True
