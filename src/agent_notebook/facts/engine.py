@@ -24,7 +24,15 @@ from .expiry import expires_from_text
 from .judge import FactJudge, Verdict
 from .quantities import MIN_SHARED, Quantity, quantities_in, shared_words
 from .relate import contradicts, negations_of, numbers_of, overlap, supersedes
-from .text import CALENDAR_WORDS, content_stems, item_words, prose, sentences, spelled_out
+from .text import (
+    CALENDAR_WORDS,
+    content_stems,
+    item_words,
+    prose,
+    rule_language,
+    sentences,
+    spelled_out,
+)
 from .threads import OpenLine, PendingKind, closes, decisions_in, open_lines_in
 
 __all__ = [
@@ -185,6 +193,8 @@ class FactEngine:
 
     def observe(self, statement: Statement) -> Findings:
         text = prose(statement.text)
+        if rule_language(text) is None:  # no cue words for its language: nothing, not a guess
+            return Findings(statement.id)
         seen = self._remember(statement, text)
         findings = Findings(
             statement.id,
@@ -227,7 +237,10 @@ class FactEngine:
         """The keys ``statement`` (about to be observed) would be filed under, as far as it
         names its subjects: the caller fetches the earlier statements filed under them and
         gives them to :meth:`recall` first."""
-        claims, quantities = self._read(statement, prose(statement.text))
+        text = prose(statement.text)
+        if rule_language(text) is None:
+            return []
+        claims, quantities = self._read(statement, text)
         self._read_ahead[statement.id] = (claims, quantities)
         who = self._last_person if statement.role == "assistant" else statement.person
         return _index_keys([(c, who) for c in claims if not c.refers_back], quantities, who)
@@ -240,7 +253,7 @@ class FactEngine:
         index, so that what is observed next can end or contradict its claims. It adds no
         finding of its own, opens nothing and decides nothing; ``superseded``: a later
         statement has ended it already."""
-        if statement.id in self._known:
+        if statement.id in self._known or rule_language(prose(statement.text)) is None:
             return
         seen = self._remember(statement, prose(statement.text), resolve_it=False)
         seen.recalled = True

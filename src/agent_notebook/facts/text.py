@@ -16,10 +16,12 @@ from ..core.lexical import terms
 __all__ = [
     "CALENDAR_WORDS",
     "IRREGULAR_VERBS",
+    "RULE_LANGUAGES",
     "UPDATE_CUE",
     "content_stems",
     "item_words",
     "prose",
+    "rule_language",
     "sentences",
     "spelled_out",
     "word_set",
@@ -45,6 +47,43 @@ _CONTRACTIONS: Final = (
 def word_set(words: str) -> frozenset[str]:
     """The blank-separated words of ``words``: the rules' word lists, written as prose."""
     return frozenset(words.split())
+
+
+#: The languages the rules have cue words for, each with its commonest function words, by
+#: which a text is known to be written in it. The cue words themselves are English only
+#: (the rest of this package): a text in a language without a table yields no finding
+#: rather than a wrong one ("Le budget est de 80 000 €" links nothing).
+RULE_LANGUAGES: Final[dict[str, frozenset[str]]] = {
+    "en": word_set("""the a an and or but of to in on at for with from by about as is are was
+        were be been am will would can could should have has had do does did not no i you we
+        he she they it my your our his her their this that these those what which who when
+        where how just so if then there here me us them let let's i'm i've i'll it's that's
+        don't can't won't"""),
+}
+#: Function words of languages the rules have no table for (French, German, Spanish,
+#: Portuguese, Italian, Dutch), those that are no English word: a text with more of them
+#: than of a table's words is in none of :data:`RULE_LANGUAGES`.
+_OTHER_LANGUAGES: Final = (
+    word_set("""le la les des est et je nous avec pour dans une un du
+    au aux ce cette mais ou très maintenant depuis j'ai c'est der das und ist ich wir mit für
+    nicht ein eine jetzt auch sind haben wird bei seit dass ist el los las y es que con para
+    ahora muy pero yo nosotros hemos está o os é com uma eu minha agora não il di è sono
+    della che per het een ik mijn nu niet zijn wij ook heb""")
+    - RULE_LANGUAGES["en"]
+)
+_WORD: Final = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+
+
+def rule_language(text: str) -> str | None:
+    """The language of :data:`RULE_LANGUAGES` ``text`` is written in, or None when it reads
+    as another (the rules then read nothing of it): the table whose function words it holds
+    most, unless it holds more of other languages' ("Ich arbeite jetzt bei Monzo in
+    Berlin"). A text with none of either ("Budget: $80,000") is read."""
+    words = [w.casefold() for w in _WORD.findall(text)]
+    other = sum(w in _OTHER_LANGUAGES for w in words)
+    hits = {lang: sum(w in markers for w in words) for lang, markers in RULE_LANGUAGES.items()}
+    language, most = max(hits.items(), key=lambda item: item[1])
+    return language if most >= other else None
 
 
 #: Words that say a statement replaces what held before: a value moved, a correction, a
