@@ -273,23 +273,27 @@ def engine_whole(conv: Conversation) -> Found:
     engine = FactEngine()
     found = Found()
     for t in conv.turns:
-        f = engine.observe(Statement(t.id, t.text, t.when, t.role, t.speaker))
-        if f.decisions:
-            found.decision.add(t.id)
-        if f.pending:
-            found.opened.add(t.id)
-        for c in f.closures:
-            found.closed.add((t.id, c.item.source))
-        for k in f.links:
-            if k.relation == "superseded_by":
-                found.update.add((k.target, k.source))
-            elif k.relation == "duplicate_of":
-                found.duplicate.add((k.source, k.target))
-            elif k.relation == "conflicts_with":
-                found.conflict.add(frozenset((k.source, k.target)))
-        if f.expires is not None:
-            found.expiry[t.id] = (f.expires - timedelta(microseconds=1)).date()
+        collect(found, t.id, engine.observe(Statement(t.id, t.text, t.when, t.role, t.speaker)))
     return found
+
+
+def collect(found: Found, turn: str, f: Any) -> None:
+    """Add what the engine found on ``turn`` (its ``Findings``, statement ids = turn ids)."""
+    if f.decisions:
+        found.decision.add(turn)
+    if f.pending:
+        found.opened.add(turn)
+    for c in f.closures:
+        found.closed.add((turn, c.item.source))
+    for k in f.links:
+        if k.relation == "superseded_by":
+            found.update.add((k.target, k.source))
+        elif k.relation == "duplicate_of":
+            found.duplicate.add((k.source, k.target))
+        elif k.relation == "conflicts_with":
+            found.conflict.add(frozenset((k.source, k.target)))
+    if f.expires is not None:
+        found.expiry[turn] = (f.expires - timedelta(microseconds=1)).date()
 
 
 # -- scoring ---------------------------------------------------------------------------
