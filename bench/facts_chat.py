@@ -43,10 +43,11 @@ figure; the pooled line sums the counts over all conversations, and two more poo
 the development conversations and over the held-out ones (``held_out: true`` in their labels'
 file: labelled after the rules were frozen, never tuned on).
 
-Run: ``PYTHONPATH=src .venv/bin/python bench/facts_chat.py [--data DIR] [--show] [--only NAME]``
+Run: ``PYTHONPATH=src .venv/bin/python bench/facts_chat.py [--data DIR] [--show] [--only NAME] [--dev]``
 (``--show`` prints each miss and false positive with the turn's text, to read at the
 terminal: the text is the data's, never store it in the repository. It never prints a
-held-out conversation's turns. ``--only`` runs the conversations whose name holds NAME.)
+held-out conversation's turns. ``--only`` runs the conversations whose name holds NAME, ``--dev`` the development ones
+only, for tuning without seeing the held-out figures.)
 """
 
 from __future__ import annotations
@@ -409,9 +410,14 @@ def main() -> None:
         help="print misses and false positives (never of a held-out conversation)",
     )
     parser.add_argument("--only", default="", help="only the conversations whose name holds this")
+    parser.add_argument(
+        "--dev", action="store_true", help="only the development conversations (not held out)"
+    )
     args = parser.parse_args()
     print("Facts on real conversation, labelled turn by turn (issue 39)")
-    conversations = [c for c in load(args.data) if args.only in c.name]
+    conversations = [
+        c for c in load(args.data) if args.only in c.name and not (args.dev and c.held_out)
+    ]
     if not conversations:
         print(f"  the shared data ({args.data}: LoCoMo dev, BEAM 100K) is absent; skipped")
         return
