@@ -108,3 +108,58 @@ def test_reaching_an_aim_updates_the_balance_not_the_aim() -> None:
         "My travel fund goal is $1,500 by October.",
         "I just reached my travel fund goal of $1,500!",
     ) == {("m_1", "m_3")}
+
+
+# -- "I have never…" against what was said done -------------------------------------------
+
+
+def test_never_against_a_habit_kept_up_is_a_conflict() -> None:
+    for habit in (
+        "I keep using Notion to plan my week.",
+        "I've been using Notion to plan my week since January.",
+        "I'll keep using Notion to plan my week, it's simple.",
+        "I prefer using Notion to plan my week.",
+    ):
+        assert conflicts(habit, "I've never used Notion to plan my week.") == {
+            frozenset(("m_1", "m_2"))
+        }, habit
+
+
+def test_never_against_a_wish_to_start_is_no_conflict() -> None:
+    assert not conflicts(
+        "I want to start using Notion to plan my week.",
+        "I've never used Notion to plan my week.",
+    )
+    assert not conflicts(
+        "I don't keep using Notion to plan my week.",
+        "I've never used Notion to plan my week.",
+    )
+
+
+def test_a_feeling_about_an_act_says_it_was_done() -> None:
+    assert conflicts(
+        "I feel guilty about skipping the Thursday rehearsal last week.",
+        "I've never skipped a rehearsal to rest.",
+    ) == {frozenset(("m_1", "m_2"))}
+
+
+def test_a_feeling_about_an_act_ahead_says_nothing_was_done() -> None:
+    assert not conflicts(
+        "I'm nervous about skipping the Thursday rehearsal tomorrow.",
+        "I've never skipped a rehearsal to rest.",
+    )
+
+
+def test_never_been_to_a_place_keeps_its_place() -> None:
+    # "to" after a bare verb is where, not what for: the place must be met
+    assert not conflicts("We went to Lisbon in May.", "I have never been to Porto.")
+
+
+def test_two_people_with_two_values_and_no_change_cue_disagree() -> None:
+    engine = FactEngine()
+    first = engine.observe(Statement("m_1", "The venue budget is $3,000.", T0, "user", "Ana"))
+    second = engine.observe(
+        Statement("m_2", "The venue budget is $4,500.", T0 + timedelta(minutes=1), "user", "Ben")
+    )
+    assert not first.links
+    assert {k.relation for k in second.links} == {"conflicts_with"}
