@@ -39,11 +39,15 @@ both a false positive and (unless another finding matches) a miss.
 
 No threshold is fitted on these labels (the rules' thresholds are set on
 tests/facts/cases.yaml), so each conversation's figure is its leave-one-conversation-out
-figure; the pooled line sums the counts over all conversations.
+figure; the pooled line sums the counts over all conversations, and two more pool them over
+the development conversations and over the held-out ones (``held_out: true`` in their labels'
+file: labelled after the rules were frozen, never tuned on).
 
-Run: ``PYTHONPATH=src .venv/bin/python bench/facts_chat.py [--data DIR] [--show]``
+Run: ``PYTHONPATH=src .venv/bin/python bench/facts_chat.py [--data DIR] [--show] [--only NAME] [--dev]``
 (``--show`` prints each miss and false positive with the turn's text, to read at the
-terminal: the text is the data's, never store it in the repository.)
+terminal: the text is the data's, never store it in the repository. It never prints a
+held-out conversation's turns. ``--only`` runs the conversations whose name holds NAME, ``--dev`` the development ones
+only, for tuning without seeing the held-out figures.)
 """
 
 from __future__ import annotations
@@ -87,6 +91,8 @@ class Conversation:
     name: str
     turns: list[Turn]
     labels: list[dict[str, Any]]
+    #: Labelled after the rules were frozen: its figures are pooled apart, its turns never shown.
+    held_out: bool = False
 
 
 @dataclass
@@ -150,7 +156,7 @@ def load(data: Path) -> Iterator[Conversation]:
             for other in (label["turn"], *map(str, label.get(TARGETS.get(label["kind"], ""), []))):
                 if other not in known:
                     raise SystemExit(f"{path.name}: label on unknown turn {other!r}")
-        yield Conversation(name, turns, labels)
+        yield Conversation(name, turns, labels, bool(spec.get("held_out", False)))
 
 
 def _locomo(path: Path, conversation: str, sessions: list[int]) -> list[Turn]:
@@ -402,16 +408,27 @@ def _table(title: str, rows: dict[str, dict[str, Counts]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DATA, help="the shared data directory")
-    parser.add_argument("--show", action="store_true", help="print misses and false positives")
+    parser.add_argument(
+        "--show",
+        action="store_true",
+        help="print misses and false positives (never of a held-out conversation)",
+    )
+    parser.add_argument("--only", default="", help="only the conversations whose name holds this")
+    parser.add_argument(
+        "--dev", action="store_true", help="only the development conversations (not held out)"
+    )
     args = parser.parse_args()
     print("Facts on real conversation, labelled turn by turn (issue 39)")
-    conversations = list(load(args.data))
+    conversations = [
+        c for c in load(args.data) if args.only in c.name and not (args.dev and c.held_out)
+    ]
     if not conversations:
         print(f"  the shared data ({args.data}: LoCoMo dev, BEAM 100K) is absent; skipped")
         return
     print("  notebook: in memory, facts on, default settings, one session per conversation session")
     costs: dict[bool, list[float]] = {True: [], False: []}
     per_conv: dict[str, dict[str, Counts]] = {}
+    held_out = {c.name for c in conversations if c.held_out}
     whole: dict[str, dict[str, Counts]] = {}
     shown: dict[str, list[tuple[str, str, str]]] = {}
     text: dict[str, dict[str, str]] = {}
@@ -445,6 +462,17 @@ def main() -> None:
         per_conv,
     )
     _table("Pooled over all labelled conversations", {"all": pooled})
+    for title, names in (
+        ("development", [n for n in per_conv if n not in held_out]),
+        ("held out", [n for n in per_conv if n in held_out]),
+    ):
+        part = {k: Counts() for k in KINDS}
+        for name in names:
+            for k in KINDS:
+                part[k].add(per_conv[name][k])
+        _table(
+            f"Pooled over the {title} conversations ({', '.join(names) or 'none'})", {title: part}
+        )
     print(
         f"  decision reversals labelled: {labelled_reversals}; "
         f"marked as replacing the earlier decision in the audit log: {found_reversals}; "
@@ -472,6 +500,9 @@ def main() -> None:
         )
     if args.show:
         for name, wrong in shown.items():
+            if name in held_out:
+                print(f"\n{name}: held out, its misses are not shown")
+                continue
             print(f"\n{name}: misses and false positives")
             for kind, what, where in sorted(wrong):
                 turn = where.split(" ")[0]

@@ -22,7 +22,7 @@ from .claims import Claim, claims_in, reported_changes_in
 from .experience import Affirmed, Denial, affirmed_clauses, denials_in, experience_conflict
 from .expiry import expires_from_text
 from .judge import FactJudge, Verdict
-from .quantities import MIN_SHARED, Quantity, quantities_in, shared_words
+from .quantities import Quantity, meets, quantities_in
 from .relate import contradicts, negations_of, numbers_of, overlap, supersedes
 from .text import (
     CALENDAR_WORDS,
@@ -423,8 +423,9 @@ class FactEngine:
 
     def _quantity_updates(self, seen: _Seen) -> list[tuple[int, str, bool]]:
         """The earlier statements whose quantity an update of ``seen`` ends: for each update,
-        the latest quantity of its kind, of the same speaker, with words in common; none
-        when that one says the same value (a restatement). The same for a quantity said
+        the latest quantity of its kind, of the same speaker, that it meets (words in
+        common, both aims or neither: :func:`.quantities.meets`), of the old value when the
+        update names it; none when that one says the same value (a restatement). The same for a quantity said
         with no update cue, as a suspicion (``False``): only a judge may make it a link."""
         found = []
         for q in seen.quantities:
@@ -434,7 +435,7 @@ class FactEngine:
                 earlier = self._seen[index]
                 if earlier.statement.person != seen.statement.person:
                     continue
-                if shared_words(q, old) < MIN_SHARED:
+                if not meets(q, old) or (q.was and old.value not in (q.was, q.value)):
                     continue
                 if old.value != q.value and not earlier.superseded:
                     found.append((index, f"{q.kind.removeprefix('n:')} now {q.value}", q.update))

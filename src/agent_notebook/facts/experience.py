@@ -24,6 +24,19 @@ _FIRST_PERSON_DONE: Final = re.compile(
     r"(?:[a-z]+ed|built|wrote|written|ran|made|set up|got|used|went|done|met|took|bought|sent|"
     r"spent|began|taught|learnt|found|kept|paid|won|led|gave)\b"
 )
+#: A habit said as kept up ("I keep using Excel", "I have been using it since May", "I'll
+#: keep using it", "I prefer using it"): it was done, whatever wish is said with it.
+_HABIT: Final = re.compile(
+    r"\b(?:i|we)\s+(?:(?:have|had|am|are|will|would|also|still|just|really|always|usually|"
+    r"going to)\s+)*(?:been|keep|kept|continue to|continued to|prefer|preferred)\s+[a-z]+ing\b"
+)
+#: A feeling about an act ("stressed about declining that meeting on May 3"): the act done,
+#: unless said ahead ("nervous about declining it tomorrow").
+_FELT: Final = re.compile(
+    r"\b(?:stressed|worried|nervous|guilty|bad|glad|happy|proud|anxious|upset|relieved|"
+    r"frustrated|sorry|annoyed)\s+(?:about|after|for)\s+(?=[a-z]+ing\b)"
+)
+_AHEAD: Final = re.compile(r"\b(?:tomorrow|next|upcoming|soon|later|will|going to|if|whether)\b")
 _WISH: Final = re.compile(
     r"\b(?:want|need|trying|try|plan|hope|wish|would like|can you|could you|how (?:do|can|to)|"
     r"if|whether|might|should|will|would|could)\b"
@@ -38,6 +51,11 @@ _NEGATED: Final = re.compile(r"\b(?:not|never|no)\b")
 _CLAUSE_END: Final = re.compile(
     r",|\b(?:which|but|so|because|since|and (?:i|we|now|so)|while|when|although|though)\b"
 )
+#: "…never declined any meetings to protect my time": what for is not what was done (a verb
+#: and its object first: "never been to Japan" keeps its "to").
+_PURPOSE: Final = re.compile(
+    r"\s+to\s+(?!(?:the|a|an|my|our|your|his|her|their|me|us|him|them|it|this|that)\b)"
+)
 _NEVER: Final = re.compile(
     r"\b(?:i|we)\s+(?:have\s+|had\s+)?never\s+(?:ever\s+|actually\s+|really\s+)?(?P<rest>[^.;!?]+)"
 )
@@ -50,6 +68,8 @@ def denials_in(sentence: str, low: str, min_words: int) -> list[Denial]:
     for m in _NEVER.finditer(low):
         # What was never done ends with its clause; "X or Y" are two things.
         done = _CLAUSE_END.split(m["rest"], maxsplit=1)[0]
+        if len(content_stems(short := _without_purpose(done))) >= min_words:
+            done = short
         named = named_stems(sentence)
         for part in re.split(r"\b(?:or|nor)\b", done):
             if len(stems := content_stems(part)) >= min_words:
@@ -58,12 +78,33 @@ def denials_in(sentence: str, low: str, min_words: int) -> list[Denial]:
     return found
 
 
+def _without_purpose(done: str) -> str:
+    """``done`` up to a "to <verb>" that follows a verb and its object."""
+    for m in _PURPOSE.finditer(done):
+        if len(done[: m.start()].split()) >= 2:
+            return done[: m.start()]
+    return done
+
+
 def affirmed_clauses(low: str) -> list[frozenset[str]]:
-    """The content stems of each clause of ``low`` that affirms the speaker did something
+    """The content stems of each clause of ``low`` that affirms the speaker did something:
+    a habit kept up ("I keep using Excel", "I have been using it"), an act felt about
+    ("stressed about declining that meeting", not one ahead), and an act said done
     ("I just downloaded Zotero on March 2", "we met at the book club"): from the last stop
     before "I …ed" to the next one, with no negation nor wish, condition or question in it
     (a request after a comma, "can you help…?", leaves the clause before it affirmed)."""
     found = []
+    for m in _HABIT.finditer(low):
+        end = _DONE_END.search(low, m.end())
+        clause = low[m.start() : end.start() if end else len(low)]
+        if not (end and low[end.start()] == "?") and not _NEGATED.search(clause):
+            found.append(content_stems(clause))
+    for m in _FELT.finditer(low):
+        end = _DONE_END.search(low, m.end())
+        clause = low[m.end() : end.start() if end else len(low)]
+        asked = bool(end and low[end.start()] == "?")
+        if not asked and not _NEGATED.search(low[: m.end()] + clause) and not _AHEAD.search(clause):
+            found.append(content_stems(clause))
     for m in _FIRST_PERSON_DONE.finditer(low):
         starts = [s.end() for s in _STOP.finditer(low, 0, m.start())]
         end = _DONE_END.search(low, m.end())

@@ -15,8 +15,13 @@ from ..core.lexical import terms
 
 __all__ = [
     "CALENDAR_WORDS",
+    "GOAL_AFTER",
+    "GOAL_BEFORE",
     "IRREGULAR_VERBS",
+    "REACHED",
+    "RESCHEDULED",
     "RULE_LANGUAGES",
+    "SAME_ATTRIBUTE",
     "UPDATE_CUE",
     "content_stems",
     "item_words",
@@ -95,6 +100,30 @@ UPDATE_CUE: Final = re.compile(
     r"turns out|i meant|not anymore|revised|increased|decreased|improved|reached|dropped|grew|"
     r"rose|fell)\b"
 )
+
+#: Around a quantity, words that make it an aim rather than what holds: "a goal of $2,000",
+#: "trying to get it down to $150", "a 60% target"; unless it was reached ("reached my goal
+#: of $2,000"). An aim and what holds are two things: a balance does not update a goal.
+GOAL_BEFORE: Final = re.compile(
+    r"\b(?:goals?|targets?|aim|aiming|aims|shoot|shooting|hope|hoping|want|wants|wanted|trying|"
+    r"try|plan|planning|would like|ideally|get it (?:down|up))\b"
+)
+GOAL_AFTER: Final = re.compile(r"\s*(?:goals?|targets?|aim)\b")
+REACHED: Final = re.compile(
+    r"\b(?:reached|reaching|hit|met|achieved|achieving|made it|got to|passed|surpassed)\b"
+)
+#: A date or time said moved: what is moved is named with few words ("the delivery date
+#: pushed back to July 15"), so one word in common with the earlier date is enough.
+RESCHEDULED: Final = re.compile(
+    r"\b(?:pushed|pushing|postponed|postponing|delayed|delaying|rescheduled|rescheduling|"
+    r"moved|moving|brought forward|bumped|shifted|shifting)\b"
+)
+
+#: Words that name one attribute of a quantity, read as one around its values: "the 1,000
+#: daily call limit" and "the new daily quota of 1,200 calls" speak of one thing.
+SAME_ATTRIBUTE: Final = {
+    **dict.fromkeys(["quota", "cap", "allowance", "ceiling", "maximum", "max"], "limit"),
+}
 
 #: Words of no weight when two statements are compared by what they speak of.
 _GENERIC: Final = word_set("""project app application thing things stuff way ways part bit lot lots also just really
