@@ -11,6 +11,7 @@ from agent_notebook.config import FactSettings, NotebookConfig
 from agent_notebook.embed import LangChainEmbedder
 from agent_notebook.storage import MemoryBackend
 from tests.support.embedders import WORDS, BagOfWords
+from tests.support.party import plan_party
 
 T0 = datetime(2026, 6, 1, 10, 0, tzinfo=UTC)
 
@@ -272,22 +273,8 @@ def test_an_item_opened_one_day_is_closed_in_its_session_by_a_later_one() -> Non
 
 
 def test_a_party_planned_over_five_days_ends_with_its_final_decisions() -> None:
-    days = [
-        ("Ana", "Let's go with Lakeside Pavilion for the venue."),
-        ("Ben", "Should we invite Uncle Raj?"),
-        ("Ana", "We decided the party is on Saturday 14 November."),
-        ("Ben", "Should we invite Uncle Raj?"),
-        ("Ben", "Let's order the chocolate cake from Dolce."),
-        ("Ana", "Scratch that, let's book Casa Lucia for the venue instead."),
-        ("Ben", "We decided to invite Uncle Raj, he would be hurt otherwise."),
-        ("Ana", "Let's order the lemon cake from Dolce instead."),
-    ]
     with _notebook() as nb:
-        sessions = []
-        for day, (who, text) in enumerate(days):
-            if day % 2 == 0:
-                sessions.append(nb.start_session(f"Party, day {day // 2 + 1}").id)
-            nb.record(sessions[-1], text, speaker=who, timestamp=T0 + timedelta(days=day // 2))
+        assert len(plan_party(nb)) == 5
         log = nb.facts.decision_log()
         standing = [d.what for d in log if d.replaced_by is None]
         replaced = {d.what: d.replaced_by for d in log if d.replaced_by is not None}

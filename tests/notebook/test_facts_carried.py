@@ -1,5 +1,8 @@
 """What the fact rules derive survives every backend, a reopen, a migration to PostgreSQL,
-and the redaction or forgetting of the moment that superseded another (issue 30)."""
+and the redaction or forgetting of the moment that superseded another (issue 30); and issue
+39's stories (a job changed in a later session, a party planned over five days, what is
+known about someone, forget and redact) hold on every backend, after export and import, and
+after ``agent-notebook migrate`` to PostgreSQL."""
 
 from __future__ import annotations
 
@@ -7,14 +10,20 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from agent_notebook import Notebook
 from agent_notebook.config import CONFIG_FILE, FactSettings, NotebookConfig
+from agent_notebook.model import Moment
 from agent_notebook.storage import StorageBackend
-from tests.support import pg
+from tests.support import party, pg
 from tests.support.backends import make_backend
+from tests.support.clirun import cli
+from tests.support.subjects import fill as fill_maya
 
 T0 = datetime(2026, 6, 1, 10, 0, tzinfo=UTC)
 FACTS_ON = NotebookConfig(facts=FactSettings(enabled=True))
+LATER = datetime(2026, 7, 1, 10, 0, tzinfo=UTC)  # after Maya's story (tests/support/subjects)
 
 
 def _facts_of(nb: Notebook) -> dict[str, object]:
@@ -149,3 +158,192 @@ def test_redacting_or_forgetting_the_superseding_moment_brings_back_nothing() ->
             link.startswith("duplicate_of") for link in nb.get_moment(again.id).relations.links
         )
         assert nb.get_moment(first.id).valid_until == T0 + timedelta(days=1)
+
+
+# -- issue 39's stories, on every backend and through every copy ------------------------------
+#
+# Each story is built on a backend, then read there, on a fresh notebook it was exported to
+# (YAML) and imported into, on a notebook that held moments already (ids renumbered), and on
+# PostgreSQL after ``agent-notebook migrate`` from SQLite: the same checks each time, by the
+# moments' texts (a copy may renumber them). A copy goes on: a later job change said in it
+# still meets the one said before the copy.
+
+
+def _by_text(nb: Notebook) -> dict[str, Moment]:
+    return {m.content.text: m for m in nb.moments()}
+
+
+def _links(m: Moment, relation: str) -> list[str]:
+    return [
+        target for r, target in (link.split(":") for link in m.relations.links) if r == relation
+    ]
+
+
+def _maya_holds(nb: Notebook) -> None:
+    """A job changed in a later session ends the one said before; a story about the old job
+    in a later session ends nothing; the current view shows the current job; ``about``
+    shows it with its history (the old job replaced by it, the story as a story)."""
+    said = _by_text(nb)
+    old, new = said["I work at Tesco as a cashier."], said["Big news: I've started at Monzo."]
+    story = said["Back in 2019 I worked at Tesco."]
+    assert _links(old, "superseded_by") == [new.id]
+    assert old.valid_until == new.timestamp
+    assert _links(new, "superseded_by") == _links(story, "superseded_by") == []
+    assert not any(story.id in _links(m, "superseded_by") for m in said.values())  # ends nothing
+    current = {h.moment.id for h in nb.search("Tesco Monzo", mode="lexical", current=True)}
+    assert current == {new.id, story.id}
+
+    view = nb.facts.about("maya")
+    employer = next(f for f in view.facts if f.key == "employer")
+    assert [(v.value, v.moment, v.sentence) for v in employer.current] == [
+        ("Monzo", new.id, new.content.text)
+    ]
+    assert [
+        (v.value, v.moment, v.ended, v.replaced_by, v.replaced_with) for v in employer.history
+    ] == [
+        ("Tesco", story.id, "story", None, None),
+        ("Tesco", old.id, "superseded", new.id, "Monzo"),
+    ]
+    budget = next(f for f in view.facts if f.key == "value:budget")
+    assert [v.value for v in budget.current] == ["$2,000"]
+    [pair] = view.conflicts
+    assert (pair.a.text, pair.b.text) == ("My budget is $2,000.", "The budget is $3,000.")
+
+
+def _maya_goes_on(nb: Notebook) -> list[str]:
+    """A copy goes on linking: a later job, said after the copy, ends the one said in it;
+    returns Maya's current employers."""
+    s = nb.start_session("July", started=LATER).id
+    newest = nb.record(s, "I've started at Revolut.", speaker="Maya", timestamp=LATER)
+    monzo = _by_text(nb)["Big news: I've started at Monzo."]
+    assert _links(monzo, "superseded_by") == [newest.id]
+    return ["Revolut"]
+
+
+def _maya_forgotten(nb: Notebook, employers: list[str]) -> None:
+    """Forget and redact remove a fact from ``about`` (``employers``: the current ones
+    that are left)."""
+    nb.forget("Monzo", "no longer relevant")
+    nb.redact(_by_text(nb)["My budget is $2,000."].id, "private")
+    _maya_without_monzo_and_budget(nb, employers)
+
+
+def _maya_without_monzo_and_budget(nb: Notebook, employers: list[str]) -> None:
+    view = nb.facts.about("Maya")
+    employer = next(f for f in view.facts if f.key == "employer")
+    # with Monzo gone, the old job stays superseded, as it was then
+    assert [v.value for v in employer.current] == employers
+    assert "monzo" not in view.model_dump_json().casefold()
+    assert "2,000" not in view.model_dump_json()
+    assert "value:budget" not in {f.key for f in view.facts} and view.conflicts == []
+
+
+def _party_holds(nb: Notebook) -> None:
+    """The audit log ends with the final decisions; those a later one replaced are marked
+    ``replaced_by`` the moment that did; the question asked twice is one item, closed by
+    the decision that settled it."""
+    said = {m.id: m.content.text for m in nb.moments()}
+    log = [d for d in nb.facts.decision_log() if d.source is not None]
+    assert sorted(d.what for d in log if d.replaced_by is None) == party.FINAL
+    assert {d.what: said[d.replaced_by] for d in log if d.replaced_by} == party.REPLACED
+    assert [d.what for d in sorted(log, key=lambda d: d.when)][-2:] == [
+        "invite Uncle Raj, he would be hurt otherwise",
+        "order the lemon cake from Dolce instead",
+    ]
+    assert all(said[d.source or ""].endswith(d.what + ".") for d in log)
+    question, settled_by = party.QUESTION
+    [item] = [p for _, p in nb.facts.pending_items() if p.what == question]
+    assert item.closed is not None and said[item.closed_by or ""] == settled_by
+    assert [p for _, p in nb.facts.pending_items(open_only=True)] == []
+
+
+STORIES: dict[str, tuple[Callable[[Notebook], object], Callable[[Notebook], None]]] = {
+    "maya": (fill_maya, _maya_holds),
+    "party": (party.plan_party, _party_holds),
+}
+
+
+def _facts_notebook(backend: StorageBackend, home: Path) -> Notebook:
+    """A notebook on ``backend`` with the fact rules on, and a home (for its media files,
+    which export and import carry)."""
+    return Notebook(backend, home=home, embedder=None, config=FACTS_ON)
+
+
+@pytest.mark.parametrize("story", list(STORIES))
+def test_issue_39_stories_hold_on_every_backend_and_after_export_and_import(
+    story: str, backend: StorageBackend, backend_kind: str, tmp_path: Path
+) -> None:
+    build, holds = STORIES[story]
+    nb = _facts_notebook(backend, tmp_path / "home")
+    build(nb)
+    nb.transfer.export_file(tmp_path / "exported", "yaml")
+    holds(nb)
+    # into a fresh notebook on the same kind of backend
+    with _facts_notebook(
+        make_backend(backend_kind, tmp_path / "fresh"), tmp_path / "fresh"
+    ) as fresh:
+        fresh.transfer.import_file(tmp_path / "exported")
+        holds(fresh)
+        if story == "maya":
+            _maya_forgotten(fresh, _maya_goes_on(fresh))
+            # what forget and redact removed stays removed in a copy
+            fresh.transfer.export_file(tmp_path / "forgotten", "yaml")
+            with _facts_notebook(make_backend("memory", tmp_path), tmp_path / "again") as again:
+                again.transfer.import_file(tmp_path / "forgotten")
+                _maya_without_monzo_and_budget(again, ["Revolut"])
+    if story == "maya":
+        _maya_forgotten(nb, [])
+
+
+@pytest.mark.parametrize(
+    "story",
+    [
+        "maya",
+        pytest.param(
+            "party",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="defect: an import that renumbers moments (notebook/exchange.py "
+                "rename_session) maps a decision's source but not its replaced_by, which "
+                "keeps the source's id: no moment of the copy, or another one",
+            ),
+        ),
+    ],
+)
+def test_issue_39_stories_hold_after_an_import_into_a_notebook_with_moments(
+    story: str, tmp_path: Path
+) -> None:
+    build, holds = STORIES[story]
+    with (
+        _facts_notebook(make_backend("memory", tmp_path), tmp_path / "source") as source,
+        _facts_notebook(make_backend("sqlite-file", tmp_path), tmp_path / "target") as target,
+    ):
+        build(source)
+        mine = target.start_session("Earlier", started=party.T0).id
+        for n in range(3):  # the target's own moments take the low ids
+            target.record(mine, f"An earlier note, number {n}.", timestamp=party.T0)
+        report = target.transfer.import_from(source.backend)
+        assert report.renumbered  # the copy was given other ids
+        holds(target)
+
+
+@pytest.mark.parametrize("story", list(STORIES))
+def test_issue_39_stories_hold_after_migrate_from_sqlite_to_postgres(
+    story: str, tmp_path: Path
+) -> None:
+    build, holds = STORIES[story]
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / CONFIG_FILE).write_text("facts:\n  enabled: true\n")
+    with Notebook.open(home, background_embedding=False) as source:
+        build(source)
+    url = pg.url_with_schema(tmp_path)
+    done = cli(home, "migrate", "--to", url, "--to-home", str(tmp_path / "pg"), "-f", "json")
+    assert done.returncode == 0, done.stderr.decode()
+    with Notebook.open(tmp_path / "pg", backend=url, background_embedding=False) as target:
+        # --to-home is a new home: its config.yaml has the defaults (facts off), and the
+        # view of a subject reads the links as stored only with the rules on
+        target.config = FACTS_ON
+        holds(target)
+        if story == "maya":
+            _maya_forgotten(target, _maya_goes_on(target))

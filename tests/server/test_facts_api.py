@@ -1,19 +1,24 @@
 """The owner's hand on the facts over HTTP and MCP (issue 30), against a real server
 process and a real MCP client over stdio: the audit log and its edits, pending items,
-conflicts and their resolution, the forgetting policy; errors are the API's JSON bodies."""
+conflicts and their resolution, the forgetting policy; errors are the API's JSON bodies.
+With the fact rules off, every read of them says so in the notebook's one wording (issue
+39, item 5), over HTTP and over MCP on the server."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from mcp import ClientSession
-from mcp.types import TextContent
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent
 
+from agent_notebook import Notebook
 from agent_notebook import config as cfg
 from tests.support.mcp_stdio import FACT_TOOLS, over_stdio, text_of
 from tests.support.server import Server, assert_error, csrf_of, new_session, signed_in
@@ -263,3 +268,93 @@ def test_what_is_known_about_someone_over_http_and_on_its_page(
     assert api.post(f"/api/moments/{monzo}/redact", json={"reason": "private"}).status_code == 200
     gone = api.get("/api/subjects/Maya").json()
     assert "monzo" not in json.dumps(gone).casefold()
+
+
+def test_every_read_of_the_facts_says_when_they_are_off_over_http_and_mcp(
+    tmp_path: Path, facts_server: Server, api: httpx.Client
+) -> None:
+    with Notebook.open(tmp_path / "elsewhere") as other:  # the default config: facts off
+        hint = other.facts.off_hint()
+    assert hint is not None and "facts: {enabled: true}" in hint
+    server = Server(tmp_path / "home", tmp_path / "server.log")  # facts off, the default
+    try:
+        with server.client() as off:
+            s = new_session(off, "Party")
+            batch = {"moments": [{"text": "Let's go with Casa Lucia.", "speaker": "Maya"}]}
+            assert off.post(f"/api/sessions/{s}/moments/batch", json=batch).status_code == 201
+            assert off.post(f"/api/sessions/{s}/decisions", json={"what": "Cake"}).is_success
+            reads = {
+                path: off.get(path).json()
+                for path in (
+                    "/api/decisions",
+                    "/api/pending",
+                    "/api/conflicts",
+                    f"/api/sessions/{s}/decisions",
+                    f"/api/sessions/{s}/pending",
+                    "/api/subjects/Maya",
+                )
+            }
+
+            async def work(session: ClientSession) -> dict[str, CallToolResult]:
+                return {
+                    "list_decisions": await session.call_tool("list_decisions", {}),
+                    "list_conflicts": await session.call_tool("list_conflicts", {}),
+                    "read_session": await session.call_tool("read_session", {"session_id": s}),
+                    "about": await session.call_tool("about", {"name": "Maya"}),
+                }
+
+            tools = over_http(server, work)
+    finally:
+        server.stop()
+
+    # HTTP: each page says it beside what was entered by hand (the decision read from the
+    # turn is not there: the rules are off); the subject's view builds its note on it
+    for path, body in reads.items():
+        assert body["note"].startswith(hint), path
+    assert [d["what"] for d in reads["/api/decisions"]["items"]] == ["Cake"]
+    assert reads["/api/pending"]["items"] == reads["/api/conflicts"]["items"] == []
+    assert "every value said is listed as current" in reads["/api/subjects/Maya"]["note"]
+    # MCP: the items as before (one a text block, the structured content the list alone),
+    # then the same words as a last text block
+    texts = {}
+    for name, result in tools.items():
+        assert not result.isError, result.content
+        texts[name] = [c.text for c in result.content if isinstance(c, TextContent)]
+        assert len(texts[name]) == len(result.content), name
+    assert json.loads(texts["about"][-1])["note"] == reads["/api/subjects/Maya"]["note"]
+    *items, said = texts["list_decisions"]
+    assert said == hint and [json.loads(i)["what"] for i in items] == ["Cake"]
+    assert tools["list_decisions"].structuredContent == {"result": [json.loads(items[0])]}
+    assert texts["list_conflicts"] == [hint]
+    assert tools["list_conflicts"].structuredContent == {"result": []}
+    session, said = texts["read_session"]
+    assert said == hint and json.loads(session)["id"] == s
+    assert tools["read_session"].structuredContent == json.loads(session)
+
+    # facts on: no note anywhere (the MCP lists over stdio parse every block as an item)
+    s_on = new_session(api)
+    for path in (
+        "/api/decisions",
+        "/api/pending",
+        "/api/conflicts",
+        f"/api/sessions/{s_on}/pending",
+    ):
+        assert api.get(path).json()["note"] is None, path
+    assert api.get("/api/subjects/Maya").json()["note"] is None
+
+
+def over_http(
+    server: Server, work: Callable[[ClientSession], Awaitable[dict[str, CallToolResult]]]
+) -> dict[str, CallToolResult]:
+    """``work`` in an MCP client session with the server's ``/mcp/``, as the owner."""
+
+    async def main() -> dict[str, CallToolResult]:
+        async with (
+            server.mcp_client() as client,
+            streamable_http_client(f"{server.url}/mcp/", http_client=client) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await work(session)
+
+    return anyio.run(main)

@@ -127,8 +127,11 @@ class OwnerFacts:
         return self.sessions.context.config.facts.enabled
 
     def off_hint(self) -> str | None:
-        """What to tell someone who lists decisions, pending items or conflicts while the
-        rules are off (None when on): only what was entered by hand is there."""
+        """What to tell someone who lists decisions, pending items or conflicts, or reads
+        what is known about someone, while the rules are off (None when on): only what was
+        entered by hand is there, and how to turn them on. Every front end says this one
+        wording (the command line on stderr, HTTP as the page's ``note``, MCP as a text
+        block of the tool's result); :meth:`about` builds its ``note`` on it."""
         if self.enabled:
             return None
         return (
@@ -161,12 +164,12 @@ class OwnerFacts:
         ``"me"`` for the owner) at ``as_of`` (now by default): each fact's current value with
         the moment it came from, its history (what held when, what replaced it) and the open
         conflicts among its moments; see :mod:`agent_notebook.notebook.subjects`."""
+        hint = self.off_hint()
         note = None
-        if not self.enabled:
+        if hint is not None:
             note = (
-                "facts are off: no update was linked on record, so nothing is known to be "
-                "superseded and every value said is listed as current; turn them on with "
-                "'facts: {enabled: true}' in config.yaml (what is recorded after is linked)"
+                f"{hint}; no update was linked on record, so nothing is known to be "
+                "superseded and every value said is listed as current"
             )
         return view_of(self.backend, name, as_of=as_of, facts_enabled=self.enabled, off_note=note)
 

@@ -19,7 +19,7 @@ from ..notebook.facade import Notebook
 from ..notebook.forgetting import PolicyReport
 from ..notebook.owner_facts import ConflictPair, ConflictResolution, LoggedDecision
 from ..notebook.subjects import MAX_NAME, SubjectView
-from .deps import IfMatch, Limit, Offset, Page, notebook, page, set_etag
+from .deps import FactsPage, IfMatch, Limit, Offset, facts_page, notebook, set_etag
 
 router = APIRouter(prefix="/api")
 Nb = Annotated[Notebook, Depends(notebook)]
@@ -74,10 +74,11 @@ class PolicyForgetting(_Body):
 @router.get("/decisions", tags=["decisions"])
 def decision_log(
     nb: Nb, session: SessionFilter = None, offset: Offset = 0, limit: Limit = 50
-) -> Page[LoggedDecision]:
+) -> FactsPage[LoggedDecision]:
     """The audit log of every session (or one), each entry with its ``d_N`` and the entry
-    it ``edits`` or that ``edited_by`` it."""
-    return page(nb.facts.decision_log(session)[offset : offset + limit], offset, limit)
+    it ``edits`` or that ``edited_by`` it. With the fact rules off, ``note`` says that only
+    what was entered by hand is there, and how to turn them on."""
+    return facts_page(nb, nb.facts.decision_log(session)[offset : offset + limit], offset, limit)
 
 
 @router.post(
@@ -111,11 +112,13 @@ def pending_items(
     open_only: Annotated[bool, Query(description="Only items not closed yet.")] = False,
     offset: Offset = 0,
     limit: Limit = 50,
-) -> Page[SessionPending]:
-    """Pending items of every session (or one), each with its session."""
+) -> FactsPage[SessionPending]:
+    """Pending items of every session (or one), each with its session. With the fact rules
+    off, ``note`` says that only what was entered by hand is there, and how to turn them
+    on."""
     found = nb.facts.pending_items(session, open_only=open_only)[offset : offset + limit]
     rows = [SessionPending(session=s, **p.model_dump()) for s, p in found]
-    return page(rows, offset, limit)
+    return facts_page(nb, rows, offset, limit)
 
 
 @router.patch("/sessions/{session_id}/pending/{pending_id}", tags=["pending"])
@@ -141,10 +144,11 @@ def edit_pending(
 @router.get("/conflicts", tags=["conflicts"])
 def conflicts(
     nb: Nb, session: SessionFilter = None, offset: Offset = 0, limit: Limit = 50
-) -> Page[ConflictPair]:
+) -> FactsPage[ConflictPair]:
     """Moments flagged ``conflicts_with`` each other, by pairs (``a`` said first), with
-    their session, time, text and whether each still holds."""
-    return page(nb.facts.conflicts(session)[offset : offset + limit], offset, limit)
+    their session, time, text and whether each still holds. With the fact rules off,
+    ``note`` says that none is flagged, and how to turn them on."""
+    return facts_page(nb, nb.facts.conflicts(session)[offset : offset + limit], offset, limit)
 
 
 @router.post("/conflicts/resolve", tags=["conflicts"])
@@ -175,7 +179,8 @@ def about(
     """What the notebook knows about someone: each fact (``employer``, ``home``,
     ``value:budget``…) with its current values and the moment each came from, its history
     (what held until when, and what replaced it), and the open conflicts among their
-    moments. ``facts_enabled`` false: no supersession is known (``note`` says why)."""
+    moments. ``facts_enabled`` false: no supersession is known (``note`` says why and how
+    to turn the fact rules on)."""
     when = as_of if as_of is None or as_of.tzinfo is not None else as_of.replace(tzinfo=UTC)
     return nb.facts.about(name, as_of=when)
 

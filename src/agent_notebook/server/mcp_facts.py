@@ -10,7 +10,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Protocol, TypeVar
 
-from mcp.types import ToolAnnotations
+import pydantic_core
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from ..notebook.facade import Notebook
@@ -19,6 +20,31 @@ _T = TypeVar("_T")
 SESSION = "the session (s_YYYY-MM-DD_NNN)."
 ONLY_SESSION = "only this session (s_YYYY-MM-DD_NNN); omit for every session."
 Register = Callable[[ToolAnnotations], Callable[[Callable[..., Any]], Callable[..., Any]]]
+#: What a listing tool returns: its items, one a text block, and with the fact rules off a
+#: last text block that says so; its structured content is the list alone.
+Listed = Annotated[CallToolResult, list[dict[str, Any]]]
+#: The same for one record (its JSON, then the note).
+Record = Annotated[CallToolResult, dict[str, Any]]
+#: Said in the descriptions of the tools that carry the note.
+OFF_NOTE = (
+    "With the fact rules off, a last text block says that only what was entered by hand "
+    "is there, and how to turn them on."
+)
+
+
+def _text(value: Any) -> TextContent:
+    return TextContent(type="text", text=pydantic_core.to_json(value, indent=2).decode())
+
+
+def noted(result: list[dict[str, Any]] | dict[str, Any], note: str | None) -> CallToolResult:
+    """A tool's ``result`` as FastMCP would give it (a list one item a text block, a record
+    as one), followed by ``note`` (the notebook's word on the fact rules being off) as a
+    last text block; the structured content is ``result`` alone, as the tool's schema says."""
+    blocks = [_text(item) for item in result] if isinstance(result, list) else [_text(result)]
+    if note is not None:
+        blocks.append(TextContent(type="text", text=note))
+    structured = {"result": result} if isinstance(result, list) else result
+    return CallToolResult(content=list(blocks), structuredContent=structured)
 
 
 class Run(Protocol):
@@ -36,17 +62,23 @@ def register_fact_tools(tool: Register, run: Run, get: Callable[[], Notebook]) -
     @tool(read_only)
     async def list_decisions(
         session_id: Annotated[str | None, Field(description=ONLY_SESSION)] = None,
-    ) -> list[dict[str, Any]]:
+    ) -> Listed:
         """List the audit log of decisions (every session's, or one's), oldest first.
 
         session_id: only this session (s_YYYY-MM-DD_NNN); omit for every session.
         Returns entries with session, id (d_N, the place in the session's log), when,
         what, why, who, source (the moment it was read from), edits / edited_by (the entry
-        an owner's correction replaces, or the one that replaced it).
+        an owner's correction replaces, or the one that replaced it). With the fact rules
+        off, a last text block says that only what was entered by hand is there, and how
+        to turn them on.
         """
-        return await run(
-            lambda: [d.model_dump(mode="json") for d in get().facts.decision_log(session_id)]
-        )
+
+        def work() -> CallToolResult:
+            nb = get()
+            found = [d.model_dump(mode="json") for d in nb.facts.decision_log(session_id)]
+            return noted(found, nb.facts.off_hint())
+
+        return await run(work)
 
     @tool(writes)
     async def decide(
@@ -169,16 +201,21 @@ def register_fact_tools(tool: Register, run: Run, get: Callable[[], Notebook]) -
             str | None,
             Field(description="only pairs with a side in this session; omit for every session."),
         ] = None,
-    ) -> list[dict[str, Any]]:
+    ) -> Listed:
         """List the statements flagged as contradicting each other, by pairs: a (said
         first) and b, each with id, session, timestamp, text and current (whether it still
-        holds). Resolve one with resolve_conflict.
+        holds). Resolve one with resolve_conflict. With the fact rules off, a last text
+        block says that none is flagged, and how to turn them on.
 
         session_id: only pairs with a side in this session; omit for every session.
         """
-        return await run(
-            lambda: [p.model_dump(mode="json") for p in get().facts.conflicts(session_id)]
-        )
+
+        def work() -> CallToolResult:
+            nb = get()
+            found = [p.model_dump(mode="json") for p in nb.facts.conflicts(session_id)]
+            return noted(found, nb.facts.off_hint())
+
+        return await run(work)
 
     @tool(read_only)
     async def about(
@@ -200,7 +237,7 @@ def register_fact_tools(tool: Register, run: Run, get: Callable[[], Notebook]) -
         history (values that no longer hold: ended superseded, with replaced_by and
         replaced_with, expired, or story, a past event that ended nothing), plus the open
         conflicts among their moments. facts_enabled false: nothing is known to be
-        superseded (note says so).
+        superseded (note says so, and how to turn the fact rules on).
 
         name: a speaker (case aside), someone named in the turns, or 'me' for the owner.
         as_of: what was known then, ISO 8601 (no zone: UTC); omit for now.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from importlib import metadata
 from typing import Annotated, Any, Literal, TypeVar
@@ -21,7 +22,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
-from mcp.types import ContentBlock, ToolAnnotations
+from mcp.types import CallToolResult, ContentBlock, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from .. import __version__
@@ -44,7 +45,7 @@ from ..search.request import Mode
 from ..search.slice import MAX_SLICE_TOKENS
 from ..session.sections import SECTION_NAMES
 from .guest_rights import guest_may_use_tool, hide_places, notebook_places
-from .mcp_facts import register_fact_tools
+from .mcp_facts import OFF_NOTE, Record, noted, register_fact_tools
 
 log = logging.getLogger(__name__)
 
@@ -297,11 +298,15 @@ def build_mcp(
             )
         )
 
-    @tool(read_only, doc=READ_SESSION)
+    @tool(read_only, doc=replace(READ_SESSION, returns=OFF_NOTE))
     async def read_session(
         session_id: Annotated[str, described(READ_SESSION, "session_id")],
-    ) -> dict[str, Any]:
-        return await run(lambda: get().get_session(session_id).model_dump(mode="json"))
+    ) -> Record:
+        def work() -> CallToolResult:
+            nb = get()
+            return noted(nb.get_session(session_id).model_dump(mode="json"), nb.facts.off_hint())
+
+        return await run(work)
 
     @tool(read_only, doc=READ_SECTION)
     async def read_notebook_section(

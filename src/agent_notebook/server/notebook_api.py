@@ -38,7 +38,18 @@ from ..search.hits import SearchHit
 from ..search.request import Mode
 from ..search.slice import MAX_SLICE_TOKENS, Slice
 from .auth import access_of
-from .deps import IfMatch, Limit, Offset, Page, etag_of, notebook, page, set_etag
+from .deps import (
+    FactsPage,
+    IfMatch,
+    Limit,
+    Offset,
+    Page,
+    etag_of,
+    facts_page,
+    notebook,
+    page,
+    set_etag,
+)
 from .errors import Forbidden
 
 router = APIRouter(prefix="/api")
@@ -299,9 +310,13 @@ def forget(body: Forgetting, nb: Nb) -> ForgetReport:
 
 
 @router.get("/sessions/{session_id}/decisions", tags=["decisions"])
-def decisions(session_id: str, nb: Nb, offset: Offset = 0, limit: Limit = 50) -> Page[Decision]:
-    """The session's audit log, oldest first."""
-    return page(nb.get_session(session_id).decisions[offset : offset + limit], offset, limit)
+def decisions(
+    session_id: str, nb: Nb, offset: Offset = 0, limit: Limit = 50
+) -> FactsPage[Decision]:
+    """The session's audit log, oldest first; with the fact rules off, ``note`` says that
+    only what was entered by hand is there, and how to turn them on."""
+    found = nb.get_session(session_id).decisions[offset : offset + limit]
+    return facts_page(nb, found, offset, limit)
 
 
 @router.post("/sessions/{session_id}/decisions", status_code=201, tags=["decisions"])
@@ -326,11 +341,13 @@ def pending(
     offset: Offset = 0,
     limit: Limit = 50,
     open_only: Annotated[bool, Query(description="Only items not closed yet.")] = False,
-) -> Page[PendingItem]:
+) -> FactsPage[PendingItem]:
+    """The session's pending threads, oldest first; with the fact rules off, ``note`` says
+    that only what was entered by hand is there, and how to turn them on."""
     items = nb.get_session(session_id).pending
     if open_only:
         items = [p for p in items if p.closed is None]
-    return page(items[offset : offset + limit], offset, limit)
+    return facts_page(nb, items[offset : offset + limit], offset, limit)
 
 
 @router.post("/sessions/{session_id}/pending", status_code=201, tags=["pending"])
