@@ -295,21 +295,7 @@ def test_issue_39_stories_hold_on_every_backend_and_after_export_and_import(
         _maya_forgotten(nb, [])
 
 
-@pytest.mark.parametrize(
-    "story",
-    [
-        "maya",
-        pytest.param(
-            "party",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="defect: an import that renumbers moments (notebook/exchange.py "
-                "rename_session) maps a decision's source but not its replaced_by, which "
-                "keeps the source's id: no moment of the copy, or another one",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("story", ["maya", "party"])
 def test_issue_39_stories_hold_after_an_import_into_a_notebook_with_moments(
     story: str, tmp_path: Path
 ) -> None:

@@ -495,9 +495,15 @@ def rename_session(session: Session, ids: Mapping[str, str]) -> Session:
         link.model_copy(update={"target": ids.get(link.target, link.target)})
         for link in session.links
     ]
-    # The moments the decisions and pending items were read from, and that closed them.
+    # The moments the decisions and pending items were read from, that replaced a decision
+    # and that closed an item.
     decisions = [
-        d.model_copy(update={"source": d.source and ids.get(d.source, d.source)})
+        d.model_copy(
+            update={
+                "source": d.source and ids.get(d.source, d.source),
+                "replaced_by": d.replaced_by and ids.get(d.replaced_by, d.replaced_by),
+            }
+        )
         for d in session.decisions
     ]
     pending = [
