@@ -25,7 +25,7 @@ class PgServer:
     """``agent-notebook serve`` over the notebook at ``url``, with a home of its own (as on
     a machine of its own): nothing but the database is shared."""
 
-    def __init__(self, home: Path, url: str, token: str) -> None:
+    def __init__(self, home: Path, url: str, token: str, env: dict[str, str] | None = None) -> None:
         self.home, self.log, self.token = home, home.with_suffix(".log"), token
         home.mkdir(exist_ok=True)
         for _ in range(PORT_TRIES):
@@ -35,7 +35,9 @@ class PgServer:
             command += ["--backend", url, "--port", str(self.port), "--model", "fake:echo"]
             command += ["--log-level", "warning"]
             with self.log.open("ab") as out:
-                self.process = subprocess.Popen(command, env=ENV, stdout=out, stderr=out)
+                self.process = subprocess.Popen(
+                    command, env={**ENV, **(env or {})}, stdout=out, stderr=out
+                )
             if wait_until(self._healthy, "a server's start", alive=self.running, pause=0.1):
                 return
             assert "address already in use" in self.log.read_text(), self.log.read_text()

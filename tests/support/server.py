@@ -38,10 +38,13 @@ def free_port() -> int:
 
 class Server:
     """``agent-notebook serve`` in a subprocess on a free loopback port (over ``home`` and
-    any ``more_homes``); ``token`` is the first home's owner token."""
+    any ``more_homes``, with ``options`` of ``serve`` besides); ``token`` is the first home's
+    owner token."""
 
-    def __init__(self, home: Path, log: Path, *more_homes: Path) -> None:
-        self.home, self.log = home, log
+    def __init__(
+        self, home: Path, log: Path, *more_homes: Path, options: tuple[str, ...] = ()
+    ) -> None:
+        self.home, self.log, self.options = home, log, options
         for _ in range(PORT_TRIES):
             if self._start(home, *more_homes):
                 self.token = read_owner_token(home)
@@ -57,6 +60,7 @@ class Server:
         for root in homes:
             command += ["--home", str(root)]
         command += ["--port", str(self.port), "--model", "fake:echo", "--log-level", "warning"]
+        command += self.options
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(command, env=ENV, stdout=out, stderr=out)
         return wait_until(self._healthy, "the server's start", alive=self._running, pause=0.1)

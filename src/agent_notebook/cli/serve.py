@@ -58,6 +58,22 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    read_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.001,
+            help="Seconds to wait for the next part of a request's body before answering 408.",
+        ),
+    ] = 30.0,
+    shutdown_grace: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Seconds the requests in flight get to finish once SIGTERM or Ctrl-C asks "
+            "the server to stop; 2 s later the process ends whatever still runs, and a second "
+            "signal ends it at once.",
+        ),
+    ] = 5,
     log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "info",
 ) -> None:
     """Serve the notebook over HTTP until stopped: the chat API, the notebook API, and the
@@ -78,6 +94,7 @@ def serve(
     from ..server import ServerSettings, create_app
     from ..server.app import open_tenants
     from ..server.listen import listen
+    from ..server.stopping import StoppingServer
 
     settings = ServerSettings(
         homes=tuple(homes or [cfg.resolve_home(None)]),
@@ -85,6 +102,7 @@ def serve(
         model=model,
         max_body_bytes=max_body,
         host=host,
+        read_timeout_s=read_timeout,
     )
     with reporting_errors():
         sock = listen(host, port)  # first: a taken port fails now, not after the opening
@@ -111,10 +129,14 @@ def serve(
             markup=False,
         )
         config = uvicorn.Config(
-            create_app(settings, opened=tenants), host=host, port=port, log_level=log_level
+            create_app(settings, opened=tenants),
+            host=host,
+            port=port,
+            log_level=log_level,
+            timeout_graceful_shutdown=shutdown_grace,
         )
         with sock:
-            uvicorn.Server(config).run(sockets=[sock])
+            StoppingServer(config).run(sockets=[sock])
     finally:
         for tenant in tenants:
             tenant.notebook.close()

@@ -97,7 +97,11 @@ def create_app(
         redoc_url=None,
     )
     errors.install(app, web_error=web.error_page)
-    app.add_middleware(errors.BodySizeLimit, limit=lambda: body_limit(settings, tenants))
+    app.add_middleware(
+        errors.BodySizeLimit,
+        limit=lambda: body_limit(settings, tenants),
+        read_timeout_s=settings.read_timeout_s,
+    )
     app.add_middleware(BearerAuth, tenants=tenants)  # outermost: nothing runs before it
     for module in (chat, notebook_api, facts_api, sections_api, export):
         app.include_router(module.router, dependencies=[BEARER], responses=errors.API_ERRORS)

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -56,6 +57,8 @@ FIXES: dict[int, str] = {
     404: "check the id or the path; the list endpoints (GET /api/sessions, "
     "GET /api/chat/sessions) say what exists, and /docs lists every path",
     405: "use one of the methods /docs lists for this path",
+    408: "send the whole body without pausing (the server waits a limited time for each "
+    "part of it: serve --read-timeout)",
     409: "read the record again (its ETag header is current), reapply your change to it "
     "and send it again with that ETag in If-Match",
     413: "send a smaller body: split long texts into several moments, or start the server "
@@ -75,6 +78,7 @@ TITLES: dict[int, str] = {
     403: "forbidden",
     404: "not found",
     405: "method not allowed",
+    408: "request timeout",
     409: "conflict",
     413: "request body too large",
     422: "invalid input",
@@ -154,14 +158,29 @@ class _BodyTooLarge(HTTPException):
         super().__init__(413, f"the request body is larger than {limit} bytes")
 
 
+class _BodyTimeout(HTTPException):
+    """Raised when a client pauses mid-body longer than the read timeout.
+
+    Private, like :class:`_BodyTooLarge`: Starlette turns it into the 408 response."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(408, f"the request body stopped arriving for {seconds:g} s")
+
+
 class BodySizeLimit:
     """ASGI middleware: a body over ``limit()`` bytes gets 413, by its Content-Length up
     front or, without one, as soon as the bytes read pass the limit. ``limit`` is asked at
-    each request: it follows the notebooks' text limit, known once they are open."""
+    each request: it follows the notebooks' text limit, known once they are open. Until the
+    body's last part has come, each wait for the next part lasts at most ``read_timeout_s``
+    (then a 408): a client that sends half a body and holds the connection does not hold a
+    request open (nor a server's shutdown) for longer."""
 
-    def __init__(self, app: ASGIApp, limit: Callable[[], int]) -> None:
+    def __init__(
+        self, app: ASGIApp, limit: Callable[[], int], read_timeout_s: float | None = None
+    ) -> None:
         self.app = app
         self.limit_of = limit
+        self.read_timeout_s = read_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -177,17 +196,28 @@ class BodySizeLimit:
             await response(scope, receive, send)
             return
         seen = 0
+        whole = False  # the body's last part has come: later waits (a disconnect) are unbounded
 
         async def counted() -> Message:
-            nonlocal seen
-            message = await receive()
+            nonlocal seen, whole
+            message = await self._next(receive, whole)
             if message["type"] == "http.request":
+                whole = not message.get("more_body", False)
                 seen += len(message.get("body", b""))
                 if seen > limit:
                     raise _BodyTooLarge(limit)
             return message
 
         await self.app(scope, counted, send)
+
+    async def _next(self, receive: Receive, whole: bool) -> Message:
+        if whole or self.read_timeout_s is None:
+            return await receive()
+        try:
+            with anyio.fail_after(self.read_timeout_s):
+                return await receive()
+        except TimeoutError:
+            raise _BodyTimeout(self.read_timeout_s) from None
 
 
 def shown_to(request: Request, detail: str) -> str:

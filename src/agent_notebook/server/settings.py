@@ -28,6 +28,8 @@ def body_limit_for(max_text_bytes: int) -> int:
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+#: How long the server waits for the next part of a request's body (then a 408).
+READ_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,8 @@ class ServerSettings:
     max_body_bytes: int | None = None
     host: str = DEFAULT_HOST
     mcp: bool = True
+    #: The longest wait for the next part of a request's body before a 408 (None: no limit).
+    read_timeout_s: float | None = READ_TIMEOUT_S
 
     def all_homes(self) -> list[Path]:
         """The notebooks to serve, resolved, each once, in order."""

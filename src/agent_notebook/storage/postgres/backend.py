@@ -89,6 +89,7 @@ class PostgresBackend(
         #: to the notebook's home): LangGraph's store and checkpoints, for now.
         self.local_dir: Path | None = None
         self._local = threading.local()
+        self._writers = threading.Lock()
         self.claimant = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._savepoints = itertools.count()
         self._error = psycopg.Error

@@ -4,13 +4,17 @@ Writers take a transaction-level advisory lock at the start of the outermost ``a
 block (:func:`writer_lock`), so writes are serialised as on SQLite (``BEGIN IMMEDIATE``)
 across every process on the database: a read-modify-write inside ``atomic()`` is never
 lost, counters never repeat, and the term statistics stay exact. Nested blocks are
-savepoints. Reads outside a transaction take any pooled connection and see what is
+savepoints. The wait for it is bounded by the backend's ``timeout_s`` (then a
+:class:`StorageError`, a 503 with ``Retry-After`` from the server), and a process's writers
+queue for it one at a time in the process (``_writers``), not each on a pooled connection:
+however many writes wait, the pool keeps connections for the reads. Reads outside a transaction take any pooled connection and see what is
 committed; a search reads in one snapshot (``_connection(snapshot=True)``).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
@@ -63,6 +67,9 @@ class PostgresConnection(SqlBackend):
     _pool: psycopg_pool.ConnectionPool[Any]
     _error: type[Exception]
     _pool_timeout: type[Exception]
+    _psycopg: Any
+    #: Held by the thread whose transaction holds (or waits for) the database's writer lock.
+    _writers: threading.Lock
 
     @property
     def location(self) -> str:
@@ -95,13 +102,33 @@ class PostgresConnection(SqlBackend):
             with self._mapped("transaction"), outer.transaction():
                 yield
             return
-        with self._mapped("transaction"), self._pool.connection() as conn, conn.transaction():
-            writer_lock(conn)
-            self._local.tx = conn
-            try:
-                yield
-            finally:
-                self._local.tx = None
+        deadline = time.monotonic() + self.timeout_s
+        if not self._writers.acquire(timeout=self.timeout_s):
+            raise self._writer_lock_timeout()
+        try:
+            with (
+                self._mapped("transaction"),
+                self._pool.connection(timeout=_left(deadline)) as conn,
+                conn.transaction(),
+            ):
+                try:
+                    writer_lock(conn, wait_s=_left(deadline))
+                except self._psycopg.errors.LockNotAvailable as err:
+                    raise self._writer_lock_timeout() from err
+                self._local.tx = conn
+                try:
+                    yield
+                finally:
+                    self._local.tx = None
+        finally:
+            self._writers.release()
+
+    def _writer_lock_timeout(self) -> StorageError:
+        return StorageError(
+            f"{self.location}: a write waited {self.timeout_s:g} s for the notebook's writer "
+            "lock, which another write (of this process or another) holds: nothing was "
+            "changed; retry shortly"
+        )
 
     @contextmanager
     def _connection(self, snapshot: bool = False) -> Iterator[psycopg.Connection[Any]]:
@@ -168,9 +195,20 @@ def one(conn: psycopg.Connection[Any], statement: str, params: Sequence[Any] = (
     return row[0]
 
 
-def writer_lock(conn: psycopg.Connection[Any], schema_name: str | None = None) -> None:
+def _left(deadline: float) -> float:
+    """The seconds until ``deadline`` (a ``time.monotonic()`` reading), at least a millisecond."""
+    return max(0.001, deadline - time.monotonic())
+
+
+def writer_lock(
+    conn: psycopg.Connection[Any], schema_name: str | None = None, wait_s: float | None = None
+) -> None:
     """Wait for the writer lock of the notebook in ``schema_name`` (by default the
-    connection's schema); it is released when the transaction ends."""
+    connection's schema); it is released when the transaction ends. With ``wait_s``, the
+    transaction's ``lock_timeout`` is set to it first: a wait longer than that (for this
+    lock, or for any other of the transaction's) raises ``LockNotAvailable``."""
+    if wait_s is not None:
+        conn.execute(f"SET LOCAL lock_timeout = {max(1, int(wait_s * 1000))}")
     conn.execute(
         "SELECT pg_advisory_xact_lock(%s, hashtext(coalesce(%s, current_schema())))",
         (WRITER_LOCK, schema_name),
