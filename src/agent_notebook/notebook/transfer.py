@@ -225,13 +225,14 @@ class Transfer:
 
 
 def _check_imported(source: StorageBackend, limits: MomentLimits, moment: Moment) -> None:
-    """A moment of ``source`` held to this notebook's limits, named by its file in a YAML
-    folder (by its id in a database)."""
+    """A moment of ``source`` held to this notebook's limits, named by its file when it has
+    one (a YAML folder's), else by the source and its id."""
     from .drafts import check_imported
 
     where = f"{source.location}: moment {moment.id}"
-    if source.capabilities.name == "yaml":
-        where = f"{source.location}/sessions/{moment.session}/moments/{moment.id}.yaml"
+    file = Path(source.location) / "sessions" / moment.session / "moments" / f"{moment.id}.yaml"
+    if file.is_file():  # a YAML folder's
+        where = str(file)
     check_imported(moment, limits, where)
 
 
