@@ -127,7 +127,13 @@ def _utf8_text(value: str) -> str:
 def _utc(value: datetime) -> datetime:
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError("time has no timezone: give an aware time such as 2026-06-07T10:00:00Z")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-14:00 is past the last day once in UTC
+        raise ValueError(
+            f"time {value.isoformat()} is out of range once in UTC: give a time from "
+            "0001-01-01 to 9999-12-31 UTC"
+        ) from None
 
 
 def _finite_json(value: Any) -> Any:

@@ -115,11 +115,9 @@ def forget(
     if fmt is OutputFormat.JSON:
         emit(report, fmt)
     if not (report.moments or report.rollups or report.sections):
-        fail(
-            f"nothing in the notebook mentions {report.concept!r} (no moment, rollup or "
-            "session-notebook section): nothing to forget. Check the spelling with "
-            "'agent-notebook search'"
-        )
+        from ..notebook.checks import nothing_to_forget
+
+        fail(nothing_to_forget(report.concept))
     if fmt is OutputFormat.JSON:
         return
     after = "left" if report.words_only else "text"

@@ -150,6 +150,11 @@ class ChatSettings(BaseModel):
     kept_thread_pool: bool = False
 
 
+#: The longest TTL and sweep interval (``store:``): 100 years. A longer one would put an
+#: item's expiry past the last date Python can hold, failing every store write.
+MAX_TTL_MINUTES: Final = 100 * 365 * 24 * 60
+
+
 class StoreSettings(BaseModel):
     """How long the LangGraph store keeps an app's items (``store:`` in ``config.yaml``):
     LangGraph's TTL (``store.put(..., ttl=minutes)``), with a default for puts that give
@@ -161,12 +166,12 @@ class StoreSettings(BaseModel):
 
     #: Minutes an app's item lives after it was last written (or read, with
     #: ``refresh_on_read``) when its put gives no ``ttl``; null (the default): for ever.
-    default_ttl_minutes: float | None = Field(None, gt=0, allow_inf_nan=False)
+    default_ttl_minutes: float | None = Field(None, gt=0, le=MAX_TTL_MINUTES, allow_inf_nan=False)
     #: Whether a get or search restarts an item's TTL (a call's ``refresh_ttl`` wins); off
     #: by default: each read of an app's items would be a write, waiting on any writer.
     refresh_on_read: bool = False
     #: How often the sweeper of a long-lived process deletes expired items.
-    sweep_interval_minutes: int = Field(60, ge=1)
+    sweep_interval_minutes: int = Field(60, ge=1, le=MAX_TTL_MINUTES)
 
 
 class CompactionSettings(BaseModel):

@@ -141,6 +141,23 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def refuse_links(base: Path, name: str, what: str) -> Path:
+    """``base / name`` when neither it nor a folder between ``base`` and it is a symbolic
+    link (checked before anything is read); else :class:`InvalidInput`. An import reads
+    only the files inside the folder it was given: a link in it could make the notebook
+    read (or tell whether it holds) a file anywhere else."""
+    path = base
+    for part in Path(name).parts:
+        path = path / part
+        if path.is_symlink():
+            raise InvalidInput(
+                f"{what} {path} is a symbolic link: only the files inside {base} are read, "
+                "never what a link points to; replace the link with the file it names "
+                "(cp -L) and run this again; nothing was imported"
+            )
+    return path
+
+
 _held = threading.local()  # the lock files this thread holds, for re-entry
 
 
@@ -171,6 +188,36 @@ def exclusive_lock(path: Path, timeout_s: float = 30.0) -> Iterator[None]:
             held.discard(key)
     finally:
         os.close(fd)  # closing releases the lock
+
+
+@contextlib.contextmanager
+def shared_lock_if_present(path: Path, timeout_s: float = 30.0) -> Iterator[None]:
+    """Hold a shared ``flock`` on ``path`` if it exists (a reader of a folder it must not
+    write to: nothing is created), so the writers that take it exclusively wait; none when
+    it is missing (no writer ever used the folder) or this thread holds it already."""
+    held: set[str] = _held.__dict__.setdefault("paths", set())
+    if str(path) in held:
+        yield
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        yield
+        return
+    except OSError as err:
+        raise StorageError(
+            f"{path}: cannot be opened to read under its lock ({err.strerror})"
+        ) from None
+    try:
+        _flock(
+            fd,
+            fcntl.LOCK_SH,
+            timeout_s,
+            lambda: f"{path}: a writer has held this lock for {timeout_s:.0f}s; retry when done",
+        )
+        yield
+    finally:
+        os.close(fd)
 
 
 def _flock(fd: int, operation: int, timeout_s: float, busy: Callable[[], str]) -> None:

@@ -110,10 +110,53 @@ def dump_index(
 
 
 def load_data(text: str, path: Path) -> Any:
+    """The YAML document in ``text``; any failure is a :class:`CorruptFile` naming ``path``.
+
+    Aliases (``*name``) are refused before the document is built: the notebook never writes
+    them, and a few of them nested (an "alias bomb") make a small file expand beyond any
+    memory. So are numbers too long for Python's ``int`` and nesting too deep to build."""
     try:
-        return yaml.load(text, Loader=_Loader)
+        if "*" not in text:  # no alias possible: the common case, parsed in one go
+            return yaml.load(text, Loader=_Loader)
+        loader = _Loader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            _refuse_aliases(node, path)
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
     except yaml.YAMLError as err:
         raise CorruptFile(path, f"not valid YAML ({_one_line(err)})") from None
+    except ValueError as err:  # int() of a number over Python's 4,300-digit limit
+        reason = str(err).split(";")[0]
+        raise CorruptFile(path, f"holds a value that cannot be read ({reason})") from None
+    except RecursionError:
+        raise CorruptFile(path, "nested too deeply to read") from None
+
+
+def _refuse_aliases(root: yaml.Node, path: Path) -> None:
+    """Refuse a node graph in which a node is reached twice (an alias: the composer gives
+    it the anchored node itself), walking each node once."""
+    seen: set[int] = set()
+    stack: list[yaml.Node] = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            mark = node.start_mark
+            raise CorruptFile(
+                path,
+                f"uses a YAML alias (*name) to repeat the value anchored at line "
+                f"{mark.line + 1}: notebook files never hold aliases, so it is refused "
+                "(write the value out in full)",
+            )
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack.extend((key, value))
 
 
 _R = TypeVar("_R", bound=BaseModel)

@@ -11,7 +11,7 @@ from ..model import now_utc
 from .locomo import sessions_from_locomo
 from .messages import sessions_from_json, sessions_from_jsonl
 from .plan import FORMAT_HELP, FORMATS, Format, IngestPlan
-from .source import json_type, load_json, read_text
+from .source import json_type, load_json, read_lines, read_text
 
 _JSONL_SUFFIXES: Final = frozenset({".jsonl", ".ndjson"})
 _ALIASES: Final[dict[str, Format]] = {
@@ -41,13 +41,15 @@ def parse_file(
         default_time = now_utc()
     elif default_time.tzinfo is None or default_time.utcoffset() is None:
         raise InvalidInput("default_time has no timezone: give an aware time")
+    if chosen is None and file.suffix.lower() in _JSONL_SUFFIXES:
+        chosen = "messages-jsonl"
+    if chosen == "messages-jsonl":  # read a line at a time
+        return IngestPlan(
+            chosen, str(path), sessions_from_jsonl(file, read_lines(file), default_time)
+        )
     text = read_text(file)
     if not text.strip():
         raise MalformedFile(file, "no messages: the file is empty")
-    if chosen is None and file.suffix.lower() in _JSONL_SUFFIXES:
-        chosen = "messages-jsonl"
-    if chosen == "messages-jsonl":
-        return IngestPlan(chosen, str(path), sessions_from_jsonl(file, text, default_time))
     try:
         data = load_json(file, text)
     except MalformedFile as err:

@@ -7,7 +7,7 @@ absolute ``file://`` URI: ingesting the same file again adds only new messages).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -43,18 +43,27 @@ def sessions_from_json(
     return [_session(path, data, lambda i: line_of(text, [*prefix, i]), default_time)]
 
 
-def sessions_from_jsonl(path: Path, text: str, default_time: datetime) -> list[IngestSession]:
-    """One message object per line; blank lines are ignored."""
-    items: list[Any] = []
-    lines: list[int] = []
-    # Only "\n" ends a line: str.splitlines() would also split on U+2028 inside strings.
-    for number, raw in enumerate(text.split("\n"), start=1):
-        if raw.strip():
-            items.append(load_json(path, raw, number))
-            lines.append(number)
-    if not items:
-        raise MalformedFile(path, "no messages: the file has only blank lines")
-    return [_session(path, items, lambda i: lines[i], default_time)]
+def sessions_from_jsonl(
+    path: Path, lines: Iterable[tuple[int, str]], default_time: datetime
+) -> list[IngestSession]:
+    """One message object per line (``lines``: the non-blank ones with their numbers, read
+    one at a time); each is turned into a draft as it is read, so only the drafts are held."""
+    drafts: list[MomentDraft] = []
+    read = 0
+    previous = default_time
+    for index, (number, raw) in enumerate(lines):
+        try:
+            draft = _draft(load_json(path, raw, number), index, previous)
+        except MalformedItem as problem:
+            raise MalformedFile(path, f"message {index}: {problem}", number) from None
+        read += 1
+        assert draft.timestamp is not None
+        previous = draft.timestamp
+        if not draft.is_empty:
+            drafts.append(draft)
+    if not read:
+        raise MalformedFile(path, "no messages: the file is empty or has only blank lines")
+    return [_session_of(path, drafts)]
 
 
 def _session(
@@ -74,6 +83,10 @@ def _session(
         previous = draft.timestamp
         if not draft.is_empty:  # null content (a message that only calls tools): no text
             drafts.append(draft)
+    return _session_of(path, drafts)
+
+
+def _session_of(path: Path, drafts: list[MomentDraft]) -> IngestSession:
     if not drafts:
         raise MalformedFile(path, "no message has any text to record")
     assert drafts[0].timestamp is not None

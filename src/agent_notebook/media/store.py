@@ -184,10 +184,18 @@ class MediaStore:
                     path.parent.rmdir()
         return removed
 
-    def copy_from(self, other: MediaStore, stored: Iterable[str]) -> list[str]:
+    def copy_from(
+        self, other: MediaStore, stored: Iterable[str], *, links: bool = True
+    ) -> list[str]:
         """Copy each of ``stored`` from ``other`` (export, import), checking each against
-        the SHA-256 in its name first; return those that were new here."""
-        sources = [(name, other.verify(name)) for name in dict.fromkeys(stored)]  # all, first
+        the SHA-256 in its name first; return those that were new here. Without ``links``
+        (an import), a symbolic link anywhere in ``other``'s ``media/`` is refused before
+        any file is read."""
+        names = list(dict.fromkeys(stored))
+        if not links:
+            for name in names:
+                files.refuse_links(other.home, check_stored_name(name), "media file")
+        sources = [(name, other.verify(name)) for name in names]  # all, first
         new = []
         for name, source in sources:
             if (self.home / name).exists():

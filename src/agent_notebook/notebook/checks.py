@@ -12,7 +12,9 @@ __all__ = [
     "MAX_SEARCH_LIMIT",
     "aware",
     "check_query",
+    "check_who",
     "limit_of",
+    "nothing_to_forget",
     "offset_of",
     "optional_limit",
     "required",
@@ -23,6 +25,9 @@ MAX_SEARCH_LIMIT = 1000
 #: The longest query a search takes, in characters, on every front end (a longer one is
 #: refused: it would cost seconds and memory and find nothing a shorter one would not).
 MAX_QUERY_CHARS = 10_000
+#: The longest name of who made an audit entry (``who`` of a decision or an edit), on
+#: every front end.
+MAX_WHO_CHARS = 100
 
 
 def weak_match_hint(query: str, min_score: float, option: str = "min_score") -> str:
@@ -45,6 +50,27 @@ def aware(when: datetime, name: str) -> datetime:
     if when.tzinfo is None or when.utcoffset() is None:
         raise InvalidInput(f"{name}: {when} has no timezone; pass an aware datetime (UTC)")
     return when
+
+
+def check_who(who: str, what: str) -> str:
+    """``who`` if it is a name of 1 to :data:`MAX_WHO_CHARS` characters, not only blanks:
+    the one check of the audit log's ``who`` for the CLI, HTTP, MCP and the pages."""
+    if not who.strip() or len(who) > MAX_WHO_CHARS:
+        size = "empty" if not who.strip() else f"{len(who):,} characters"
+        raise InvalidInput(
+            f"{what}: who is {size}; give a name of 1 to {MAX_WHO_CHARS} characters "
+            "(nothing was changed)"
+        )
+    return who
+
+
+def nothing_to_forget(concept: str) -> str:
+    """What the CLI and the pages say when nothing mentions the concept asked to forget."""
+    return (
+        f"nothing in the notebook mentions {concept!r} (no moment, rollup or "
+        "session-notebook section): nothing to forget. Check the spelling with "
+        "'agent-notebook search'"
+    )
 
 
 def check_query(query: str, what: str) -> str:

@@ -9,7 +9,8 @@ record leaves no empty session behind.
 A draft is refused when it is not a :class:`MomentDraft` (unknown fields are named with the
 valid ones; ``image_path``/``audio_path`` are the media store's), when it holds nothing
 (no text but blanks, no file to attach, no action), or when its text is over
-``moments.max_text_bytes``.
+``moments.max_text_bytes``. :func:`check_imported` holds a moment imported from another
+notebook to the same limits (its text size, how deep its actions nest).
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from typing import Any
 from ..config import MomentLimits
 from ..core.validation import validate_record
 from ..errors import InvalidInput
-from ..model import MomentDraft
+from ..model import Moment, MomentDraft
 
-__all__ = ["check_drafts"]
+__all__ = ["check_drafts", "check_imported"]
 
 #: How deep an action's arguments or result may nest: deeper values fail to serialize
 #: (pydantic stops near 250 levels) or to parse back, and no tool call needs that many.
@@ -46,14 +47,27 @@ def check_drafts(
                 "give it a 'text', or attach an image or audio file"
             )
         _check_size(draft.text, limits.max_text_bytes, label)
-        for i, action in enumerate(draft.actions):
-            if _too_deep(action.arguments) or _too_deep(action.result):
-                raise InvalidInput(
-                    f"{label}: actions.{i}: its arguments or result nest deeper than "
-                    f"{MAX_JSON_DEPTH} levels; flatten them (or record them as text)"
-                )
+        _check_actions(draft, label)
         checked.append(draft)
     return checked
+
+
+def check_imported(moment: Moment, limits: MomentLimits, where: str) -> None:
+    """Refuse an imported ``moment`` that ``record`` would have refused: text over
+    ``moments.max_text_bytes`` (a rollup's is compaction's, not a recorded text: not
+    held to it), actions nested too deep. ``where`` names it (the file, the moment)."""
+    if moment.rollup is None:
+        _check_size(moment.content.text, limits.max_text_bytes, where, "imported")
+    _check_actions(moment, where)
+
+
+def _check_actions(item: MomentDraft | Moment, label: str) -> None:
+    for i, action in enumerate(item.actions):
+        if _too_deep(action.arguments) or _too_deep(action.result):
+            raise InvalidInput(
+                f"{label}: actions.{i}: its arguments or result nest deeper than "
+                f"{MAX_JSON_DEPTH} levels; flatten them (or record them as text)"
+            )
 
 
 def _too_deep(value: Any) -> bool:
@@ -71,16 +85,20 @@ def _too_deep(value: Any) -> bool:
     return True
 
 
-def _check_size(text: str, limit: int, label: str) -> None:
+def _check_size(text: str, limit: int, label: str, done: str = "recorded") -> None:
     if len(text) * _MAX_CHAR_BYTES <= limit:
         return
     size = len(text.encode("utf-8"))
     if size > limit:
+        split = (
+            "Split it into several moments (or ingest it as a conversation)"
+            if done == "recorded"
+            else "Split it into several moments in the source"
+        )
         raise InvalidInput(
             f"{label}: its text is {_readable(size)} ({size:,} bytes of UTF-8), over the limit "
             f"of {_readable(limit)} a moment (moments.max_text_bytes in config.yaml); nothing "
-            "was recorded. Split it into several moments (or ingest it as a conversation), "
-            "or raise the limit"
+            f"was {done}. {split}, or raise the limit"
         )
 
 

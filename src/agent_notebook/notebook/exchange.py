@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..compaction.archive import ColdArchive
+from ..core.files import refuse_links
 from ..errors import Conflict
 from ..model import (
     SESSION_ID_RE,
@@ -65,6 +66,8 @@ class Archives:
 
     source: ColdArchive
     target: ColdArchive
+    #: Whether a symbolic link among the source's files may be followed (not on import).
+    links: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,10 +134,13 @@ def copy_notebook(
     *,
     archives: Archives | None = None,
     chat: tuple[ChatState, ChatState] | None = None,
+    check: Callable[[Moment], None] | None = None,
 ) -> CopyReport:
     """Copy everything of ``source`` into ``target`` (see the module docstring);
-    ``chat`` is the (source, target) chat state to carry along."""
-    copier = _Copier(source, target, archives, chat)
+    ``chat`` is the (source, target) chat state to carry along; ``check`` is run on every
+    moment to copy, active or archived, before anything is written (an import checks them
+    against the target's limits: it raises to refuse the whole copy)."""
+    copier = _Copier(source, target, archives, chat, check)
     try:
         with target.atomic():
             copier.plan()
@@ -156,8 +162,10 @@ class _Copier:
         target: StorageBackend,
         archives: Archives | None,
         chat: tuple[ChatState, ChatState] | None,
+        check: Callable[[Moment], None] | None = None,
     ) -> None:
         self.source, self.target, self.archives = source, target, archives
+        self.check = check
         self.chat = chat or (ChatState(), ChatState())
         self.ids: dict[str, str] = {}  # every id that changes: sessions, moments, "thread:…"
         self.threads: dict[str, str] = {}  # source thread -> target thread
@@ -218,6 +226,8 @@ class _Copier:
                 if moment.session in self.present or by_id.get(moment.id) == moment:
                     self.skipped += 1
                     continue
+                if self.check is not None:
+                    self.check(moment)
                 clash = clash or moment.id in by_id
                 self.new_moments.append(moment.number)
         for entry in self.source.list_archived():
@@ -313,11 +323,15 @@ class _Copier:
             by_file.setdefault(entry.file, []).append(entry)
         placed: list[ArchiveEntry] = []
         for name, entries in sorted(by_file.items()):
+            if not self.archives.links:
+                refuse_links(self.archives.source.root, name, "archive file")
             records = self.archives.source.records_of(name)
             lines: list[bytes] = []
             renamed: list[Moment] = []
             for entry in entries:
                 moment = Moment.model_validate_json(records[entry.id])
+                if self.check is not None:
+                    self.check(moment)
                 renamed.append(new := rename_moment(moment, self.ids))
                 lines.append(records[entry.id] if new == moment else new.model_dump_json().encode())
             if all(line == records[e.id] for line, e in zip(lines, entries, strict=True)):

@@ -37,7 +37,7 @@ from ..model import (
     fact_link,
     now_utc,
 )
-from .checks import required
+from .checks import check_who, required
 from .subjects import ConflictPair, ConflictSide, SubjectView, conflict_ids, conflict_side, view_of
 
 if TYPE_CHECKING:
@@ -200,7 +200,7 @@ class OwnerFacts:
             )
         if what is not None:
             required(what, f"edit decision {decision_id}", "what was decided")
-        required(who, f"edit decision {decision_id}: who", "who corrects it")
+        check_who(who, f"edit decision {decision_id}")
 
         def append(s: Session) -> LoggedDecision:
             if number > len(s.decisions):
@@ -236,6 +236,7 @@ class OwnerFacts:
     ) -> PendingItem:
         """Reword an open pending item; the audit log notes the text it had."""
         required(what, f"edit pending {pending_id}", "what is open")
+        check_who(who, f"edit pending {pending_id}")
 
         def edit(s: Session) -> PendingItem:
             item = next((p for p in s.pending if p.id == pending_id), None)
@@ -311,6 +312,7 @@ class OwnerFacts:
         a_id, b_id = a, b
         check_moment_id(a_id)
         check_moment_id(b_id)
+        check_who(who, f"resolve conflict {a_id} vs {b_id}")
         if dismiss == (keep is not None):
             raise InvalidInput(
                 f"resolve conflict {a_id} vs {b_id}: give keep (the side that holds, m_N) "

@@ -29,7 +29,7 @@ from ..model import (
 )
 from ..storage import StorageBackend
 from ..storage.base import Activity
-from .checks import aware, offset_of, optional_limit, required
+from .checks import aware, check_who, offset_of, optional_limit, required
 from .etags import check_if_match, etag_of
 
 if TYPE_CHECKING:
@@ -210,6 +210,11 @@ class Sessions:
     # -- the audit log, pending threads, escalations, links ----------------------------------
 
     def decide(self, session_id: str, what: str, why: str = "", who: str = "owner") -> Decision:
+        check_who(who, "decision")
+        return self._log(session_id, what, why, who)
+
+    def _log(self, session_id: str, what: str, why: str, who: str) -> Decision:
+        """Append a decision; ``who`` checked by the caller (a guest's is ``guest:NAME``)."""
         required(what, "decision", "what was decided")
         decision = validate_record(
             Decision, {"when": now_utc(), "what": what, "why": why, "who": who}, "decision"
@@ -318,15 +323,15 @@ class Sessions:
         required(text, "write_back", "the decision, the open item or the outcome, as text")
         with self.backend.atomic():
             if kind == "decision":
-                return self.decide(session_id, text, why, who=who)
+                return self._log(session_id, text, why, who)
             if kind == "pending":
                 item = self.open_pending(session_id, text)
-                return self.decide(session_id, f"opened pending {item.id}: {text}", why, who=who)
+                return self._log(session_id, f"opened pending {item.id}: {text}", why, who)
             if kind == "escalation_outcome":
                 if escalation_id is None:
                     raise InvalidInput("write_back: an escalation outcome needs escalation_id")
                 self.resolve_escalation(session_id, escalation_id, text)
-                return self.decide(session_id, f"outcome of {escalation_id}: {text}", why, who=who)
+                return self._log(session_id, f"outcome of {escalation_id}: {text}", why, who)
         raise InvalidInput(
             f"write_back: kind {kind!r} is not decision, pending or escalation_outcome"
         )

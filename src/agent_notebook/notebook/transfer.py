@@ -5,6 +5,7 @@ are kept), each with the media files, the cold archive and the chat state alongs
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -12,8 +13,10 @@ from ..compaction import ARCHIVE_DIR, ColdArchive
 from ..storage import StorageBackend
 
 if TYPE_CHECKING:
+    from ..config import MomentLimits
     from ..langgraph.stores import Closeable
     from ..media.store import MediaStore
+    from ..model import Moment
     from .archive import Archive
     from .checkpoints import ImportProgress, ThreadImport
     from .context import NotebookContext
@@ -136,10 +139,10 @@ class Transfer:
         if media_from is not None:
             from ..media.store import MediaStore
 
-            copied = _copy_media(source, MediaStore(media_from), context.media_store())
+            copied = _copy_media(source, MediaStore(media_from), context.media_store(), links=False)
             if context.archive_dir is not None and source.count_archived():
                 archives = Archives(
-                    ColdArchive(media_from / ARCHIVE_DIR), self.archive.cold_archive()
+                    ColdArchive(media_from / ARCHIVE_DIR), self.archive.cold_archive(), links=False
                 )
         store, saver, conns = open_existing(source, source.cipher)
         try:
@@ -149,7 +152,12 @@ class Transfer:
                 chat.checkpointer if saver is not None else None,
             )
             report = copy_notebook(
-                source, context.backend, progress, archives=archives, chat=(theirs, mine)
+                source,
+                context.backend,
+                progress,
+                archives=archives,
+                chat=(theirs, mine),
+                check=partial(_check_imported, source, context.config.moments),
             )
         except BaseException:
             if copied:
@@ -183,7 +191,7 @@ class Transfer:
         from ..storage import open_backend
         from .exchange import media_home
 
-        backend = open_backend(source)
+        backend = open_backend(source, read_only=True)  # no lock file left in the source
         try:
             if sized is not None:
                 sized(backend.count_moments())
@@ -216,10 +224,25 @@ class Transfer:
         )
 
 
-def _copy_media(moments_of: StorageBackend, source: MediaStore, target: MediaStore) -> list[str]:
+def _check_imported(source: StorageBackend, limits: MomentLimits, moment: Moment) -> None:
+    """A moment of ``source`` held to this notebook's limits, named by its file when it has
+    one (a YAML folder's), else by the source and its id."""
+    from .drafts import check_imported
+
+    where = f"{source.location}: moment {moment.id}"
+    file = Path(source.location) / "sessions" / moment.session / "moments" / f"{moment.id}.yaml"
+    if file.is_file():  # a YAML folder's
+        where = str(file)
+    check_imported(moment, limits, where)
+
+
+def _copy_media(
+    moments_of: StorageBackend, source: MediaStore, target: MediaStore, *, links: bool = True
+) -> list[str]:
     """Copy the media files the moments of ``moments_of`` refer to from ``source`` to
-    ``target`` (each checked against its SHA-256); returns the files new to ``target``."""
+    ``target`` (each checked against its SHA-256); returns the files new to ``target``.
+    Without ``links`` (an import), a symbolic link in ``source`` is refused."""
     from ..media.store import media_paths_of
 
     wanted = media_paths_of(moments_of.iter_moments())
-    return target.copy_from(source, sorted(wanted)) if wanted else []
+    return target.copy_from(source, sorted(wanted), links=links) if wanted else []

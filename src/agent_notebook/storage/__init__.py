@@ -53,14 +53,17 @@ def open_backend(
     *,
     sqlite_synchronous: Synchronous = "FULL",
     cipher: Cipher | None = None,
+    read_only: bool = False,
 ) -> StorageBackend:
     """``cipher`` (encryption at rest) seals what the SQLite, YAML and PostgreSQL backends
-    store."""
+    store; ``read_only`` (an import's source) keeps a YAML folder free of lock files and
+    writes."""
     text = str(location)
     kind = kind_of(text)
     if kind is None:
         raise InvalidInput(unknown_location(text))
-    return kind.open(text, OpenOptions(sqlite_synchronous=sqlite_synchronous, cipher=cipher))
+    options = OpenOptions(sqlite_synchronous=sqlite_synchronous, cipher=cipher, read_only=read_only)
+    return kind.open(text, options)
 
 
 def is_postgres_url(location: str | Path) -> bool:

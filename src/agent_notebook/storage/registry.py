@@ -38,6 +38,8 @@ class OpenOptions:
 
     sqlite_synchronous: Synchronous = "FULL"
     cipher: Cipher | None = None
+    #: Only read (the source of an import): a YAML folder gets no lock file nor any write.
+    read_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,9 +111,8 @@ def _yaml_class() -> type[StorageBackend]:
 def _open_yaml(text: str, options: OpenOptions) -> StorageBackend:
     from .yamldir import YamlDirBackend
 
-    if text.startswith("yaml://"):
-        return YamlDirBackend(text.removeprefix("yaml://"), cipher=options.cipher)
-    return YamlDirBackend(Path(text).expanduser(), cipher=options.cipher)
+    root = text.removeprefix("yaml://") if text.startswith("yaml://") else Path(text).expanduser()
+    return YamlDirBackend(root, cipher=options.cipher, read_only=options.read_only)
 
 
 def _is_yaml_dir(path: Path) -> bool:

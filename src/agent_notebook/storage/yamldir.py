@@ -23,6 +23,11 @@ load or write, and opening removes the temp files of interrupted writes. A ``.lo
 (``flock``) admits one writing process at a time; a process reloads its cache, under that
 lock (so it never sees a transaction in part), when another one has changed ``index.yaml``.
 
+Opened ``read_only`` (the source of an import), it writes nothing into the folder: no
+``.lock`` file, no settling of a journal (a folder holding one is refused: open it as a
+notebook once to settle it), no removal of temp files; it reads under a shared lock on the
+``.lock`` file when there is one, and refuses every write.
+
 Every commit rewrites ``index.yaml`` whole, so a write costs time in proportion to the
 number of concepts: this backend is for notebooks a person reads and diffs, SQLite is for
 volume.
@@ -47,11 +52,12 @@ from ..core.files import (
     ensure_private_file,
     exclusive_lock,
     remove_temp_files,
+    shared_lock_if_present,
     write_atomic,
 )
 from ..core.validation import describe_validation_error
-from ..errors import CorruptFile
-from ..model import SCHEMA_VERSION, ArchiveEntry, Moment, Session
+from ..errors import CorruptFile, StorageError
+from ..model import MAX_ID_NUMBER, SCHEMA_VERSION, ArchiveEntry, Moment, Session
 from .base import Capabilities
 from .journal import JOURNAL_FILE, FileBatch, recover
 from .staged import NotebookState, StagedBackend, StagedChanges
@@ -79,14 +85,24 @@ class YamlDirBackend(StagedBackend):
         encrypts_at_rest=True,
     )
 
-    def __init__(self, root: Path | str, *, cipher: Cipher | None = None) -> None:
+    def __init__(
+        self, root: Path | str, *, cipher: Cipher | None = None, read_only: bool = False
+    ) -> None:
         super().__init__()
         self.root = Path(root)
         self.cipher = cipher  # encryption at rest: every file is sealed whole, same names
-        ensure_private_dir(self.root / "sessions")
-        self._lock_path = ensure_private_file(self.root / LOCK_FILE)
+        self.read_only = read_only
         self._signature: _Signature | None = None
         self._revision = 0
+        if read_only:
+            self._lock_path = self.root / LOCK_FILE
+            if not self.root.is_dir():
+                raise CorruptFile(self.root, "is not a folder holding a YAML notebook")
+            with self._lock:
+                self._refresh()
+            return
+        ensure_private_dir(self.root / "sessions")
+        self._lock_path = ensure_private_file(self.root / LOCK_FILE)
         with self._lock, self._writer_lock():
             self._refresh()  # settles the journal of a batch a crash cut short
             self._remove_temp_files()
@@ -109,7 +125,14 @@ class YamlDirBackend(StagedBackend):
     # -- hooks ------------------------------------------------------------------------------
 
     def _writer_lock(self) -> AbstractContextManager[None]:
+        if self.read_only:
+            return shared_lock_if_present(self._lock_path, LOCK_TIMEOUT_S)
         return exclusive_lock(self._lock_path, LOCK_TIMEOUT_S)
+
+    def _write(self) -> StagedChanges:
+        if self.read_only:
+            raise StorageError(f"{self.root} is opened read-only (the source of an import)")
+        return super()._write()
 
     def _index_signature(self) -> _Signature | None:
         """What identifies the committed state: the file's identity plus the revision in its
@@ -131,14 +154,26 @@ class YamlDirBackend(StagedBackend):
         # Loading while another process writes a batch could see part of it: load under the
         # writers' lock, once the journal of a batch a crash cut short is settled.
         with self._writer_lock():
-            if recover(self.root):  # a crashed batch: its cut-short temp files go too
-                self._remove_temp_files()
-            else:  # a crash while the journal itself was written leaves only its temp file
-                remove_temp_files(self.root, {JOURNAL_FILE})
+            if self.read_only and journal.exists():
+                raise CorruptFile(
+                    journal,
+                    "a write to this notebook was cut short and is not settled yet; open it "
+                    "as a notebook once (agent-notebook stats --home DIR) to settle it, then "
+                    "import it again",
+                )
+            if not self.read_only:
+                self._settle()
             signature = self._index_signature()
             if signature is None or signature != self._signature:
                 self._state = self._load()
                 self._signature = signature
+
+    def _settle(self) -> None:
+        """Settle a journal a crash left (with the writers' lock held)."""
+        if recover(self.root):  # a crashed batch: its cut-short temp files go too
+            self._remove_temp_files()
+        else:  # a crash while the journal itself was written leaves only its temp file
+            remove_temp_files(self.root, {JOURNAL_FILE})
 
     def _invalidate(self) -> None:
         self._signature = None
@@ -148,12 +183,10 @@ class YamlDirBackend(StagedBackend):
         index_path = self.root / INDEX_FILE
         if index_path.exists():
             index = yamlcodec.load_data(yamlcodec.read_text(index_path, self.cipher), index_path)
-            if not isinstance(index, dict) or not isinstance(index.get("counters", {}), dict):
-                raise CorruptFile(index_path, "expected a mapping with 'counters'")
-            self._revision = int(index.get("revision", 0))
-            state.counters.update({str(k): int(v) for k, v in index["counters"].items()})
+            self._revision, counters = _read_index(index, index_path)
+            state.counters.update(counters)
         sessions_dir = self.root / "sessions"
-        for entry in sorted(sessions_dir.iterdir()):
+        for entry in sorted(sessions_dir.iterdir()) if sessions_dir.is_dir() else []:
             if entry.name.startswith("."):
                 continue  # temp files of an interrupted write
             if entry.is_file() and entry.suffix == ".yaml":
@@ -252,8 +285,8 @@ class YamlDirBackend(StagedBackend):
         """Rewrite every file not sealed with the cipher's key (a key rotation; plain files
         are sealed too), one atomic file at a time: a kill leaves each file under the old
         key or the new one, and running this again finishes. Returns the files rewritten."""
-        if self.cipher is None:
-            raise CorruptFile(self.root, "reseal needs a cipher")
+        if self.cipher is None or self.read_only:
+            raise CorruptFile(self.root, "reseal needs a cipher and a notebook open to write")
         done = 0
         with self._lock, self._writer_lock():
             self._refresh()  # a batch cut short is settled first, under the key it was in
@@ -280,6 +313,8 @@ class YamlDirBackend(StagedBackend):
         return yamlcodec.dump_index(SCHEMA_VERSION, self._revision, self._state.counters, concepts)
 
     def purge(self) -> None:
+        if self.read_only:
+            raise StorageError(f"{self.root} is opened read-only (the source of an import)")
         # Every record file is rewritten whole (temp file, rename) when it changes; what may
         # be left is the temp file of a write a crash interrupted. The lock keeps out writers.
         with self.atomic():
@@ -300,6 +335,26 @@ class YamlDirBackend(StagedBackend):
         with self._lock:
             self._state = NotebookState()
             self._signature = None
+
+
+def _read_index(index: object, path: Path) -> tuple[int, dict[str, int]]:
+    """``index.yaml``'s revision and counters, each a whole number from 0 to
+    :data:`MAX_ID_NUMBER` (a larger one could not be stored by any backend)."""
+    if not isinstance(index, dict) or not isinstance(index.get("counters"), dict):
+        raise CorruptFile(
+            path,
+            "expected a mapping with a 'counters' mapping (the numbers ids are taken from, "
+            "as 'agent-notebook export' writes them: 'counters: {}' when there are none)",
+        )
+    revision = index.get("revision", 0)
+    numbers = {"revision": revision, **{f"counters.{k}": v for k, v in index["counters"].items()}}
+    for name, value in numbers.items():
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ID_NUMBER:
+            shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:40]}…"
+            raise CorruptFile(
+                path, f"{name} is {shown}: expected a whole number from 0 to {MAX_ID_NUMBER}"
+            )
+    return revision, {str(k): v for k, v in index["counters"].items()}
 
 
 def _read_archived(path: Path, cipher: Cipher | None = None) -> list[ArchiveEntry]:

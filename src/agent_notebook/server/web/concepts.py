@@ -9,6 +9,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse
 
+from ...errors import NotFound
+from ...notebook.checks import nothing_to_forget
 from .common import PAGE, Checked, Nb, Offset, Pager, paged
 from .render import page
 
@@ -49,4 +51,6 @@ def forget(
     """Without ``confirm=yes`` a dry run: the page lists what would go and asks again."""
     done = confirm == "yes"
     report = nb.forget(name, reason, who="owner", dry_run=not done)
+    if not (report.moments or report.rollups or report.sections):  # as the CLI: exit 1
+        raise NotFound(nothing_to_forget(report.concept))
     return page(request, "forget.html", name=name, report=report, reason=reason, done=done)

@@ -14,11 +14,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from ..auth import ACCESS_KEY, COOKIE, VIA_COOKIE_KEY, Access, Tenants, cookie_token
 from ..errors import Forbidden
-from .csrf import same_origin
+from .csrf import csrf_checked, same_origin
 from .render import bare
 
 router = APIRouter(include_in_schema=False)
@@ -64,13 +65,15 @@ def signin(
 
 
 @router.post("/signout")
-def signout(request: Request) -> Response:
+async def signout(request: Request) -> Response:
     """End the cookie's session on the server and forget the cookie (the token itself stays
-    valid: revoke a guest's on Housekeeping)."""
+    valid: revoke a guest's on Housekeeping). A signed-in cookie must come with the page's
+    CSRF token, like every form that changes something: another site cannot sign you out."""
     session = cookie_token(request.scope)
     access: Access | None = request.scope.get(ACCESS_KEY)
     if session is not None and access is not None and request.scope.get(VIA_COOKIE_KEY):
-        access.tenant.tokens.sessions.close(session)
+        await csrf_checked(request)  # Forbidden (403), the session kept, when it is missing
+        await run_in_threadpool(access.tenant.tokens.sessions.close, session)
     response = RedirectResponse("/signin", status_code=303)
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     return response
