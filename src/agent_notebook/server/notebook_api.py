@@ -39,7 +39,7 @@ from ..search.request import Mode
 from ..search.slice import MAX_SLICE_TOKENS, Slice
 from .auth import access_of
 from .deps import IfMatch, Limit, Offset, Page, etag_of, notebook, page, set_etag
-from .errors import Forbidden
+from .errors import Forbidden, documented_errors
 
 router = APIRouter(prefix="/api")
 Nb = Annotated[Notebook, Depends(notebook)]
@@ -404,7 +404,12 @@ def resolve_escalation(
     return item
 
 
-@router.post("/sessions/{session_id}/write-back", status_code=201, tags=["guests"])
+@router.post(
+    "/sessions/{session_id}/write-back",
+    status_code=201,
+    tags=["guests"],
+    responses=documented_errors(413, 429),
+)
 def write_back(
     session_id: str,
     body: WriteBack,
@@ -415,7 +420,8 @@ def write_back(
 ) -> Decision:
     """A guest agent's one write: a decision, a pending item or an escalation's outcome,
     entered in the audit log under ``guest:<name>``; with a guest token, ``guest`` must be
-    that token's name."""
+    that token's name. A guest's write-backs are capped (``guests:`` in config.yaml): 413
+    past a size cap, 429 past a count cap, each naming the cap and its value."""
     access = access_of(request)
     if access.is_guest and body.guest != access.grant.name:
         raise Forbidden(
