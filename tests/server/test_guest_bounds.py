@@ -4,6 +4,7 @@ cap and its value) with the owner's notebook bounded, measured by its records.""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -147,3 +148,126 @@ def test_the_counts_are_two_counters_a_guest(served: Served) -> None:
         names = [k for k in nb.backend.counters() if k.startswith("write-back")]
     assert not any(name.endswith(":idle") for name in names)
     assert len(names) <= 2 * 3, names
+
+
+# -- a guest token's scope ------------------------------------------------------------------
+
+
+class Scoped:
+    """Moments in two sessions, a scoped guest token and the ids of what it may read."""
+
+    def __init__(self, served: Served) -> None:
+        with served.server.client() as api:
+            self.inside = new_session(api, "Heron watch at the lake")
+            self.outside = new_session(api, "Heron secrets of the owner")
+            for sid, words in [(self.inside, "lake"), (self.outside, "vault")]:
+                for n in range(3):
+                    body = {
+                        "text": f"Heron sighting {n} near the {words}",
+                        "timestamp": f"2026-05-0{n + 1}T10:00:00Z",
+                        "concepts": ["heron", words, f"day{n}"],
+                    }
+                    made = api.post(f"/api/sessions/{sid}/moments", json=body)
+                    assert made.status_code == 201, made.text
+            api.post(f"/api/sessions/{self.outside}/pending", json={"what": "Heron vault code"})
+            self.ids = {
+                sid: [m["id"] for m in api.get(f"/api/sessions/{sid}/moments").json()["items"]]
+                for sid in (self.inside, self.outside)
+            }
+        self.token = make_guest(
+            served.home,
+            "scoped",
+            "--session",
+            self.inside,
+            "--concept",
+            "day1",
+            "--concept",
+            "day2",
+            "--since",
+            "2026-05-02T00:00:00Z",
+            "--max-budget",
+            "300",
+        )
+        self.allowed = set(self.ids[self.inside][1:])  # day1 and day2, in the window
+
+    def moments_in(self, text: str) -> set[str]:
+        everything = {m for ids in self.ids.values() for m in ids}
+        return {m for m in everything if f"moment:{m}" in text}
+
+
+@pytest.fixture(scope="module")
+def scoped(served: Served) -> Scoped:
+    return Scoped(served)
+
+
+def test_a_scoped_token_reads_nothing_outside_its_scope_over_http(
+    served: Served, scoped: Scoped
+) -> None:
+    with served.server.client() as owner:  # the owner's slice reads both sessions
+        whole = owner.get("/api/slice", params={"q": "heron sighting", "budget": 4000}).json()
+    assert scoped.moments_in(whole["rendered"]) == {m for ids in scoped.ids.values() for m in ids}
+    with served.server.client(scoped.token) as api:
+        got = api.get("/api/slice", params={"q": "heron sighting code", "budget": 100_000})
+        assert got.status_code == 200, got.text
+        body = got.json()
+        assert scoped.moments_in(body["rendered"]) == scoped.allowed
+        assert (
+            "the vault" not in body["rendered"]
+            and "vault code" not in body["rendered"]
+            and scoped.outside not in body["rendered"]
+        )
+        assert body["slice"]["budget_tokens"] == 300
+        elsewhere = api.get("/api/slice", params={"q": "heron", "session": scoped.outside})
+        assert_error(elsewhere, 403, "outside this guest token's scope")
+
+
+def test_a_scoped_token_reads_nothing_outside_its_scope_over_mcp(
+    served: Served, scoped: Scoped
+) -> None:
+    async def work(session: ClientSession) -> list[str]:
+        wide = await session.call_tool("slice", {"query": "heron sighting code"})
+        other = await session.call_tool("slice", {"query": "heron", "session_id": scoped.outside})
+        return [text_of(wide), text_of(other) if other.isError else "answered"]
+
+    wide, other = served.guest_mcp(scoped.token, work)
+    assert (
+        scoped.moments_in(wide) == scoped.allowed
+        and "the vault" not in wide
+        and "vault code" not in wide
+    )
+    assert "outside this guest token's scope" in other
+
+
+def test_a_scoped_token_reads_nothing_outside_its_scope_on_the_web_page(
+    served: Served, scoped: Scoped
+) -> None:
+    with signed_in(served.server, scoped.token) as page:
+        shown = page.get("/slice", params={"q": "heron sighting code", "budget": 4000})
+    assert shown.status_code == 200, shown.text
+    assert scoped.moments_in(shown.text) == scoped.allowed and "the vault" not in shown.text
+
+
+def test_the_owner_sees_each_tokens_scope_on_the_token_lists(
+    served: Served, scoped: Scoped
+) -> None:
+    make_guest(served.home, "plain")
+    listed = cli(served.home, "token", "list", "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["name"]: row for row in json.loads(listed.stdout)}
+    wanted = (
+        f"sessions {scoped.inside}; concepts day1, day2; since 2026-05-02T00:00:00+00:00; "
+        "budget 300"
+    )
+    assert rows["scoped"]["scope"] == wanted and rows["plain"]["scope"] == "everything"
+    with signed_in(served.server, served.server.token) as owner:
+        page = owner.get("/housekeeping")
+    assert wanted in page.text
+
+
+def test_a_bad_scope_is_refused_and_nothing_is_created(served: Served) -> None:
+    made = cli(served.home, "token", "create", "--guest", "bad", "--session", "../etc")
+    assert made.returncode != 0 and "sessions" in made.stderr and not made.stdout
+    late = ["--since", "2026-06-01T00:00:00Z", "--until", "2026-05-01T00:00:00Z"]
+    made = cli(served.home, "token", "create", "--guest", "bad", *late)
+    assert made.returncode != 0 and "after until" in made.stderr
+    assert "bad" not in cli(served.home, "token", "list").stdout

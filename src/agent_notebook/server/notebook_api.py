@@ -538,14 +538,17 @@ def search(
 @router.get("/slice", tags=["search"])
 def slice_(
     nb: Nb,
+    request: Request,
     q: Annotated[str, Query(description=f"What the guest needs to know ({_CAP}).")],
     budget: Annotated[int, Query(ge=1, le=MAX_SLICE_TOKENS)] = 4000,
     audience: Annotated[str, Query(min_length=1, max_length=100)] = "guest",
     session: str | None = None,
     format: Literal["markdown", "yaml"] = "markdown",
 ) -> SliceResponse:
-    """A read-only, provenance-tagged slice of the notebook within a token budget."""
-    found = nb.slice(q, budget, audience=audience, session=session, fmt=format)
+    """A read-only, provenance-tagged slice of the notebook within a token budget; a guest
+    token's within its scope (sessions, concepts, a time window, a budget per call)."""
+    scope = access_of(request).grant.scope
+    found = nb.slice(q, budget, audience=audience, session=session, fmt=format, scope=scope)
     return SliceResponse(slice=found, rendered=found.render())
 
 
