@@ -18,6 +18,9 @@ callers catch one root and front ends turn it into a message, an exit code or an
     │   └── VectorChangesPruned  vector changes asked after a position the log no longer keeps
     ├── Conflict                 an id that exists already with other content (HTTP 409)
     ├── Forbidden                a valid token that may not do this, a guest off its routes (403)
+    ├── OverLimit                a guest's write-back past one of its caps (``guests:``)
+    │   ├── TooLarge             a size cap: one text, or a guest's total bytes (HTTP 413)
+    │   └── RateLimited          a count cap: per session, per hour (HTTP 429)
     ├── StorageError             the backend failed (disk, database, lock)  (HTTP 503)
     │   ├── CorruptFile          a stored file that no longer parses; names the file
     │   └── SealedBlobError      a sealed blob that does not open with its key (altered, moved)
@@ -53,9 +56,12 @@ __all__ = [
     "ModelNotConfigured",
     "NotFound",
     "NotebookError",
+    "OverLimit",
+    "RateLimited",
     "SealedBlobError",
     "StorageError",
     "SummaryFailed",
+    "TooLarge",
     "UpdateFailed",
     "VectorChangesPruned",
     "WrongKey",
@@ -146,6 +152,26 @@ class Conflict(NotebookError):
 
 class Forbidden(NotebookError):
     """The token is valid but may not do this (a guest off its routes): HTTP 403."""
+
+
+class OverLimit(NotebookError):
+    """A guest's write-back past one of its caps: ``cap`` names the setting (under
+    ``guests:`` in ``config.yaml``), ``limit`` is its value; nothing was written.
+    ``retry_after_s``: when a retry may pass (an hourly cap), else None."""
+
+    def __init__(
+        self, message: str, *, cap: str, limit: int, retry_after_s: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.cap, self.limit, self.retry_after_s = cap, limit, retry_after_s
+
+
+class TooLarge(OverLimit):
+    """A size cap: one write-back's text, or the bytes a guest may write in all (HTTP 413)."""
+
+
+class RateLimited(OverLimit):
+    """A count cap: write-backs per session, or per guest and hour (HTTP 429)."""
 
 
 class StorageError(NotebookError):

@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
 from .. import config as cfg
-from ..errors import NotFound
+from ..core.validation import describe_validation_error
+from ..errors import InvalidInput, NotFound
+from ..privacy.guest_scope import GuestScope
 from ..privacy.tokens import open_tokens, owner_token_path
 from .common import FormatOption, HomeOption, OutputFormat, emit, reporting_errors, stderr, when
 from .serve import BackendOption
@@ -31,6 +34,7 @@ TOKEN_COLUMNS = [
     ("role", lambda t: t.role),
     ("created", lambda t: when(t.created)),
     ("kept in", lambda t: t.where),
+    ("may read", lambda t: t.scope or ("everything" if t.role == "owner" else "")),
 ]
 
 
@@ -46,23 +50,68 @@ def create(
     guest: Annotated[
         str, typer.Option("--guest", help="The guest's name (letters, digits, '.', '_', '-').")
     ],
+    session: Annotated[
+        list[str] | None,
+        typer.Option("--session", help="Only this session (repeat for more)."),
+    ] = None,
+    concept: Annotated[
+        list[str] | None,
+        typer.Option("--concept", help="Only moments holding this concept (repeat for more)."),
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only what was said at or after this time (ISO 8601).")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="Only what was said at or before this time (ISO 8601).")
+    ] = None,
+    max_budget: Annotated[
+        int | None, typer.Option(help="The most tokens one slice may hold (a larger ask is cut).")
+    ] = None,
     home: HomeOption = None,
     backend: BackendOption = None,
 ) -> None:
     """Create a guest token: it may read slices (GET /api/slice), write back (POST
     /api/sessions/{id}/write-back) and use the guest MCP tools at /mcp-guest/. The token is
-    printed once, on stdout; only its hash is kept.
+    printed once, on stdout; only its hash is kept. --session, --concept, --since, --until
+    and --max-budget set its scope: its slices hold nothing outside them.
 
-    Example: agent-notebook token create --guest planner
+    Example: agent-notebook token create --guest planner --session s_2026-05-20_001 --max-budget 2000
     """
-    with reporting_errors(), open_tokens(_home(home), backend) as store:
-        token = store.create_guest(guest)
+    with reporting_errors():
+        scope = scope_of(session or [], concept or [], since, until, max_budget)
+        with open_tokens(_home(home), backend) as store:
+            token = store.create_guest(guest, scope)
     stderr.print(
         f"guest token {guest!r} created; it is shown only now: give it to the guest agent "
         f"(revoke it with 'agent-notebook token revoke {guest}')",
         highlight=False,
     )
     sys.stdout.write(token + "\n")
+
+
+def scope_of(
+    sessions: list[str],
+    concepts: list[str],
+    since: str | None,
+    until: str | None,
+    max_budget: int | None,
+) -> GuestScope | None:
+    """The scope the options give (None when they give none), checked."""
+    if not (sessions or concepts or since or until or max_budget is not None):
+        return None
+    fields = {
+        "sessions": sessions,
+        "concepts": concepts,
+        "since": since,
+        "until": until,
+        "max_budget_tokens": max_budget,
+    }
+    try:
+        return GuestScope.model_validate(fields)
+    except ValidationError as err:
+        raise InvalidInput(
+            f"token create: {describe_validation_error(err, GuestScope)}; nothing was created"
+        ) from None
 
 
 @app.command("list")

@@ -12,6 +12,7 @@ session_notebook    ``budgets=``              —                      seed 000'
 chat.model          ``--model`` / ``model=``  AGENT_NOTEBOOK_MODEL   none (an error says so)
 search.embedder     ``embedder=``             AGENT_NOTEBOOK_EMBEDDER ``default`` (MiniLM)
 moments             —                         —                      1 MiB of text a moment
+guests              —                         —                      a guest's write-back caps
 ==================  ========================  =====================  ======================
 
 ``backend`` is ``sqlite`` (``<home>/notebook.db``), ``yaml`` (the seed's YAML layout inside
@@ -52,6 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ..core import files, yamlcodec
 from ..core.validation import describe_validation_error
 from ..errors import InvalidInput
+from .guests import GuestLimits as GuestLimits
 from .search import FLAT_SEARCH_KEYS as FLAT_SEARCH_KEYS
 from .search import CoverageSettings as CoverageSettings
 from .search import DialogueSettings as DialogueSettings
@@ -301,6 +303,7 @@ class NotebookConfig(BaseModel):
     moments: MomentLimits = Field(default_factory=MomentLimits)
     facts: FactSettings = Field(default_factory=FactSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    guests: GuestLimits = Field(default_factory=GuestLimits)
 
 
 # -- the environment --------------------------------------------------------------------------

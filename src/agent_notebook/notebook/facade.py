@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from ..embed.multimodal import MultimodalEmbedder
     from ..ingest import IngestPlan, IngestReport
     from ..media.store import MediaStore
+    from ..privacy.guest_scope import GuestScope
     from ..privacy.tokens import Tokens
     from ..search.semantic import SemanticIndex
     from ..session import SessionNotebook
@@ -475,14 +476,14 @@ class Notebook:
         limit: int | None = None,
         exclude: Collection[str] = (),
         mode: Mode = "hybrid",
+        scope: GuestScope | None = None,
     ) -> Slice:
-        """A read-only, relevance-ranked, provenance-tagged slice of the notebook for
-        ``audience`` that fits ``budget_tokens`` (at most 256K); see
-        :mod:`agent_notebook.search.slice`. ``limit`` caps the matched moments; those in
+        """A read-only, relevance-ranked, provenance-tagged slice for ``audience`` within
+        ``budget_tokens`` (at most 256K; see :mod:`agent_notebook.search.slice`) and a guest
+        token's ``scope`` (:mod:`.scoping`). ``limit`` caps the matched moments; those in
         ``exclude`` are left out; ``mode`` is the search's."""
-        return self._finding.slice(
-            query, budget_tokens, audience, session, fmt, limit, exclude, mode
-        )
+        args = (query, budget_tokens, audience, session, fmt, limit, exclude, mode, scope)
+        return self._finding.slice(*args)
 
     def turns_around(self, moments: Sequence[Moment]) -> dict[str, list[Moment]]:
         """Each moment's id → the turns just before and after it in its session (not

@@ -24,6 +24,7 @@ from ..search.request import MODES, Mode, SearchRequest
 from ..search.slice import MAX_SLICE_TOKENS, Slice, build_slice
 from ..search.slice import Format as SliceFormat
 from ..storage import MomentFilter, StorageBackend
+from . import scoping
 from .checks import (
     MAX_SEARCH_LIMIT,
     aware,
@@ -37,6 +38,7 @@ from .facts import as_of_until, view_limit
 from .presenting import present
 
 if TYPE_CHECKING:
+    from ..privacy.guest_scope import GuestScope
     from .archive import Archive
     from .context import NotebookContext
     from .sessions import Sessions
@@ -242,6 +244,7 @@ class Finding:
         limit: int | None,
         exclude: Collection[str],
         mode: Mode,
+        scope: GuestScope | None = None,
     ) -> Slice:
         check_query(query, "slice")
         if not 1 <= budget_tokens <= MAX_SLICE_TOKENS:
@@ -251,13 +254,18 @@ class Finding:
             )
         if fmt not in ("markdown", "yaml"):
             raise InvalidInput(f"slice: format {fmt!r} is not markdown or yaml")
+        within = scoping.Within(scope, session)
+        budget_tokens = within.budget(budget_tokens)
         # Enough hits to fill the budget with room for those that do not fit.
         pool = limit or min(MAX_SEARCH_LIMIT, max(20, budget_tokens // 40))
         hits = (
-            self.search(query, session=session, limit=pool, exclude=exclude, mode=mode)
+            self.search(
+                query, limit=within.pool(pool), exclude=exclude, mode=mode, **within.filters()
+            )
             if query.strip()
             else []
         )
+        hits = [hit for hit in hits if within.admits(hit.moment)][:pool]
         sessions: dict[str, Session] = {}
 
         def session_of(session_id: str) -> Session:
@@ -273,8 +281,9 @@ class Finding:
             audience=audience,
             counter=self.context.tokens,
             session_of=session_of,
-            neighbours_of=lambda moment: around.get(moment.id, []),
+            neighbours_of=lambda m: [n for n in around.get(m.id, []) if within.admits(n)],
             fmt=fmt,
+            admit=within.admits_item,
         )
 
     def turns_around(self, moments: Sequence[Moment]) -> dict[str, list[Moment]]:

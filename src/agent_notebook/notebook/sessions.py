@@ -29,6 +29,7 @@ from ..model import (
 )
 from ..storage import StorageBackend
 from ..storage.base import Activity
+from . import guest_caps
 from .checks import aware, check_who, offset_of, optional_limit, required
 from .etags import check_if_match, etag_of
 
@@ -313,6 +314,9 @@ class Sessions:
         why: str = "",
         escalation_id: str | None = None,
     ) -> Decision:
+        """One write-back, with its audit entry, in one rewrite of the session; a guest's
+        within its caps (:mod:`.guest_caps`), counted in the same transaction."""
+        limits = self.context.config.guests
         if guest is None:  # the owner, writing back as a guest would
             who = "owner"
         else:
@@ -320,21 +324,44 @@ class Sessions:
             if not name or len(name) > 100:
                 raise InvalidInput("write_back: guest must be a name of 1 to 100 characters")
             who = f"guest:{name}"
+            guest_caps.check_size(limits, guest_caps.size_of(text, why))
         required(text, "write_back", "the decision, the open item or the outcome, as text")
-        with self.backend.atomic():
-            if kind == "decision":
-                return self._log(session_id, text, why, who)
+        if kind not in ("decision", "pending", "escalation_outcome"):
+            raise InvalidInput(
+                f"write_back: kind {kind!r} is not decision, pending or escalation_outcome"
+            )
+        if kind == "escalation_outcome" and escalation_id is None:
+            raise InvalidInput("write_back: an escalation outcome needs escalation_id")
+        now = now_utc()
+
+        def write(s: Session) -> Decision:
+            if guest is not None:
+                guest_caps.check_session(limits, s)
+                size = guest_caps.size_of(text, why)
+                guest_caps.count_write_back(self.backend, limits, name, size, now)
+            what = text
             if kind == "pending":
-                item = self.open_pending(session_id, text)
-                return self._log(session_id, f"opened pending {item.id}: {text}", why, who)
-            if kind == "escalation_outcome":
-                if escalation_id is None:
-                    raise InvalidInput("write_back: an escalation outcome needs escalation_id")
-                self.resolve_escalation(session_id, escalation_id, text)
-                return self._log(session_id, f"outcome of {escalation_id}: {text}", why, who)
-        raise InvalidInput(
-            f"write_back: kind {kind!r} is not decision, pending or escalation_outcome"
-        )
+                required(text, "pending item", "what is open")
+                item = validate_record(
+                    PendingItem,
+                    {"id": f"p_{len(s.pending) + 1}", "what": text, "since": now},
+                    "pending item",
+                )
+                s.pending.append(item)
+                what = f"opened pending {item.id}: {text}"
+            elif kind == "escalation_outcome":
+                escalation = _find(s.escalations, escalation_id or "", "escalation", s.id)
+                if escalation.resolved is not None:
+                    raise Conflict(f"{escalation_id} of {s.id} has an outcome already")
+                escalation.outcome, escalation.resolved = text, now
+                what = f"outcome of {escalation_id}: {text}"
+            decision = validate_record(
+                Decision, {"when": now, "what": what, "why": why, "who": who}, "decision"
+            )
+            s.decisions.append(decision)
+            return decision
+
+        return self.change(session_id, write, "write_back")
 
 
 def _apply(session: Session, changes: dict[str, Any], condensed_history: str | None) -> Session:

@@ -69,8 +69,10 @@ def build_slice(
     session_of: Callable[[str], Session],
     neighbours_of: Callable[[Moment], list[Moment]],
     fmt: Format = "markdown",
+    admit: Callable[[SliceItem], bool] | None = None,
 ) -> Slice:
-    """Fill a slice with ``hits`` (best first) and their context, within ``budget_tokens``."""
+    """Fill a slice with ``hits`` (best first) and their context, within ``budget_tokens``;
+    with ``admit``, only the items it admits (a guest token's scope)."""
     result = Slice(query=query, audience=audience, budget_tokens=budget_tokens, format=fmt)
     used = counter.count(result.render())  # the header alone
     seen: set[str] = set()
@@ -85,7 +87,7 @@ def build_slice(
                 matched = m.id == hit.moment.id
                 item = _moment_item(m, hit.score if matched else None)
                 group.append(item.model_copy(update={"note": hit.fact_note()}) if matched else item)
-        group = [item for item in group if item.source not in seen]
+        group = [i for i in group if i.source not in seen and (admit is None or admit(i))]
         cost = sum(counter.count(_render_item(item, fmt)) for item in group)
         if used + cost > budget_tokens:
             result.cut += 1

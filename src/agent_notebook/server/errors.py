@@ -1,7 +1,8 @@
 """Errors as JSON a person (or a model) can act on: ``{"error", "detail", "fix"}``.
 
 401 a missing or wrong bearer token, 403 a guest token off its routes, 404 an unknown id,
-409 a conflict (a stale ``If-Match`` too), 413 an oversized body, 422 invalid input; a bad
+409 a conflict (a stale ``If-Match`` too), 413 an oversized body (or a guest's write-back
+past a size cap), 422 invalid input, 429 a guest's write-back past a count cap; a bad
 request never gets a 5xx and changes nothing. 502 a model's provider failed (the chat model:
 ``ModelFailed``; the summarizer's: ``SummaryFailed``; the session-notebook updater's:
 ``UpdateFailed``), 503 the backend or a missing model setting, 500 only a bug. Library
@@ -30,6 +31,8 @@ from ..errors import (
     ModelNotConfigured,
     NotebookError,
     NotFound,
+    OverLimit,
+    RateLimited,
     StorageError,
     SummaryFailed,
     UpdateFailed,
@@ -63,6 +66,8 @@ FIXES: dict[int, str] = {
     "and send it again with that ETag in If-Match",
     413: "send a smaller body: split long texts into several moments, or start the server "
     "with a larger --max-body",
+    429: "wait for the Retry-After header's seconds when it is given; a cap without one "
+    "(write-backs per session) is set by the notebook's owner, under guests: in config.yaml",
     502: "a model's provider failed (the detail says which: the chat model, the summarizer or "
     "the session-notebook updater); retry, or pick another model (model_override, or "
     "chat.model in config.yaml)",
@@ -81,6 +86,7 @@ TITLES: dict[int, str] = {
     408: "request timeout",
     409: "conflict",
     413: "request body too large",
+    429: "too many requests",
     422: "invalid input",
     501: "not installed",
     502: "bad gateway",
@@ -123,6 +129,13 @@ def documented_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 API_ERRORS = documented_errors(401, 403, 422)
 
 
+#: The fix of a guest's write-back past a size cap (a 413 that is not about the body).
+CAP_FIX = (
+    "write less: the detail names the cap (guests: in the notebook's config.yaml) and its "
+    "value, which only the owner can change"
+)
+
+
 def error_response(status: int, detail: str, fix: str | None = None) -> JSONResponse:
     body = ApiError(
         error=TITLES.get(status, "error"), detail=detail, fix=fix or FIXES.get(status, "")
@@ -137,6 +150,8 @@ def status_of(err: NotebookError) -> int:
         return 403
     if isinstance(err, Conflict):
         return 409
+    if isinstance(err, OverLimit):
+        return 429 if isinstance(err, RateLimited) else 413
     if isinstance(err, InvalidInput):
         return 422
     if isinstance(err, MissingDependency):
@@ -230,19 +245,22 @@ def install(app: FastAPI, web_error: WebError | None = None) -> None:
     """Register the handlers that turn every error into :class:`ApiError` JSON (or, off the
     API's paths, into ``web_error``'s page when given)."""
 
-    def respond(request: Request, status: int, detail: str) -> Response:
+    def respond(request: Request, status: int, detail: str, fix: str | None = None) -> Response:
         if web_error is not None and not is_api_path(request.url.path):
             return web_error(request, status, detail)
-        return error_response(status, detail)
+        return error_response(status, detail, fix)
 
     @app.exception_handler(NotebookError)
     async def notebook_error(request: Request, err: NotebookError) -> Response:
         status = status_of(err)
         if status >= 500:
             log.error("%s %s: %s", request.method, request.url.path, err)
-        response = respond(request, status, shown_to(request, str(err)))
+        fix = CAP_FIX if isinstance(err, OverLimit) and status == 413 else None
+        response = respond(request, status, shown_to(request, str(err)), fix)
         if isinstance(err, StorageError):
             response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        if isinstance(err, OverLimit) and err.retry_after_s is not None:
+            response.headers["Retry-After"] = str(err.retry_after_s)
         return response
 
     @app.exception_handler(RequestValidationError)

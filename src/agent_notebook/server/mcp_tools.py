@@ -41,6 +41,7 @@ from ..notebook.agent_tools import (
     search_hits,
 )
 from ..notebook.facade import Notebook
+from ..privacy.tokens import Grant
 from ..search.request import Mode
 from ..search.slice import MAX_SLICE_TOKENS
 from ..session.sections import SECTION_NAMES
@@ -203,8 +204,8 @@ def quiet_normal_disconnects() -> None:
         logger.addFilter(_NormalDisconnect())
 
 
-def _token_guest(ctx: Context) -> str | None:  # type: ignore[type-arg]
-    """Over HTTP, the guest name of the request's bearer token (None for the owner's token
+def _token_grant(ctx: Context) -> Grant | None:  # type: ignore[type-arg]
+    """Over HTTP, the guest grant of the request's bearer token (None for the owner's token
     and over stdio, where the process itself is the owner's)."""
     from .auth import ACCESS_KEY, Access
 
@@ -212,8 +213,14 @@ def _token_guest(ctx: Context) -> str | None:  # type: ignore[type-arg]
     scope = getattr(request, "scope", None)
     access = scope.get(ACCESS_KEY) if isinstance(scope, dict) else None
     if isinstance(access, Access) and access.is_guest:
-        return access.grant.name
+        return access.grant
     return None
+
+
+def _token_guest(ctx: Context) -> str | None:  # type: ignore[type-arg]
+    """Over HTTP, the guest name of the request's bearer token (see :func:`_token_grant`)."""
+    grant = _token_grant(ctx)
+    return None if grant is None else grant.name
 
 
 def build_mcp(
@@ -286,15 +293,20 @@ def build_mcp(
     @tool(read_only, name="slice", doc=SLICE)
     async def slice_(
         query: Annotated[str, described(SLICE, "query", min_length=1)],
+        ctx: Context,  # type: ignore[type-arg]
         budget_tokens: Annotated[
             int, described(SLICE, "budget_tokens", ge=1, le=MAX_SLICE_TOKENS)
         ] = 4000,
         audience: Annotated[str, described(SLICE, "audience", min_length=1)] = "guest",
         session_id: Annotated[str | None, described(SLICE, "session_id")] = None,
     ) -> str:
+        grant = _token_grant(ctx)
+        scope = None if grant is None else grant.scope
         return await run(
             lambda: (
-                get().slice(query, budget_tokens, audience=audience, session=session_id).render()
+                get()
+                .slice(query, budget_tokens, audience=audience, session=session_id, scope=scope)
+                .render()
             )
         )
 

@@ -50,7 +50,7 @@ from .deps import (
     page,
     set_etag,
 )
-from .errors import Forbidden
+from .errors import Forbidden, documented_errors
 
 router = APIRouter(prefix="/api")
 Nb = Annotated[Notebook, Depends(notebook)]
@@ -421,7 +421,12 @@ def resolve_escalation(
     return item
 
 
-@router.post("/sessions/{session_id}/write-back", status_code=201, tags=["guests"])
+@router.post(
+    "/sessions/{session_id}/write-back",
+    status_code=201,
+    tags=["guests"],
+    responses=documented_errors(413, 429),
+)
 def write_back(
     session_id: str,
     body: WriteBack,
@@ -432,7 +437,8 @@ def write_back(
 ) -> Decision:
     """A guest agent's one write: a decision, a pending item or an escalation's outcome,
     entered in the audit log under ``guest:<name>``; with a guest token, ``guest`` must be
-    that token's name."""
+    that token's name. A guest's write-backs are capped (``guests:`` in config.yaml): 413
+    past a size cap, 429 past a count cap, each naming the cap and its value."""
     access = access_of(request)
     if access.is_guest and body.guest != access.grant.name:
         raise Forbidden(
@@ -549,14 +555,17 @@ def search(
 @router.get("/slice", tags=["search"])
 def slice_(
     nb: Nb,
+    request: Request,
     q: Annotated[str, Query(description=f"What the guest needs to know ({_CAP}).")],
     budget: Annotated[int, Query(ge=1, le=MAX_SLICE_TOKENS)] = 4000,
     audience: Annotated[str, Query(min_length=1, max_length=100)] = "guest",
     session: str | None = None,
     format: Literal["markdown", "yaml"] = "markdown",
 ) -> SliceResponse:
-    """A read-only, provenance-tagged slice of the notebook within a token budget."""
-    found = nb.slice(q, budget, audience=audience, session=session, fmt=format)
+    """A read-only, provenance-tagged slice of the notebook within a token budget; a guest
+    token's within its scope (sessions, concepts, a time window, a budget per call)."""
+    scope = access_of(request).grant.scope
+    found = nb.slice(q, budget, audience=audience, session=session, fmt=format, scope=scope)
     return SliceResponse(slice=found, rendered=found.render())
 
 

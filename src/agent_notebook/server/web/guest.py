@@ -30,7 +30,7 @@ def slice_page(
     if q.strip():
         access = access_of(request)
         audience = access.grant.name if access.is_guest else "guest"
-        found = nb.slice(q, budget, audience=audience)
+        found = nb.slice(q, budget, audience=audience, scope=access.grant.scope)
     return page(request, "slice.html", q=q, budget=budget, found=found)
 
 
