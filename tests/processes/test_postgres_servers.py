@@ -279,3 +279,29 @@ def test_a_web_sign_in_on_one_server_is_honoured_and_ended_on_the_others(
         assert other.post("/signout", data={"csrf": csrf}).status_code == 303
     with httpx.Client(base_url=a.url, timeout=HANG_GUARD_S, cookies=cookies) as again:
         assert again.get("/sessions").status_code == 303  # ended on server 1
+
+
+def test_a_guest_tokens_scope_made_on_one_machine_holds_on_every_server(
+    servers: list[PgServer], notebook_url: str
+) -> None:
+    a, b = servers[0], servers[3]
+    with a.client() as api:
+        inside = api.post("/api/sessions", json={"task": "Herons"}).json()["id"]
+        outside = api.post("/api/sessions", json={"task": "Vault"}).json()["id"]
+        for sid, text in ((inside, "A heron by the lake."), (outside, "The heron vault code.")):
+            done = api.post(f"/api/sessions/{sid}/moments", json={"text": text})
+            assert done.status_code == 201, done.text
+    made = cli(b.home, notebook_url, "token", "create", "--guest", "birder", "--session", inside)
+    assert made.returncode == 0, made.stderr
+    guest = made.stdout.strip()
+    listed = cli(a.home, notebook_url, "token", "list", "--format", "json")
+    assert inside in listed.stdout  # the owner sees what the guest may read
+    for server in (a, b):
+        with server.client(guest) as api:
+            got = api.get("/api/slice", params={"q": "heron", "budget": 4000})
+            assert got.status_code == 200, got.text
+            assert "by the lake" in got.json()["rendered"]
+            assert "vault" not in got.json()["rendered"]
+            other = api.get("/api/slice", params={"q": "heron", "session": outside})
+            assert other.status_code == 403, other.text
+    assert cli(a.home, notebook_url, "token", "revoke", "birder").returncode == 0

@@ -322,7 +322,10 @@ class TokenTable(Protocol):
     @property
     def location(self) -> str: ...
     def api_tokens(self) -> list[tuple[str, str, str, datetime]]: ...
-    def add_api_token(self, role: Role, name: str, sha256: str, created: datetime) -> bool: ...
+    def guest_scopes(self) -> dict[str, str]: ...
+    def add_api_token(
+        self, role: Role, name: str, sha256: str, created: datetime, scope: str | None = None
+    ) -> bool: ...
     def set_api_token(self, role: Role, name: str, sha256: str, created: datetime) -> None: ...
     def delete_api_token(self, role: Role, name: str) -> bool: ...
     def web_sessions(self) -> list[tuple[str, str, datetime]]: ...
@@ -340,8 +343,17 @@ class DatabaseTokens:
         self.sessions = WebSessions(table)  # in the database: every server honours them
 
     def _records(self) -> list[TokenRecord]:
+        scopes = self.table.guest_scopes()
         return [
-            TokenRecord(name=name, role=role, sha256=digest, created=created)
+            TokenRecord(
+                name=name,
+                role=role,
+                sha256=digest,
+                created=created,
+                scope=GuestScope.model_validate_json(scopes[name])
+                if role == "guest" and name in scopes
+                else None,
+            )
             for role, name, digest, created in self.table.api_tokens()
         ]
 
@@ -352,7 +364,7 @@ class DatabaseTokens:
         found = None
         for record in self._records():  # every record is compared: no early exit to time
             if hmac.compare_digest(record.sha256, sha256):
-                found = Grant(record.role, record.name)
+                found = Grant(record.role, record.name, record.scope)
         return found
 
     def listing(self) -> list[TokenInfo]:
@@ -364,21 +376,16 @@ class DatabaseTokens:
                 role=r.role,
                 created=r.created,
                 where=where,
-                scope="everything" if r.role == "guest" else "",
+                scope=(r.scope or GuestScope()).describe() if r.role == "guest" else "",
             )
             for r in records
         ]
 
     def create_guest(self, name: str, scope: GuestScope | None = None) -> str:
         check_guest_name(name)
-        if scope is not None and scope != GuestScope():
-            raise InvalidInput(
-                "a PostgreSQL notebook keeps no scope for a guest token yet (its api_tokens "
-                "table has no column for it): create the token without --session, --concept, "
-                "--since, --until and --max-budget; nothing was created"
-            )
+        kept = None if scope is None or scope == GuestScope() else scope.model_dump_json()
         token = secrets.token_urlsafe(32)
-        if not self.table.add_api_token("guest", name, _hash(token), now_utc()):
+        if not self.table.add_api_token("guest", name, _hash(token), now_utc(), kept):
             raise Conflict(
                 f"a guest token named {name!r} exists already: revoke it first "
                 f"('agent-notebook token revoke {name}') or choose another name"

@@ -168,6 +168,12 @@ MIGRATIONS: Final[list[list[str]]] = [
         # a key holds words: no statistics copies of them (see migration 2)
         "ALTER TABLE fact_keys ALTER COLUMN name SET STATISTICS 0",
     ],
+    # 8: what a guest token may read (privacy.guest_scope, as JSON; NULL: everything), so a
+    # scope set on one server holds on every other. It names concepts: not sampled either.
+    [
+        "ALTER TABLE api_tokens ADD COLUMN IF NOT EXISTS scope text",
+        "ALTER TABLE api_tokens ALTER COLUMN scope SET STATISTICS 0",
+    ],
 ]
 
 #: The longest lexeme a ``tsvector`` holds (bytes).

@@ -20,13 +20,23 @@ class PostgresServerTables(PostgresConnection):
         found = self._query("SELECT role, name, sha256, created FROM api_tokens ORDER BY 1, 2")
         return [(str(r), str(n), str(h), c) for r, n, h, c in found]
 
-    def add_api_token(self, role: str, name: str, sha256: str, created: datetime) -> bool:
-        """Insert a token's row; False (nothing changed) when ``role``/``name`` has one."""
+    def guest_scopes(self) -> dict[str, str]:
+        """The scope (JSON) of each guest token that has one, by name."""
+        found = self._query(
+            "SELECT name, scope FROM api_tokens WHERE role = 'guest' AND scope IS NOT NULL"
+        )
+        return {str(n): str(s) for n, s in found}
+
+    def add_api_token(
+        self, role: str, name: str, sha256: str, created: datetime, scope: str | None = None
+    ) -> bool:
+        """Insert a token's row (a guest's with its ``scope``, JSON); False (nothing
+        changed) when ``role``/``name`` has one."""
         with self.atomic():
             done = self._write(
-                "INSERT INTO api_tokens (role, name, sha256, created) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT DO NOTHING",
-                (role, name, sha256, created),
+                "INSERT INTO api_tokens (role, name, sha256, created, scope) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (role, name, sha256, created, scope),
             )
             return bool(done.rowcount)
 
