@@ -32,7 +32,7 @@ from agent_notebook.privacy.tokens import (
 from agent_notebook.server.settings import body_limit_for
 from tests.support.clirun import text_cli
 from tests.support.mcp_stdio import text_of
-from tests.support.server import Server, assert_error
+from tests.support.server import Server, assert_error, mcp_session
 
 GUEST_WORDS = ("GET /api/slice", "write-back", "/mcp-guest/")
 
@@ -213,21 +213,7 @@ def test_a_guest_token_reads_a_slice_and_writes_back_as_itself(owners: Owners) -
 
 def guest_mcp(owners: Owners, work: Callable[[ClientSession], Awaitable[Any]]) -> Any:
     """``work`` in a real MCP client session on ``/mcp-guest/`` with the guest's token."""
-
-    async def main() -> Any:
-        async with (
-            owners.server.mcp_client(owners.guest) as client,
-            streamable_http_client(f"{owners.server.url}/mcp-guest/", http_client=client) as (
-                read,
-                write,
-                _,
-            ),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            return await work(session)
-
-    return anyio.run(main)
+    return mcp_session(owners.server, work, token=owners.guest, path="/mcp-guest/")
 
 
 def test_the_guest_mcp_answers_a_guest_token_and_the_owner_mcp_refuses_it(owners: Owners) -> None:

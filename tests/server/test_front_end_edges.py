@@ -10,15 +10,12 @@ import re
 from html import unescape
 from pathlib import Path
 
-import anyio
 import httpx
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from agent_notebook.config import DEFAULT_MAX_TEXT_BYTES
 from agent_notebook.notebook.checks import MAX_QUERY_CHARS
 from tests.support.clirun import text_cli
-from tests.support.server import Server, assert_error, new_session
+from tests.support.server import Server, assert_error, new_session, over_mcp
 
 
 def assert_page_error(answer: httpx.Response, status: int, *words: str) -> str:
@@ -69,20 +66,6 @@ def test_a_concept_with_a_slash_opens_and_is_forgotten_on_the_pages(api: httpx.C
     assert done.status_code == 200, done.text
     assert_page_error(api.get("/concepts/tcp%2Fip"), 404, "tcp/ip")
     assert "TCP/IP" not in api.get(f"/moments/{mid}").text
-
-
-def over_mcp(server: Server, tool: str, arguments: dict[str, object]) -> tuple[bool, str]:
-    async def main() -> tuple[bool, str]:
-        async with (
-            server.mcp_client() as http,
-            streamable_http_client(f"{server.url}/mcp/", http_client=http) as (read, write, _),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            result = await session.call_tool(tool, arguments)
-            return bool(result.isError), result.content[0].text  # type: ignore[union-attr]
-
-    return anyio.run(main)
 
 
 def test_one_query_length_cap_on_every_front_end(

@@ -10,16 +10,21 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 import pytest
 from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from agent_notebook import Notebook
 from tests.support.clirun import text_cli
 from tests.support.mcp_stdio import text_of
-from tests.support.server import Server, assert_error, csrf_of, new_session, signed_in
+from tests.support.server import (
+    Server,
+    assert_error,
+    csrf_of,
+    mcp_session,
+    new_session,
+    signed_in,
+)
 
 CAPS = """guests:
   write_back_max_bytes: 200
@@ -55,20 +60,7 @@ class Served:
             self.third = new_session(api, "A third trip")
 
     def guest_mcp(self, token: str, work: Callable[[ClientSession], Awaitable[Any]]) -> Any:
-        async def main() -> Any:
-            async with (
-                self.server.mcp_client(token) as client,
-                streamable_http_client(f"{self.server.url}/mcp-guest/", http_client=client) as (
-                    read,
-                    write,
-                    _,
-                ),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
-                return await work(session)
-
-        return anyio.run(main)
+        return mcp_session(self.server, work, token=token, path="/mcp-guest/")
 
 
 @pytest.fixture(scope="module")

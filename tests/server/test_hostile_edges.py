@@ -8,29 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import httpx
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from tests.support.clirun import cli, cli_process, counts
-from tests.support.server import Server, assert_error, csrf_of, new_session, signed_in
+from tests.support.server import Server, assert_error, csrf_of, new_session, over_mcp, signed_in
 
 EDGE = "9999-12-31T23:59:59-14:00"  # a valid ISO time, past 9999-12-31 once in UTC
-
-
-def over_mcp(server: Server, tool: str, arguments: dict[str, object]) -> tuple[bool, str]:
-    async def main() -> tuple[bool, str]:
-        async with (
-            server.mcp_client() as http,
-            streamable_http_client(f"{server.url}/mcp/", http_client=http) as (read, write, _),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            result = await session.call_tool(tool, arguments)
-            return bool(result.isError), result.content[0].text  # type: ignore[union-attr]
-
-    return anyio.run(main)
 
 
 def one_error_line(done: object, *words: str) -> str:

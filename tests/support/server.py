@@ -9,13 +9,16 @@ import re
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from agent_notebook.errors import NotFound
@@ -90,6 +93,39 @@ class Server:
         self.process.terminate()  # uvicorn shuts down gracefully: the notebook is closed
         # uvicorn re-raises the signal once it has shut down, so -SIGTERM is a clean exit
         assert self.process.wait(HANG_GUARD_S) in (0, -15), self.log.read_text()
+
+
+def mcp_session(
+    server: Server,
+    work: Callable[[ClientSession], Awaitable[Any]],
+    *,
+    token: str | None = None,
+    path: str = "/mcp/",
+) -> Any:
+    """``work`` in a real MCP client session on ``server``'s ``path`` (``/mcp-guest/`` for a
+    guest) with ``token`` (default: the owner's)."""
+
+    async def main() -> Any:
+        async with (
+            server.mcp_client(token) as http,
+            streamable_http_client(f"{server.url}{path}", http_client=http) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await work(session)
+
+    return anyio.run(main)
+
+
+def over_mcp(server: Server, tool: str, arguments: dict[str, object]) -> tuple[bool, str]:
+    """One call of the owner's MCP ``tool``: whether it is an error, and its first text."""
+
+    async def call(session: ClientSession) -> tuple[bool, str]:
+        result = await session.call_tool(tool, arguments)
+        return bool(result.isError), result.content[0].text  # type: ignore[union-attr]
+
+    found: tuple[bool, str] = mcp_session(server, call)
+    return found
 
 
 @pytest.fixture(scope="module")
