@@ -96,6 +96,8 @@ def test_search_with_filters(home: Path) -> None:
         (b'{"text": "x", "importance": 1.5}', ["--session", SESSION], "importance"),
         (b'[{"text": "ok"}, {"text": 3}]', ["--session", SESSION], "moment 1"),
         (b"[]", ["--session", SESSION], "non-empty list"),
+        (b'{"text": "x", "session": {}}', [], '"session" must be a session id'),
+        (b'[{"text": "x", "session": []}]', [], '"session" must be a session id'),
     ],
 )
 def test_bad_record_input_names_the_problem_and_changes_nothing(

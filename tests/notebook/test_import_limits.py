@@ -1,6 +1,7 @@
 """``import`` of a hostile or broken YAML export (issue 40, items 2, 4 and 8): an alias bomb
 in a moment file, ``index.yaml`` or a session file; a moment over ``moments.max_text_bytes``;
-``index.yaml`` without counters or with a counter past 2^63; a symbolic link in ``media/``.
+``index.yaml`` without counters or with a counter past 2^63; a symbolic link in ``media/``;
+brackets nested 100,000 deep.
 Each is one ``error:`` line naming the file, exit 1, and nothing imported; the source folder
 is only read (no ``.lock`` left in it). Run through the command (the real process once)."""
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from agent_notebook import Notebook
+from agent_notebook.core.yamlcodec import load_data
 from tests.support.clirun import cli, cli_process, counts
 from tests.support.media import make_image
 
@@ -94,6 +96,19 @@ def test_an_alias_bomb_in_a_moment_file_is_refused_at_once(source: Path, target:
     path.write_text(path.read_text() + _bomb(), encoding="utf-8")
     err = refused(target, source, str(path), "alias", process=True)
     assert "write the value out in full" in err
+
+
+def test_brackets_nested_100000_deep_are_refused_not_a_crash(source: Path, target: Path) -> None:
+    """LibYAML recursed on the C stack and killed the process (SIGSEGV); found by
+    bench/fuzz_fronts.py."""
+    path = moment_file(source)
+    path.write_text(path.read_text() + "deep: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    refused(target, source, str(path), "nested too deeply", process=True)
+
+
+def test_a_text_full_of_brackets_in_a_block_scalar_still_reads() -> None:
+    text = "text: |\n  " + "[{" * 2000 + "\n"
+    assert load_data(text, Path("m_1.yaml")) == {"text": "[{" * 2000 + "\n"}
 
 
 @pytest.mark.parametrize("name", ["index.yaml", "session"])

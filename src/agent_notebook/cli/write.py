@@ -121,7 +121,10 @@ def record(
             raise InvalidInput("record: --image/--audio attach to one moment; give one object")
         if media:
             items[0].update(media)
-        named = {i.pop("session") for i in items if "session" in i}
+        given = [i.pop("session") for i in items if "session" in i]
+        if not all(isinstance(n, str) for n in given):
+            raise InvalidInput('record: "session" must be a session id such as s_2026-06-07_001')
+        named = set(given)
         if len(named) > 1 or (named and session and named != {session}):
             raise InvalidInput("record: the moments name different sessions; record them apart")
         target = session or (named.pop() if named else None)

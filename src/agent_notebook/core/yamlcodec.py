@@ -115,10 +115,14 @@ def load_data(text: str, path: Path) -> Any:
     Aliases (``*name``) are refused before the document is built: the notebook never writes
     them, and a few of them nested (an "alias bomb") make a small file expand beyond any
     memory. So are numbers too long for Python's ``int`` and nesting too deep to build."""
+    # LibYAML recurses on the C stack for each level of nesting: 100,000 "[" crash the
+    # process. Text that may nest that deep (brackets counted naively, a block scalar's too)
+    # goes to the pure-Python parser, whose recursion limit is a clean RecursionError.
+    parser = _Loader if _flow_depth(text) <= _C_PARSER_DEPTH else yaml.SafeLoader
     try:
         if "*" not in text:  # no alias possible: the common case, parsed in one go
-            return yaml.load(text, Loader=_Loader)
-        loader = _Loader(text)
+            return yaml.load(text, Loader=parser)
+        loader = parser(text)
         try:
             node = loader.get_single_node()
             if node is None:
@@ -134,6 +138,25 @@ def load_data(text: str, path: Path) -> Any:
         raise CorruptFile(path, f"holds a value that cannot be read ({reason})") from None
     except RecursionError:
         raise CorruptFile(path, "nested too deeply to read") from None
+
+
+#: Above this many open brackets, a text is not given to LibYAML (see :func:`load_data`).
+_C_PARSER_DEPTH = 500
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest run of "[" and "{" not yet closed in ``text``, quotes and block scalars
+    not told apart (an upper bound of how deep its flow collections nest)."""
+    if text.count("[") + text.count("{") <= _C_PARSER_DEPTH:
+        return 0  # the common case: too few brackets to nest that deep
+    depth = deepest = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}" and depth:
+            depth -= 1
+    return deepest
 
 
 def _refuse_aliases(root: yaml.Node, path: Path) -> None:
