@@ -1,24 +1,35 @@
 """The fact index (issue 39, item 1): each moment filed under the subjects it states facts
 about, so a new statement meets the earlier ones on the same subject in any session, far
-beyond the engine's window, in another process, on every backend (the suite's ``backend``
-fixture: memory, SQLite, YAML, sealed, PostgreSQL); and ``reindex --facts`` for a notebook
-recorded without it. Carried by export, import and migrate: tests/notebook/test_facts_carried.py."""
+beyond the engine's window, in another process, on each kind of backend (memory, SQLite,
+YAML, PostgreSQL; the index on every backend, sealed ones too, is in the storage
+conformance suite); and ``reindex --facts`` for a notebook recorded without it. Carried by export, import and migrate: tests/notebook/test_facts_carried.py."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import pytest
 
 from agent_notebook import Notebook
 from agent_notebook.config import FactSettings, NotebookConfig
 from agent_notebook.storage import MemoryBackend, SqliteBackend, StorageBackend
+from tests.support.backends import make_backend
 
 T0 = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
 #: A small window, so the filler below pushes the first statement out of the engine's reach.
 WINDOW = 4
+
+
+@pytest.fixture(params=["memory", "sqlite-file", "yaml", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StorageBackend]:
+    instance = make_backend(str(request.param), tmp_path)
+    yield instance
+    instance.close()
 
 
 def _config(enabled: bool = True) -> NotebookConfig:

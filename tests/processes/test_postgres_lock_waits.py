@@ -26,7 +26,7 @@ from tests.support.waiting import HANG_GUARD_S, wait_until
 
 #: The writer lock's wait in the first test (seconds): its writes answer 503 after it (long
 #: enough for the test to see a write waiting on a loaded machine).
-LOCK_WAIT_S = "15"
+LOCK_WAIT_S = "8"
 #: More writes at once than the server's pool has connections (8).
 QUEUED = 12
 
