@@ -145,6 +145,26 @@ def test_dry_run_reports_and_changes_nothing(nb: Notebook) -> None:
     assert real.model_dump(exclude={"dry_run"}) == dry.model_dump(exclude={"dry_run"})
 
 
+def test_a_run_that_adds_tokens_says_more_on_the_dry_run_and_the_run(tmp_path: Path) -> None:
+    """Ten days on, a day's rollup is made beside originals too young for the archive: the
+    active tokens grow, and every report says so (issue 41: it said "1.0x fewer")."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("search:\n  embedder: none\n", encoding="utf-8")
+    with Notebook.open(home, background_embedding=False) as nb:
+        fill_day(nb, 0)
+        day_10 = T0 + timedelta(days=10)
+        dry = nb.compact(now=day_10, dry_run=True)
+        assert dry.tokens_after > dry.tokens_before and dry.token_change.endswith("%)")
+        assert " more (+" in dry.token_change
+    said = text_cli(home, "compact", "--now", day_10.isoformat(), "--dry-run", env=NO_EMBEDDER)
+    assert said.returncode == 0, said.stderr
+    assert dry.token_change in said.stdout and "fewer" not in said.stdout
+    with Notebook.open(home, background_embedding=False) as nb:
+        real = nb.compact(now=day_10)
+    assert real.token_change == dry.token_change
+
+
 def test_archived_originals_come_back_byte_for_byte(nb: Notebook) -> None:
     for day in (0, 2, 33):
         fill_day(nb, day)

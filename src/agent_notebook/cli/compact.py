@@ -97,9 +97,6 @@ def compact(
 
 def _summary_rows(report: CompactionReport) -> list[tuple[str, object]]:
     rate = f"{report.dropped / report.salient:.1%}" if report.salient else "-"
-    ratio = (
-        f"{report.tokens_before / report.tokens_after:.1f}x fewer" if report.tokens_after else "-"
-    )
     return [
         ("as of", report.now.isoformat()),
         ("dry run", "yes" if report.dry_run else "no"),
@@ -110,6 +107,6 @@ def _summary_rows(report: CompactionReport) -> list[tuple[str, object]]:
         ("rollups archived", report.archived_rollups),
         ("active moments before -> after", f"{report.active_before} -> {report.active_after}"),
         ("active tokens before -> after", f"{report.tokens_before} -> {report.tokens_after}"),
-        ("token reduction", ratio),
+        ("active tokens, change", report.token_change),
         ("dropped (of salient items)", f"{report.dropped}/{report.salient} ({rate})"),
     ]

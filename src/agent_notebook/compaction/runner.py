@@ -85,6 +85,19 @@ class CompactionReport(BaseModel):
     def changed(self) -> bool:
         return bool(sum(self.rollups.values()) + sum(self.extended.values()) + self.archived)
 
+    @property
+    def token_change(self) -> str:
+        """The change of active tokens in words, for every front end: "3.2x fewer", "30 more
+        (+3.0%)" when the run adds tokens (new rollups beside originals not archived yet:
+        they leave with the archive's age), "unchanged"."""
+        before, after = self.tokens_before, self.tokens_after
+        if after == before:
+            return "unchanged"
+        if after > before:
+            grown = f" (+{(after - before) / before:.1%})" if before else ""
+            return f"{after - before} more{grown}"
+        return f"{before / after:.1f}x fewer" if after else "all removed"
+
 
 class Compactor:
     """Applies the policy to ``backend``; see the module doc."""
