@@ -77,7 +77,7 @@ def test_the_database_keeps_only_hashes_and_every_server_honours_them(
         assert api.get("/api/sessions").status_code == 403
     probe = PostgresBackend(pg.database_url(), schema_name=notebook_url.rsplit("%3D", 1)[1])
     try:
-        stored = {(role, name): digest for role, name, digest, _ in probe.api_tokens()}
+        stored = {(role, name): digest for role, name, digest, *_ in probe.api_tokens()}
     finally:
         probe.close()
     assert set(stored) == {("owner", "owner"), ("guest", "planner")}

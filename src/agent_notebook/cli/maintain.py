@@ -45,10 +45,11 @@ def reindex(
     with open_notebook(home) as nb:
         result: dict[str, object]
         if facts:
+            moments = nb.stats().moments
             with progress_bar() as bar:
-                task = bar.add_task("file", total=nb.stats().moments)
+                task = bar.add_task("file", total=moments)
                 filed = nb.facts.reindex(progress=lambda n: bar.advance(task, n))
-            result = {"moments": nb.stats().moments, "filed_anew": filed}
+            result = {"moments": moments, "filed_anew": filed}
             if (hint := nb.facts.off_hint()) is not None:
                 stderr.print(hint, highlight=False)
         else:

@@ -185,15 +185,17 @@ class FactEngine:
         self._last_person = ""
         #: The ids of the statements held, observed or recalled.
         self._known: set[str] = set()
-        #: What :meth:`keys_of` read of a statement about to be observed, by its id.
+        #: What :meth:`keys_of` read of a statement about to be observed, by its id: its
+        #: prose (None: not in a language of the rules) and its claims and quantities.
+        self._prose_ahead: dict[str, str | None] = {}
         self._read_ahead: dict[str, tuple[list[Claim], list[Quantity]]] = {}
 
     def observe_all(self, statements: Iterable[Statement]) -> list[Findings]:
         return [self.observe(s) for s in statements]
 
     def observe(self, statement: Statement) -> Findings:
-        text = prose(statement.text)
-        if rule_language(text) is None:  # no cue words for its language: nothing, not a guess
+        text = self._readable(statement)
+        if text is None:  # no cue words for its language: nothing, not a guess
             return Findings(statement.id)
         seen = self._remember(statement, text)
         findings = Findings(
@@ -237,8 +239,8 @@ class FactEngine:
         """The keys ``statement`` (about to be observed) would be filed under, as far as it
         names its subjects: the caller fetches the earlier statements filed under them and
         gives them to :meth:`recall` first."""
-        text = prose(statement.text)
-        if rule_language(text) is None:
+        text = self._prose_ahead[statement.id] = self._readable(statement)
+        if text is None:
             return []
         claims, quantities = self._read(statement, text)
         self._read_ahead[statement.id] = (claims, quantities)
@@ -253,14 +255,22 @@ class FactEngine:
         index, so that what is observed next can end or contradict its claims. It adds no
         finding of its own, opens nothing and decides nothing; ``superseded``: a later
         statement has ended it already."""
-        if statement.id in self._known or rule_language(prose(statement.text)) is None:
+        if statement.id in self._known or (text := self._readable(statement)) is None:
             return
-        seen = self._remember(statement, prose(statement.text), resolve_it=False)
+        seen = self._remember(statement, text, resolve_it=False)
         seen.recalled = True
         seen.superseded = superseded
         self._index(seen)
 
     # -- what an earlier statement leaves --------------------------------------------------
+
+    def _readable(self, statement: Statement) -> str | None:
+        """The prose of ``statement``, None when it reads as a language the rules have no
+        cue words for; made once when :meth:`keys_of` made it first."""
+        if statement.id in self._prose_ahead:
+            return self._prose_ahead.pop(statement.id)
+        text = prose(statement.text)
+        return text if rule_language(text) is not None else None
 
     def _read(self, statement: Statement, text: str) -> tuple[list[Claim], list[Quantity]]:
         """The claims (before "it" is resolved) and quantities of ``statement``."""

@@ -317,12 +317,11 @@ class FileTokens:
 
 class TokenTable(Protocol):
     """What :class:`DatabaseTokens` needs of a database: rows of (role, name, sha256,
-    created), written each in its own transaction."""
+    created, scope as JSON or None), written each in its own transaction."""
 
     @property
     def location(self) -> str: ...
-    def api_tokens(self) -> list[tuple[str, str, str, datetime]]: ...
-    def guest_scopes(self) -> dict[str, str]: ...
+    def api_tokens(self) -> list[tuple[str, str, str, datetime, str | None]]: ...
     def add_api_token(
         self, role: Role, name: str, sha256: str, created: datetime, scope: str | None = None
     ) -> bool: ...
@@ -343,18 +342,15 @@ class DatabaseTokens:
         self.sessions = WebSessions(table)  # in the database: every server honours them
 
     def _records(self) -> list[TokenRecord]:
-        scopes = self.table.guest_scopes()
         return [
             TokenRecord(
                 name=name,
                 role=role,
                 sha256=digest,
                 created=created,
-                scope=GuestScope.model_validate_json(scopes[name])
-                if role == "guest" and name in scopes
-                else None,
+                scope=None if scope is None else GuestScope.model_validate_json(scope),
             )
-            for role, name, digest, created in self.table.api_tokens()
+            for role, name, digest, created, scope in self.table.api_tokens()
         ]
 
     def identify(self, token: str) -> Grant | None:

@@ -85,9 +85,8 @@ class NotebookState:
                     del self.concepts[concept]
         for key in old.metadata.fact_keys:
             members = self.fact_keys.get(key, [])
-            if (at := bisect.bisect_left(members, old.number)) < len(members) and members[
-                at
-            ] == old.number:
+            at = bisect.bisect_left(members, old.number)
+            if at < len(members) and members[at] == old.number:
                 del members[at]
             if not members:
                 self.fact_keys.pop(key, None)

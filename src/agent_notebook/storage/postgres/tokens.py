@@ -16,16 +16,12 @@ class PostgresServerTables(PostgresConnection):
 
     # -- API tokens -------------------------------------------------------------------------
 
-    def api_tokens(self) -> list[tuple[str, str, str, datetime]]:
-        found = self._query("SELECT role, name, sha256, created FROM api_tokens ORDER BY 1, 2")
-        return [(str(r), str(n), str(h), c) for r, n, h, c in found]
-
-    def guest_scopes(self) -> dict[str, str]:
-        """The scope (JSON) of each guest token that has one, by name."""
+    def api_tokens(self) -> list[tuple[str, str, str, datetime, str | None]]:
+        """Each token's role, name, hash, time made and (a guest's) scope as JSON."""
         found = self._query(
-            "SELECT name, scope FROM api_tokens WHERE role = 'guest' AND scope IS NOT NULL"
+            "SELECT role, name, sha256, created, scope FROM api_tokens ORDER BY 1, 2"
         )
-        return {str(n): str(s) for n, s in found}
+        return [(str(r), str(n), str(h), c, s) for r, n, h, c, s in found]
 
     def add_api_token(
         self, role: str, name: str, sha256: str, created: datetime, scope: str | None = None
