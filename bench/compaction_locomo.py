@@ -19,15 +19,18 @@ The headline, two numbers that a compaction which keeps less than it should fail
 
 Also reported, without a target: the same recall crediting a rollup only with the evidence
 turns whose words it keeps (at least half of their content words), the salient items kept
-by the summary's sentences alone (the index line left out), recall@k, active moments and
-tokens before and after, and the times.
+by the rollups' body alone (the index line left out), and active tokens before and after.
 
-Tuning: the summarizer's constants were set on conv-41, conv-42 and conv-43; report on the
-held-out conv-26 and conv-30 (``--conversations conv-26,conv-30``).
+``compaction.summary_ratio`` is scored over a grid (``--ratios``) and judged leave one
+conversation out: for each conversation, the smallest ratio whose recall and strict recall
+are both at least 90% of before on the other four (else the best sum of the two) is the one
+it is scored with; the held-out figures are pooled. ``--beside REV`` runs the same bench on
+the code of a git revision (its ``src``, default policy) in the same run, to print today's
+compaction beside the new one.
 
     python bench/compaction_locomo.py [--data ../shared/data/locomo/locomo-dev.json]
         [--conversations conv-26,conv-30 | --limit-conversations N]
-        [--embedder default|none] [--summary-ratio 0.15]
+        [--embedder default|none] [--ratios default,0.2,0.25,0.3,0.35] [--beside e321f2e]
 
 Skips cleanly (exit 0) when the data set is absent; it is never copied into this repository.
 """
@@ -36,7 +39,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -50,15 +55,16 @@ from agent_notebook import Notebook
 from agent_notebook.compaction import dropped_manifest
 from agent_notebook.core.enrich import STOPWORDS
 from agent_notebook.model import ROLLUP_INDEX_PREFIX, Moment
+from agent_notebook.embed import default_embedder
 from agent_notebook.search.hits import SearchHit
-from agent_notebook.storage import open_backend
+from agent_notebook.storage import MemoryBackend, open_backend
+from embed_cache import CachedEmbedder
 from retrieval_locomo import DEFAULT_DATA, load_conversation, normalise_evidence
 
 SHOWN_KS = (1, 3, 5, 10)
 BUDGET = 1000  # tokens of hits an agent reads
 TARGET_BUDGET_SHARE = 0.90  # (a) recall within BUDGET after / before
 TARGET_SALIENT_KEPT = 0.80  # (b)
-TARGET_REDUCTION = 5.0
 KEEPS_A_TURN = 0.5  # the share of a turn's content words a rollup must hold to be credited
 _CONTENT_WORD = re.compile(r"[^\W\d_][\w'-]{2,}")
 STRICT = "strict"  # the key of recall within BUDGET crediting only what a rollup keeps
@@ -144,6 +150,113 @@ def verdict(met: bool) -> str:
     return "met" if met else "NOT met"
 
 
+def measure(conversation: dict[str, Any], embedder: Any, ratio: float | None) -> dict[str, Any]:
+    """One fresh notebook of ``conversation``: recall before and after compaction (default
+    policy, ``summary_ratio`` ``ratio`` when given), salient items kept, tokens, time."""
+    with tempfile.TemporaryDirectory() as tmp:
+        nb = Notebook(open_backend(str(Path(tmp) / "notebook.db")), embedder=embedder)
+        if ratio is not None:
+            settings = nb.config.compaction.model_copy(update={"summary_ratio": ratio})
+            nb.config = nb.config.model_copy(update={"compaction": settings})
+        load_conversation(nb, conversation)
+        if nb.semantic is not None:
+            nb.semantic.wait_idle()
+            nb.reindex()
+        moments = list(nb.backend.iter_moments())
+        texts = {m.id: m.content.text for m in moments}
+        credit = Credit(
+            {m.id: m.source_id or "" for m in moments},
+            {m.id: content_words(m.content.text) for m in moments},
+        )
+        qa = conversation["qa"]
+        before = recall(nb, qa, credit)
+        last = max(m.timestamp for m in moments)
+        t0 = time.perf_counter()
+        report = nb.compact(now=last + timedelta(days=365), archive_dir=Path(tmp) / "archive")
+        seconds = time.perf_counter() - t0
+        if nb.semantic is not None:
+            nb.semantic.wait_idle()
+            nb.reindex()  # the rollups are new moments
+        after = recall(nb, qa, credit)
+        kept = [0, 0, 0]
+        for m in nb.backend.iter_moments():
+            if m.rollup is not None:
+                kept = [a + b for a, b in zip(kept, salient_kept(m, texts), strict=True)]
+        nb.close()
+    return {
+        "before": [{str(k): v for k, v in q.items()} for q in before],
+        "after": [{str(k): v for k, v in q.items()} for q in after],
+        "salient": kept,
+        "tokens": [report.tokens_before, report.tokens_after],
+        "active": [report.active_before, report.active_after],
+        "rollups": report.rollups,
+        "archived": report.archived,
+        "seconds": seconds,
+    }
+
+
+def pooled(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """The figures of ``runs`` (one per conversation) pooled over their questions."""
+    before = [q for r in runs for q in r["before"]]
+    after = [q for r in runs for q in r["after"]]
+    salient = [sum(r["salient"][i] for r in runs) for i in range(3)]
+    tokens = [sum(r["tokens"][i] for r in runs) for i in range(2)]
+    return {
+        "before": mean(before, str(BUDGET)),
+        "after": mean(after, str(BUDGET)),
+        "strict": mean(after, STRICT),
+        "share": mean(after, str(BUDGET)) / max(1e-9, mean(before, str(BUDGET))),
+        "strict_share": mean(after, STRICT) / max(1e-9, mean(before, STRICT)),
+        "salient": salient[1] / max(1, salient[0]),
+        "body": salient[2] / max(1, salient[0]),
+        "items": salient[0],
+        "tokens_before": tokens[0],
+        "tokens_after": tokens[1],
+        "reduction": tokens[0] / max(1, tokens[1]),
+        "questions": len(before),
+    }
+
+
+def choose(runs: dict[float, list[dict[str, Any]]]) -> float:
+    """The ratio to use, judged on ``runs`` (ratio -> its runs): the smallest whose recall
+    within the budget and strict recall are both at least 90% of before, else the one with
+    the best sum of the two."""
+    figures = {r: pooled(v) for r, v in runs.items()}
+    good = [r for r, f in figures.items() if min(f["share"], f["strict_share"]) >= 0.9]
+    if good:
+        return min(good)
+    return max(figures, key=lambda r: figures[r]["share"] + figures[r]["strict_share"])
+
+
+def line(name: str, f: dict[str, float]) -> str:
+    return (
+        f"{name:<34} {f['before']:5.1f} -> {f['after']:5.1f} ({f['share']:6.1%})"
+        f"   strict {f['strict']:5.1f} ({f['strict_share']:6.1%})"
+        f"   salient {f['salient']:6.1%} / body {f['body']:6.1%}"
+        f"   tokens {f['tokens_before']:6d} -> {f['tokens_after']:6d} ({f['reduction']:.1f}x)"
+    )
+
+
+def beside(rev: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """This bench run on the code of revision ``rev`` (its ``src`` from git, in a temporary
+    directory), default policy: today's compaction beside the new one, in one run."""
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(
+            ["git", "-C", str(root), "archive", rev, "src"], check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        out = Path(tmp) / "runs.json"
+        command = [sys.executable, __file__, "--data", str(args.data), "--ratios", "default"]
+        command += ["--embedder", args.embedder, "--json-out", str(out)]
+        if args.conversations:
+            command += ["--conversations", args.conversations]
+        env = {**os.environ, "PYTHONPATH": str(Path(tmp) / "src")}
+        subprocess.run(command, check=True, env=env)
+        runs: list[dict[str, Any]] = json.loads(out.read_text())["default"]
+        return runs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -151,8 +264,13 @@ def main() -> int:
     parser.add_argument("--limit-conversations", type=int, default=None)
     parser.add_argument("--embedder", choices=["default", "none"], default="default")
     parser.add_argument(
-        "--summary-ratio", type=float, default=None, help="compaction.summary_ratio (0.15)"
+        "--ratios",
+        default="default,0.2,0.25,0.3,0.35",
+        help="compaction.summary_ratio values to score ('default': the setting's default); "
+        "with more than one, each conversation is scored with the ratio chosen on the others",
     )
+    parser.add_argument("--beside", default="", help="also run the code of this git revision")
+    parser.add_argument("--json-out", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not args.data.exists():
         print(f"skipped: {args.data} is absent (see ../shared/data/locomo/README.md)")
@@ -162,121 +280,69 @@ def main() -> int:
         wanted = args.conversations.split(",")
         data = [c for c in data if c["sample_id"] in wanted]
     data = data[: args.limit_conversations]
-    embedder: Any = "default" if args.embedder == "default" else None
-    before_all: list[dict[Any, float]] = []
-    after_all: list[dict[Any, float]] = []
-    totals = dict.fromkeys(["moments", "tokens", "active_after", "tokens_after", "archived"], 0)
-    salient = [0, 0, 0]  # items, kept by the text, kept by the summary without its index
-    levels = {"daily": 0, "weekly": 0, "monthly": 0}
-    compact_s = 0.0
-    rows = []
+    embedder: Any = None
+    if args.embedder == "default" and (inner := default_embedder("default")) is not None:
+        embedder = CachedEmbedder(inner)
+    ratios = [None if r == "default" else float(r) for r in args.ratios.split(",")]
+    runs: dict[float | None, list[dict[str, Any]]] = {r: [] for r in ratios}
     for conversation in data:
-        with tempfile.TemporaryDirectory() as tmp:
-            nb = Notebook(open_backend(str(Path(tmp) / "notebook.db")), embedder=embedder)
-            if args.summary_ratio is not None:
-                settings = nb.config.compaction.model_copy(
-                    update={"summary_ratio": args.summary_ratio}
-                )
-                nb.config = nb.config.model_copy(update={"compaction": settings})
-            load_conversation(nb, conversation)
-            if nb.semantic is not None:
-                nb.semantic.wait_idle()
-                nb.reindex()
-            moments = list(nb.backend.iter_moments())
-            texts = {m.id: m.content.text for m in moments}
-            credit = Credit(
-                {m.id: m.source_id or "" for m in moments},
-                {m.id: content_words(m.content.text) for m in moments},
-            )
-            qa = conversation["qa"]
-            before = recall(nb, qa, credit)
-            last = max(m.timestamp for m in moments)
-            t0 = time.perf_counter()
-            report = nb.compact(now=last + timedelta(days=365), archive_dir=Path(tmp) / "archive")
-            compact_s += time.perf_counter() - t0
-            if nb.semantic is not None:
-                nb.semantic.wait_idle()
-                nb.reindex()  # the rollups are new moments
-            after = recall(nb, qa, credit)
-            kept = [0, 0, 0]
-            for m in nb.backend.iter_moments():
-                if m.rollup is not None:
-                    kept = [a + b for a, b in zip(kept, salient_kept(m, texts), strict=True)]
-            nb.close()
-        salient = [a + b for a, b in zip(salient, kept, strict=True)]
-        before_all += before
-        after_all += after
-        for level, n in report.rollups.items():
-            levels[level] += n
-        totals["moments"] += report.active_before
-        totals["tokens"] += report.tokens_before
-        totals["active_after"] += report.active_after
-        totals["tokens_after"] += report.tokens_after
-        totals["archived"] += report.archived
-        rows.append(
-            f"{conversation['sample_id']:>8}  {report.active_before:5d} -> {report.active_after:3d}"
-            f"  {report.tokens_before:6d} -> {report.tokens_after:5d}"
-            f"  ({report.tokens_before / max(1, report.tokens_after):4.1f}x)"
-            f"  {mean(before, BUDGET):5.1f} -> {mean(after, BUDGET):5.1f}"
-            f"  {kept[1]}/{kept[0]}"
-        )
+        for ratio in ratios:
+            runs[ratio].append(measure(conversation, embedder, ratio))
         print(f"{conversation['sample_id']} done", file=sys.stderr)
-
-    reduction = totals["tokens"] / max(1, totals["tokens_after"])
-    budget_share = mean(after_all, BUDGET) / max(1e-9, mean(before_all, BUDGET))
-    kept_share = salient[1] / max(1, salient[0])
+    if embedder is not None:
+        embedder.save()
+    if args.json_out is not None:
+        args.json_out.write_text(json.dumps({str(r or "default"): v for r, v in runs.items()}))
+        return 0
+    old = beside(args.beside, args) if args.beside else None
+    default = Notebook(MemoryBackend(), embedder=None).config.compaction.summary_ratio
+    names = [c["sample_id"] for c in data]
     print(
-        f"LoCoMo dev, {len(data)} conversations ({', '.join(c['sample_id'] for c in data)}), "
-        f"{len(before_all)} questions; compacted with --now = last session + 365 days, "
-        + (
-            "default policy"
-            if args.summary_ratio is None
-            else f"summary_ratio {args.summary_ratio}"
-        )
-        + ", extractive summarizer; search: "
+        f"LoCoMo dev, {len(data)} conversations ({', '.join(names)}), "
+        f"{sum(len(c['qa']) for c in data)} questions; compacted with --now = last session "
+        f"+ 365 days; extractive summarizer; search: "
         + ("hybrid (lexical + MiniLM vectors + concepts)" if embedder else "lexical + concepts")
     )
     print(
-        f"conversation  active moments  active tokens (reduction)  recall within {BUDGET} "
-        "tokens  salient kept"
+        f"recall within {BUDGET} tokens of hits, before -> after (after / before); strict: a "
+        "rollup credited only with the turns whose words it keeps; salient items kept in the "
+        "rollups' text / in their body (index line left out); active tokens"
     )
-    print("\n".join(rows))
-    print(
-        f"(a) recall within {BUDGET} tokens of hits: before {mean(before_all, BUDGET):5.1f}   "
-        f"after {mean(after_all, BUDGET):5.1f}   after / before {budget_share:.1%} "
-        f"(target >= {TARGET_BUDGET_SHARE:.0%}: {verdict(budget_share >= TARGET_BUDGET_SHARE)})"
-    )
-    print(
-        f"    the same, a rollup credited only with the turns whose words it keeps (what the "
-        f"agent reads): before {mean(before_all, STRICT):5.1f}   "
-        f"after {mean(after_all, STRICT):5.1f}"
-    )
-    print(
-        f"(b) salient items of the compacted turns in an active rollup's text: "
-        f"{salient[1]}/{salient[0]} = {kept_share:.1%} "
-        f"(target >= {TARGET_SALIENT_KEPT:.0%}: {verdict(kept_share >= TARGET_SALIENT_KEPT)})"
-    )
-    print(
-        f"active moments: {totals['moments']} -> {totals['active_after']};  active tokens: "
-        f"{totals['tokens']} -> {totals['tokens_after']} ({reduction:.1f}x fewer; "
-        f"target >= {TARGET_REDUCTION:.0f}x: {verdict(reduction >= TARGET_REDUCTION)})"
-    )
-    print("without a target:")
-    print(
-        f"  salient items kept by the summaries without their index line: "
-        f"{salient[2]}/{salient[0]} = {salient[2] / max(1, salient[0]):.1%}"
-    )
-    for k in SHOWN_KS:
-        note = "   (a rollup covers its whole lineage: this credits nothing)" * (k == SHOWN_KS[-1])
+    print("per conversation:")
+    for n, name in enumerate(names):
+        if old is not None:
+            print(line(f"  {name} today ({args.beside[:8]})", pooled([old[n]])))
+        for ratio in ratios:
+            label = f"ratio {ratio if ratio is not None else f'{default} (default)'}"
+            print(line(f"  {name} {label}", pooled([runs[ratio][n]])))
+    print("pooled, in sample:")
+    if old is not None:
+        print(line(f"  today ({args.beside[:8]})", pooled(old)))
+    for ratio in ratios:
+        label = f"ratio {ratio if ratio is not None else f'{default} (default)'}"
+        print(line(f"  {label}", pooled(runs[ratio])))
+    if len(ratios) > 1 and len(data) > 1:
+        held, chosen = [], []
+        for n in range(len(data)):
+            others = {r: [v for i, v in enumerate(runs[r]) if i != n] for r in ratios}
+            pick = choose(others)
+            chosen.append(f"{names[n]}: {pick if pick is not None else default}")
+            held.append(runs[pick][n])
+        f = pooled(held)
+        print(f"leave one conversation out (ratio chosen on the other four: {'; '.join(chosen)}):")
+        print(line("  held out, pooled", f))
+        share, strict = f["share"], f["strict_share"]
         print(
-            f"  recall@{k:<2} before {mean(before_all, k):5.1f}   "
-            f"after {mean(after_all, k):5.1f}{note}"
+            f"(a) recall within {BUDGET} tokens after / before {share:.1%} "
+            f"(target >= {TARGET_BUDGET_SHARE:.0%}: {verdict(share >= TARGET_BUDGET_SHARE)}); "
+            f"strict {strict:.1%} ({verdict(strict >= TARGET_BUDGET_SHARE)})"
         )
-    print(
-        f"  rollups made: {levels['daily']} daily, {levels['weekly']} weekly, "
-        f"{levels['monthly']} monthly; {totals['archived']} originals archived; "
-        f"compaction took {compact_s:.1f} s"
-    )
+        print(
+            f"(b) salient items kept in the rollups' body: {f['body']:.1%} "
+            f"(target >= {TARGET_SALIENT_KEPT:.0%}: {verdict(f['body'] >= TARGET_SALIENT_KEPT)})"
+        )
+    seconds = sum(r["seconds"] for v in runs.values() for r in v)
+    print(f"compaction took {seconds:.1f} s in all ({len(ratios)} ratios x {len(data)} conversations)")
     return 0
 
 

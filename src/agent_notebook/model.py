@@ -365,6 +365,35 @@ RollupLevel = Literal["daily", "weekly", "monthly"]
 ROLLUP_INDEX_PREFIX: Final = "Also mentioned: "
 
 
+#: Why a rollup keeps an original moment word for word, outside its budget: what the facts
+#: layer holds as current (issue 41).
+KeptKind = Literal["decision", "open", "fact", "conflict", "pinned", "important"]
+
+
+class KeptLine(_Record):
+    """An original moment a rollup keeps word for word (its text holds ``text`` as is), and
+    why. A later moment that ends what it says marks it as it marks a moment: ``valid_until``
+    and ``superseded_by`` (and the rollup's text says so on that line)."""
+
+    source: MomentId
+    kind: KeptKind
+    text: Text
+    said: UtcTime
+    speaker: Text = ""
+    role: Text = "user"
+    #: The original's fact keys, so the rollup is filed under them in the fact index.
+    fact_keys: list[Text] = Field(default_factory=list)
+    valid_until: UtcTime | None = None
+    superseded_by: MomentId | None = None
+
+
+class FadedLine(_Record):
+    """What a rollup keeps of an original that no longer holds: one line."""
+
+    source: MomentId
+    line: Text
+
+
 class Rollup(_Record):
     """What makes a moment a rollup (a summary made by compaction): its lineage and the
     dropped manifest, the identifiers, numbers, dates and names of its original moments
@@ -384,6 +413,12 @@ class Rollup(_Record):
     #: Tokens of the original moments it covers, and of its own text.
     tokens_before: int = Field(0, ge=0)
     tokens_after: int = Field(0, ge=0)
+    #: The originals it keeps word for word because they still hold (decisions, open items,
+    #: current facts, both sides of a conflict, pinned), in time order.
+    kept: list[KeptLine] = Field(default_factory=list)
+    #: What was replaced, closed or expired, one line each ("venue: Lakeside Pavilion →
+    #: Casa Lucia, 25 Nov"): the first detail to fade, on record rather than dropped.
+    faded: list[FadedLine] = Field(default_factory=list)
 
 
 class Moment(_Record):

@@ -21,7 +21,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from agent_notebook import Notebook
 from agent_notebook import config as cfg
-from agent_notebook.compaction.rollup import current_updates, dropped_manifest, kept_whole, salient
+from agent_notebook.compaction.rollup import dropped_manifest, salient
 from agent_notebook.errors import InvalidInput, NotFound
 from agent_notebook.model import Moment
 from agent_notebook.storage import MemoryBackend, StorageBackend
@@ -39,11 +39,15 @@ def nb(backend: StorageBackend, tmp_path: Path) -> Notebook:
     return Notebook(backend, home=tmp_path / "home", embedder=None)
 
 
-def fill_day(nb: Notebook, day: int, *, importance: float = 0.25, n: int = 3) -> list[Moment]:
+def fill_day(
+    nb: Notebook, day: int, *, importance: float = 0.25, n: int = 3, session: str | None = None
+) -> list[Moment]:
+    """``n`` moments on day ``day``, in a new session (or ``session``)."""
     when = T0 + timedelta(days=day)
-    session = nb.start_session(f"day {day}", started=when)
+    if session is None:
+        session = nb.start_session(f"day {day}", started=when).id
     return nb.record_many(
-        session.id,
+        session,
         [
             {
                 "text": f"Ana booked seat {day * 10 + i} on the TGV-{day} to Lyon. "
@@ -301,7 +305,7 @@ def check_nothing_lost_or_twice(home: Path, seed: Path) -> None:
         for moment_id, record in originals.items():
             assert moment_id in live or after.archived_record(moment_id) == record
         keys = Counter(
-            (m.rollup.level, m.rollup.period, m.session if m.rollup.level == "daily" else "")
+            (m.rollup.level, m.rollup.period, m.session)
             for m in after.backend.iter_moments()
             if m.rollup is not None
         )
@@ -443,8 +447,8 @@ def test_the_dropped_manifest_names_items_as_the_sources_write_them() -> None:
 
 
 def test_a_rollup_reads_by_day_and_names_who_said_what(nb: Notebook) -> None:
-    fill_day(nb, 0, n=4)
-    fill_day(nb, 1, n=4)
+    first = fill_day(nb, 0, n=4)
+    fill_day(nb, 1, n=4, session=first[0].session)
     nb.compact(now=T0 + timedelta(days=32))
     (weekly,) = rollups(nb, "weekly")
     lines = weekly.content.text.splitlines()
@@ -474,8 +478,8 @@ def test_redaction_takes_a_redacted_moments_items_out_of_the_index(nb: Notebook)
 def test_a_rollup_keeps_the_current_fact_whole_and_may_fold_the_superseded_one(
     tmp_path: Path,
 ) -> None:
-    """Issue 30: compaction keeps current facts word for word; what a later moment
-    superseded is summarized like any faded moment, never kept whole."""
+    """Issues 30 and 41: compaction keeps current facts word for word; what a later moment
+    superseded fades to one line, never kept whole."""
     config = cfg.NotebookConfig(facts=cfg.FactSettings(enabled=True))
     with Notebook(MemoryBackend(), home=tmp_path / "home", embedder=None, config=config) as nb:
         filler = fill_day(nb, 0, n=6)
@@ -491,13 +495,9 @@ def test_a_rollup_keeps_the_current_fact_whole_and_may_fold_the_superseded_one(
         nb.compact(now=T0 + timedelta(days=7, hours=2))
         (daily,) = rollups(nb, "daily")
         assert daily.rollup is not None and {old.id, new.id} <= set(daily.rollup.sources)
-        kept = [
-            kept_whole(
-                m,
-                nb.config.compaction,
-                current_updates([nb.get_moment(old.id), nb.get_moment(new.id)]),
-            )
-            for m in (nb.get_moment(old.id), nb.get_moment(new.id))
-        ]
-        assert kept == [False, True]
+        kept = {line.source: line.kind for line in daily.rollup.kept}
+        assert kept.get(new.id) == "fact" and old.id not in kept
+        (faded,) = daily.rollup.faded  # what was replaced fades to one line, kept on record
+        assert faded.source == old.id and faded.line in daily.content.text
+        assert "June 5" in faded.line and "June 12" in faded.line
         assert "The launch moved to June 12." in daily.content.text  # word for word

@@ -1,16 +1,17 @@
-"""Making one rollup: the summary (any :class:`~.summarize.Summarizer`), its lineage and its
-dropped manifest.
+"""Making one rollup: its text, its lineage, its keep list and its dropped manifest.
 
-A rollup's text has three parts:
+A rollup's text, in time order under a line per day (``2023-05-08:``):
 
-* **kept whole**: every original moment that is a decision or a correction, or whose
-  importance is at least ``keep_whole_importance``, word for word, outside the budget (an
-  important decision is never cut to a few words);
-* **the summary**, within the budget. The extractive summarizer picks its sentences from the
-  *original* moments at every level (a summary of summaries only loses more), written in
-  time order under a line per day (``2023-05-08:``), each line naming its speaker; a model
-  reads the sources one level down, as their texts are short enough for a prompt;
-* **the index**: ``Also mentioned:`` the salient items the summary did not keep, the most
+* **kept whole**: the originals that still hold (:mod:`.keep`: standing decisions, open
+  items, current facts, both sides of a conflict, pinned or important moments), word for
+  word and outside the budget, each line saying why (``decided: ``, ``open: ``…);
+* **faded**: what no longer holds (a replaced value or decision, a closed item, an expired
+  fact), one line each, outside the budget: the first detail to fade, never dropped;
+* **the notes**, within the budget: every other moment as a line of its own words
+  (:mod:`.notes`), made from the *original* moments at every level (a summary of summaries
+  only loses more); a model (``compaction.summarizer: llm``) writes this part instead, and
+  is checked: a summary that drops a salient item the notes keep is not used;
+* **the index**: ``Also mentioned:`` the salient items the text did not keep, the most
   frequent first, in what room is left (at most ``INDEX_SHARE`` of the budget beside the
   summary), so a name or a date stays findable and on record.
 
@@ -34,22 +35,26 @@ from ..core.enrich import enrich, exact_identifiers, identifiers
 from ..core.tokens import TokenCounter
 from ..model import (
     ROLLUP_INDEX_PREFIX,
+    FadedLine,
+    KeptLine,
     Moment,
     MomentContent,
     MomentMetadata,
     Rollup,
     RollupLevel,
 )
+from .keep import KEPT_TAGS, KeepList
+from .notes import by_day, notes
 
 if TYPE_CHECKING:  # summarize loads LangChain: a command that never compacts needs none
-    from .summarize import ExtractiveSummarizer, Summarizer
+    from .summarize import Summarizer
 
 __all__ = [
     "INDEX_PREFIX",
     "ROLLUP_ROLE",
     "build_rollup",
     "dropped_manifest",
-    "kept_whole",
+    "kept_line",
     "salient",
     "source_text",
 ]
@@ -63,12 +68,6 @@ _NUMBER: Final = re.compile(r"(?<![\w.,:/-])\d+(?:[.,:]\d+)*(?![\w])")
 _WORDS: Final = re.compile(r"\S+")
 _DIGITS: Final = re.compile(r"\d+(?:[.,:]\d+)*")
 _EDGE_PUNCTUATION: Final = "\"'()[]{}.,;:!?"
-# A decision or a correction is kept whole, whatever its importance.
-_DECISION: Final = re.compile(
-    r"\b(?:decid(?:e|ed|es|ing)|decision|agreed|from now on|correction|i meant|"
-    r"that's wrong|not what i)\b",
-    re.IGNORECASE,
-)
 _GUIDANCE: Final = (
     "These are the {level} notebook entries of {period}. Write the {level} summary that "
     "replaces them: who did, said, decided or planned what, and when."
@@ -85,32 +84,13 @@ def source_text(moment: Moment) -> str:
     return f"{speaker}: {text}"
 
 
-def kept_whole(
-    moment: Moment, settings: CompactionSettings, updates: frozenset[str] = frozenset()
-) -> bool:
-    """An original moment a rollup keeps word for word: a decision, a correction, a current
-    fact that replaced an earlier one (its id in ``updates``), or one of importance
-    ``keep_whole_importance`` or more. A fact a later moment superseded is never kept whole:
-    the summary may fold it (what is true must not degrade; what was true may)."""
-    if moment.rollup is not None or moment.valid_until is not None:
-        return False
-    return (
-        moment.id in updates
-        or moment.metadata.importance >= settings.keep_whole_importance
-        or _DECISION.search(moment.content.text) is not None
-    )
-
-
-def current_updates(moments: Sequence[Moment]) -> frozenset[str]:
-    """The moments that superseded one of ``moments`` (``superseded_by:m_N`` links, from
-    the fact rules) and still hold: the facts as they are now."""
-    later = {
-        link.split(":", 1)[1]
-        for m in moments
-        for link in m.relations.links
-        if link.startswith("superseded_by:")
-    }
-    return frozenset(m.id for m in moments if m.id in later and m.valid_until is None)
+def kept_line(kept: KeptLine) -> str:
+    """How a rollup's text holds a line it keeps whole: why, then the original word for
+    word; once a later moment ended it, also that."""
+    line = KEPT_TAGS[kept.kind] + kept.text
+    if kept.superseded_by is not None and kept.valid_until is not None:
+        line += f" [superseded by {kept.superseded_by} on {kept.valid_until:%Y-%m-%d}]"
+    return line
 
 
 @dataclass(frozen=True)
@@ -188,12 +168,14 @@ def build_rollup(
     period: str,
     sources: Sequence[Moment],
     originals: Sequence[Moment],
+    keep: KeepList,
     summarizer: Summarizer,
     settings: CompactionSettings,
     counter: TokenCounter,
 ) -> Moment:
     """The rollup moment ``m_<number>`` summarizing ``sources`` (the moments it replaces),
-    which cover ``originals`` (the original moments under them; for a daily, the same)."""
+    which cover ``originals`` (the original moments under them; for a daily, the same),
+    keeping whole and fading what ``keep`` says."""
     ordered = _in_time_order(sources)
     under = _in_time_order(originals)
     # the budget is a share of the original moments' tokens, at every level, so summaries
@@ -208,18 +190,22 @@ def build_rollup(
         "monthly": settings.monthly_max_tokens,
     }[level]
     budget = min(cap, max(settings.min_summary_tokens, round(before * settings.summary_ratio)))
-    updates = current_updates(under)
-    whole = [m for m in under if kept_whole(m, settings, updates)]
+    kept = [_kept(m, keep) for m in under if m.id in keep.kept]
+    fixed = {k.source: kept_line(k) for k in kept} | {
+        m.id: keep.faded[m.id] for m in under if m.id in keep.faded
+    }
     original_texts = [t for t in map(source_text, under) if t]
     items = _salient_items(original_texts)
     index_room = min(round(budget * INDEX_SHARE), counter.count(_index_line(items)))
     room = max(1, budget - index_room)
+    body, spent = notes(under, fixed, room, counter)
+    name = summarizer.name
     from .summarize import ExtractiveSummarizer
 
-    if isinstance(summarizer, ExtractiveSummarizer):
-        body, spent = _extract(under, whole, summarizer, room, counter)
-    else:
-        body, spent = _summarize(ordered, whole, summarizer, room, level, period, counter)
+    if not isinstance(summarizer, ExtractiveSummarizer):
+        body, spent, name = _summarize(
+            ordered, under, fixed, (body, spent), items, summarizer, room, level, period, counter
+        )
     index = _fit_index(_lost(items, body), budget - spent - 1, counter)
     summary = "\n".join(part for part in (body, index) if part)
     dropped = [i.written for i in _lost(items, summary)]
@@ -227,8 +213,6 @@ def build_rollup(
     for m in ordered:
         lineage.update(dict.fromkeys(m.rollup.originals if m.rollup is not None else [m.id]))
     concepts = Counter(c for m in ordered for c in m.metadata.concepts)
-    used = getattr(summarizer, "last_fallback_reason", None)
-    name = summarizer.name if not used else f"{summarizer.name} (fell back: {used})"
     return Moment(
         id=f"m_{number}",
         session=ordered[0].session,
@@ -241,6 +225,8 @@ def build_rollup(
             retrieval_keys=enrich(summary).retrieval_keys,
             importance=min(0.99, max(m.metadata.importance for m in ordered)),
             decay_rate=min(m.metadata.decay_rate for m in ordered),
+            # filed under what its kept lines state, so a later statement meets them
+            fact_keys=list(dict.fromkeys(k for line in kept for k in line.fact_keys)),
         ),
         rollup=Rollup(
             level=level,
@@ -252,7 +238,23 @@ def build_rollup(
             summarizer=name,
             tokens_before=before,
             tokens_after=counter.count(summary),
+            kept=kept,
+            faded=[
+                FadedLine(source=m.id, line=keep.faded[m.id]) for m in under if m.id in keep.faded
+            ],
         ),
+    )
+
+
+def _kept(moment: Moment, keep: KeepList) -> KeptLine:
+    return KeptLine(
+        source=moment.id,
+        kind=keep.kept[moment.id],
+        text=source_text(moment),
+        said=moment.timestamp,
+        speaker=moment.speaker,
+        role=moment.role,
+        fact_keys=moment.metadata.fact_keys,
     )
 
 
@@ -260,73 +262,51 @@ def _in_time_order(moments: Sequence[Moment]) -> list[Moment]:
     return sorted(moments, key=lambda m: (m.timestamp, m.number))
 
 
-def _extract(
-    originals: Sequence[Moment],
-    whole: Sequence[Moment],
-    summarizer: ExtractiveSummarizer,
-    room: int,
-    counter: TokenCounter,
-) -> tuple[str, int]:
-    """The moments kept whole and the sentences picked from the others, in time order,
-    under a line per day, and the tokens of what counts against the budget (the picks with
-    their day lines and speakers, which fit ``room``)."""
-    keep = {m.id for m in whole}
-    rest = [m for m in originals if m.id not in keep and source_text(m)]
-    texts = [source_text(m) for m in rest]
-    target = room
-    while True:  # day lines and speakers cost tokens the picks did not count: pick less
-        picks = summarizer.pick(texts, max(target, 0))
-        picked = {rest[i].id: _with_speaker(rest[i], line) for i, line in picks}
-        used = counter.count(_by_day(originals, {}, picked))
-        if used <= room or target <= 0:
-            return _by_day(originals, {m.id: source_text(m) for m in whole}, picked), used
-        target -= max(used - room, 1)
-
-
-def _with_speaker(moment: Moment, line: str) -> str:
-    speaker = moment.speaker.strip()
-    return line if not speaker or line.startswith(speaker) else f"{speaker}: {line}"
-
-
-def _by_day(originals: Sequence[Moment], whole: dict[str, str], picked: dict[str, str]) -> str:
-    lines: list[str] = []
-    day = ""
-    for m in originals:
-        if not (line := whole.get(m.id) or picked.get(m.id)):
-            continue
-        if (today := f"{m.timestamp:%Y-%m-%d}") != day:
-            lines.append(f"{today}:")
-            day = today
-        lines.append(line)
-    return "\n".join(lines)
-
-
 def _summarize(
     sources: Sequence[Moment],
-    whole: Sequence[Moment],
+    under: Sequence[Moment],
+    fixed: dict[str, str],
+    made: tuple[str, int],
+    items: Sequence[_Item],
     summarizer: Summarizer,
     room: int,
     level: RollupLevel,
     period: str,
     counter: TokenCounter,
-) -> tuple[str, int]:
-    """The moments kept whole, then the summarizer's summary of the rest, and the tokens of
-    that summary. A lower rollup is read without the moments it kept whole (they are here
-    already) and without its index."""
-    kept = list(dict.fromkeys(t for t in map(source_text, whole) if t))
-    texts = []
+) -> tuple[str, int, str]:
+    """The kept and faded lines, then the model's summary of the other moments, its tokens
+    and the summarizer's name. The kept and faded lines are placed word for word, never
+    left to the model; its summary must keep as many of the originals' salient items as
+    the notes ``made`` (text, tokens) keep within the same budget: when it keeps fewer (or
+    the model fails), the notes stand and the name says why."""
+    held = set(fixed.values())
+    texts = []  # a lower rollup is read without its kept, faded and index lines
     for m in sources:
-        text = source_text(m)
-        if m.rollup is not None:
-            for k in kept:
-                text = text.replace(k, "")
-            lines = text.splitlines()
-            text = "\n".join(x for x in lines if x.strip() and not x.startswith(INDEX_PREFIX))
-        if text and text not in kept:
+        if m.rollup is None:
+            text = "" if m.id in fixed else source_text(m)
+        else:
+            lines = source_text(m).splitlines()
+            text = "\n".join(
+                x
+                for x in lines
+                if x.strip()
+                and x not in held
+                and not x.startswith(INDEX_PREFIX)
+                and not x.startswith(tuple(t for t in KEPT_TAGS.values() if t))
+            )
+        if text:
             texts.append(text)
     guidance = _GUIDANCE.format(level=level, period=period)
     summary = summarizer.summarize(texts, guidance=guidance, max_tokens=room).strip()
-    return "\n".join([*kept, summary]).strip(), counter.count(summary)
+    if fell_back := getattr(summarizer, "last_fallback_reason", None):
+        return *made, f"{summarizer.name} (fell back: {fell_back})"
+    text = "\n".join(p for p in (by_day(under, fixed), summary) if p)
+    lost, by_notes = _lost(items, text), _lost(items, made[0])
+    if len(lost) > len(by_notes):
+        missing = [i.written for i in lost if i not in by_notes][:5]
+        reason = f"its summary dropped {', '.join(missing)}, which the notes keep"
+        return *made, f"{summarizer.name} (fell back: {reason}; used the notes)"
+    return text, counter.count(summary), summarizer.name
 
 
 def _index_line(items: Sequence[_Item]) -> str:

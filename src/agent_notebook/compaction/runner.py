@@ -31,6 +31,7 @@ from ..errors import InvalidInput
 from ..model import ArchiveEntry, Moment, RollupLevel
 from ..storage import StorageBackend
 from .archive import ColdArchive
+from .keep import Keeper, LinkKeeper
 from .policy import LEVELS, Group, due_groups
 from .rollup import build_rollup
 
@@ -110,10 +111,13 @@ class Compactor:
         settings: CompactionSettings,
         counter: TokenCounter,
         *,
+        keeper: Keeper | None = None,
         step_hook: StepHook | None = None,
     ) -> None:
         self.backend, self.archive, self.summarizer = backend, archive, summarizer
         self.settings, self.counter = settings, counter
+        #: What each rollup keeps whole and fades (the notebook's reads the facts layer).
+        self.keeper = keeper or LinkKeeper(settings.keep_whole_importance)
         self.step_hook = step_hook
         self.archived_numbers: list[int] = []  # for the caller's vector index
         self._steps = 0
@@ -135,7 +139,7 @@ class Compactor:
         for level in LEVELS:
             groups = due_groups(level, self._active(), now, self.settings)
             for done, group in enumerate(groups, 1):
-                self._roll(group, report)
+                self._roll(group, now, report)
                 if progress is not None:
                     progress(level, done, len(groups))
             if progress is not None and not groups:
@@ -147,7 +151,7 @@ class Compactor:
 
     # -- steps --------------------------------------------------------------------------------
 
-    def _roll(self, group: Group, report: CompactionReport) -> None:
+    def _roll(self, group: Group, now: datetime, report: CompactionReport) -> None:
         sources = list(group.sources)
         if group.extends is not None:  # late sources: the open rollup is made again
             assert group.extends.rollup is not None
@@ -156,6 +160,7 @@ class Compactor:
             sources += self._load(earlier)
         lineage = [o for m in sources for o in (m.rollup.originals if m.rollup else [m.id])]
         originals = [m for m in self._load(list(dict.fromkeys(lineage))) if m.rollup is None]
+        keep = self.keeper.keep_list(originals, now)
         with self.backend.atomic():
             number = (
                 group.extends.number
@@ -168,6 +173,7 @@ class Compactor:
                 period=group.period,
                 sources=sources,
                 originals=originals,
+                keep=keep,
                 summarizer=self.summarizer,
                 settings=self.settings,
                 counter=self.counter,

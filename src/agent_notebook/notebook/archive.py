@@ -16,8 +16,9 @@ from ..core import files
 from ..core.files import exclusive_lock as write_lock_file
 from ..errors import InvalidInput, NotFound
 from ..model import ArchiveEntry, Moment, check_moment_id, now_utc
-from ..storage import MemoryBackend
+from ..storage import MemoryBackend, StorageBackend
 from .checks import aware
+from .keeping import FactsKeeper
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -88,7 +89,9 @@ class Archive:
             if not dry_run:
                 backend.settle()  # no moment archived before its session counted it
                 self.sessions.settle()
-                compactor = Compactor(backend, archive, chosen, settings, context.tokens)
+                compactor = Compactor(
+                    backend, archive, chosen, settings, context.tokens, keeper=self._keeper(backend)
+                )
                 try:
                     return compactor.run(when, progress=progress)
                 finally:
@@ -104,9 +107,23 @@ class Archive:
                 scratch_archive = ColdArchive(
                     Path(scratch), also=[archive.root], cipher=archive.cipher
                 )
-                compactor = Compactor(copy, scratch_archive, chosen, settings, context.tokens)
+                compactor = Compactor(
+                    copy,
+                    scratch_archive,
+                    chosen,
+                    settings,
+                    context.tokens,
+                    keeper=self._keeper(copy),
+                )
                 report = compactor.run(when, progress=progress)
                 return report.model_copy(update={"dry_run": True})
+
+    def _keeper(self, backend: StorageBackend) -> FactsKeeper:
+        """What the rollups keep: what the facts layer holds as current (see .keeping)."""
+        config = self.context.config
+        return FactsKeeper(
+            backend, config.compaction.keep_whole_importance, facts_on=config.facts.enabled
+        )
 
     def _summarizer(self, model: BaseChatModel | None) -> Summarizer:
         from ..compaction.summarize import ExtractiveSummarizer, LlmSummarizer

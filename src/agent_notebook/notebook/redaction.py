@@ -37,12 +37,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from ..compaction.notes import is_note_of
 from ..core.enrich import enrich
 from ..core.validation import validate_record
 from ..errors import InvalidInput, NotFound
@@ -103,6 +104,11 @@ def _verbatim(rollup: Moment) -> bool:
     assert rollup.rollup is not None
     name = rollup.rollup.summarizer
     return name.startswith("extractive") or "used the extractive summarizer" in name
+
+
+def _note_of(line: str, targets: Sequence[Moment]) -> Moment | None:
+    """The redacted moment ``line`` of a rollup's notes may stand for, if any."""
+    return next((t for t in targets if is_note_of(line, t)), None)
 
 
 def _tombstone(moment: Moment, tombstone: Tombstone) -> Moment:
@@ -307,7 +313,16 @@ class Redaction:
 
     def _scrubbed_rollup(self, rollup: Moment, plan: _Plan) -> Moment:
         assert rollup.rollup is not None
-        text = self._scrubbed_index(self.scrubber.text(rollup.content.text), plan)
+        targets = [t for t in plan.targets.values() if t.id in rollup.rollup.originals]
+        kept = [k for k in rollup.rollup.kept if k.source not in plan.targets]
+        faded = [f for f in rollup.rollup.faded if f.source not in plan.targets]
+        gone = {f.line for f in rollup.rollup.faded} - {f.line for f in faded}
+        lines = [  # the notes and faded lines of a redacted moment go with it
+            f"[redacted {t.id}]" if (t := _note_of(line, targets)) is not None else line
+            for line in rollup.content.text.split("\n")
+            if line not in gone
+        ]
+        text = self._scrubbed_index(self.scrubber.text("\n".join(lines)), plan)
         gone = {c for t in plan.targets.values() for c in t.metadata.concepts}
         gone |= {self.concept} if self.concept else set()
         lowered = text.casefold()
@@ -325,7 +340,9 @@ class Redaction:
                         "fact_keys": [],  # read from the words forgotten: filed no more
                     }
                 ),
-                "rollup": rollup.rollup.model_copy(update={"dropped": dropped}),
+                "rollup": rollup.rollup.model_copy(
+                    update={"dropped": dropped, "kept": kept, "faded": faded}
+                ),
             }
         )
 
