@@ -54,8 +54,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from agent_notebook import Notebook
 from agent_notebook.compaction import dropped_manifest
 from agent_notebook.core.enrich import STOPWORDS
-from agent_notebook.model import ROLLUP_INDEX_PREFIX, Moment
 from agent_notebook.embed import default_embedder
+from agent_notebook.model import ROLLUP_INDEX_PREFIX, Moment
 from agent_notebook.search.hits import SearchHit
 from agent_notebook.storage import MemoryBackend, open_backend
 from embed_cache import CachedEmbedder
@@ -342,7 +342,9 @@ def main() -> int:
             f"(target >= {TARGET_SALIENT_KEPT:.0%}: {verdict(f['body'] >= TARGET_SALIENT_KEPT)})"
         )
     seconds = sum(r["seconds"] for v in runs.values() for r in v)
-    print(f"compaction took {seconds:.1f} s in all ({len(ratios)} ratios x {len(data)} conversations)")
+    print(
+        f"compaction took {seconds:.1f} s in all ({len(ratios)} ratios x {len(data)} conversations)"
+    )
     return 0
 
 
