@@ -87,10 +87,9 @@ def source_text(moment: Moment) -> str:
 def kept_line(kept: KeptLine) -> str:
     """How a rollup's text holds a line it keeps whole: why, then the original word for
     word; once a later moment ended it, also that."""
-    line = KEPT_TAGS[kept.kind] + kept.text
     if kept.superseded_by is not None and kept.valid_until is not None:
-        line += f" [superseded by {kept.superseded_by} on {kept.valid_until:%Y-%m-%d}]"
-    return line
+        return f"superseded by {kept.superseded_by} on {kept.valid_until:%Y-%m-%d}: {kept.text}"
+    return KEPT_TAGS[kept.kind] + kept.text
 
 
 @dataclass(frozen=True)
@@ -204,7 +203,7 @@ def build_rollup(
 
     if not isinstance(summarizer, ExtractiveSummarizer):
         body, spent, name = _summarize(
-            ordered, under, fixed, (body, spent), items, summarizer, room, level, period, counter
+            ordered, under, fixed, (body, spent), summarizer, room, level, period, counter
         )
     index = _fit_index(_lost(items, body), budget - spent - 1, counter)
     summary = "\n".join(part for part in (body, index) if part)
@@ -267,46 +266,33 @@ def _summarize(
     under: Sequence[Moment],
     fixed: dict[str, str],
     made: tuple[str, int],
-    items: Sequence[_Item],
     summarizer: Summarizer,
     room: int,
     level: RollupLevel,
     period: str,
     counter: TokenCounter,
 ) -> tuple[str, int, str]:
-    """The kept and faded lines, then the model's summary of the other moments, its tokens
-    and the summarizer's name. The kept and faded lines are placed word for word, never
-    left to the model; its summary must keep as many of the originals' salient items as
-    the notes ``made`` (text, tokens) keep within the same budget: when it keeps fewer (or
-    the model fails), the notes stand and the name says why."""
-    held = set(fixed.values())
-    texts = []  # a lower rollup is read without its kept, faded and index lines
+    """The kept and faded lines, then the model's summary, its tokens and the summarizer's
+    name. The model reads every source (a lower rollup without its index line) and writes
+    the summary; the kept and faded lines stay word for word beside it whatever it writes.
+    Its summary is checked against them: when it drops one of their salient items (a name,
+    a number, a date of what still holds or what replaced it), or the model fails, the notes
+    ``made`` (text, tokens) stand and the name says why."""
+    texts = []
     for m in sources:
-        if m.rollup is None:
-            text = "" if m.id in fixed else source_text(m)
-        else:
-            lines = source_text(m).splitlines()
-            text = "\n".join(
-                x
-                for x in lines
-                if x.strip()
-                and x not in held
-                and not x.startswith(INDEX_PREFIX)
-                and not x.startswith(tuple(t for t in KEPT_TAGS.values() if t))
-            )
-        if text:
+        lines = source_text(m).splitlines()
+        if text := "\n".join(x for x in lines if x.strip() and not x.startswith(INDEX_PREFIX)):
             texts.append(text)
     guidance = _GUIDANCE.format(level=level, period=period)
     summary = summarizer.summarize(texts, guidance=guidance, max_tokens=room).strip()
     if fell_back := getattr(summarizer, "last_fallback_reason", None):
         return *made, f"{summarizer.name} (fell back: {fell_back})"
-    text = "\n".join(p for p in (by_day(under, fixed), summary) if p)
-    lost, by_notes = _lost(items, text), _lost(items, made[0])
-    if len(lost) > len(by_notes):
-        missing = [i.written for i in lost if i not in by_notes][:5]
-        reason = f"its summary dropped {', '.join(missing)}, which the notes keep"
-        return *made, f"{summarizer.name} (fell back: {reason}; used the notes)"
-    return text, counter.count(summary), summarizer.name
+    if lost := _lost(_salient_items(list(fixed.values())), summary):
+        missing = ", ".join(i.written for i in lost[:5])
+        reason = f"its summary dropped {missing} of the kept lines; used the notes"
+        return *made, f"{summarizer.name} (fell back: {reason})"
+    head = by_day(under, fixed)
+    return "\n".join(p for p in (head, summary) if p), counter.count(summary), summarizer.name
 
 
 def _index_line(items: Sequence[_Item]) -> str:

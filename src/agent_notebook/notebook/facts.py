@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from ..errors import NotebookError
-from ..model import Decision, Moment, PendingItem, Session, fact_link
+from ..model import Decision, KeptLine, Moment, PendingItem, Session, fact_link
 from ..storage import StorageBackend
 
 if TYPE_CHECKING:  # the rules load on the first record with facts on (~0.1 s of regexes)
-    from ..facts import Closure, FactEngine, FactJudge, Findings, Statement
+    from ..facts import Closure, FactEngine, FactJudge, FactLink, Findings, Statement
 
 __all__ = [
     "FactKeeper",
@@ -70,6 +70,15 @@ def statement_of(moment: Moment, vector: Sequence[float] | None = None) -> State
     )
 
 
+def statement_of_kept(kept: KeptLine) -> Statement:
+    """The statement a rollup's kept line was (its original may be archived)."""
+    from ..facts import Statement
+
+    speaker = kept.speaker.strip()
+    text = kept.text.removeprefix(f"{speaker}: ") if speaker else kept.text
+    return Statement(kept.source, text, kept.said, kept.role, kept.speaker, None)
+
+
 class FactKeeper:
     """Applies the fact rules to the moments a notebook records (one per notebook)."""
 
@@ -100,12 +109,13 @@ class FactKeeper:
                 engine, fed = self._caught_up(moments)
                 first = min(m.number for m in moments)
                 findings = []
+                kept_in: dict[str, str] = {}  # a kept line's source -> the rollup keeping it
                 for n, m in enumerate(texts):
                     statement = statement_of(m, vectors[n] if vectors else None)
-                    self._recall(engine, statement, first)
+                    self._recall(engine, statement, first, kept_in)
                     findings.append(engine.observe(statement))
                 self._engine = (engine, moments[-1].id, fed + len(texts))
-            return self._store(session_id, moments, findings)
+            return self._store(session_id, moments, findings, kept_in)
         except (NotebookError, ValidationError) as err:
             log.warning("facts of %s in %s not derived: %s", moments[-1].id, session_id, err)
             self.forget()
@@ -183,22 +193,40 @@ class FactKeeper:
                 fed += 1
         return engine, fed
 
-    def _recall(self, engine: FactEngine, statement: Statement, before: int) -> None:
+    def _recall(
+        self, engine: FactEngine, statement: Statement, before: int, kept_in: dict[str, str]
+    ) -> None:
         """Give ``engine`` the latest statements filed under the keys of ``statement`` (the
         fact index, in any session, below moment ``before``) that it does not hold: what
-        was said of the same subject beyond the window."""
+        was said of the same subject beyond the window. A rollup is filed under the keys of
+        the lines it keeps word for word (its originals may be archived): those lines are
+        given as the statements they were, and ``kept_in`` learns which rollup keeps each."""
         keys = engine.keys_of(statement)
         if not keys:
             return
         found = self.backend.fact_key_members(keys, before, FACT_KEY_REACH)
         wanted = [f"m_{n}" for n in found if not engine.knows(f"m_{n}")]
         for moment in sorted(self.backend.get_moments(wanted), key=lambda m: m.number):
-            if moment.redacted is None and moment.rollup is None and moment.content.text.strip():
-                ended = any(link.startswith("superseded_by:") for link in moment.relations.links)
-                engine.recall(statement_of(moment), superseded=ended)
+            if moment.redacted is not None or not moment.content.text.strip():
+                continue
+            if moment.rollup is not None:
+                for kept in moment.rollup.kept:
+                    if set(kept.fact_keys) & set(keys):
+                        kept_in[kept.source] = moment.id
+                        if not engine.knows(kept.source):
+                            engine.recall(
+                                statement_of_kept(kept), superseded=kept.superseded_by is not None
+                            )
+                continue
+            ended = any(link.startswith("superseded_by:") for link in moment.relations.links)
+            engine.recall(statement_of(moment), superseded=ended)
 
     def _store(
-        self, session_id: str, moments: Sequence[Moment], findings: Iterable[Findings]
+        self,
+        session_id: str,
+        moments: Sequence[Moment],
+        findings: Iterable[Findings],
+        kept_in: dict[str, str],
     ) -> FactsApplied:
         applied = FactsApplied()
         found = list(findings)
@@ -221,6 +249,11 @@ class FactKeeper:
                     if d.replaces:
                         self._replace(session, others, d.replaces, d.source, changed)
                 for link in f.links:
+                    if link.relation == "superseded_by" and link.source in kept_in:
+                        rollup = self._end_kept(kept_in[link.source], link, changed)
+                        if rollup is not None:
+                            applied.links.append(f"{rollup} kept {link.source} superseded")
+                            touched.add(rollup)
                     moment = changed.get(link.source) or self.backend.get_moment(link.source)
                     if moment is None:
                         continue
@@ -252,6 +285,34 @@ class FactKeeper:
             for other in others.values():
                 self.backend.put_session(other)
         return applied
+
+    def _end_kept(
+        self, rollup_id: str, link: FactLink, changed: dict[str, Moment]
+    ) -> str | None:
+        """Mark the line of rollup ``rollup_id`` that keeps ``link.source`` as a moment is
+        marked when a later one ends it (``valid_until``, ``superseded_by``), in its text too;
+        the rollup's id, or None when it keeps no such line still standing."""
+        from ..compaction.rollup import kept_line
+
+        rollup = changed.get(rollup_id) or self.backend.get_moment(rollup_id)
+        if rollup is None or rollup.rollup is None:
+            return None
+        lines = list(rollup.rollup.kept)
+        for n, kept in enumerate(lines):
+            if kept.source == link.source and kept.superseded_by is None:
+                ended = kept.model_copy(
+                    update={"valid_until": link.valid_until, "superseded_by": link.target}
+                )
+                lines[n] = ended
+                text = rollup.content.text.replace(kept_line(kept), kept_line(ended), 1)
+                changed[rollup_id] = rollup.model_copy(
+                    update={
+                        "content": rollup.content.model_copy(update={"text": text}),
+                        "rollup": rollup.rollup.model_copy(update={"kept": lines}),
+                    }
+                )
+                return rollup_id
+        return None
 
     def _replace(
         self,
