@@ -20,7 +20,8 @@ import pytest
 
 from agent_notebook.storage.postgres.connection import WRITER_LOCK
 from tests.support import pg
-from tests.support.pg_servers import PgServer, cli
+from tests.support.clirun import text_cli
+from tests.support.pg_servers import PgServer
 from tests.support.stopping import EXIT_BOUND_S, assert_stored, write_moments
 from tests.support.waiting import HANG_GUARD_S, wait_until
 
@@ -29,13 +30,16 @@ from tests.support.waiting import HANG_GUARD_S, wait_until
 LOCK_WAIT_S = "8"
 #: More writes at once than the server's pool has connections (8).
 QUEUED = 12
+NO_EMBEDDER = {"AGENT_NOTEBOOK_EMBEDDER": "none"}
 
 
 def _server(root: Path, env: dict[str, str] | None = None) -> tuple[PgServer, str]:
     url = pg.url_with_schema(root)
     home = root / "machine"
     home.mkdir()
-    made = cli(home, url, "token", "rotate-owner")
+    # the owner token (and the notebook's tables) made in this process: the process under
+    # test is the server
+    made = text_cli(home, "token", "rotate-owner", "--backend", url, env=NO_EMBEDDER)
     assert made.returncode == 0, made.stderr
     return PgServer(home, url, made.stdout.strip(), env), url
 

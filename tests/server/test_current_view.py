@@ -2,7 +2,8 @@
 HTTP and MCP give the same hits for ``current`` and ``as_of``; every hit carries what the
 fact rules know of it (superseded by, expired), on MCP too; an expired fact is marked in
 plain search and left out of the current view. A real notebook with facts on, a real
-server process and a real MCP client over stdio."""
+server process and a real MCP client on its ``/mcp/`` (the tools ``agent-notebook mcp``
+serves over stdio: one ``build_mcp``)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ from mcp.types import TextContent
 
 from agent_notebook import config as cfg
 from tests.support.clirun import cli, data
-from tests.support.mcp_stdio import over_stdio
-from tests.support.server import Server, signed_in
+from tests.support.server import Server, mcp_session, signed_in
 
 ENV = {cfg.EMBEDDER_ENV: "none"}
 # Monday 1 June 2026; "until Friday" ends with 5 June, long before the tests run
@@ -66,9 +66,10 @@ def test_current_and_as_of_agree_on_every_surface_and_every_hit_is_marked(
             "past": await hits(as_of=AS_OF),
         }
 
-    mcp = over_stdio(home, work)
     server = Server(home, tmp_path / "server.log")
     try:
+        # the server's MCP (the tools ``agent-notebook mcp`` serves over stdio, one build)
+        mcp = mcp_session(server, work)
         with server.client() as api:
 
             def http_ids(**params: Any) -> list[str]:

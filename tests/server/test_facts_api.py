@@ -7,21 +7,27 @@ With the fact rules off, every read of them says so in the notebook's one wordin
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 import pytest
 from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
 from agent_notebook import Notebook
 from agent_notebook import config as cfg
+from agent_notebook.privacy.tokens import read_owner_token
 from tests.support.mcp_stdio import FACT_TOOLS, over_stdio, text_of
-from tests.support.server import Server, assert_error, csrf_of, new_session, signed_in
+from tests.support.server import (
+    Server,
+    assert_error,
+    csrf_of,
+    mcp_session,
+    new_session,
+    signed_in,
+)
 from tests.support.subjects import SESSIONS, moments_of
 
 ALL_TEXTS = [m["text"] for _, moments in SESSIONS for m in moments]
@@ -45,11 +51,25 @@ def facts_home(home: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def facts_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    root = tmp_path_factory.mktemp("facts-server")
-    running = Server(facts_home(root / "home"), root / "server.log")
+def served_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("facts-server")
+
+
+@pytest.fixture(scope="module")
+def facts_server(served_root: Path) -> Iterator[Server]:
+    """One server over two homes: ``home`` with the fact rules on (its owner token is the
+    server's ``token``) and ``facts-off`` with the default config (rules off), whose owner
+    token picks that notebook (see :func:`facts_off_token`)."""
+    home = facts_home(served_root / "home")
+    running = Server(home, served_root / "server.log", served_root / "facts-off")
     yield running
     running.stop()
+
+
+@pytest.fixture
+def facts_off_token(served_root: Path, facts_server: Server) -> str:
+    """The owner token of the served home with the fact rules off (the default config)."""
+    return read_owner_token(served_root / "facts-off")
 
 
 @pytest.fixture
@@ -271,41 +291,39 @@ def test_what_is_known_about_someone_over_http_and_on_its_page(
 
 
 def test_every_read_of_the_facts_says_when_they_are_off_over_http_and_mcp(
-    tmp_path: Path, facts_server: Server, api: httpx.Client
+    tmp_path: Path, facts_server: Server, facts_off_token: str, api: httpx.Client
 ) -> None:
     with Notebook.open(tmp_path / "elsewhere") as other:  # the default config: facts off
         hint = other.facts.off_hint()
     assert hint is not None and "facts: {enabled: true}" in hint
-    server = Server(tmp_path / "home", tmp_path / "server.log")  # facts off, the default
-    try:
-        with server.client() as off:
-            s = new_session(off, "Party")
-            batch = {"moments": [{"text": "Let's go with Casa Lucia.", "speaker": "Maya"}]}
-            assert off.post(f"/api/sessions/{s}/moments/batch", json=batch).status_code == 201
-            assert off.post(f"/api/sessions/{s}/decisions", json={"what": "Cake"}).is_success
-            reads = {
-                path: off.get(path).json()
-                for path in (
-                    "/api/decisions",
-                    "/api/pending",
-                    "/api/conflicts",
-                    f"/api/sessions/{s}/decisions",
-                    f"/api/sessions/{s}/pending",
-                    "/api/subjects/Maya",
-                )
+    # the module's server, through its second home (the default config: facts off); the
+    # owner token of that home picks its notebook, opened with its own config
+    with facts_server.client(facts_off_token) as off:
+        s = new_session(off, "Party")
+        batch = {"moments": [{"text": "Let's go with Casa Lucia.", "speaker": "Maya"}]}
+        assert off.post(f"/api/sessions/{s}/moments/batch", json=batch).status_code == 201
+        assert off.post(f"/api/sessions/{s}/decisions", json={"what": "Cake"}).is_success
+        reads = {
+            path: off.get(path).json()
+            for path in (
+                "/api/decisions",
+                "/api/pending",
+                "/api/conflicts",
+                f"/api/sessions/{s}/decisions",
+                f"/api/sessions/{s}/pending",
+                "/api/subjects/Maya",
+            )
+        }
+
+        async def work(session: ClientSession) -> dict[str, CallToolResult]:
+            return {
+                "list_decisions": await session.call_tool("list_decisions", {}),
+                "list_conflicts": await session.call_tool("list_conflicts", {}),
+                "read_session": await session.call_tool("read_session", {"session_id": s}),
+                "about": await session.call_tool("about", {"name": "Maya"}),
             }
 
-            async def work(session: ClientSession) -> dict[str, CallToolResult]:
-                return {
-                    "list_decisions": await session.call_tool("list_decisions", {}),
-                    "list_conflicts": await session.call_tool("list_conflicts", {}),
-                    "read_session": await session.call_tool("read_session", {"session_id": s}),
-                    "about": await session.call_tool("about", {"name": "Maya"}),
-                }
-
-            tools = over_http(server, work)
-    finally:
-        server.stop()
+        tools = mcp_session(facts_server, work, token=facts_off_token)
 
     # HTTP: each page says it beside what was entered by hand (the decision read from the
     # turn is not there: the rules are off); the subject's view builds its note on it
@@ -341,20 +359,3 @@ def test_every_read_of_the_facts_says_when_they_are_off_over_http_and_mcp(
     ):
         assert api.get(path).json()["note"] is None, path
     assert api.get("/api/subjects/Maya").json()["note"] is None
-
-
-def over_http(
-    server: Server, work: Callable[[ClientSession], Awaitable[dict[str, CallToolResult]]]
-) -> dict[str, CallToolResult]:
-    """``work`` in an MCP client session with the server's ``/mcp/``, as the owner."""
-
-    async def main() -> dict[str, CallToolResult]:
-        async with (
-            server.mcp_client() as client,
-            streamable_http_client(f"{server.url}/mcp/", http_client=client) as (read, write, _),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            return await work(session)
-
-    return anyio.run(main)

@@ -44,6 +44,11 @@ FRESH_POLLS = 20
 HTTP_CLIENTS = 2
 #: Per request: long enough that only a hung server gets there under load.
 REQUEST_S = 60.0
+#: The pause of an HTTP client and of the MCP client between their writes (seconds): they
+#: write as often as a busy agent, not as fast as a loop can. A loop that never yields adds
+#: no kind of check; on a small machine it takes the CPU of the processes the run waits
+#: for (the chores, the restarted server), and so only makes the run longer.
+PACE_S = 0.25
 
 
 def token() -> str:
@@ -121,6 +126,11 @@ class Run:
         #: request that a kill overlapped.
         self.kills = 0
         self.restarting = threading.Event()
+        #: Set while a server runs (cleared from its kill until its successor answers): a
+        #: front end that got no answer waits on it rather than spin on a refused connection,
+        #: which only took the CPU the successor's start-up needs.
+        self.up = threading.Event()
+        self.up.set()
         #: Held while the server is killed and started again, and by a chore that needs the
         #: server up throughout (``key rotate`` must find the notebook open by it).
         self.server_up = threading.Lock()
@@ -147,6 +157,11 @@ class Run:
         if answer.status_code >= 500 and not overlapped:
             self.ledger.problem(f"{method} {path}: {answer.status_code} {answer.text[:300]}")
         return answer
+
+    def wait_for_a_server(self) -> None:
+        """After a request that no server answered: on once one runs (or the run stops)."""
+        while not self.stop.is_set() and not self.up.wait(0.5):
+            pass
 
     def spawn(self, name: str, target: Callable[[], None]) -> None:
         def guarded() -> None:
@@ -177,7 +192,11 @@ class Run:
                 self.ledger.ack(answer.json()["id"], text, f"http{n}")
             elif answer is not None and answer.status_code < 500:
                 self.ledger.problem(f"http{n} POST: {answer.status_code} {answer.text[:300]}")
-            self.request("GET", "/api/search", params={"q": text.split()[-1], "limit": 5})
+            if answer is None:  # killed under the request, or down: the next one is the
+                self.wait_for_a_server()  # successor's (no spin on a refused connection)
+            else:
+                self.request("GET", "/api/search", params={"q": text.split()[-1], "limit": 5})
+            self.stop.wait(PACE_S)
 
     def cli_loop(self) -> None:
         sid = self.sessions["cli"]
@@ -299,6 +318,7 @@ class Run:
                         continue
                     body = json.loads(result.content[0].text)  # type: ignore[union-attr]
                     self.ledger.ack(body["id"], text, "mcp")
+                    await asyncio.sleep(PACE_S)
 
         while not self.stop.is_set():
             asyncio.run(one_process())
@@ -321,7 +341,9 @@ class Run:
                         "/api/search",
                         params={"q": text.split()[-1], "mode": "lexical", "min_score": 0},
                     )
-                    if answer is not None and answer.status_code == 200:
+                    if answer is None:
+                        self.wait_for_a_server()
+                    elif answer.status_code == 200:
                         searches += 1
                         if moment_id in {hit["moment"]["id"] for hit in answer.json()["items"]}:
                             self.seen_fresh += 1
@@ -340,10 +362,14 @@ class Run:
     def kill_server(self) -> None:
         with self.server_up:
             self.restarting.set()
+            self.up.clear()
             self.kills += 1
             self.server.process.send_signal(signal.SIGKILL)
             self.server.process.wait(HANG_GUARD_S)
-            self.server = Server(self.home, self.log)
+            try:
+                self.server = Server(self.home, self.log)
+            finally:  # a successor that never came up fails the run: no front end waits on
+                self.up.set()  # it (they find no server, and the ledger has the problem)
             self.http_at_restart = self.ledger.by("http")
             self.restarting.clear()
 
@@ -463,9 +489,10 @@ class Run:
                 self.chores_done.is_set()
                 and all(self.ledger.by(who) >= 3 for who in ("http", "cli", "python", "mcp"))
                 and self.ledger.by("http") > (self.http_at_restart or 0)
+                and self.seen_fresh > 0  # (a run that ends at the restart may have none yet)
             ),
-            "every chore run, every front end writing, the restarted server too",
-            alive=lambda: not self.ledger.problems,
+            "every chore run, every front end writing, the restarted server too, a fresh read",
+            alive=lambda: not self.ledger.problems and not self.stale,
             pause=0.5,
         )
         assert not self.ledger.problems, "\n".join(self.ledger.problems[:20])
