@@ -185,6 +185,8 @@ def test_archived_originals_come_back_byte_for_byte(nb: Notebook) -> None:
 
 def test_rollups_keep_lineage_and_the_dropped_manifest(nb: Notebook) -> None:
     fill_day(nb, 0, n=12)
+    tight = nb.config.compaction.model_copy(update={"summary_ratio": 0.1})
+    nb.config = nb.config.model_copy(update={"compaction": tight})
     report = nb.compact(now=T0 + timedelta(days=8))
     (daily,) = rollups(nb, "daily")
     assert daily.rollup is not None and len(daily.rollup.sources) == 12

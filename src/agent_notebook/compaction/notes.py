@@ -37,8 +37,14 @@ _WORD: Final = re.compile(
 _DAY_KEY: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
 #: Bisection steps on the share of words each line keeps.
 _STEPS: Final = 10
-#: A line keeps at least this share of its moment's words: fewer says nothing of it.
-MIN_SHARE: Final = 0.5
+#: A line keeps at least this share of its moment's words: fewer says nothing of it, and
+#: when all lines cannot keep it, the lines that add most are kept. The weights of a word
+#: (see _weights). All four were set on LoCoMo leave one conversation out
+#: (bench/compaction_locomo.py; docs/compaction.md has the figures).
+MIN_SHARE: Final = 0.7
+NAMED: Final = 1.0
+CONCEPT: Final = 0.5
+RARITY: Final = 0.3
 _SENTENCE_END: Final = re.compile(r"[.!?:;\"\u201c\n]")
 #: Words that tell nothing of their own, beyond the stopwords.
 _FILLER: Final = frozenset(
@@ -149,17 +155,8 @@ def notes(
     rest = [m for m in originals if m.id not in fixed]
     words = {m.id: _words(m) for m in rest}
     rest = [m for m in rest if words[m.id]]
-    # a word is worth more the fewer moments of the period use it; a name or number more
-    held = Counter(w.casefold() for m in rest for w in {w for w, _ in words[m.id]})
-    total = len(rest) + 1
-    lines = {
-        m.id: _Line(
-            m,
-            [w for w, _ in words[m.id]],
-            [math.log(total / held[w.casefold()]) + named for w, named in words[m.id]],
-        )
-        for m in rest
-    }
+    weights = _weights(rest, words)
+    lines = {m.id: _Line(m, [w for w, _ in words[m.id]], weights[m.id]) for m in rest}
 
     def fits(picked: Mapping[str, str]) -> bool:
         return counter.count(by_day(originals, picked)) <= room
@@ -183,6 +180,27 @@ def notes(
         best = _most_telling(originals, lines, room, counter)
     used = counter.count(by_day(originals, best)) if best else 0
     return by_day(originals, {**best, **fixed}), used
+
+
+def _weights(
+    moments: Sequence[Moment], words: Mapping[str, list[tuple[str, bool]]]
+) -> dict[str, list[float]]:
+    """What each word of each moment tells: a name or a number most, then a word its moment
+    was indexed under (its concepts), and a little more the fewer moments of the period use
+    it. Rarity counts for little: a word every moment of a session repeats is often what
+    the session is about, and what a later question names."""
+    held = Counter(w.casefold() for m in moments for w in {w for w, _ in words[m.id]})
+    total = len(moments) + 1
+    weights = {}
+    for m in moments:
+        concept = {part for c in m.metadata.concepts for part in c.split()}
+        weights[m.id] = [
+            RARITY * math.log(total / held[w.casefold()])
+            + NAMED * named
+            + CONCEPT * (w.casefold() in concept)
+            for w, named in words[m.id]
+        ]
+    return weights
 
 
 def _most_telling(

@@ -192,8 +192,9 @@ class CompactionSettings(BaseModel):
     #: Weekly summaries this old roll into monthly ones, and the originals they cover move
     #: to the cold archive (``<home>/archive/``).
     monthly_after_days: float = Field(90.0, ge=0)
-    #: A summary is at most this share of its sources' tokens ...
-    summary_ratio: float = Field(0.15, gt=0, le=1)
+    #: A summary is at most this share of its sources' tokens (chosen on LoCoMo leave one
+    #: conversation out for what questions find after compaction: docs/compaction.md) ...
+    summary_ratio: float = Field(0.35, gt=0, le=1)
     #: ... but never under this many tokens (a short day is kept whole when it fits) ...
     min_summary_tokens: int = Field(40, ge=8)
     #: ... nor over these.

@@ -286,9 +286,7 @@ class FactKeeper:
                 self.backend.put_session(other)
         return applied
 
-    def _end_kept(
-        self, rollup_id: str, link: FactLink, changed: dict[str, Moment]
-    ) -> str | None:
+    def _end_kept(self, rollup_id: str, link: FactLink, changed: dict[str, Moment]) -> str | None:
         """Mark the line of rollup ``rollup_id`` that keeps ``link.source`` as a moment is
         marked when a later one ends it (``valid_until``, ``superseded_by``), in its text too;
         the rollup's id, or None when it keeps no such line still standing."""
