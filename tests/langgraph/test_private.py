@@ -126,6 +126,7 @@ SIGNATURES = {
     "langgraph.store.sqlite.base._decode_ns_text": ["namespace"],
     "langgraph.store.sqlite.base._json_loads": ["content"],
     "langgraph.store.sqlite.base._row_to_search_item": ["namespace", "row", "loader"],
+    "langgraph.store.sqlite.base._validate_filter_key": ["key"],
     "langgraph.store.postgres.base._ensure_index_config": ["index_config"],
     "langgraph.store.postgres.base._namespace_to_text": ["namespace"],
     "langgraph.store.postgres.base._decode_ns_bytes": ["namespace"],

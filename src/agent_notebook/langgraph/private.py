@@ -48,6 +48,9 @@ Kept:
   config and spell namespaces, values and search hits in their tables. Our stores subclass
   them and must write and read the same rows; a copy of ours would drift silently when
   LangGraph changes its format, where this fails loudly. Not a speed gain: none to measure.
+- ``langgraph.store.sqlite.base._validate_filter_key``: which filter keys ``SqliteStore``
+  takes; the PostgreSQL store's filters (:mod:`.store.filters`) take the same ones, so a
+  filter means the same on both backends. Not a speed gain.
 - The private members of LangGraph's savers and stores that our subclasses call or
   override (:data:`PRIVATE_MEMBERS`, :data:`PRIVATE_INSTANCE_ATTRIBUTES`): a subclass has no
   other way to their connections and hooks. Listed here so the test checks each of them.
@@ -80,6 +83,7 @@ from langgraph.store.sqlite.base import (
     _json_loads,
     _namespace_to_text,
     _row_to_search_item,
+    _validate_filter_key,
 )
 
 __all__ = [
@@ -108,6 +112,7 @@ __all__ = [
     "sqlite_store_json_loads",
     "sqlite_store_namespace_text",
     "sqlite_store_search_item",
+    "sqlite_store_validate_filter_key",
 ]
 
 #: Private members of LangGraph's classes that our subclasses use or override (their state
@@ -124,11 +129,13 @@ PRIVATE_MEMBERS: Final = {
         "_batch_search_ops",
         "_cursor",
         "_deserializer",
+        "_get_filter_condition",
         "_prepare_batch_search_queries",
     ),
     "langgraph.store.sqlite.SqliteStore": (
         "_batch_search_ops",
         "_cursor",
+        "_get_filter_condition",
         "_prepare_batch_search_queries",
     ),
 }
@@ -169,6 +176,7 @@ sqlite_store_namespace_text: Final = _namespace_to_text
 sqlite_store_decode_namespace: Final = _decode_ns_text
 sqlite_store_json_loads: Final = _json_loads
 sqlite_store_search_item: Final = _row_to_search_item
+sqlite_store_validate_filter_key: Final[Callable[[str], None]] = _validate_filter_key
 
 # -- PostgreSQL (the optional extra): imported when first used --------------------------------
 

@@ -47,14 +47,14 @@ from .facts import FactKeeper
 from .finding import Finding, SearchResults
 from .langgraph_state import LangGraphState
 from .maintenance import Maintenance, SessionDeletion
-from .opening import open_storage
+from .opening import closed_on_error, open_storage
 from .owner_facts import OwnerFacts
 from .reach import Reach
 from .recording import Recording
 from .sessions import SessionOrder, Sessions, WriteBackKind
 from .transfer import Transfer
 from .turns import TurnWork
-from .vectors import Vectors
+from .vectors import Vectors, checked_embedder
 
 # LangChain, LangGraph (stores, checkpoints, summarizers), the embedder, media and the
 # session notebook load when first used: a command that reads the notebook needs none.
@@ -112,7 +112,7 @@ class Notebook:
         self.backend, self.home, self.tokens = backend, home, token_counter
         self.multimodal_embedder = multimodal_embedder
         self._in_use: files.UseLock | None = None  # held by Notebook.open (see use_lock)
-        self.vectors = Vectors(context, embedder, background_embedding)
+        self.vectors = Vectors(context, checked_embedder(embedder), background_embedding)
         self._turns = TurnWork(backend, self.vectors)
         self._sessions = Sessions(context)
         paraphrases = self.vectors.paraphrase_vectors if conf.facts.paraphrases else None
@@ -133,23 +133,22 @@ class Notebook:
         *,
         backend: str | None = None,
         create: bool = True,
+        embedder: Embedder | Literal["default"] | None = "default",
         background_embedding: bool = True,
         store_index: IndexConfig | Literal["default"] | None = "default",
     ) -> Self:
         """Open (with ``create``, make) the notebook in ``home``, a folder or a
-        ``postgresql://`` URL; see :mod:`agent_notebook.config`."""
+        ``postgresql://`` URL (see :mod:`agent_notebook.config`); the rest as for the class."""
         root, conf, storage, in_use = open_storage(home, backend, create)
-        try:
+        with closed_on_error(storage, in_use):
             notebook = cls(
                 storage,
                 home=root,
                 config=conf,
+                embedder=embedder,
                 store_index=store_index,
                 background_embedding=background_embedding,
             )
-        except BaseException:
-            in_use.release()
-            raise
         notebook._in_use = in_use
         return notebook
 

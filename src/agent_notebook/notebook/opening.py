@@ -3,6 +3,8 @@ rotation waits for, its config, its cipher (with encryption on) and its backend.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .. import config as cfg
@@ -46,3 +48,15 @@ def open_storage(
         in_use.release()
         raise
     return root, conf, storage, in_use
+
+
+@contextmanager
+def closed_on_error(storage: StorageBackend, in_use: files.UseLock) -> Iterator[None]:
+    """Close ``storage`` and release ``in_use`` (from :func:`open_storage`) when the block,
+    which makes the notebook on them, raises: nothing of a failed open stays open."""
+    try:
+        yield
+    except BaseException:
+        storage.close()
+        in_use.release()
+        raise

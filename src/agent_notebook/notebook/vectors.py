@@ -4,7 +4,7 @@ first use, the embedding worker that gives new moments their vectors, and ``rein
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from .. import config as cfg
 from ..errors import InvalidInput
@@ -13,6 +13,36 @@ if TYPE_CHECKING:
     from ..embed import Embedder
     from ..search.semantic import SemanticIndex
     from .context import NotebookContext
+
+
+def checked_embedder(embedder: object) -> Embedder | Literal["default"] | None:
+    """``embedder`` when it is ``"default"``, None or an :class:`Embedder` (a ``model_id``,
+    a ``dim``, ``embed_documents`` and ``embed_query``), else InvalidInput: the facade's
+    check, for ``Notebook(...)`` and ``Notebook.open``. A LangChain ``Embeddings`` (one
+    with ``aembed_query``) is refused too: it is to be wrapped in a ``LangChainEmbedder``,
+    which checks its vectors and names its model, stored with every vector."""
+    if embedder is None or embedder == "default":
+        return embedder
+    kind = type(embedder).__name__
+    if callable(getattr(embedder, "aembed_query", None)):
+        raise InvalidInput(
+            f"embedder: a {kind} is LangChain's; wrap it: embedder=LangChainEmbedder(embeddings, "
+            "'model-name') (from agent_notebook.embed import LangChainEmbedder)"
+        )
+    model_id, dim = getattr(embedder, "model_id", None), getattr(embedder, "dim", None)
+    methods = [getattr(embedder, name, None) for name in ("embed_documents", "embed_query")]
+    if not (
+        isinstance(model_id, str)
+        and model_id
+        and isinstance(dim, int)
+        and dim > 0
+        and all(map(callable, methods))
+    ):
+        raise InvalidInput(
+            f"embedder must be 'default', None or an Embedder (model_id, dim, "
+            f"embed_documents, embed_query), not a {kind}"
+        )
+    return cast("Embedder", embedder)
 
 
 class Vectors:

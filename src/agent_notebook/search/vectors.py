@@ -237,6 +237,12 @@ class VectorIndex:
 
     # -- writing -----------------------------------------------------------------------------
 
+    def vectors(self, keys: Sequence[int]) -> FloatMatrix:
+        """The (unit) vectors of ``keys``, one row each, in their order (a copy); KeyError
+        for a key the index does not hold."""
+        with self._lock:
+            return self._matrix[[self._rows[key] for key in keys]].copy()
+
     def add(self, keys: Sequence[int], vectors: NDArray[np.float32]) -> None:
         """Insert or replace these keys' vectors (normalised to unit length here).
 

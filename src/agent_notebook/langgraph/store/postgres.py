@@ -50,6 +50,7 @@ from ..private import (
     pg_store_namespace_text,
     pg_store_search_item,
 )
+from .filters import as_conditions, filter_condition
 from .sealed import Sealing, resealed_value
 from .vector_cache import HORIZON_TABLE, LOG_KEPT, LOG_TABLE, PRUNE_EVERY, Item
 from .vectors import MODEL_TABLE, IndexedStore, IndexFactory, StoreIndex, to_blob
@@ -235,6 +236,19 @@ class NotebookPostgresStore(IndexedStore, PostgresStore):
             cur.execute(_DROP_VECTORS, ([ns for ns, _ in items], [key for _, key in items]))
             if vectors:
                 cur.executemany(_PUT_VECTORS, vectors)
+
+    # -- searches: a filter means what it means on SQLite (:mod:`.filters`) --------------------
+
+    def _prepare_batch_search_queries(self, search_ops: Sequence[tuple[int, SearchOp]]) -> Any:
+        return super()._prepare_batch_search_queries(
+            [
+                (i, op._replace(filter=as_conditions(op.filter)) if op.filter else op)
+                for i, op in search_ops
+            ]
+        )
+
+    def _get_filter_condition(self, key: str, op: str, value: Any) -> tuple[str, list[Any]]:
+        return filter_condition(key, op, value)
 
     # -- IndexedStore's search statements ---------------------------------------------------
 

@@ -11,7 +11,7 @@ run inside :func:`notebook_writes` (every read-modify-write under
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -27,8 +27,10 @@ _OWN = {(root,) for root in NOTEBOOK_NAMESPACE_ROOTS}
 _notebook_writing: ContextVar[bool] = ContextVar("agent_notebook_store_writes", default=False)
 
 
-def is_reserved(namespace: tuple[str, ...]) -> bool:
-    return namespace[:1] in _OWN
+def is_reserved(namespace: Sequence[str]) -> bool:
+    """Whether ``namespace`` (a tuple, or a list as LangGraph's stores also take) is the
+    notebook's own."""
+    return tuple(namespace[:1]) in _OWN
 
 
 @contextmanager
@@ -44,7 +46,10 @@ def notebook_writes() -> Iterator[None]:
 def check_op(op: Op) -> Op:
     """``op``, ready for the store: InvalidInput for an app's put or delete into a reserved
     namespace; a put there never expires, and a read there refreshes no TTL (with
-    ``refresh_on_read`` each read would otherwise be a write, waiting on any writer)."""
+    ``refresh_on_read`` each read would otherwise be a write, waiting on any writer). A
+    search's prefix given as a list becomes a tuple, as LangGraph's own SQL expects."""
+    if isinstance(op, SearchOp) and not isinstance(op.namespace_prefix, tuple):
+        op = op._replace(namespace_prefix=tuple(op.namespace_prefix))
     if isinstance(op, GetOp) and op.refresh_ttl and is_reserved(op.namespace):
         return op._replace(refresh_ttl=False)
     if isinstance(op, SearchOp) and op.refresh_ttl and is_reserved(op.namespace_prefix):

@@ -75,6 +75,15 @@ class NotebookStore(IndexedStore, SqliteStore):
             config = {**config, "text_fields": config["fields"]}
         return sqlite_store_ensure_index_config(config)
 
+    def _get_filter_condition(self, key: str, op: str, value: Any) -> tuple[str, list[Any]]:
+        # SqliteStore binds a list or an object under $eq or $ne as bytes, which no field's
+        # JSON text ever equals; its plain form ({key: value}) binds the text: do as that
+        # does, as the PostgreSQL store compares them (see .filters).
+        condition, params = super()._get_filter_condition(key, op, value)
+        if op in ("$eq", "$ne") and isinstance(value, list | dict):
+            params = [p.decode() if isinstance(p, bytes) else p for p in params]
+        return condition, params
+
     def __init__(
         self,
         conn: sqlite3.Connection,
