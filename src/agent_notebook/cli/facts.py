@@ -48,12 +48,14 @@ PENDING_COLUMNS = [
     ("closed", lambda r: when(r[1].closed)),
     ("resolution", lambda r: short(r[1].resolution, 40)),
 ]
+#: A conflict's two sides, each with the day it was said (whole on its line at 80 columns;
+#: ``--format json`` has the times).
 CONFLICT_COLUMNS = [
     ("first", lambda p: p.a.id),
-    ("said", lambda p: when(p.a.timestamp)),
+    ("said", lambda p: f"{p.a.timestamp:%Y-%m-%d}"),
     ("text", lambda p: short(p.a.text, 50)),
     ("second", lambda p: p.b.id),
-    ("said ", lambda p: when(p.b.timestamp)),
+    ("said ", lambda p: f"{p.b.timestamp:%Y-%m-%d}"),
     ("text ", lambda p: short(p.b.text, 50)),
     (
         "session",
@@ -219,7 +221,7 @@ def conflicts(
         _say_if_off(nb)
     if not found:
         stderr.print("no conflicts", highlight=False)
-    emit(found, fmt, CONFLICT_COLUMNS)
+    emit(found, fmt, CONFLICT_COLUMNS, whole=("first", "said", "second", "said "))
 
 
 def resolve_conflict(
