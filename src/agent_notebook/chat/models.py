@@ -109,7 +109,7 @@ class NotesChatModel(OfflineChatModel):
     the notebook recalled nothing on it. So a chat works offline and shows what memory holds."""
 
     def answer(self, messages: list[BaseMessage]) -> str:
-        said = [m.text for m in messages if isinstance(m, HumanMessage)]
+        said = [str(m.text) for m in messages if isinstance(m, HumanMessage)]
         last = said[-1] if said else ""
         return notes_answer([*recalled_items(messages), *earlier_turns(said[:-1])], last)
 

@@ -211,7 +211,9 @@ def emit(
     cells = [["" if (v := get(row)) is None else str(v) for _, get in columns] for row in rows]
     for i, (header, _) in enumerate(columns):
         widest = max([len(header), *(len(r[i]) for r in cells)]) if header in whole else None
-        table.add_column(Text(header), overflow="fold", no_wrap=widest is not None, min_width=widest)
+        table.add_column(
+            Text(header), overflow="fold", no_wrap=widest is not None, min_width=widest
+        )
     for line in cells:  # Text cells: data is shown as it is, never parsed as markup
         table.add_row(*map(Text, line))
     stdout.print(table)

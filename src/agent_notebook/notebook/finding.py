@@ -258,10 +258,10 @@ class Finding:
         budget_tokens = within.budget(budget_tokens)
         # Enough hits to fill the budget with room for those that do not fit.
         pool = limit or min(MAX_SEARCH_LIMIT, max(20, budget_tokens // 40))
-        hits = self.search(
+        found = self.search(
             query, limit=within.pool(pool), exclude=exclude, mode=mode, **within.filters()
         )
-        hits = [hit for hit in hits if within.admits(hit.moment)][:pool]
+        hits = [hit for hit in found if within.admits(hit.moment)][:pool]
         sessions: dict[str, Session] = {}
 
         def session_of(session_id: str) -> Session:

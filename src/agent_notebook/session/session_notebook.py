@@ -82,6 +82,8 @@ def holds_nothing(rendered: str) -> bool:
         return not text
     body = text.removesuffix("</session_notebook>").partition(">")[2].strip()
     return not body or body == EMPTY_NOTEBOOK
+
+
 _T = TypeVar("_T")
 
 
