@@ -95,8 +95,10 @@ def test_the_conflicts_table_keeps_each_date_on_one_line_at_80_columns(home: Pat
     assert table.returncode == 0, table.stderr.decode()
     lines = table.stdout.decode().splitlines()
     assert max(map(len, lines)) <= 80
-    row = next(line for line in lines if "m_1" in line)
-    assert "2026-01-01" in row and "2026-01-02" in row and "m_2" in row, lines
+    first = next(line for line in lines if "m_1" in line)  # a row a side, said first on top
+    second = next(line for line in lines if "m_2" in line)
+    assert "2026-01-01" in first and "I have never used Docker." in first, lines
+    assert "2026-01-02" in second and lines.index(second) == lines.index(first) + 1, lines
 
 
 def test_forget_by_policy_dry_run_then_for_good(home: Path) -> None:
