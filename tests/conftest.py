@@ -10,9 +10,14 @@ import pytest
 from hypothesis import settings
 
 from agent_notebook import Notebook
+from agent_notebook.config import PG_POOL_SIZE_ENV
 from agent_notebook.storage import StorageBackend
 from tests.support import pg
 from tests.support.backends import BACKENDS, make_backend
+from tests.support.prerequisites import missing_lines
+
+#: The most connections each pool of a test's PostgreSQL notebook opens.
+TEST_POOL_SIZE = 3
 
 #: The ``server`` and ``api`` fixtures (a real ``agent-notebook serve``) and ``browser``
 #: (headless Chromium) for any test module.
@@ -38,6 +43,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return not exclusive, not longest, item.get_closest_marker("slow") is None
 
     items.sort(key=order)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line at the end per missing prerequisite that skipped tests (Chromium, Redocly
+    CLI...), with what to install: the skips are not silent."""
+    reasons = []
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        if isinstance(longrepr, tuple) and len(longrepr) == 3:
+            reasons.append(str(longrepr[2]).removeprefix("Skipped: "))
+    for line in missing_lines(reasons):
+        terminalreporter.write_line(line, yellow=True)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -86,6 +103,9 @@ def private_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
         settings = [n for n in os.environ if n.startswith("AGENT_NOTEBOOK_")]
         for name in [n for n in settings if not n.startswith("AGENT_NOTEBOOK_TEST_")]:
             patch.delenv(name)
+        # Several workers (and the servers they start) share one PostgreSQL server: each
+        # of a notebook's pools opens at most 3 connections, not 8.
+        patch.setenv(PG_POOL_SIZE_ENV, str(TEST_POOL_SIZE))
         yield
 
 

@@ -81,6 +81,27 @@ def test_the_offline_notes_model_answers_from_what_the_notebook_recalls(tmp_path
     assert "[moment:m_1]" in err.split("--- context ---")[1]
 
 
+def test_offline_notes_answers_from_the_turns_its_context_holds(tmp_path: Path) -> None:
+    """Issue 43, item 7: the first answer printed the empty session-notebook block (the
+    thread's name matched the question), and a fact said a turn earlier in the chat, held
+    by the model's messages rather than recalled, was left out of the answer."""
+    home = tmp_path / "nb"
+    fact = b'{"text": "The door code of the Lyon flat is 4512"}'
+    assert cli(home, "record", "--task", "flat", stdin=fact).returncode == 0
+    lines = (
+        b"what is the door code of the flat?\nMy locker number is 381.\nwhat is my locker number?\n"
+    )
+    result = cli(
+        home, "chat", "--thread", "flat", "--model", "offline:notes", "--show-context", stdin=lines
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    out = result.stdout.decode()
+    assert "session_notebook" not in out and "session_notebook" not in result.stderr.decode()
+    assert "4512" in out.split("My notebook")[0]
+    last = out.rsplit("From my notebook:", 1)[-1]
+    assert "locker number is 381" in last, out
+
+
 def test_chat_uses_the_model_of_the_environment(tmp_path: Path) -> None:
     result = cli(tmp_path / "nb", "chat", stdin=b"hi\n", env={"AGENT_NOTEBOOK_MODEL": "fake:echo"})
     assert result.returncode == 0, result.stderr.decode()

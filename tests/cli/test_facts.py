@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent_notebook import config as cfg
-from tests.support.clirun import cli, data
+from tests.support.clirun import cli, cli_process, data
 
 ENV = {cfg.EMBEDDER_ENV: "none"}
 MOMENTS = [
@@ -87,6 +87,18 @@ def test_conflicts_are_listed_and_resolved_into_the_audit_log(home: Path) -> Non
         "checked",
     )
     assert data(run(home, "show", session_of(home), "-f", "json"))  # the session still reads
+
+
+def test_the_conflicts_table_keeps_each_date_on_one_line_at_80_columns(home: Path) -> None:
+    """Issue 43, item 7: the dates were folded across lines in an 80-column terminal."""
+    table = cli_process(home, "conflicts", env={**ENV, "COLUMNS": "80"})
+    assert table.returncode == 0, table.stderr.decode()
+    lines = table.stdout.decode().splitlines()
+    assert max(map(len, lines)) <= 80
+    first = next(line for line in lines if "m_1" in line)  # a row a side, said first on top
+    second = next(line for line in lines if "m_2" in line)
+    assert "2026-01-01" in first and "I have never used Docker." in first, lines
+    assert "2026-01-02" in second and lines.index(second) == lines.index(first) + 1, lines
 
 
 def test_forget_by_policy_dry_run_then_for_good(home: Path) -> None:

@@ -166,3 +166,39 @@ def test_print_config_gives_an_entry_that_starts_the_server_from_any_directory(
         return {t.name for t in (await session.list_tools()).tools}
 
     assert started(params, work) == GUEST_TOOLS
+
+
+def test_a_blank_query_is_refused_like_an_empty_one(tmp_path: Path) -> None:
+    """Issue 43, item 3: a query of blanks is refused with an error, as an empty one is
+    (it answered an empty list, which reads as "nothing matches"); the facade says so, for
+    search and slice alike."""
+
+    async def work(session: ClientSession) -> dict[str, CallToolResult]:
+        recorded = await session.call_tool("record", {"text": "Ana likes Lyon", "task": "Trip"})
+        assert not recorded.isError, recorded.content
+        return {
+            f"{tool} {query!r}": await session.call_tool(tool, {"query": query})
+            for tool in ("search", "slice")
+            for query in ("", "   ", "\n\t")
+        }
+
+    answers = over_stdio(tmp_path / "home", work)
+    for asked, answer in answers.items():
+        assert answer.isError, (asked, answer.content)
+        said = text_of(answer)
+        assert "query" in said and "nothing was" in said and "To recover:" in said, said
+    assert "only blanks; give the words to look for" in text_of(answers["search '   '"])
+
+
+def test_the_owner_and_guest_entries_fit_in_one_client_configuration(tmp_path: Path) -> None:
+    """Issue 43, item 4: the guest's entry has a name of its own, so a client's
+    configuration may hold both (the guest's took the owner's name and replaced it)."""
+    home = tmp_path / "nb"
+    entries: dict[str, Any] = {}
+    for extra in ((), ("--guest",)):
+        printed = cli(home, "mcp", "--print-config", *extra)
+        assert printed.returncode == 0, printed.stderr.decode()
+        entries.update(json.loads(printed.stdout)["mcpServers"])
+    assert set(entries) == {"agent-notebook", "agent-notebook-guest"}
+    assert "--guest" in entries["agent-notebook-guest"]["args"]
+    assert "--guest" not in entries["agent-notebook"]["args"]

@@ -14,14 +14,12 @@ from pathlib import Path
 import pytest
 
 from agent_notebook.server import ServerSettings, create_app
-
-TOOL = Path(__file__).parents[2] / "tools" / "openapi-lint"
-REDOCLY = TOOL / "node_modules" / ".bin" / "redocly"
+from tests.support.prerequisites import REDOCLY, redocly_missing
 
 
 def test_redocly_recommended_ruleset_finds_nothing(tmp_path: Path) -> None:
-    if not REDOCLY.exists():
-        why = f"Redocly CLI is not installed: npm ci --prefix {TOOL}"
+    why = redocly_missing()
+    if why is not None:
         if os.environ.get("CI") == "true":
             pytest.fail(why)
         pytest.skip(why)

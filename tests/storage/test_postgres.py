@@ -225,6 +225,35 @@ def test_an_unreachable_server_is_a_clear_error() -> None:
         assert "secret" not in str(err)  # the password is never in a message
 
 
+def test_a_server_with_no_connection_left_names_max_connections(tmp_path: Path) -> None:
+    """Issue 43, item 11: a full server ("too many clients") is named as such, with what to
+    change, not as a server that cannot be reached (a role allowed no connection stands
+    for a server at its max_connections: the suite's server is shared)."""
+    import psycopg
+
+    role = "an_test_full_" + pg.schema_for(tmp_path)[2:14]
+    url = pg.database_url()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN CONNECTION LIMIT 0")
+    try:
+        refused = url.replace("//postgres@", f"//{role}@", 1)
+        assert refused != url
+        with pytest.raises(StorageError) as caught:
+            PostgresBackend(refused, timeout_s=5)
+        said = str(caught.value)
+        assert "no connection left" in said and "max_connections" in said, said
+        assert "AGENT_NOTEBOOK_PG_POOL_SIZE" in said
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"DROP ROLE {role}")
+
+
+def test_the_suite_opens_few_connections_per_pool(postgres: PostgresBackend) -> None:
+    """Each pool of a test's notebook opens at most 3 connections (tests/conftest.py), so
+    several workers fit in a shared server's max_connections; 8 is the default elsewhere."""
+    assert postgres.pool_size == 3
+
+
 def test_open_backend_and_notebook_open_take_the_url(tmp_path: Path) -> None:
     url = pg.url_with_schema(tmp_path)  # a URL whose options name the schema
     backend = open_backend(url)

@@ -77,6 +77,11 @@ def database_url() -> str:
         with psycopg.connect(admin_url(), autocommit=True, connect_timeout=5) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
     except psycopg.Error as err:
+        from agent_notebook.storage.postgres.connection import no_connection_left
+
+        full = no_connection_left(str(err).strip(), admin_url(), 0)
+        if full is not None:  # a server that is there but full: a failure, not a skip
+            pytest.fail(str(full))
         _unreachable(f"{admin_url()}: {str(err).strip()}")
     _created = name
     return _with_database(admin_url(), name)

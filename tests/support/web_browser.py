@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.support.prerequisites import CHROMIUM
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from playwright.sync_api import Browser, Playwright
 
-CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 

@@ -25,6 +25,7 @@ from ..model import Decision, Moment, PendingItem, Session
 from ..notebook.checks import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT
 from ..notebook.facade import Notebook
 from ..session.sections import SECTION_NAMES, SECTIONS
+from ..session.session_notebook import holds_nothing
 
 Mode = Literal["not in context", "summary", "full"]
 MODES: Final[tuple[Mode, ...]] = get_args(Mode)
@@ -298,7 +299,7 @@ class ContextBuilder:
         elif session is None or session.id != session_id:
             session = self.notebook.get_session(session_id)
         found: list[Candidate] = []
-        if session_notebook and session_notebook.strip():
+        if session_notebook and not holds_nothing(session_notebook):  # no empty block
             found.append(session_notebook_candidate(session_notebook))
         recent: set[str] = set()
         if session is not None:

@@ -104,12 +104,14 @@ NOTES_PER_ANSWER = 3
 class NotesChatModel(OfflineChatModel):
     """``--model offline:notes``: no language model at all. It answers with the items the
     notebook recalled into its system prompt (each cited by its tag, e.g. ``[moment:m_12]``)
-    that share the most content words with the user's last line, best first; or says that
+    and the user's earlier lines of the chat (its messages: the recall leaves them out) that
+    share the most content words with the user's last line, best first; or says that
     the notebook recalled nothing on it. So a chat works offline and shows what memory holds."""
 
     def answer(self, messages: list[BaseMessage]) -> str:
-        last = next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), "")
-        return notes_answer(recalled_items(messages), last)
+        said = [str(m.text) for m in messages if isinstance(m, HumanMessage)]
+        last = said[-1] if said else ""
+        return notes_answer([*recalled_items(messages), *earlier_turns(said[:-1])], last)
 
 
 def recalled(messages: list[BaseMessage]) -> str | None:
@@ -124,6 +126,13 @@ def recalled_items(messages: list[BaseMessage]) -> list[str]:
     """The tagged items the notebook recalled (:func:`recalled`), in order."""
     part = recalled(messages) or ""
     return [block.strip() for block in part.split("\n\n") if block.strip().startswith("[")]
+
+
+def earlier_turns(said: list[str]) -> list[str]:
+    """The user's earlier lines of this chat as items: the notebook's search leaves out the
+    latest turns of the conversation (the model has them in its messages), so the offline
+    model reads them there."""
+    return [f"[earlier in this chat] you said: {text.strip()}" for text in said if text.strip()]
 
 
 def notes_answer(items: list[str], question: str) -> str:

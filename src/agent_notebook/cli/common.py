@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -198,17 +198,24 @@ def emit(
     columns: Sequence[tuple[str, Callable[[Any], object]]] | None = None,
     *,
     title: str | None = None,
+    whole: Collection[str] = (),
 ) -> None:
-    """Print ``data`` as JSON, or as a table of ``columns`` (header, getter) per row."""
+    """Print ``data`` as JSON, or as a table of ``columns`` (header, getter) per row; the
+    cells of the columns named in ``whole`` (ids, dates) are never split across lines,
+    the others fold to fit the terminal."""
     if fmt is OutputFormat.JSON or columns is None:
         sys.stdout.write(json.dumps(to_jsonable(data), ensure_ascii=False, indent=2) + "\n")
         return
     rows = data if isinstance(data, list) else [data]
     table = Table(title=None if title is None else Text(title), show_lines=False, highlight=False)
-    for header, _ in columns:
-        table.add_column(Text(header), overflow="fold")
-    for row in rows:  # Text cells: data is shown as it is, never parsed as markup
-        table.add_row(*(Text("" if (v := get(row)) is None else str(v)) for _, get in columns))
+    cells = [["" if (v := get(row)) is None else str(v) for _, get in columns] for row in rows]
+    for i, (header, _) in enumerate(columns):
+        widest = max([len(header), *(len(r[i]) for r in cells)]) if header in whole else None
+        table.add_column(
+            Text(header), overflow="fold", no_wrap=widest is not None, min_width=widest
+        )
+    for line in cells:  # Text cells: data is shown as it is, never parsed as markup
+        table.add_row(*map(Text, line))
     stdout.print(table)
 
 

@@ -6,7 +6,8 @@ facade's (:mod:`agent_notebook.notebook.owner_facts`)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 import typer
 
@@ -48,18 +49,30 @@ PENDING_COLUMNS = [
     ("closed", lambda r: when(r[1].closed)),
     ("resolution", lambda r: short(r[1].resolution, 40)),
 ]
+#: A conflict as two rows, one a side (said first on top), each with the day it was said:
+#: whole on its line at 80 columns, the text given the rest (``--format json`` has the
+#: times and both sides in one record).
 CONFLICT_COLUMNS = [
-    ("first", lambda p: p.a.id),
-    ("said", lambda p: when(p.a.timestamp)),
-    ("text", lambda p: short(p.a.text, 50)),
-    ("second", lambda p: p.b.id),
-    ("said ", lambda p: when(p.b.timestamp)),
-    ("text ", lambda p: short(p.b.text, 50)),
-    (
-        "session",
-        lambda p: p.a.session if p.a.session == p.b.session else f"{p.a.session}, {p.b.session}",
-    ),
+    ("conflict", lambda r: r[0]),
+    ("id", lambda r: r[1].id),
+    ("said", lambda r: f"{r[1].timestamp:%Y-%m-%d}"),
+    ("session", lambda r: r[1].session),
+    ("text", lambda r: short(r[1].text, 100)),
 ]
+_CONFLICT_WHOLE = ("conflict", "id", "said", "session")
+
+
+def emit_conflicts(pairs: Sequence[Any], fmt: OutputFormat, title: str | None = None) -> None:
+    """The conflicts as JSON (a record a pair), or as a table of a row a side."""
+    if fmt is OutputFormat.JSON:
+        emit(pairs, fmt)
+        return
+    rows = [
+        (f"{n}" if side is pair.a else "", side)
+        for n, pair in enumerate(pairs, 1)
+        for side in (pair.a, pair.b)
+    ]
+    emit(rows, fmt, CONFLICT_COLUMNS, title=title, whole=_CONFLICT_WHOLE)
 
 
 def _emit_item(session: str, item: PendingItem, fmt: OutputFormat) -> None:
@@ -219,7 +232,7 @@ def conflicts(
         _say_if_off(nb)
     if not found:
         stderr.print("no conflicts", highlight=False)
-    emit(found, fmt, CONFLICT_COLUMNS)
+    emit_conflicts(found, fmt)
 
 
 def resolve_conflict(
@@ -303,4 +316,4 @@ def about(
         stderr.print(f"no facts about {view.subject}", highlight=False)
     emit(rows, fmt, SUBJECT_COLUMNS)
     if view.conflicts:
-        emit(view.conflicts, fmt, CONFLICT_COLUMNS, title="open conflicts")
+        emit_conflicts(view.conflicts, fmt, title="open conflicts")

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from ..model import Moment, Session
-from ..search.explanation import Signal
+from ..search.explanation import Mark, Signal
 from ..search.hits import SearchHit
 from ..search.request import Mode
 from ..search.slice import MAX_SLICE_TOKENS
@@ -210,7 +210,8 @@ def search(
         stderr.print(hint, highlight=False)
     hits: list[SearchHit] = found
     if explain and fmt is OutputFormat.TABLE:
-        _print_explained(hits, _shown_signals(hits, example=image is not None or audio is not None))
+        by_example = image is not None or audio is not None
+        _print_explained(hits, _shown_signals(hits, example=by_example), found.min_score)
         return
     columns: list[tuple[str, Callable[[SearchHit], object]]] = [
         ("score", lambda h: f"{h.score:.3g}"),
@@ -244,7 +245,7 @@ def _shown_signals(hits: list[SearchHit], *, example: bool) -> list[Signal]:
     ]
 
 
-def _print_explained(hits: list[SearchHit], signals: list[Signal]) -> None:
+def _print_explained(hits: list[SearchHit], signals: list[Signal], min_score: float) -> None:
     """``search --explain`` as text: a block a hit, its lines folded to the terminal."""
     width = max(40, shutil.get_terminal_size().columns)
     indent = "    "
@@ -259,8 +260,13 @@ def _print_explained(hits: list[SearchHit], signals: list[Signal]) -> None:
         found = " · ".join(f"{s} {_share(s)(hit)}" for s in signals)
         why = [
             f"found by: {found}",
-            f"relevance {_relevance(hit)}; priors {_priors(hit) or '-'}",
+            f"relevance {_relevance(hit, min_score)}; priors {_priors(hit) or '-'}",
         ]
+        if (own := hit.explain.own_score) is not None:
+            why.append(
+                f"score {hit.score:.3g}: placed just below {hit.superseded_by or 'the moment'} "
+                f"that ended it (its own score {own:.3g})"
+            )
         if hit.covered:
             why.append(f"query coverage {_coverage(hit)}")
         if note := hit.fact_note():
@@ -282,9 +288,21 @@ def _share(signal: Signal) -> Callable[[SearchHit], object]:
     return cell
 
 
-def _relevance(hit: SearchHit) -> str:
+def _relevance(hit: SearchHit, min_score: float) -> str:
+    """The hit's relevance, or ``-`` and why it has none."""
     value = hit.explain.relevance
-    return "-" if value is None else f"{value:.2f}"
+    if value is not None:
+        return f"{value:.2f}"
+    marks = hit.explain.marks
+    if Mark.SUCCESSOR in marks:
+        return "- (not found by the query: it ended a hit shown after it)"
+    if Mark.CONFLICT in marks:
+        return "- (not found by the query: it conflicts with the hit before it)"
+    if hit.tier == "archived":
+        return "- (not judged: found in the cold archive by its words)"
+    if min_score <= 0:
+        return "- (not judged: --min-score 0 keeps every match)"
+    return "- (not judged: a search by example alone)"
 
 
 def _coverage(hit: SearchHit) -> str:

@@ -201,4 +201,5 @@ def _mcp_client_entry(home: Path | None, guest: bool, backend: str | None) -> di
     args = ["-m", "agent_notebook", "mcp", "--home", str(cfg.resolve_home(home))]
     args += ["--guest"] if guest else []
     args += ["--backend", backend] if backend else []
-    return {"mcpServers": {"agent-notebook": {"command": sys.executable, "args": args}}}
+    name = "agent-notebook-guest" if guest else "agent-notebook"  # both fit in one client
+    return {"mcpServers": {name: {"command": sys.executable, "args": args}}}

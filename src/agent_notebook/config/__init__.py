@@ -32,6 +32,8 @@ AGENT_NOTEBOOK_KEY             the encryption key, when ``privacy.encryption.key
                                keeps this name (it names the variable read)
 AGENT_NOTEBOOK_PG_TIMEOUT_S    a PostgreSQL notebook's wait for a connection, a lock or a
                                statement, in seconds (default 60)
+AGENT_NOTEBOOK_PG_POOL_SIZE    the most connections each pool of a PostgreSQL notebook
+                               opens (default 8; the test suite sets 3)
 AGENT_NOTEBOOK_PROGRESS_EVERY  seconds between the CLI's progress lines when stderr is not
                                a terminal (default 5)
 (the name given)               ``key rotate --new-key-env NAME``: the new key
@@ -75,6 +77,9 @@ KEY_ENV = "AGENT_NOTEBOOK_KEY"
 #: before it answers with a StorageError (a 503 from the server): seconds, default 60.
 #: While the database is away, each request waits this long for its 503.
 PG_TIMEOUT_ENV = "AGENT_NOTEBOOK_PG_TIMEOUT_S"
+#: The most connections each pool of a PostgreSQL notebook opens.
+PG_POOL_SIZE_ENV = "AGENT_NOTEBOOK_PG_POOL_SIZE"
+DEFAULT_PG_POOL_SIZE: Final = 8
 #: Seconds between two CLI progress lines when stderr is not a terminal (a log, a pipe).
 PROGRESS_EVERY_ENV = "AGENT_NOTEBOOK_PROGRESS_EVERY"
 DEFAULT_HOME = Path("~/.agent-notebook")
@@ -340,6 +345,19 @@ def postgres_timeout_s() -> float:
             f"{PG_TIMEOUT_ENV}={text!r}: give a number of seconds above 0, for example 60"
         )
     return seconds
+
+
+def postgres_pool_size() -> int:
+    """``AGENT_NOTEBOOK_PG_POOL_SIZE`` (default 8): a number of connections, 1 or more."""
+    given = (environment_value(PG_POOL_SIZE_ENV) or "").strip()
+    if not given:
+        return DEFAULT_PG_POOL_SIZE
+    if not given.isdigit() or int(given) < 1:
+        raise InvalidInput(
+            f"{PG_POOL_SIZE_ENV}={given!r} is not a number of connections; give 1 or more "
+            f"(default {DEFAULT_PG_POOL_SIZE})"
+        )
+    return int(given)
 
 
 def progress_every_s(default: float) -> float:

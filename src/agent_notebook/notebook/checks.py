@@ -73,8 +73,15 @@ def nothing_to_forget(concept: str) -> str:
     )
 
 
-def check_query(query: str, what: str) -> str:
-    """``query`` if it is within :data:`MAX_QUERY_CHARS`: the one cap of every front end."""
+def check_query(query: str, what: str, *, required: bool = False) -> str:
+    """``query`` if it is within :data:`MAX_QUERY_CHARS`: the one cap of every front end;
+    ``required``: not empty nor only blanks either (a search of nothing finds nothing, and
+    an empty answer would read as "nothing matches")."""
+    if required and not query.strip():
+        size = "empty" if not query else "only blanks"
+        raise InvalidInput(
+            f"{what}: the query is {size}; give the words to look for (nothing was searched)"
+        )
     if len(query) > MAX_QUERY_CHARS:
         raise InvalidInput(
             f"{what}: the query is {len(query):,} characters, over the limit of "

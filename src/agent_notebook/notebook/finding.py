@@ -183,10 +183,10 @@ class Finding:
         (``context.recent_moments``, which a chat's own context search skips too) are left
         out, as the caller has them already and its own question and the model's answer
         would match best and hide the facts (issue 31)."""
-        check_query(query, "search")
+        example = _example(image, audio)
+        check_query(query, "search", required=example is None)
         if as_of is not None:  # see notebook/facts.py
             until = as_of_until(aware(as_of, "as_of"), until)
-        example = _example(image, audio)
         if min_score is None:
             min_score = self.context.config.search.min_score
         elif not 0.0 <= min_score <= 1.0:  # NaN fails too
@@ -246,7 +246,7 @@ class Finding:
         mode: Mode,
         scope: GuestScope | None = None,
     ) -> Slice:
-        check_query(query, "slice")
+        check_query(query, "slice", required=True)
         if not 1 <= budget_tokens <= MAX_SLICE_TOKENS:
             raise InvalidInput(
                 f"slice: budget_tokens must be between 1 and {MAX_SLICE_TOKENS}, "
@@ -258,14 +258,10 @@ class Finding:
         budget_tokens = within.budget(budget_tokens)
         # Enough hits to fill the budget with room for those that do not fit.
         pool = limit or min(MAX_SEARCH_LIMIT, max(20, budget_tokens // 40))
-        hits = (
-            self.search(
-                query, limit=within.pool(pool), exclude=exclude, mode=mode, **within.filters()
-            )
-            if query.strip()
-            else []
+        found = self.search(
+            query, limit=within.pool(pool), exclude=exclude, mode=mode, **within.filters()
         )
-        hits = [hit for hit in hits if within.admits(hit.moment)][:pool]
+        hits = [hit for hit in found if within.admits(hit.moment)][:pool]
         sessions: dict[str, Session] = {}
 
         def session_of(session_id: str) -> Session:

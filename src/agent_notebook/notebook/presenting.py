@@ -4,7 +4,9 @@
   as the first said, with ``said`` the number of times (1 + its ``repeated_by`` links).
 * **The current first**: when a hit was ended (``superseded_by``, by the time read) by a
   later moment, the latest of the chain takes the place of the best ranked of them and the
-  ended ones follow it, marked ``superseded_by``; a successor that did not match is fetched
+  ended ones follow it, marked ``superseded_by``, each with a score just below the one
+  before it (its own kept in ``explain["own_score"]``), so the results stay in score
+  order; a successor that did not match is fetched
   (``explain["successor"]``) and shown there too.
 * **Contradictions together**: a hit that ``conflicts_with`` another moment has it shown
   right after it (fetched when it did not match), both marked.
@@ -18,7 +20,9 @@ match. Without a fact link among the hits nothing moves.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from ..model import Moment, now_utc, split_link
@@ -125,8 +129,21 @@ def _present(
             key=lambda m: m.moment.timestamp,
             reverse=True,
         )
-        ordered += [lead.model_copy(update={"score": members[0].score}), *rest]
+        score = members[0].score
+        ordered.append(lead.model_copy(update={"score": score}))
+        for ended in rest:  # just below the one before it: the results stay in score order
+            score = math.nextafter(score, -math.inf) if score > 0 else 0.0
+            ordered.append(_placed_below(ended, score))
     return _with_conflicts(ordered, limit, at if filtered else None, fetch)
+
+
+def _placed_below(hit: SearchHit, score: float) -> SearchHit:
+    """``hit`` (ended) with ``score``, just below the hit before it; its own score is kept
+    in its explanation (``own_score``) when it was other."""
+    if score == hit.score:
+        return hit
+    explain = replace(hit.explain, own_score=hit.score)
+    return hit.model_copy(update={"score": score, "explain": explain})
 
 
 def _latest_values_first(hits: Sequence[SearchHit], limit: int, query: str) -> list[SearchHit]:

@@ -14,6 +14,8 @@ numbers that search has always returned, in its order::
     <gain>_gain                   the score other hits passed to it
     coverage_before, coverage_move, coverage_added    what the query coverage step did
     rollup, successor, conflict   1.0: what the hit is besides found
+    own_score                     the score it had before it was placed just below the
+                                  later moment that ended it (superseded)
 
 Only this module reads or writes those names; the front ends read the typed fields.
 """
@@ -136,6 +138,9 @@ class Explanation(Mapping[str, float]):
     gains: Mapping[Gain, float] = field(default_factory=dict)
     coverage: CoverageStep | None = None
     marks: tuple[Mark, ...] = ()
+    #: A superseded hit shown after the later moment that ended it takes a score just below
+    #: that one's, so the results stay in score order; this is the score it had.
+    own_score: float | None = None
 
     def with_mark(self, mark: Mark) -> Explanation:
         return replace(self, marks=(*self.marks, mark))
@@ -160,6 +165,8 @@ class Explanation(Mapping[str, float]):
                 zip(_COVERAGE, (float(step.before), float(step.move), step.added), strict=True)
             )
         out.update((mark.value, 1.0) for mark in self.marks if mark is not Mark.ARCHIVED)
+        if self.own_score is not None:
+            out["own_score"] = self.own_score
         return out
 
     @classmethod
@@ -173,7 +180,7 @@ class Explanation(Mapping[str, float]):
             name, _, kind = key.rpartition("_")
             if key in _MARKS:
                 marks.append(Mark(key))
-            elif key in ("relevance", "fused") or key in _COVERAGE:
+            elif key in ("relevance", "fused", "own_score") or key in _COVERAGE:
                 continue
             elif kind in ("share", "rank", "raw") and name in _SIGNALS:
                 signals.setdefault(Signal(name), {})[kind] = value
@@ -199,6 +206,7 @@ class Explanation(Mapping[str, float]):
             gains=gains,
             coverage=coverage,
             marks=tuple(marks),
+            own_score=flat.get("own_score"),
         )
 
     # -- the flat form, as a read-only mapping -----------------------------------------------

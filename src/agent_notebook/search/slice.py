@@ -102,8 +102,19 @@ def build_slice(
             excess -= max(1, counter.count(_render_item(dropped, fmt)))
             if dropped.kind == "moment":
                 result.cut += 1
+    result.items = _by_session(result.items)
     result.tokens = counter.count(result.render())
     return result
+
+
+def _by_session(items: list[SliceItem]) -> list[SliceItem]:
+    """``items`` grouped by their own session, sessions in the order they first come (the
+    best hit's first), each under its task line: a later hit of a session met before
+    joins that session's items, not the last session's."""
+    groups: dict[str, list[SliceItem]] = {}
+    for item in items:
+        groups.setdefault(item.session, []).append(item)
+    return [item for group in groups.values() for item in group]
 
 
 def _session_items(session: Session, query: str) -> list[SliceItem]:

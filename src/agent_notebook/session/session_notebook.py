@@ -52,6 +52,10 @@ MAX_FAILURES_KEPT: Final = 20
 #: the cuts of several sections.
 _MOMENT_REFERENCE: Final = re.compile(r"moment (m_\d+)(?: \((.+)\))?")
 WRITE_ATTEMPTS: Final = 5
+#: What a rendered session notebook (:meth:`SessionNotebookSync.render_for_compaction`)
+#: holds when no section has text: a compaction prompt says so; a chat's context leaves
+#: the block out (:func:`holds_nothing`).
+EMPTY_NOTEBOOK: Final = "(the session notebook is empty)"
 
 __all__ = [
     "DEFAULT_MAX_SECTION_TOKENS",
@@ -68,6 +72,18 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+def holds_nothing(rendered: str) -> bool:
+    """Whether ``rendered`` (a :meth:`SessionNotebookSync.render_for_compaction`) is a
+    session notebook with no section's text."""
+    text = rendered.strip()
+    if not text.startswith("<session_notebook"):  # a notebook's text as it is
+        return not text
+    body = text.removesuffix("</session_notebook>").partition(">")[2].strip()
+    return not body or body == EMPTY_NOTEBOOK
+
+
 _T = TypeVar("_T")
 
 
@@ -374,7 +390,7 @@ class SessionNotebookSync:
         """The notebook as it goes into a compaction prompt: the non-empty sections, without
         guidance lines, in a tagged block the summarizer is told to preserve."""
         body = [f"## {name}\n{text}" for name, text in sections.parse(self.load()).items() if text]
-        inner = "\n\n".join(body) if body else "(the session notebook is empty)"
+        inner = "\n\n".join(body) if body else EMPTY_NOTEBOOK
         return f'<session_notebook thread="{self.thread_id}">\n{inner}\n</session_notebook>'
 
     # -- condensed text ---------------------------------------------------------------------

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...config import postgres_pool_size
 from ...errors import InvalidInput, StorageError
 from ...model import ArchiveEntry, Moment
 from ..base import Capabilities
@@ -76,11 +77,13 @@ class PostgresBackend(
         *,
         schema_name: str | None = None,
         cipher: Cipher | None = None,
-        pool_size: int = 8,
+        pool_size: int | None = None,
         timeout_s: float = 60.0,
     ) -> None:
         """``schema_name`` keeps the notebook in that schema (made if missing) instead of
-        the connection's default; ``timeout_s`` bounds the wait for a pooled connection."""
+        the connection's default; ``timeout_s`` bounds the wait for a pooled connection;
+        ``pool_size`` is the most connections a pool opens (default
+        ``$AGENT_NOTEBOOK_PG_POOL_SIZE``, else 8)."""
         psycopg, pool_module = drivers()
         self.url = url
         self.cipher = cipher  # encryption at rest: see ``sealed``
@@ -106,11 +109,17 @@ class PostgresBackend(
         #: How this backend connects (the URL's own options aside) and its pool's bounds,
         #: for the pools of LangGraph's store and checkpointer in the same schema.
         self.connect_kwargs: dict[str, Any] = dict(kwargs)
-        self.pool_size, self.timeout_s = pool_size, timeout_s
+        self.pool_size = postgres_pool_size() if pool_size is None else pool_size
+        self.timeout_s = timeout_s
         with self._mapped("connect"):
             self._migrate(psycopg.connect(url, connect_timeout=int(timeout_s), **kwargs))
             self._pool = pool_module.ConnectionPool(
-                url, min_size=1, max_size=pool_size, kwargs=kwargs, timeout=timeout_s, open=False
+                url,
+                min_size=1,
+                max_size=self.pool_size,
+                kwargs=kwargs,
+                timeout=timeout_s,
+                open=False,
             )
             self._pool.open(wait=True, timeout=timeout_s)
         self._check_sealing()

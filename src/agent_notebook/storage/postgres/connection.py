@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
+from ...config import PG_POOL_SIZE_ENV
 from ...errors import InvalidInput, StorageError
 from ..sql.backend import SqlBackend
 
@@ -32,6 +33,27 @@ WRITER_LOCK: Final = 0x4E42  # "NB"
 #: How long a health check waits for a connection, and for its answer.
 PING_WAIT_S: Final = 5.0
 INSTALL_HINT: Final = "pip install 'agent-notebook[postgres]'"
+#: What PostgreSQL says when it has no connection left for a client.
+_NO_SLOT: Final = (
+    "too many clients",
+    "too many connections",
+    "remaining connection slots are reserved",
+)
+
+
+def no_connection_left(message: str, where: str, pool_size: int) -> StorageError | None:
+    """The error for a server that refused a connection for want of one (its
+    ``max_connections`` reached), naming what to change; None for any other refusal."""
+    if not any(said in message for said in _NO_SLOT):
+        return None
+    first = message.splitlines()[0]
+    return StorageError(
+        f"{where}: PostgreSQL has no connection left ({first}): its max_connections (or a "
+        f"role's or database's CONNECTION LIMIT) is reached. Close idle clients, open fewer "
+        f"connections ({PG_POOL_SIZE_ENV}{f', now {pool_size} per pool' if pool_size else ''}; "
+        "fewer test workers, -n 2) "
+        "or raise max_connections in postgresql.conf and restart the server"
+    )
 
 
 def drivers() -> tuple[Any, Any]:
@@ -61,6 +83,7 @@ class PostgresConnection(SqlBackend):
 
     url: str
     timeout_s: float
+    pool_size: int
     _schema_name: str | None
     #: This thread's open transaction (``tx``), if any.
     _local: threading.local
@@ -93,6 +116,9 @@ class PostgresConnection(SqlBackend):
                     "index holds (1 MB of terms): split it into several moments; nothing "
                     "was changed"
                 ) from err
+            full = no_connection_left(message, self.location, self.pool_size)
+            if full is not None:
+                raise full from err
             raise StorageError(f"{self.location}: {doing} failed: {message}") from err
 
     @contextmanager

@@ -15,6 +15,7 @@ from psycopg import OperationalError
 from psycopg_pool import ConnectionPool
 
 from ...errors import StorageError
+from .connection import no_connection_left
 
 __all__ = ["MappedPool", "unreachable"]
 
@@ -35,6 +36,8 @@ class MappedPool(ConnectionPool[Any]):
 def unreachable(err: Exception) -> StorageError:
     """The error for a database that cannot be reached or did not answer in time."""
     first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    if (full := no_connection_left(str(err), "the notebook's database", 0)) is not None:
+        return full
     return StorageError(
         f"the notebook's database cannot be reached or did not answer in time ({first}): "
         "retry shortly (a write cut off so may or may not have been stored)"
