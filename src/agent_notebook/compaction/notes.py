@@ -9,10 +9,10 @@ keeps the same share of its words, the most telling first: a name or a number be
 word every moment of the period uses. Lines sit under a line per day (``2023-05-08:``),
 with the kept and faded lines of the keep list in their place.
 
-Measured on LoCoMo (``bench/compaction_locomo.py``), a line per moment keeps more of what
-questions ask than whole sentences picked for coverage at the same budget: recall within
-1,000 tokens of search results 77.9 against 74.0 (of 86.9 before compaction), crediting a
-rollup only with the turns whose words it keeps 74.3 against 57.0.
+Measured on LoCoMo (``bench/compaction_locomo.py``, the five development conversations),
+rollups of notes at ``summary_ratio`` 0.35 keep what questions find within 1,000 tokens of
+search results at 89.8% of before compaction (87.4% crediting a rollup only with the turns
+whose words it keeps), where sentences picked for coverage at 0.15 kept 62.6% (40.4%).
 """
 
 from __future__ import annotations
