@@ -16,7 +16,7 @@ from ..core import files
 from ..core.files import exclusive_lock as write_lock_file
 from ..errors import InvalidInput, NotFound
 from ..model import ArchiveEntry, Moment, check_moment_id, now_utc
-from ..storage import MemoryBackend
+from ..storage import MemoryBackend, StorageBackend
 from .checks import aware
 
 if TYPE_CHECKING:
@@ -75,9 +75,9 @@ class Archive:
         what the monthly rollups replace to the cold archive. Idempotent and safe to kill
         (see :mod:`agent_notebook.compaction.runner`). ``dry_run`` does the same on a copy
         and changes nothing. ``summarizer`` defaults to ``compaction.summarizer``: the
-        extractive one, or with ``llm`` one over ``model`` that falls back to it."""
-        from .exchange import copy_notebook
-
+        extractive one, or with ``llm`` one over ``model`` that falls back to it. ``progress``
+        is called as the run goes (see :data:`~agent_notebook.compaction.runner.Progress`;
+        a dry run's copy first, as ``copy``); what it raises stops the run and comes out."""
         context, backend = self.context, self.context.backend
         when = now_utc() if now is None else aware(now, "now")
         chosen = summarizer or self._summarizer(model)
@@ -95,12 +95,7 @@ class Archive:
                     self.vectors.forget(compactor.archived_numbers)
                     self.vectors.notify_new()  # the new rollups wait for a vector
             with tempfile.TemporaryDirectory(prefix="compact-dry-run-") as scratch:
-                copy = MemoryBackend()
-                copy_notebook(backend, copy)
-                offset = 0
-                while page := backend.list_archived(offset, 1000):
-                    copy.archive_moments(page)
-                    offset += len(page)
+                copy = scratch_copy(backend, progress)
                 scratch_archive = ColdArchive(
                     Path(scratch), also=[archive.root], cipher=archive.cipher
                 )
@@ -137,6 +132,43 @@ class Archive:
     def moment(self, moment_id: str, archive_dir: Path | None = None) -> Moment:
         """An archived moment, read back from the cold archive by its id."""
         return Moment.model_validate_json(self.record(moment_id, archive_dir))
+
+
+#: Moments copied between two progress reports of a dry run's copy.
+COPY_BATCH = 1000
+
+
+def scratch_copy(backend: StorageBackend, progress: CompactProgress | None = None) -> MemoryBackend:
+    """What compaction reads of ``backend`` (counters, sessions, moments, archive entries)
+    in memory, for a dry run: records shared, not copied (the compactor changes none in
+    place), words not indexed. ``progress("copy", done, total)`` after each
+    :data:`COPY_BATCH` moments."""
+    copy = MemoryBackend(shared=True)
+    total = backend.count_moments()
+    if progress is not None:
+        progress("copy", 0, total)
+    with copy.atomic():
+        for counter, value in backend.counters().items():
+            copy.raise_counter(counter, value)
+        for session in backend.list_sessions():
+            copy.put_session(session)
+    done = 0
+    batch: list[Moment] = []
+    for moment in backend.iter_moments(COPY_BATCH):
+        batch.append(moment)
+        if len(batch) == COPY_BATCH:
+            copy.put_moments(batch)  # a transaction each: indexed as it goes
+            done, batch = done + len(batch), []
+            if progress is not None:
+                progress("copy", done, max(total, done))
+    copy.put_moments(batch)
+    offset = 0
+    while page := backend.list_archived(offset, COPY_BATCH):
+        copy.archive_moments(page)
+        offset += len(page)
+    if progress is not None:
+        progress("copy", done + len(batch), max(total, done + len(batch)))
+    return copy
 
 
 def drop_archived(archive: ColdArchive, entries: Sequence[ArchiveEntry]) -> None:
