@@ -164,3 +164,30 @@ def test_a_progress_report_that_raises_stops_a_dry_run_with_nothing_changed(
         assert nb.archive_dir is not None and not list(nb.archive_dir.rglob("*.gz"))
         assert "monthly" not in seen
         assert nb.compact(now=NOW, dry_run=True).archived  # it runs again, whole
+
+
+def test_a_large_rollup_reports_progress_while_it_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One day of many moments is one rollup: its progress is reported again while it is
+    made (at most PACE_S apart; 0 here), so a dry run stops inside it."""
+    from agent_notebook.compaction import pacing
+
+    monkeypatch.setattr(pacing, "PACE_S", 0.0)
+    home = home_with_days(tmp_path, ())
+    with Notebook.open(home, background_embedding=False) as nb:
+        fill_day(nb, 0, n=300)
+        before = snapshot(nb.backend)
+        seen: list[tuple[str, int, int]] = []
+
+        def progress(stage: str, done: int, total: int) -> None:
+            seen.append((stage, done, total))
+            if seen.count(("daily", 0, 1)) == 3:  # the one rollup is being made
+                raise _Stop
+
+        with pytest.raises(_Stop):
+            nb.compact(now=T0 + timedelta(days=10), dry_run=True, progress=progress)
+        assert ("daily", 1, 1) not in seen and snapshot(nb.backend) == before
+        steps: list[tuple[str, int, int]] = []
+        report = nb.compact(now=T0 + timedelta(days=10), progress=lambda *s: steps.append(s))
+    assert report.rollups["daily"] == 1 and steps.count(("daily", 0, 1)) > 2

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..compaction import ColdArchive, CompactionReport, Compactor
+from ..compaction.pacing import PacedCounter, PacedProgress
 from ..compaction.runner import Progress as CompactProgress
 from ..core import files
 from ..core.files import exclusive_lock as write_lock_file
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from ..compaction.summarize import Summarizer
+    from ..core.tokens import TokenCounter
     from .context import NotebookContext
     from .sessions import Sessions
     from .vectors import Vectors
@@ -80,7 +82,10 @@ class Archive:
         a dry run's copy first, as ``copy``); what it raises stops the run and comes out."""
         context, backend = self.context, self.context.backend
         when = now_utc() if now is None else aware(now, "now")
-        chosen = summarizer or self._summarizer(model)
+        # reported at a steady pace, also while one large rollup is made (see .pacing)
+        paced = None if progress is None else PacedProgress(progress)
+        counter = context.tokens if paced is None else PacedCounter(context.tokens, paced)
+        chosen = summarizer or self._summarizer(model, counter)
         archive = self.cold_archive(archive_dir)
         settings = context.config.compaction
         files.ensure_private_dir(archive.root)
@@ -88,25 +93,25 @@ class Archive:
             if not dry_run:
                 backend.settle()  # no moment archived before its session counted it
                 self.sessions.settle()
-                compactor = Compactor(backend, archive, chosen, settings, context.tokens)
+                compactor = Compactor(backend, archive, chosen, settings, counter)
                 try:
-                    return compactor.run(when, progress=progress)
+                    return compactor.run(when, progress=paced)
                 finally:
                     self.vectors.forget(compactor.archived_numbers)
                     self.vectors.notify_new()  # the new rollups wait for a vector
             with tempfile.TemporaryDirectory(prefix="compact-dry-run-") as scratch:
-                copy = scratch_copy(backend, progress)
+                copy = scratch_copy(backend, paced)
                 scratch_archive = ColdArchive(
                     Path(scratch), also=[archive.root], cipher=archive.cipher
                 )
-                compactor = Compactor(copy, scratch_archive, chosen, settings, context.tokens)
-                report = compactor.run(when, progress=progress)
+                compactor = Compactor(copy, scratch_archive, chosen, settings, counter)
+                report = compactor.run(when, progress=paced)
                 return report.model_copy(update={"dry_run": True})
 
-    def _summarizer(self, model: BaseChatModel | None) -> Summarizer:
+    def _summarizer(self, model: BaseChatModel | None, counter: TokenCounter) -> Summarizer:
         from ..compaction.summarize import ExtractiveSummarizer, LlmSummarizer
 
-        extractive = ExtractiveSummarizer(self.context.tokens)
+        extractive = ExtractiveSummarizer(counter)
         if self.context.config.compaction.summarizer == "extractive":
             return extractive
         if model is None:
@@ -114,7 +119,7 @@ class Archive:
                 "compaction.summarizer is 'llm' but no chat model was given: pass model=, "
                 "set compaction.model or chat.model in config.yaml, or use 'extractive'"
             )
-        return LlmSummarizer(model, fallback=extractive, counter=self.context.tokens)
+        return LlmSummarizer(model, fallback=extractive, counter=counter)
 
     def record(self, moment_id: str, archive_dir: Path | None = None) -> bytes:
         """The archived moment's record, byte for byte as it was when archived (the JSON
