@@ -132,9 +132,6 @@ class Compactor:
         self.step_hook = step_hook
         self.archived_numbers: list[int] = []  # for the caller's vector index
         self._steps = 0
-        # The active moments as this level read them, by id: a group's lineage is read
-        # from here (a daily's sources are its originals; a weekly's originals are active)
-        self._known: dict[str, Moment] = {}
 
     def run(self, now: datetime, *, progress: Progress | None = None) -> CompactionReport:
         """One run at a time per notebook, even with many servers on one database (the
@@ -154,7 +151,6 @@ class Compactor:
         for level in LEVELS:
             if self._steps != read_at:  # the active set changed: read it again
                 active, read_at = self._active(), self._steps
-            self._known = {m.id: m for m in active}
             groups = due_groups(level, active, now, self.settings)
             if progress is not None:
                 progress(level, 0, len(groups))
@@ -162,7 +158,6 @@ class Compactor:
                 self._roll(group, report)
                 if progress is not None:
                     progress(level, done, len(groups))
-            self._known = {}
         if self._steps != read_at:
             active = self._active()
         report.active_after = len(active)
@@ -256,11 +251,9 @@ class Compactor:
         return sum(self.counter.count(m.content.text) for m in moments)
 
     def _load(self, ids: Sequence[str]) -> list[Moment]:
-        """Moments by id, active (as this level read them) or archived."""
-        found = {i: self._known[i] for i in ids if i in self._known}
-        unknown = [i for i in ids if i not in found]
-        if unknown:
-            found.update((m.id, m) for m in self.backend.get_moments(unknown))
+        """Moments by id, active or archived (read now: a redaction since the level began
+        is in them)."""
+        found = {m.id: m for m in self.backend.get_moments(ids)}
         if missing := [i for i in ids if i not in found]:
             for entry in self.backend.get_archived(missing):
                 found[entry.id] = self.archive.moment(entry)

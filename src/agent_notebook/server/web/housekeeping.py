@@ -64,7 +64,7 @@ class _Stopped(Exception):
 
 class _DryRun:
     """A dry run in a worker thread, with what it has done so far; :meth:`stop` ends it
-    at its next progress report (at least one a second while it works)."""
+    at its next progress report (a few a second while it works: see compaction.pacing)."""
 
     def __init__(self, nb: Notebook) -> None:
         self.nb = nb
@@ -146,7 +146,7 @@ def compact_preview(request: Request, nb: Nb) -> StreamingResponse:
             said = escape(str(run.error or "the dry run stopped"))
             yield f'<p role="alert" class="error">{said}</p></main></body></html>'
             return
-        yield _results(request, run.report)
+        yield await anyio.to_thread.run_sync(_results, request, run.report)  # long tables
 
     return StreamingResponse(parts(), media_type="text/html", headers=SECURITY_HEADERS)
 
