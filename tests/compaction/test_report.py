@@ -14,8 +14,8 @@ import pytest
 
 from agent_notebook import Notebook
 from agent_notebook.storage import StorageBackend
-from tests.compaction.test_tiers import T0, fill_day, snapshot
 from tests.support.clirun import cli_process, text_cli
+from tests.support.compacting import T0, fill_day, snapshot
 
 NO_EMBEDDER = {"AGENT_NOTEBOOK_EMBEDDER": "none"}
 #: The figures a dry run must report as the run then has them.

@@ -59,7 +59,9 @@ _STAGES: Final = {
 
 
 class _Stopped(Exception):
-    """The browser left: the preview's dry run stops (on its copy: nothing to undo)."""
+    """The browser left: the preview's dry run stops (on its copy: nothing to undo).
+    Private: raised by the preview's progress report and caught by its worker thread, it
+    never leaves a public call."""
 
 
 class _DryRun:
