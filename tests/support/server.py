@@ -81,6 +81,13 @@ class Server:
     def _running(self) -> bool:
         return self.process.poll() is None
 
+    def cpu_seconds(self) -> float:
+        """The CPU time (user and system) the server process has used so far, from
+        ``/proc`` (Linux)."""
+        stat = Path(f"/proc/{self.process.pid}/stat").read_text()
+        fields = stat.rsplit(")", 1)[1].split()  # after the command's name, which may hold spaces
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
     def client(self, token: str | None = None) -> httpx.Client:
         """A client sending ``token`` (default: the owner's) as its bearer token."""
         auth = {"Authorization": f"Bearer {token or self.token}"}

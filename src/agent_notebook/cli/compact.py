@@ -26,6 +26,13 @@ if TYPE_CHECKING:
 
 #: Dropped items shown per rollup in the table (JSON has them all).
 SHOWN_DROPPED = 8
+#: What the progress bar says of each stage of a run (a dry run copies the notebook first).
+STAGES = {
+    "copy": "copying the notebook (dry run)",
+    "daily": "daily rollups",
+    "weekly": "weekly rollups",
+    "monthly": "monthly rollups",
+}
 
 
 def compact(
@@ -65,7 +72,7 @@ def compact(
 
             def progress(stage: str, done: int, total: int) -> None:
                 if stage not in tasks:
-                    tasks[stage] = bar.add_task(f"{stage} rollups", total=total or None)
+                    tasks[stage] = bar.add_task(STAGES.get(stage, stage), total=total or None)
                 bar.update(tasks[stage], completed=done, total=total or None)
 
             report = nb.archive.compact(
@@ -108,5 +115,6 @@ def _summary_rows(report: CompactionReport) -> list[tuple[str, object]]:
         ("active moments before -> after", f"{report.active_before} -> {report.active_after}"),
         ("active tokens before -> after", f"{report.tokens_before} -> {report.tokens_after}"),
         ("active tokens, change", report.token_change),
+        ("originals leave the active set", report.originals_note),
         ("dropped (of salient items)", f"{report.dropped}/{report.salient} ({rate})"),
     ]

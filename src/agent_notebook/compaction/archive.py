@@ -52,7 +52,8 @@ class ColdArchive:
         that say where each one is. Writing the same batch again gives the same file."""
         if not moments:
             return []
-        lines = [m.model_dump_json().encode("utf-8") for m in sorted(moments, key=_number)]
+        ordered = sorted(moments, key=_number)
+        lines = [m.model_dump_json().encode("utf-8") for m in ordered]
         digest = hashlib.sha256(b"\n".join(lines)).hexdigest()[:12]
         name = f"{rollup.timestamp:%Y-%m}/{rollup.id}-{digest}.jsonl.gz"
         path = self.root / name
@@ -65,7 +66,6 @@ class ColdArchive:
             data = self.cipher.encrypt(data, name.encode())
         files.write_atomic(path, data)
         self._cache.pop(name, None)
-        by_id = {m.id: m for m in moments}
         return [
             ArchiveEntry(
                 id=moment.id,
@@ -76,8 +76,7 @@ class ColdArchive:
                 sha256=hashlib.sha256(line).hexdigest(),
                 concepts=moment.metadata.concepts,
             )
-            for line in lines
-            for moment in (by_id[json.loads(line)["id"]],)
+            for moment, line in zip(ordered, lines, strict=True)
         ]
 
     def file_names(self) -> list[str]:

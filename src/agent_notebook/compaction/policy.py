@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime, timedelta
 
 from ..config import CompactionSettings
 from ..model import Moment, RollupLevel
@@ -39,6 +39,7 @@ __all__ = [
     "age_days",
     "decayed_importance",
     "due_groups",
+    "originals_leave",
     "period_of",
     "summarizable",
 ]
@@ -131,6 +132,24 @@ def due_groups(
             groups[key] = Group(level, key[1], key[2], extends=open_rollups.get(key))
         groups[key].sources.append(moment)
     return [groups[k] for k in sorted(groups, key=lambda k: (k[1], k[2]))]
+
+
+def originals_leave(active: Sequence[Moment], settings: CompactionSettings) -> date | None:
+    """The day the first original moments under the daily and weekly rollups of ``active``
+    are old enough for the monthly tier, which archives them; None without such a rollup.
+    A session's week of originals leave together, when its weekly rollup (as old as its newest source)
+    is ``monthly_after_days`` old; a day's rollup joins its week's first."""
+    rollups = [m for m in active if m.rollup is not None]
+    replaced = {s for r in rollups for s in _rollup_sources(r)}
+    # (ISO week, session) -> its newest daily or weekly rollup
+    newest: dict[tuple[str, str], datetime] = {}
+    for r in rollups:
+        if _level(r) in ("daily", "weekly") and r.id not in replaced:
+            week = (period_of("weekly", r), r.session)
+            newest[week] = max(newest.get(week, r.timestamp), r.timestamp)
+    if not newest:
+        return None
+    return (min(newest.values()) + timedelta(days=settings.monthly_after_days)).date()
 
 
 def _key(rollup: Moment) -> tuple[str, str, str]:

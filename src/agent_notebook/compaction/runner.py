@@ -20,7 +20,7 @@ how many are done: the crash tests pause or kill the process there
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
@@ -32,7 +32,7 @@ from ..model import ArchiveEntry, Moment, RollupLevel
 from ..storage import StorageBackend
 from .archive import ColdArchive
 from .keep import Keeper, LinkKeeper
-from .policy import LEVELS, Group, due_groups
+from .policy import LEVELS, Group, due_groups, originals_leave
 from .rollup import build_rollup
 
 if TYPE_CHECKING:
@@ -40,7 +40,10 @@ if TYPE_CHECKING:
 
 __all__ = ["CompactionReport", "Compactor", "DroppedItem", "Progress", "StepHook"]
 
-#: ``progress(stage, done, total)``
+#: ``progress(stage, done, total)``: the stage is a level (``daily``, ``weekly``,
+#: ``monthly``: groups rolled up of those due, reported once before the first), or, for a
+#: dry run, ``copy`` (moments copied into memory). Whatever it raises ends the run and
+#: comes out of it (a run stopped anywhere loses nothing: see the module doc).
 Progress = Callable[[str, int, int], None]
 #: ``hook(steps)``: after each durable step, with how many this run has done.
 StepHook = Callable[[int], None]
@@ -76,6 +79,11 @@ class CompactionReport(BaseModel):
     tokens_after: int = 0
     active_before: int = 0
     active_after: int = 0
+    #: The day the first original moments under the daily and weekly rollups left active
+    #: are old enough for the monthly tier, which moves them to the archive (a run on that
+    #: day or later does): until then a rollup adds its tokens beside theirs. None when no
+    #: daily or weekly rollup is left.
+    originals_leave: date | None = None
     #: Salient items (identifiers, numbers, dates, names) of the rollups' sources, and how
     #: many of them the summaries dropped.
     salient: int = 0
@@ -98,6 +106,13 @@ class CompactionReport(BaseModel):
             grown = f" (+{(after - before) / before:.1%})" if before else ""
             return f"{after - before} more{grown}"
         return f"{before / after:.1f}x fewer" if after else "all removed"
+
+    @property
+    def originals_note(self) -> str:
+        """When the originals under the rollups left active go to the archive, in words."""
+        if self.originals_leave is None:
+            return "none wait under a daily or weekly rollup"
+        return f"from {self.originals_leave.isoformat()}, when the monthly tier archives them"
 
 
 class Compactor:
@@ -136,17 +151,22 @@ class Compactor:
         report.active_before = len(active)
         report.tokens_before = self._tokens(active)
         self._finish_archiving(active, report)  # what an interrupted run left
+        read_at = 0  # the active set as of this many durable steps
         for level in LEVELS:
-            groups = due_groups(level, self._active(), now, self.settings)
+            if self._steps != read_at:  # the active set changed: read it again
+                active, read_at = self._active(), self._steps
+            groups = due_groups(level, active, now, self.settings)
+            if progress is not None:
+                progress(level, 0, len(groups))
             for done, group in enumerate(groups, 1):
                 self._roll(group, now, report)
                 if progress is not None:
                     progress(level, done, len(groups))
-            if progress is not None and not groups:
-                progress(level, 0, 0)
-        active = self._active()
+        if self._steps != read_at:
+            active = self._active()
         report.active_after = len(active)
         report.tokens_after = self._tokens(active)
+        report.originals_leave = originals_leave(active, self.settings)
         return report
 
     # -- steps --------------------------------------------------------------------------------
@@ -237,11 +257,12 @@ class Compactor:
         return sum(self.counter.count(m.content.text) for m in moments)
 
     def _load(self, ids: Sequence[str]) -> list[Moment]:
-        """Moments by id, active or archived."""
+        """Moments by id, active or archived (read now: a redaction since the level began
+        is in them)."""
         found = {m.id: m for m in self.backend.get_moments(ids)}
-        missing = [i for i in ids if i not in found]
-        for entry in self.backend.get_archived(missing):
-            found[entry.id] = self.archive.moment(entry)
+        if missing := [i for i in ids if i not in found]:
+            for entry in self.backend.get_archived(missing):
+                found[entry.id] = self.archive.moment(entry)
         return [found[i] for i in ids if i in found]
 
     def _step(self) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..compaction import ColdArchive, CompactionReport, Compactor
+from ..compaction.pacing import PacedCounter, PacedProgress
 from ..compaction.runner import Progress as CompactProgress
 from ..core import files
 from ..core.files import exclusive_lock as write_lock_file
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from ..compaction.summarize import Summarizer
+    from ..core.tokens import TokenCounter
     from .context import NotebookContext
     from .sessions import Sessions
     from .vectors import Vectors
@@ -76,12 +78,15 @@ class Archive:
         what the monthly rollups replace to the cold archive. Idempotent and safe to kill
         (see :mod:`agent_notebook.compaction.runner`). ``dry_run`` does the same on a copy
         and changes nothing. ``summarizer`` defaults to ``compaction.summarizer``: the
-        extractive one, or with ``llm`` one over ``model`` that falls back to it."""
-        from .exchange import copy_notebook
-
+        extractive one, or with ``llm`` one over ``model`` that falls back to it. ``progress``
+        is called as the run goes (see :data:`~agent_notebook.compaction.runner.Progress`;
+        a dry run's copy first, as ``copy``); what it raises stops the run and comes out."""
         context, backend = self.context, self.context.backend
         when = now_utc() if now is None else aware(now, "now")
-        chosen = summarizer or self._summarizer(model)
+        # reported at a steady pace, also while one large rollup is made (see .pacing)
+        paced = None if progress is None else PacedProgress(progress)
+        counter = context.tokens if paced is None else PacedCounter(context.tokens, paced)
+        chosen = summarizer or self._summarizer(model, counter)
         archive = self.cold_archive(archive_dir)
         settings = context.config.compaction
         files.ensure_private_dir(archive.root)
@@ -90,32 +95,22 @@ class Archive:
                 backend.settle()  # no moment archived before its session counted it
                 self.sessions.settle()
                 compactor = Compactor(
-                    backend, archive, chosen, settings, context.tokens, keeper=self._keeper(backend)
+                    backend, archive, chosen, settings, counter, keeper=self._keeper(backend)
                 )
                 try:
-                    return compactor.run(when, progress=progress)
+                    return compactor.run(when, progress=paced)
                 finally:
                     self.vectors.forget(compactor.archived_numbers)
                     self.vectors.notify_new()  # the new rollups wait for a vector
             with tempfile.TemporaryDirectory(prefix="compact-dry-run-") as scratch:
-                copy = MemoryBackend()
-                copy_notebook(backend, copy)
-                offset = 0
-                while page := backend.list_archived(offset, 1000):
-                    copy.archive_moments(page)
-                    offset += len(page)
+                copy = scratch_copy(backend, paced)
                 scratch_archive = ColdArchive(
                     Path(scratch), also=[archive.root], cipher=archive.cipher
                 )
                 compactor = Compactor(
-                    copy,
-                    scratch_archive,
-                    chosen,
-                    settings,
-                    context.tokens,
-                    keeper=self._keeper(copy),
+                    copy, scratch_archive, chosen, settings, counter, keeper=self._keeper(copy)
                 )
-                report = compactor.run(when, progress=progress)
+                report = compactor.run(when, progress=paced)
                 return report.model_copy(update={"dry_run": True})
 
     def _keeper(self, backend: StorageBackend) -> FactsKeeper:
@@ -125,10 +120,10 @@ class Archive:
             backend, config.compaction.keep_whole_importance, facts_on=config.facts.enabled
         )
 
-    def _summarizer(self, model: BaseChatModel | None) -> Summarizer:
+    def _summarizer(self, model: BaseChatModel | None, counter: TokenCounter) -> Summarizer:
         from ..compaction.summarize import ExtractiveSummarizer, LlmSummarizer
 
-        extractive = ExtractiveSummarizer(self.context.tokens)
+        extractive = ExtractiveSummarizer(counter)
         if self.context.config.compaction.summarizer == "extractive":
             return extractive
         if model is None:
@@ -136,7 +131,7 @@ class Archive:
                 "compaction.summarizer is 'llm' but no chat model was given: pass model=, "
                 "set compaction.model or chat.model in config.yaml, or use 'extractive'"
             )
-        return LlmSummarizer(model, fallback=extractive, counter=self.context.tokens)
+        return LlmSummarizer(model, fallback=extractive, counter=counter)
 
     def record(self, moment_id: str, archive_dir: Path | None = None) -> bytes:
         """The archived moment's record, byte for byte as it was when archived (the JSON
@@ -154,6 +149,43 @@ class Archive:
     def moment(self, moment_id: str, archive_dir: Path | None = None) -> Moment:
         """An archived moment, read back from the cold archive by its id."""
         return Moment.model_validate_json(self.record(moment_id, archive_dir))
+
+
+#: Moments copied between two progress reports of a dry run's copy.
+COPY_BATCH = 1000
+
+
+def scratch_copy(backend: StorageBackend, progress: CompactProgress | None = None) -> MemoryBackend:
+    """What compaction reads of ``backend`` (counters, sessions, moments, archive entries)
+    in memory, for a dry run: records shared, not copied (the compactor changes none in
+    place), words not indexed. ``progress("copy", done, total)`` after each
+    :data:`COPY_BATCH` moments."""
+    copy = MemoryBackend(shared=True)
+    total = backend.count_moments()
+    if progress is not None:
+        progress("copy", 0, total)
+    with copy.atomic():
+        for counter, value in backend.counters().items():
+            copy.raise_counter(counter, value)
+        for session in backend.list_sessions():
+            copy.put_session(session)
+    done = 0
+    batch: list[Moment] = []
+    for moment in backend.iter_moments(COPY_BATCH):
+        batch.append(moment)
+        if len(batch) == COPY_BATCH:
+            copy.put_moments(batch)  # a transaction each: indexed as it goes
+            done, batch = done + len(batch), []
+            if progress is not None:
+                progress("copy", done, max(total, done))
+    copy.put_moments(batch)
+    offset = 0
+    while page := backend.list_archived(offset, COPY_BATCH):
+        copy.archive_moments(page)
+        offset += len(page)
+    if progress is not None:
+        progress("copy", done + len(batch), max(total, done + len(batch)))
+    return copy
 
 
 def drop_archived(archive: ColdArchive, entries: Sequence[ArchiveEntry]) -> None:

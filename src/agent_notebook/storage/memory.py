@@ -7,7 +7,8 @@ from .staged import StagedBackend
 
 
 class MemoryBackend(StagedBackend):
-    """Everything in process memory; gone when the process ends."""
+    """Everything in process memory; gone when the process ends. ``MemoryBackend(shared=
+    True)`` copies no record in or out (see :class:`StagedBackend`): a scratch copy."""
 
     capabilities = Capabilities(
         name="memory",

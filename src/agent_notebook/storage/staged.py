@@ -11,15 +11,19 @@ from __future__ import annotations
 import bisect
 import itertools
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TypeVar
+
+from pydantic import BaseModel
 
 from ..core.lexical import Bm25Index
 from ..model import CUT_SPEAKER, ArchiveEntry, ConceptEntry, Moment, Session, moment_number
 from .base import Activity, MomentFilter, StorageBackend, activity_of
 from .sql import ranking
+
+_R = TypeVar("_R", bound=BaseModel)
 
 
 @dataclass
@@ -51,15 +55,17 @@ class StagedChanges:
 
 
 class NotebookState:
-    """Committed records plus the indexes derived from them."""
+    """Committed records plus the indexes derived from them. Without ``text_index`` the
+    words of the moments are indexed on the first search (:meth:`searchable`), not as they
+    are put: a scratch copy that is never searched pays nothing for them."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, text_index: bool = True) -> None:
         self.sessions: dict[str, Session] = {}
         self.moments: dict[int, Moment] = {}
         self.counters: dict[str, int] = {}
         self.concepts: dict[str, dict[int, str]] = {}  # concept -> {moment number: session}
         self.by_session: dict[str, set[int]] = {}
-        self.text_index = Bm25Index()
+        self.text_index: Bm25Index | None = Bm25Index() if text_index else None
         self.vectors: dict[int, tuple[str, bytes]] = {}
         self.archived: dict[int, ArchiveEntry] = {}
         self.archived_concepts: dict[str, set[int]] = {}
@@ -71,7 +77,8 @@ class NotebookState:
         if old is None:
             return None
         self._unindex(old)
-        self.text_index.remove(num)
+        if self.text_index is not None:
+            self.text_index.remove(num)
         self.vectors.pop(num, None)
         return old
 
@@ -131,7 +138,17 @@ class NotebookState:
             self.concepts.setdefault(concept, {})[num] = moment.session
         for key in dict.fromkeys(moment.metadata.fact_keys):
             bisect.insort(self.fact_keys.setdefault(key, []), num)
-        self.text_index.put(num, moment.content.text)
+        if self.text_index is not None:
+            self.text_index.put(num, moment.content.text)
+
+    def searchable(self) -> Bm25Index:
+        """The index of the moments' words, made now if it was left for the first search
+        (kept up to date from then on)."""
+        if self.text_index is None:
+            self.text_index = Bm25Index()
+            for num, moment in self.moments.items():
+                self.text_index.put(num, moment.content.text)
+        return self.text_index
 
     def apply(self, changes: StagedChanges) -> None:
         for session_id in sorted(changes.deleted):  # first: what follows may re-create
@@ -147,12 +164,22 @@ class NotebookState:
 
 
 class StagedBackend(StorageBackend):
-    """See the module docstring. Subclasses override ``_refresh`` and ``_persist``."""
+    """See the module docstring. Subclasses override ``_refresh`` and ``_persist``.
 
-    def __init__(self) -> None:
-        self._state = NotebookState()
+    Records go in and come out as copies, so a caller that changes one changes nothing
+    stored. With ``shared`` they are not copied (and the words are indexed on the first
+    search): for a private scratch copy whose callers change no record they read or
+    write, such as a dry run's, where copying every record read is most of the work."""
+
+    def __init__(self, *, shared: bool = False) -> None:
+        self._state = NotebookState(text_index=not shared)
         self._lock = threading.RLock()
         self._staged: StagedChanges | None = None
+        self._shared = shared
+
+    def _own(self, record: _R) -> _R:
+        """``record`` as handed over: a deep copy, or itself for a ``shared`` backend."""
+        return record if self._shared else record.model_copy(deep=True)
 
     # -- hooks ------------------------------------------------------------------------------
 
@@ -236,15 +263,15 @@ class StagedBackend(StorageBackend):
     def get_session(self, session_id: str) -> Session | None:
         with self._reading() as state:
             if self._staged is not None and session_id in self._staged.sessions:
-                return self._staged.sessions[session_id].model_copy(deep=True)
+                return self._own(self._staged.sessions[session_id])
             if self._staged is not None and session_id in self._staged.deleted:
                 return None
             found = state.sessions.get(session_id)
-            return None if found is None else found.model_copy(deep=True)
+            return None if found is None else self._own(found)
 
     def put_session(self, session: Session) -> None:
         with self.atomic():
-            self._write().sessions[session.id] = session.model_copy(deep=True)
+            self._write().sessions[session.id] = self._own(session)
 
     def delete_session(self, session_id: str) -> None:
         with self.atomic():
@@ -274,7 +301,7 @@ class StagedBackend(StorageBackend):
     def list_sessions(self, offset: int = 0, limit: int | None = None) -> list[Session]:
         with self._reading() as state:
             chosen = _page(self._all_sessions(state), offset, limit)
-            return [s.model_copy(deep=True) for s in chosen]
+            return [self._own(s) for s in chosen]
 
     def count_sessions(self) -> int:
         with self._reading() as state:
@@ -286,20 +313,45 @@ class StagedBackend(StorageBackend):
         with self.atomic():
             staged = self._write()
             for m in moments:
-                staged.moments[m.number] = m.model_copy(deep=True)
+                staged.moments[m.number] = self._own(m)
                 staged.archived.pop(m.number, None)  # put back after being archived
 
     def get_moment(self, moment_id: str) -> Moment | None:
-        num = moment_number(moment_id)
+        found = self.get_moments([moment_id])
+        return found[0] if found else None
+
+    def get_moments(self, moment_ids: Sequence[str]) -> list[Moment]:
         with self._reading() as state:
-            if self._staged is not None and num in self._staged.archived:
+            current = self._current(state)
+            found = [current(moment_number(mid)) for mid in moment_ids]
+            return [self._own(m) for m in found if m is not None]
+
+    def iter_moments(self, batch: int = 500) -> Iterator[Moment]:
+        """Every moment in id order: the numbers are listed once (a page each time would
+        list and sort them all again, for every page); a moment archived or removed while
+        the iteration goes on is left out, one added is not seen."""
+        with self._reading() as state:
+            nums = self._moment_numbers(state, None)
+        for start in range(0, len(nums), batch):
+            with self._reading() as state:
+                current = self._current(state)
+                page = [m for n in nums[start : start + batch] if (m := current(n)) is not None]
+            yield from map(self._own, page)
+
+    def _current(self, state: NotebookState) -> Callable[[int], Moment | None]:
+        """The moment of a number as this transaction sees it (None: there is none), not
+        copied; for reads under the lock."""
+        staged = self._staged
+        if staged is None:
+            return state.moments.get
+        deleted = self._deleted_numbers(state)
+
+        def current(num: int) -> Moment | None:
+            if num in staged.archived or (num not in staged.moments and num in deleted):
                 return None
-            if self._staged is not None and num in self._staged.moments:
-                return self._staged.moments[num].model_copy(deep=True)
-            if num in self._deleted_numbers(state):
-                return None
-            found = state.moments.get(num)
-            return None if found is None else found.model_copy(deep=True)
+            return staged.moments.get(num) or state.moments.get(num)
+
+        return current
 
     def _moment_numbers(self, state: NotebookState, session_id: str | None) -> list[int]:
         if session_id is None:
@@ -322,7 +374,7 @@ class StagedBackend(StorageBackend):
         with self._reading() as state:
             nums = _page(self._moment_numbers(state, session_id), offset, limit)
             staged = self._staged.moments if self._staged is not None else {}
-            return [(staged.get(n) or state.moments[n]).model_copy(deep=True) for n in nums]
+            return [self._own(staged.get(n) or state.moments[n]) for n in nums]
 
     def session_activity_after(self, session_id: str, after: int) -> list[Activity]:
         with self._reading() as state:
@@ -410,7 +462,7 @@ class StagedBackend(StorageBackend):
                 keys: list[int] | None = sorted(state.by_session.get(where.session, ()))
             else:
                 keys = None
-            index = state.text_index
+            index = state.searchable()
             total = max(state.moments, default=0)
             chosen, postings = ranking.choose_terms(
                 order, index.document_counts(words), total, ranking.POSTINGS_BUDGET
@@ -432,7 +484,7 @@ class StagedBackend(StorageBackend):
             for entry in entries:
                 staged.moments.pop(entry.number, None)
                 staged.vectors.pop(entry.number, None)
-                staged.archived[entry.number] = entry.model_copy(deep=True)
+                staged.archived[entry.number] = self._own(entry)
 
     def _all_archived(self, state: NotebookState) -> dict[int, ArchiveEntry]:
         merged = dict(state.archived)
@@ -446,12 +498,12 @@ class StagedBackend(StorageBackend):
         with self._reading() as state:
             merged = self._all_archived(state)
             found = (merged.get(moment_number(mid)) for mid in moment_ids)
-            return [e.model_copy(deep=True) for e in found if e is not None]
+            return [self._own(e) for e in found if e is not None]
 
     def list_archived(self, offset: int = 0, limit: int | None = None) -> list[ArchiveEntry]:
         with self._reading() as state:
             merged = self._all_archived(state)
-            return [merged[n].model_copy(deep=True) for n in _page(sorted(merged), offset, limit)]
+            return [self._own(merged[n]) for n in _page(sorted(merged), offset, limit)]
 
     def count_archived(self) -> int:
         with self._reading() as state:
