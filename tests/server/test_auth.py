@@ -418,6 +418,7 @@ def test_the_owner_forgets_a_concept_over_http(owners: Owners) -> None:
         dry = api.post("/api/forget", json=body)
         assert dry.status_code == 200, dry.text
         assert mid in dry.json()["moments"] and dry.json()["dry_run"] is True
+        assert dry.json()["matched"][mid] == ["Zorblat"]  # what matched, as written
         assert api.get(f"/api/moments/{mid}").json()["redacted"] is None
         done = api.post("/api/forget", json={**body, "dry_run": False})
         assert done.status_code == 200 and mid in done.json()["moments"]

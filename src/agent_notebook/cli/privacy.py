@@ -67,7 +67,11 @@ def forget(
     reason: Annotated[str, typer.Option(help="Why (kept in the audit log).")] = "",
     dry_run: Annotated[
         bool,
-        flag("--dry-run", "List what would be removed, with each moment's text; change nothing."),
+        flag(
+            "--dry-run",
+            "List what would be removed, with each moment's text and the words that matched; "
+            "change nothing.",
+        ),
     ] = False,
     words_only: Annotated[
         bool,
@@ -82,7 +86,9 @@ def forget(
 ) -> None:
     """Redact every moment, rollup and session-notebook line tied to a concept (whole
     moments, or with --words-only the concept's words within them), and drop the concept
-    from the index; or, with --older-than, --inactive-for or --keep-top (durations
+    from the index. A moment is tied when it holds all the concept's words as search
+    matches them, by their stems ("peanuts, my allergy" for "peanut allergy"; "peanut
+    butter" alone is not); or, with --older-than, --inactive-for or --keep-top (durations
     such as 12h, 30d, 8w, 1y), redact the moments the policy picks (never a pinned moment
     nor one a decision was read from), each noted in its session's audit log.
 
@@ -121,10 +127,20 @@ def forget(
     if fmt is OutputFormat.JSON:
         return
     after = "left" if report.words_only else "text"
-    rows = [(i, report.texts.get(i, "")) for i in report.moments]
-    rows += [(i, "(rollup)") for i in report.rollups]
-    rows += [(s, "(session-notebook section)") for s in report.sections]
-    emit(rows, fmt, [("id", lambda r: r[0]), (after, lambda r: short(r[1], 100))])
+    rows = [
+        (i, ", ".join(report.matched.get(i, [])), report.texts.get(i, "")) for i in report.moments
+    ]
+    rows += [(i, "", "(rollup)") for i in report.rollups]
+    rows += [(s, "", "(session-notebook section)") for s in report.sections]
+    emit(
+        rows,
+        fmt,
+        [
+            ("id", lambda r: r[0]),
+            ("matched", lambda r: short(r[1], 40)),
+            (after, lambda r: short(r[2], 100)),
+        ],
+    )
 
 
 _POLICY_COLUMNS = [

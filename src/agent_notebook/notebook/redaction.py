@@ -26,9 +26,11 @@ Texts shorter than that are removed from the moment and its chat message only: w
 few are not matched elsewhere (they would match unrelated text).
 
 :meth:`Redaction.forget` finds what a concept is tied to (the concept index, archived
-moments with it, and every moment, archived record and session-notebook line where the
-phrase appears as words) and redacts it the same way, the phrase too. The audit log
-records each redaction without its text. The matching is :mod:`.scrubbing`'s, the
+moments with it, and every moment and archived record that holds all the concept's words as
+search matches them, by their stems, in its text or its concepts: :class:`.ConceptMatch`)
+and redacts it the same way; rollups over those moments, and the lines of rollups, session
+notebooks and histories that hold all the words, go too. The audit log records each
+redaction without its text. The matching is :mod:`.scrubbing`'s, the
 scrubbing of the store and the checkpoints :mod:`.chat_scrubbing`'s.
 """
 
@@ -36,7 +38,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -54,6 +55,8 @@ from ..model import (
     ROLLUP_INDEX_PREFIX,
     ArchiveEntry,
     Decision,
+    FadedLine,
+    KeptLine,
     Moment,
     MomentContent,
     Session,
@@ -64,7 +67,7 @@ from ..model import (
 )
 from .chat_scrubbing import scrub_store, store_items
 from .facts import without_redacted
-from .scrubbing import MIN_WORDS, RUN_WORDS, Scrubber, phrase_pattern, secret_of, words_of
+from .scrubbing import MIN_WORDS, RUN_WORDS, ConceptMatch, Scrubber, secret_of
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -93,6 +96,9 @@ class ForgetReport(BaseModel):
     words_only: bool = False
     #: Each moment's text as it is (whole moments), or as it would be left (words only).
     texts: dict[str, str] = Field(default_factory=dict)
+    #: What matched the concept in each moment: its words as the moment writes them
+    #: ("peanuts", "allergic"), or a concept of its index that holds them.
+    matched: dict[str, list[str]] = Field(default_factory=dict)
 
 
 # -- the work ------------------------------------------------------------------------------
@@ -183,42 +189,39 @@ class Redaction:
 
     def forget(self, concept: str, *, dry_run: bool, words_only: bool = False) -> ForgetReport:
         name = normalize_concept(concept)
-        if not name or not words_of(name):
+        match = ConceptMatch(name)
+        if not name or not match:
             raise InvalidInput(
                 f"forget: the concept {concept!r} has no words; give the concept to forget, "
                 "for example 'agent-notebook forget \"Lyon trip\"'"
             )
         self.concept = name
-        self.scrubber = Scrubber(phrases=[name], words_only=words_only)
-        pattern = phrase_pattern(name)
+        self.scrubber = Scrubber(concepts=[name], words_only=words_only)
         plan = _Plan()
         hit = plan.words if words_only else plan.targets
+        matched: dict[str, list[str]] = {}
         tied = self.backend.get_concept(name)
         tied_ids = set(tied.moments) if tied is not None else set()
-        for moment in self.backend.iter_moments():
+        tied_ids |= set(self.backend.archived_with_concept(name))
+        for moment, archived in self._every_moment():
             if moment.redacted is not None:
                 continue
             if moment.rollup is not None:
-                if moment.id in tied_ids or pattern.search(moment.content.text):
+                if moment.id in tied_ids or self._rollup_mentions(moment):
                     plan.rollups.add(moment.id)
-            elif moment.id in tied_ids or pattern.search(moment.content.text):
+                continue
+            words = match.found(moment.content.text, moment.metadata.concepts)
+            if words is None and moment.id in tied_ids:
+                words = [name]
+            if words is not None:
                 hit[moment.id] = moment
-        archived_ids = set(self.backend.archived_with_concept(name))
-        for _, records in self._archive_files():
-            for moment in records.values():
-                if moment.redacted is not None:
-                    continue
-                said = moment.id in archived_ids or bool(pattern.search(moment.content.text))
-                if said and moment.rollup is None:
-                    hit[moment.id] = moment
-                    if not words_only:
-                        plan.archived_targets.add(moment.id)
-                elif said:
-                    plan.rollups.add(moment.id)
+                matched[moment.id] = words
+                if archived and not words_only:
+                    plan.archived_targets.add(moment.id)
         for secret in map(secret_of, plan.targets.values()):
             self.scrubber.add(secret)
-        plan.rollups |= self._rollups_over(plan)
-        plan.sections = self._sections_mentioning(pattern)
+        plan.rollups |= self._rollups_over(set(plan.targets) | set(plan.words))
+        plan.sections = self._sections_mentioning()
         chosen = plan.words if words_only else plan.targets
         report = ForgetReport(
             concept=name,
@@ -228,9 +231,10 @@ class Redaction:
             dry_run=dry_run,
             words_only=words_only,
             texts={
-                i: self.scrubber.text(m.content.text) if words_only else m.content.text
+                i: self.scrubber.words(m.content.text) if words_only else m.content.text
                 for i, m in chosen.items()
             },
+            matched={i: matched[i] for i in _by_number(chosen)},
         )
         if not dry_run:
             self._apply(plan)
@@ -273,7 +277,9 @@ class Redaction:
             return _tombstone(moment, tombstone)
         if moment.id in plan.words:
             return self._words_scrubbed(moment)
-        if moment.rollup is not None and plan.words and moment.id in plan.rollups:
+        if moment.rollup is not None and self.scrubber.words_only:
+            if moment.id not in plan.rollups:
+                return None
             return self._scrubbed_rollup(moment, plan)  # words only: its text keeps the rest
         if moment.rollup is not None:
             covers = [i for i in moment.rollup.originals if i in plan.targets]
@@ -296,8 +302,8 @@ class Redaction:
     def _words_scrubbed(self, moment: Moment) -> Moment:
         """``moment`` without the forgotten words (each ``[redacted]``) nor the concept,
         its retrieval keys read again from what is left."""
-        text = self.scrubber.text(moment.content.text)
-        concepts = [c for c in moment.metadata.concepts if c != self.concept]
+        text = self.scrubber.words(moment.content.text)
+        concepts = [c for c in moment.metadata.concepts if not self._names_concept(c)]
         return moment.model_copy(
             update={
                 "content": moment.content.model_copy(update={"text": text}),
@@ -313,22 +319,18 @@ class Redaction:
 
     def _scrubbed_rollup(self, rollup: Moment, plan: _Plan) -> Moment:
         assert rollup.rollup is not None
-        targets = [t for t in plan.targets.values() if t.id in rollup.rollup.originals]
-        kept = [k for k in rollup.rollup.kept if k.source not in plan.targets]
-        faded = [f for f in rollup.rollup.faded if f.source not in plan.targets]
-        gone = {f.line for f in rollup.rollup.faded} - {f.line for f in faded}
-        lines = [  # the notes and faded lines of a redacted moment go with it
-            f"[redacted {t.id}]" if (t := _note_of(line, targets)) is not None else line
-            for line in rollup.content.text.split("\n")
-            if line not in gone
-        ]
-        text = self._scrubbed_index(self.scrubber.text("\n".join(lines)), plan)
+        if self.scrubber.words_only:  # the concept's words go from each line, the rest stays
+            words = self.scrubber.words
+            kept = [k.model_copy(update={"text": words(k.text)}) for k in rollup.rollup.kept]
+            faded = [f.model_copy(update={"line": words(f.line)}) for f in rollup.rollup.faded]
+            text = self._scrubbed_index(words(rollup.content.text), plan)
+        else:
+            kept, faded, text = self._rollup_without(rollup, plan)
         gone = {c for t in plan.targets.values() for c in t.metadata.concepts}
         gone |= {self.concept} if self.concept else set()
         lowered = text.casefold()
         concepts = [c for c in rollup.metadata.concepts if c not in gone or c in lowered]
-        if self.concept is not None:
-            concepts = [c for c in concepts if c != self.concept]
+        concepts = [c for c in concepts if not self._names_concept(c)]
         dropped = [d for d in rollup.rollup.dropped if not self._mentions(d, plan)]
         return rollup.model_copy(
             update={
@@ -345,6 +347,35 @@ class Redaction:
                 ),
             }
         )
+
+    def _names_concept(self, concept: str) -> bool:
+        """Whether ``concept`` (of a moment's index) goes with the forgotten concept: it is
+        the concept, holds all its words, or (words only) any of them."""
+        if concept == self.concept:
+            return True
+        if self.scrubber.words_only:
+            return self.scrubber.words(concept) != concept
+        return self.scrubber.leaks(concept)
+
+    def _rollup_without(
+        self, rollup: Moment, plan: _Plan
+    ) -> tuple[list[KeptLine], list[FadedLine], str]:
+        """``rollup``'s kept lines, faded lines and text without the redacted moments' (and
+        without those that name the forgotten concept)."""
+        assert rollup.rollup is not None
+        leaks = self.scrubber.leaks
+        targets = [t for t in plan.targets.values() if t.id in rollup.rollup.originals]
+        kept = [k for k in rollup.rollup.kept if k.source not in plan.targets and not leaks(k.text)]
+        faded = [
+            f for f in rollup.rollup.faded if f.source not in plan.targets and not leaks(f.line)
+        ]
+        gone = {f.line for f in rollup.rollup.faded} - {f.line for f in faded}
+        lines = [  # the notes and faded lines of a redacted moment go with it
+            f"[redacted {t.id}]" if (t := _note_of(line, targets)) is not None else line
+            for line in rollup.content.text.split("\n")
+            if line not in gone
+        ]
+        return kept, faded, self._scrubbed_index(self.scrubber.text("\n".join(lines)), plan)
 
     def _scrubbed_index(self, text: str, plan: _Plan) -> str:
         """A rollup's text whose index line keeps no item taken from a redacted text."""
@@ -463,22 +494,32 @@ class Redaction:
             )
         return Moment.model_validate_json(archive.records_of(found[0].file)[moment_id])
 
-    def _rollups_over(self, plan: _Plan) -> set[str]:
-        """Rollups (active and archived) whose originals include a target."""
-        found = {
+    def _rollups_over(self, ids: set[str]) -> set[str]:
+        """Rollups (active and archived) whose originals include one of ``ids``."""
+        return {
             m.id
-            for m in self.backend.iter_moments()
-            if m.rollup is not None and set(m.rollup.originals) & set(plan.targets)
+            for m, _ in self._every_moment()
+            if m.rollup is not None
+            and m.redacted is None
+            and not ids.isdisjoint(m.rollup.originals)
         }
-        for _, records in self._archive_files():
-            found |= {
-                m.id
-                for m in records.values()
-                if m.rollup is not None and set(m.rollup.originals) & set(plan.targets)
-            }
-        return found
 
-    def _sections_mentioning(self, pattern: re.Pattern[str]) -> list[str]:
+    def _every_moment(self) -> Iterator[tuple[Moment, bool]]:
+        """Every moment, active then archived, and whether it is an archived record."""
+        for moment in self.backend.iter_moments():
+            yield moment, False
+        for _, records in self._archive_files():
+            for moment in records.values():
+                yield moment, True
+
+    def _rollup_mentions(self, rollup: Moment) -> bool:
+        """Whether the forgotten concept is in ``rollup``'s text, a line it keeps (the text of
+        an original, word for word) or a faded line."""
+        assert rollup.rollup is not None
+        lines = [k.text for k in rollup.rollup.kept] + [f.line for f in rollup.rollup.faded]
+        return any(self.scrubber.leaks(text) for text in [rollup.content.text, *lines])
+
+    def _sections_mentioning(self) -> list[str]:
         store = self._store()
         if store is None:
             return []
@@ -492,7 +533,7 @@ class Redaction:
             if item.key != KEY or not isinstance(item.value.get("content"), str):
                 continue
             for name, text in sections.parse(item.value["content"]).items():
-                if pattern.search(text):
+                if self.scrubber.leaks(text):
                     found.append(f"{item.namespace[1]}/{name}")
         return found
 
