@@ -165,13 +165,14 @@ def test_owner_and_guest_walk_through_the_pages(served: Server, browser: Browser
         )
         assert changed.status_code == 200
     page.click(f"text=Save {SECTION}")
-    alert = page.locator(".section.conflict [role=alert]")
-    assert "changed since you read it" in alert.inner_text()
+    alert = page.locator("[role=alert]")
+    assert f"{SECTION} was changed elsewhere" in alert.inner_text()
     assert page.locator("textarea >> nth=0").input_value() == "Mixing cobalt and orange."
     assert "Another client wrote this." in page.inner_text(".section.conflict pre")
     page.fill("textarea >> nth=0", "   ")  # blank: refused by the facade, nothing changed
     page.click(f"text=Save {SECTION}")
-    assert "empty" in page.inner_text(".section.conflict [role=alert]")
+    assert "empty" in page.inner_text("[role=alert]")
+    assert "empty" in page.inner_text(".section.conflict .error")
     page.fill("textarea >> nth=0", "Mixing cobalt and orange.")
     page.click(f"text=Save {SECTION}")
     assert page.locator(".section.conflict").count() == 0

@@ -78,6 +78,8 @@ def _results(
     q = form["q"].strip()
     hits: list[SearchHit] | None = None
     hint = None
+    more = False
+    offset, limit = form["offset"], form["limit"]
     min_score = _score(form["min_score"])  # checked with or without a query
     if q or image or audio:
         found = nb.search(
@@ -88,7 +90,8 @@ def _results(
             speaker=form["speaker"].strip() or None,
             concept=form["concept"].strip() or None,
             mode=form["mode"],
-            limit=form["limit"],
+            # one more than the page: whether there is a next one
+            limit=min(MAX_SEARCH_LIMIT, offset + limit + 1),
             min_score=min_score,
             image=image,
             audio=audio,
@@ -96,7 +99,10 @@ def _results(
             current=bool(form["current"]),
             as_of=_as_of(form["as_of"]),
         )
-        hits, hint = found, found.hint("minimum score")
+        # only this page's hits are drawn (issue 43: "More results" drew every earlier one)
+        hits, hint = found[offset : offset + limit], found.hint("minimum score")
+        # (an example's file is not in a link: its next page would be another search)
+        more = len(found) > offset + limit and not (image or audio)
     return page(
         request,
         "search.html",
@@ -105,7 +111,9 @@ def _results(
         hint=hint,
         example=example,
         bars=lambda hit: explain_bars(hit, nb.config.search.fusion.rrf_k),
-        more=_more_url(form) if hits is not None and len(hits) >= form["limit"] else None,
+        offset=offset,
+        more=_page_url(form, offset + limit) if more else None,
+        earlier=_page_url(form, max(0, offset - LIMIT)) if hits is not None and offset else None,
         vector=nb.vectors.semantic is not None,
         modes=MODES,
     )
@@ -119,13 +127,16 @@ def _as_of(text: str) -> datetime | None:
     return day + timedelta(days=1) if len(text.strip()) == 10 else day
 
 
-def _more_url(form: dict[str, Any]) -> str | None:
-    """The same search with ``LIMIT`` more results, up to the most a search returns."""
-    if form["limit"] >= MAX_SEARCH_LIMIT:
+def _page_url(form: dict[str, Any], offset: int) -> str | None:
+    """The same search's ``LIMIT`` results from ``offset`` on (None past the most a search
+    returns): a page of its own without JavaScript, put under the page shown with it."""
+    if offset >= MAX_SEARCH_LIMIT:
         return None
-    more = {k: v for k, v in form.items() if v not in ("", None)}
-    more["limit"] = min(MAX_SEARCH_LIMIT, form["limit"] + LIMIT)
-    return "/search?" + urlencode(more)
+    query = {k: v for k, v in form.items() if v not in ("", None) and k != "offset"}
+    query["limit"] = min(LIMIT, MAX_SEARCH_LIMIT - offset)
+    if offset:
+        query["offset"] = offset
+    return "/search?" + urlencode(query)
 
 
 def _form(
@@ -141,8 +152,12 @@ def _form(
     current_session_id: str = "",
     current: str = "",
     as_of: str = "",
+    offset: int = 0,
 ) -> dict[str, Any]:
+    if offset + limit > MAX_SEARCH_LIMIT:
+        raise InvalidInput(f"search: offset + limit must be at most {MAX_SEARCH_LIMIT}")
     return {
+        "offset": offset,
         "current_session_id": current_session_id,
         "current": current,
         "as_of": as_of,
@@ -174,10 +189,12 @@ def search(
     current_session_id: str = "",
     current: str = "",
     as_of: str = "",
+    offset: Annotated[int, Query(ge=0, lt=MAX_SEARCH_LIMIT)] = 0,
 ) -> HTMLResponse:
     """``current_session_id``: the thread the search is asked from (the session page's
     search links it): its latest turns are left out, as in the agent's own search.
-    ``current``: only what holds now; ``as_of`` (a day): the notebook as it stood at its end."""
+    ``current``: only what holds now; ``as_of`` (a day): the notebook as it stood at its end.
+    ``offset``: the page of ``limit`` hits from there on ("More results")."""
     form = _form(
         q,
         session,
@@ -191,6 +208,7 @@ def search(
         current_session_id,
         current,
         as_of,
+        offset,
     )
     return _results(request, nb, form)
 

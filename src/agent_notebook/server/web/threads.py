@@ -1,6 +1,6 @@
 """A thread's session notebook: the seven sections with their budgets as bars, each
-editable in place with the API's checks (no blanking; a stale ETag is a conflict, shown
-with both texts), and the condensed-away text behind each marker reachable."""
+editable in place with the API's checks (no blanking; a stale ETag is a conflict, said at
+the top of the page in words and shown with both texts), and the condensed-away text behind each marker reachable."""
 
 from __future__ import annotations
 
@@ -114,10 +114,19 @@ def edit_section(
 
     try:
         notes.update_section(name, content, check=check)
-    except (Conflict, InvalidInput) as err:
-        problem = {"section": name, "message": str(err), "typed": content}
-        status = 409 if isinstance(err, Conflict) else 422
-        return _thread_page(request, nb, thread_id, status=status, problem=problem)
+    except Conflict:
+        # in words, not the API's (which names the ETags): the page shows theirs and keeps
+        # the text typed, and its form now carries their version's ETag
+        message = (
+            f"Not saved: {name} was changed elsewhere (by an agent or in another window) "
+            "after you opened this page. The new version is shown in the section and your "
+            "text is still in its box: compare them, then save again to replace it with yours."
+        )
+        problem = {"section": name, "message": message, "typed": content}
+        return _thread_page(request, nb, thread_id, status=409, problem=problem)
+    except InvalidInput as err:
+        problem = {"section": name, "message": f"Not saved: {err}", "typed": content}
+        return _thread_page(request, nb, thread_id, status=422, problem=problem)
     notes.enforce_budget()
     return back_to(thread_url(thread_id) + f"#{quote(name.replace(' ', '-'))}")
 
