@@ -22,6 +22,8 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from datetime import date
+from functools import lru_cache
 from typing import Final
 
 from ..core.dates import relative_dates
@@ -84,8 +86,11 @@ def _words(moment: Moment) -> list[tuple[str, bool]]:
     """The words a line keeps of ``moment``, in order, each with whether it names a thing
     (a number, or a capitalised word not opening a sentence): not a stopword nor filler,
     not the speaker's own name opening the text, at least two letters (or a number)."""
-    text = moment.content.text
-    speaker = moment.speaker.strip()
+    return list(_words_of(moment.content.text, moment.speaker.strip()))
+
+
+@lru_cache(maxsize=200_000)  # every level reads the same originals
+def _words_of(text: str, speaker: str) -> tuple[tuple[str, bool], ...]:
     if speaker and text.startswith(speaker):
         text = text[len(speaker) :]
     kept = []
@@ -99,14 +104,19 @@ def _words(moment: Moment) -> list[tuple[str, bool]]:
             kept.append((word, True))
         elif len(low) > 1 and low not in STOPWORDS and low not in _FILLER:
             kept.append((word, word[0].isupper() and not opening))
-    return kept
+    return tuple(kept)
 
 
 def _dates(moment: Moment) -> list[str]:
     """The days the moment's relative dates mean ("yesterday" → ``2023-05-07``)."""
-    found = relative_dates(moment.content.text, moment.timestamp.date())
+    return list(_dates_of(moment.content.text, moment.timestamp.date()))
+
+
+@lru_cache(maxsize=200_000)
+def _dates_of(text: str, said_on: date) -> tuple[str, ...]:
+    found = relative_dates(text, said_on)
     days = [k for k in found if _DAY_KEY.fullmatch(k)]
-    return (days or found)[:2]
+    return tuple((days or found)[:2])
 
 
 class _Line:

@@ -28,6 +28,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Final
 
 from ..config import CompactionSettings
@@ -64,6 +65,9 @@ ROLLUP_ROLE: Final = "summary"
 INDEX_PREFIX: Final = ROLLUP_INDEX_PREFIX
 #: The index gets at most this share of the budget beside the summary.
 INDEX_SHARE: Final = 0.3
+#: How many original texts' salient items are remembered: a run reads the originals of
+#: every level again (daily, weekly, monthly).
+TEXTS_REMEMBERED: Final = 200_000
 _NUMBER: Final = re.compile(r"(?<![\w.,:/-])\d+(?:[.,:]\d+)*(?![\w])")
 _WORDS: Final = re.compile(r"\S+")
 _DIGITS: Final = re.compile(r"\d+(?:[.,:]\d+)*")
@@ -102,14 +106,20 @@ class _Item:
 def _salient_items(texts: Sequence[str]) -> list[_Item]:
     seen: dict[str, tuple[int, int]] = {}  # key -> (first text, texts holding it)
     for t, text in enumerate(texts):
-        keys = dict.fromkeys(exact_identifiers(text))
-        # the 81 of "81 EUR" and the 7 of "7 June" (key --06-07) are no items of their own
-        inside = {n.lstrip("0") for k in keys for n in _DIGITS.findall(k)}
-        keys.update(dict.fromkeys(n for n in _NUMBER.findall(text) if n.lstrip("0") not in inside))
-        for key in keys:
+        for key in _text_keys(text):
             first, n = seen.get(key, (t, 0))
             seen[key] = (first, n + 1)
     return [_Item(key, _written(key, texts[first]), n) for key, (first, n) in seen.items()]
+
+
+@lru_cache(maxsize=TEXTS_REMEMBERED)
+def _text_keys(text: str) -> tuple[str, ...]:
+    """The salient keys of one text (remembered: every level reads the same originals)."""
+    keys = dict.fromkeys(exact_identifiers(text))
+    # the 81 of "81 EUR" and the 7 of "7 June" (key --06-07) are no items of their own
+    inside = {n.lstrip("0") for k in keys for n in _DIGITS.findall(k)}
+    keys.update(dict.fromkeys(n for n in _NUMBER.findall(text) if n.lstrip("0") not in inside))
+    return tuple(keys)
 
 
 def salient(texts: Sequence[str]) -> list[str]:
@@ -118,6 +128,7 @@ def salient(texts: Sequence[str]) -> list[str]:
     return [item.written for item in _salient_items(texts)]
 
 
+@lru_cache(maxsize=TEXTS_REMEMBERED)
 def _written(key: str, text: str) -> str:
     """How ``text`` writes the normalised ``key``: the span itself when it is there in
     other case or spacing, else the shortest run of words whose key it is (``7 June`` for
@@ -135,12 +146,28 @@ def _written(key: str, text: str) -> str:
 
 
 def _keeps(summary: str, key: str, kept: set[str]) -> bool:
-    """Whether ``summary`` keeps the item ``key``: as one of its own identifiers or numbers,
-    or written out as a whole word (``16`` is not kept by ``2016``)."""
+    """Whether ``summary`` (folded by :func:`_folded`) keeps the item ``key``: as one of its
+    own identifiers or numbers, or written out as a whole word (``16`` is not kept by
+    ``2016``)."""
     if key in kept:
         return True
-    pattern = r"\s+".join(map(re.escape, key.split()))
-    return re.search(rf"(?<!\w){pattern}(?!\w)", summary, re.IGNORECASE) is not None
+    needle = " ".join(key.split()).lower()
+    start = summary.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        if not (_word_char(summary, start - 1) or _word_char(summary, end)):
+            return True
+        start = summary.find(needle, start + 1)
+    return False
+
+
+def _word_char(text: str, at: int) -> bool:
+    return 0 <= at < len(text) and (text[at].isalnum() or text[at] == "_")
+
+
+def _folded(text: str) -> str:
+    """``text`` in lower case with each run of blanks one space: where items are looked up."""
+    return " ".join(text.split()).lower()
 
 
 def _kept_keys(summary: str) -> set[str]:
@@ -156,8 +183,8 @@ def dropped_manifest(texts: Sequence[str], summary: str) -> tuple[list[str], int
 
 def _lost(items: Sequence[_Item], text: str) -> list[_Item]:
     """The ``items`` that ``text`` does not keep."""
-    kept = _kept_keys(text)
-    return [i for i in items if not _keeps(text, i.key, kept)]
+    kept, folded = _kept_keys(text), _folded(text)
+    return [i for i in items if not _keeps(folded, i.key, kept)]
 
 
 def build_rollup(
