@@ -6,7 +6,9 @@ counts tokens all along (the budget, each sentence a summarizer weighs), so a to
 that reports the last progress again now and then (:class:`PacedCounter`, at most every
 :data:`PACE_S`) keeps the reports coming: a caller that stops the run by raising from its
 progress callback (the web preview, when the browser leaves) stops it within about that
-time wherever it is. Counting is unchanged, and so is every rollup.
+time while a summary is picked. The parts of a rollup that count no tokens (its salient
+items and its dropped manifest) still run whole: seconds for a monthly rollup of
+100,000 moments. Counting is unchanged, and so is every rollup.
 """
 
 from __future__ import annotations

@@ -66,7 +66,8 @@ class _Stopped(Exception):
 
 class _DryRun:
     """A dry run in a worker thread, with what it has done so far; :meth:`stop` ends it
-    at its next progress report (a few a second while it works: see compaction.pacing)."""
+    at its next progress report (after each rollup, and a few a second while a summary is
+    picked: see compaction.pacing)."""
 
     def __init__(self, nb: Notebook) -> None:
         self.nb = nb
