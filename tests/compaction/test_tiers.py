@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,9 @@ from agent_notebook.model import Moment
 from agent_notebook.storage import MemoryBackend, StorageBackend
 from tests.support import compact_crash
 from tests.support.clirun import text_cli
+from tests.support.compacting import T0, fill_day
 from tests.support.waiting import HANG_GUARD_S
 
-T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # a Monday
 PERSISTENT = ("sqlite-file", "yaml")
 NO_EMBEDDER = {"AGENT_NOTEBOOK_EMBEDDER": "none"}
 
@@ -37,28 +37,6 @@ NO_EMBEDDER = {"AGENT_NOTEBOOK_EMBEDDER": "none"}
 @pytest.fixture
 def nb(backend: StorageBackend, tmp_path: Path) -> Notebook:
     return Notebook(backend, home=tmp_path / "home", embedder=None)
-
-
-def fill_day(
-    nb: Notebook, day: int, *, importance: float = 0.25, n: int = 3, session: str | None = None
-) -> list[Moment]:
-    """``n`` moments on day ``day``, in a new session (or ``session``)."""
-    when = T0 + timedelta(days=day)
-    if session is None:
-        session = nb.start_session(f"day {day}", started=when).id
-    return nb.record_many(
-        session,
-        [
-            {
-                "text": f"Ana booked seat {day * 10 + i} on the TGV-{day} to Lyon. "
-                f"The hotel Bellecour costs {80 + i} EUR a night.",
-                "speaker": "Ana",
-                "timestamp": when + timedelta(minutes=i),
-                "importance": importance,
-            }
-            for i in range(n)
-        ],
-    )
 
 
 def active(nb: Notebook) -> dict[str, Moment]:

@@ -12,12 +12,16 @@ from agent_notebook.storage import StorageBackend
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # a Monday
 
 
-def fill_day(nb: Notebook, day: int, *, importance: float = 0.25, n: int = 3) -> list[Moment]:
-    """A session on day ``day`` after :data:`T0` with ``n`` moments a minute apart."""
+def fill_day(
+    nb: Notebook, day: int, *, importance: float = 0.25, n: int = 3, session: str | None = None
+) -> list[Moment]:
+    """``n`` moments a minute apart on day ``day`` after :data:`T0`, in a new session (or
+    ``session``)."""
     when = T0 + timedelta(days=day)
-    session = nb.start_session(f"day {day}", started=when)
+    if session is None:
+        session = nb.start_session(f"day {day}", started=when).id
     return nb.record_many(
-        session.id,
+        session,
         [
             {
                 "text": f"Ana booked seat {day * 10 + i} on the TGV-{day} to Lyon. "
