@@ -10,7 +10,8 @@ A rollup's text, in time order under a line per day (``2023-05-08:``):
 * **the notes**, within the budget: every other moment as a line of its own words
   (:mod:`.notes`), made from the *original* moments at every level (a summary of summaries
   only loses more); a model (``compaction.summarizer: llm``) writes this part instead, and
-  is checked: a summary that drops a salient item the notes keep is not used;
+  is checked against the keep list: a summary that drops a name, number or date of the
+  kept and faded lines is not used;
 * **the index**: ``Also mentioned:`` the salient items the text did not keep, the most
   frequent first, in what room is left (at most ``INDEX_SHARE`` of the budget beside the
   summary), so a name or a date stays findable and on record.
