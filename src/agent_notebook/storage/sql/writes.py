@@ -114,7 +114,11 @@ class SqlWrites(SqlBackend):
         numbers = list(gone)
         self._remove_vectors(numbers)
         self._index_fact_keys([], gone)
-        self._write_by_num("DELETE FROM concept_moments WHERE num", numbers)
+        # by (concept, number), from their bodies: the pairs have no index by number alone
+        # (a delete by number would read them all, for each moment)
+        self._unlink_concepts(
+            [(self._name(c), num) for num, m in gone.items() for c in m.metadata.concepts]
+        )
         self._write_by_num("DELETE FROM moments WHERE num", numbers)
 
     def _index_concepts(self, moments: Sequence[Moment], replaced: dict[int, Moment]) -> None:
@@ -149,9 +153,12 @@ class SqlWrites(SqlBackend):
     def archive_moments(self, entries: Sequence[ArchiveEntry]) -> None:
         nums = [e.number for e in entries]
         with self.atomic():
+            # only a moment archived again has pairs to replace (a delete by number reads
+            # every pair: the pairs have no index by number alone)
+            again = [e.number for e in self.get_archived([e.id for e in entries])]
             self._remove_moments(nums)
             self._write_many(self._upsert_archived, [self._archive_row(e) for e in entries])
-            self._write_by_num("DELETE FROM archived_concepts WHERE num", nums)
+            self._write_by_num("DELETE FROM archived_concepts WHERE num", again)
             pairs = [(self._name(c), e.number) for e in entries for c in e.concepts]
             self._link_concepts("archived_concepts", pairs)
 
