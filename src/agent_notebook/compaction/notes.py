@@ -31,12 +31,16 @@ from ..core.enrich import STOPWORDS
 from ..core.tokens import TokenCounter
 from ..model import Moment
 
-__all__ = ["by_day", "is_note_of", "notes"]
+__all__ = ["by_day", "forget_readings", "is_note_of", "notes"]
 
 _WORD: Final = re.compile(
     r"[^\W\d_][\w'\u2019-]*[\w]|\d+(?:[.,:/]\d+)*(?:%|[^\W\d_]{1,3}\b)?|[^\W\d_]"
 )
 _DAY_KEY: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
+#: How many original texts a run's readings are remembered for: every level (daily,
+#: weekly, monthly) reads the same originals. A run forgets them when it ends
+#: (:func:`forget_readings`), so a long-lived process keeps no texts.
+TEXTS_REMEMBERED: Final = 200_000
 #: Bisection steps on the share of words each line keeps.
 _STEPS: Final = 10
 #: A line keeps at least this share of its moment's words: fewer says nothing of it, and
@@ -89,7 +93,7 @@ def _words(moment: Moment) -> list[tuple[str, bool]]:
     return list(_words_of(moment.content.text, moment.speaker.strip()))
 
 
-@lru_cache(maxsize=200_000)  # every level reads the same originals
+@lru_cache(maxsize=TEXTS_REMEMBERED)  # every level reads the same originals
 def _words_of(text: str, speaker: str) -> tuple[tuple[str, bool], ...]:
     if speaker and text.startswith(speaker):
         text = text[len(speaker) :]
@@ -112,7 +116,7 @@ def _dates(moment: Moment) -> list[str]:
     return list(_dates_of(moment.content.text, moment.timestamp.date()))
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=TEXTS_REMEMBERED)
 def _dates_of(text: str, said_on: date) -> tuple[str, ...]:
     found = relative_dates(text, said_on)
     days = [k for k in found if _DAY_KEY.fullmatch(k)]
@@ -263,6 +267,12 @@ def is_note_of(line: str, moment: Moment) -> bool:
         return False
     words = iter(w for w, _ in _words(moment))
     return all(any(w == have for have in words) for w in wanted)
+
+
+def forget_readings() -> None:
+    """Forget the words and dates read of the originals (at the end of a run)."""
+    _words_of.cache_clear()
+    _dates_of.cache_clear()
 
 
 def by_day(originals: Sequence[Moment], lines: Mapping[str, str]) -> str:

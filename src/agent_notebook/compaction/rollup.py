@@ -46,7 +46,7 @@ from ..model import (
     RollupLevel,
 )
 from .keep import KEPT_TAGS, KeepList
-from .notes import by_day, notes
+from .notes import TEXTS_REMEMBERED, by_day, forget_readings, notes
 
 if TYPE_CHECKING:  # summarize loads LangChain: a command that never compacts needs none
     from .summarize import Summarizer
@@ -56,6 +56,7 @@ __all__ = [
     "ROLLUP_ROLE",
     "build_rollup",
     "dropped_manifest",
+    "forget_originals",
     "kept_line",
     "salient",
     "source_text",
@@ -66,9 +67,6 @@ ROLLUP_ROLE: Final = "summary"
 INDEX_PREFIX: Final = ROLLUP_INDEX_PREFIX
 #: The index gets at most this share of the budget beside the summary.
 INDEX_SHARE: Final = 0.3
-#: How many original texts' salient items are remembered: a run reads the originals of
-#: every level again (daily, weekly, monthly).
-TEXTS_REMEMBERED: Final = 200_000
 _NUMBER: Final = re.compile(r"(?<![\w.,:/-])\d+(?:[.,:]\d+)*(?![\w])")
 _WORDS: Final = re.compile(r"\S+")
 _DIGITS: Final = re.compile(r"\d+(?:[.,:]\d+)*")
@@ -87,6 +85,14 @@ def source_text(moment: Moment) -> str:
     if moment.rollup is not None or not speaker or text.startswith(speaker):
         return text
     return f"{speaker}: {text}"
+
+
+def forget_originals() -> None:
+    """Forget what a run read of the original moments (their salient items, how they write
+    them, their notes' words and dates): called when a run ends."""
+    _text_keys.cache_clear()
+    _written.cache_clear()
+    forget_readings()
 
 
 def kept_line(kept: KeptLine) -> str:

@@ -33,7 +33,7 @@ from ..storage import StorageBackend
 from .archive import ColdArchive
 from .keep import Keeper, LinkKeeper
 from .policy import LEVELS, Group, due_groups, originals_leave
-from .rollup import build_rollup
+from .rollup import build_rollup, forget_originals
 
 if TYPE_CHECKING:
     from .summarize import Summarizer
@@ -143,7 +143,10 @@ class Compactor:
         if now.tzinfo is None or now.utcoffset() is None:
             raise InvalidInput(f"compact: now ({now}) has no timezone; give a UTC time")
         with self.backend.maintenance_lock("compaction"):
-            return self._run(now, progress)
+            try:
+                return self._run(now, progress)
+            finally:
+                forget_originals()
 
     def _run(self, now: datetime, progress: Progress | None) -> CompactionReport:
         report = CompactionReport(now=now, dry_run=False)

@@ -20,10 +20,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ..compaction.keep import KeepList, LinkKeeper, day_of, short_text
 from ..model import Moment, Session
 from ..storage import StorageBackend
+
+if TYPE_CHECKING:  # the rules load when a run reads them
+    from ..facts.threads import OpenLine
 
 __all__ = ["FactsKeeper"]
 
@@ -45,7 +49,7 @@ class FactsKeeper(LinkKeeper):
         self.backend = backend
         self.facts_on = facts_on
         self._sessions: dict[str, Session | None] = {}
-        self._read: dict[str, tuple[bool, list[object]]] = {}  # moment id -> rules' reading
+        self._read: dict[str, tuple[bool, list[OpenLine]]] = {}  # moment id -> rules' reading
 
     def keep_list(self, originals: Sequence[Moment], now: datetime) -> KeepList:
         found = KeepList()
@@ -114,14 +118,13 @@ class FactsKeeper(LinkKeeper):
     # -- facts off: the rules over the moments -------------------------------------------------
 
     def _ruled(self, originals: Sequence[Moment], found: KeepList) -> None:
-        from ..facts.threads import OpenLine, closes
+        from ..facts.threads import closes
 
         for n, moment in enumerate(originals):
             decides, opened = self._reading(moment)
             if decides:
                 found.keep(moment.id, "decision")
             for item in opened:
-                assert isinstance(item, OpenLine)
                 closer = next(
                     (
                         later
@@ -143,7 +146,7 @@ class FactsKeeper(LinkKeeper):
                         moment.id, f"closed: {short_text(item.what)}, {day_of(closer.timestamp)}"
                     )
 
-    def _reading(self, moment: Moment) -> tuple[bool, list[object]]:
+    def _reading(self, moment: Moment) -> tuple[bool, list[OpenLine]]:
         """Whether ``moment`` states a decision, and the items it opens (remembered)."""
         if moment.id not in self._read:
             from ..facts.text import rule_language
@@ -153,7 +156,7 @@ class FactsKeeper(LinkKeeper):
             if not text.strip() or rule_language(text) is None:
                 self._read[moment.id] = (False, [])
             else:
-                opened: list[object] = list(open_lines_in(text, role))
+                opened = list(open_lines_in(text, role))
                 self._read[moment.id] = (bool(decisions_in(text, role)), opened)
         return self._read[moment.id]
 
