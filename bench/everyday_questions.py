@@ -97,8 +97,9 @@ class Scores:
 
 
 def parse_set(spec: str) -> tuple[str, tuple[str, dict[str, Any], str]]:
-    """``name=key=value,key=value`` -> (name, (mode, overrides, note)); each value read as
-    JSON when it parses (numbers, true/false), else as a string."""
+    """``name=key=value,key=value`` -> (name, (mode, overrides, note)); a key is a flat
+    setting (``speaker_bonus``) or one in its group (``priors.echo_weight``); each value
+    read as JSON when it parses (numbers, true/false), else as a string."""
     name, sep, rest = spec.partition("=")
     if not sep or not name or not rest:
         raise ValueError(f"--set {spec!r}: expected name=key=value[,key=value]")
@@ -112,10 +113,14 @@ def parse_set(spec: str) -> tuple[str, tuple[str, dict[str, Any], str]]:
             value = json.loads(raw)
         except json.JSONDecodeError:
             value = raw
-        if key.strip() == "mode":
+        key = key.strip()
+        if key == "mode":
             mode = str(value)
+        elif "." in key:  # a setting in its group: priors.time_window_bonus=0
+            group, _, inner = key.partition(".")
+            overrides.setdefault(group, {})[inner] = value
         else:
-            overrides[key.strip()] = value
+            overrides[key] = value
     if mode not in ("hybrid", "lexical", "vector"):
         raise ValueError(f"--set {spec!r}: mode must be hybrid, lexical or vector")
     SearchSettings(**overrides)  # fails here, not mid-run, on an unknown key or a bad value

@@ -79,6 +79,11 @@ PLAIN = {
     "recency_prior": 0.0,
     "session_share": 0.0,
     "coverage_gain": 0.0,
+    # issue 42's readings of a question: its time words, the people it names, its echoes,
+    # whether it gathers; and the cut's protection of what a signal ranks first
+    "priors": {"time_window_bonus": 0.0, "other_person_weight": 1.0, "echo_weight": 1.0},
+    "coverage": {"gather_decay": 1.0},
+    "fusion": {"first_floor": 1.0},
 }
 Point = dict[str, Any]
 

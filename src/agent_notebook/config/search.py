@@ -56,6 +56,12 @@ class FusionSettings(BaseModel):
     #: evidence the vector signal and ``min_score`` judge; the latest-turn ranking never
     #: keeps one.
     content_match: bool = True
+    #: Tuning. ``min_score`` never cuts a hit that the question's named person said or that
+    #: was said on the days it names, nor, when it keeps any hit, one that a signal ranks
+    #: first, when its relevance is at least this: the cut judges a hit against the best of
+    #: its own list and what the question names (MiniLM's similarity of unrelated short
+    #: texts reaches about 0.2).
+    first_floor: float = Field(0.2, ge=0, le=1)
 
 
 class PriorSettings(BaseModel):
@@ -81,6 +87,21 @@ class PriorSettings(BaseModel):
     #: recorded: "a year ago", "for three years now") by ``1 + time_question_bonus``, among
     #: the results shown (0 turns it off).
     time_question_bonus: float = Field(0.0, ge=0, le=1)
+    #: Tuning. A question that names days ("last week", "yesterday", "25 November", "in
+    #: March", "two weeks ago", read against the time it is asked) or an event ("before the
+    #: move") scales the score of the results said then, or speaking of those days, by
+    #: ``1 + time_window_bonus``: a soft window, the others stay (0 turns it off).
+    time_window_bonus: float = Field(0.5, ge=0, le=4)
+    #: Tuning. "The first time", "the last time": among the results scoring at least half
+    #: the best, the earliest (newest) is scaled by ``1 + time_order_bonus``.
+    time_order_bonus: float = Field(0.3, ge=0, le=4)
+    #: Tuning. A question naming someone (a speaker or a subject of the notebook): a result
+    #: where another person speaks of themselves ("I am vegetarian", asked about Maya) and of
+    #: neither that someone nor the one they talk to is scaled by this.
+    other_person_weight: float = Field(0.7, ge=0, le=1)
+    #: Tuning. A recorded question that is the query asked again ("where is Tom moving?")
+    #: is scaled by this: what answered it is the answer (its reply still gains from it).
+    echo_weight: float = Field(0.3, ge=0, le=1)
 
 
 class SpreadSettings(BaseModel):
@@ -135,6 +156,11 @@ class CoverageSettings(BaseModel):
     #: sessions (1 turns it off).
     session_decay: float = Field(1.0, gt=0, le=1)
     session_free: int = Field(3, ge=1)
+    #: Tuning. ... and for a question that gathers ("what activities…", "which countries…",
+    #: "how many times…"), whose answers are told in several sessions, this decay past a
+    #: session's first ``gather_free`` hits (1 turns it off).
+    gather_decay: float = Field(0.7, gt=0, le=1)
+    gather_free: int = Field(1, ge=1)
 
 
 class DialogueSettings(BaseModel):

@@ -438,13 +438,16 @@ class Notebook:
         current: bool = False,
         as_of: datetime | None = None,
         current_session_id: str | None = None,
+        asked_at: datetime | None = None,
     ) -> SearchResults:
         """Moments relevant to ``query``, best first, within the filters; ``hybrid`` fuses
         lexical, vector and concept matches, ``image``/``audio`` search by example, hits
         under ``min_score`` are left out; ``current`` drops superseded and expired facts,
         ``as_of`` reads the notebook as it stood; the latest turns of the conversation the
-        caller is in (``current_session_id``) are left out; when nothing is relevant
-        enough, the results' ``hint()`` says so (see :meth:`.finding.Finding.search`)."""
+        caller is in (``current_session_id``) are left out; ``asked_at`` is when the
+        question is asked ("last week" is read against it; default ``as_of``, else now);
+        when nothing is relevant enough, the results' ``hint()`` says so (see
+        :meth:`.finding.Finding.search`)."""
         return self._finding.search(
             query,
             session=session,
@@ -462,6 +465,7 @@ class Notebook:
             current=current,
             as_of=as_of,
             current_session_id=current_session_id,
+            asked_at=asked_at,
         )
 
     def slice(

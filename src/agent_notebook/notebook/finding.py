@@ -161,6 +161,7 @@ class Finding:
         current: bool = False,
         as_of: datetime | None = None,
         current_session_id: str | None = None,
+        asked_at: datetime | None = None,
     ) -> SearchResults:
         """Moments relevant to ``query``, best first, within the filters. ``hybrid`` fuses
         lexical (BM25), vector and concept matches (lexical alone without an embedder);
@@ -182,11 +183,16 @@ class Finding:
         ``current_session_id`` is the conversation the caller is in: its recent turns
         (``context.recent_moments``, which a chat's own context search skips too) are left
         out, as the caller has them already and its own question and the model's answer
-        would match best and hide the facts (issue 31)."""
+        would match best and hide the facts (issue 31).
+        ``asked_at`` is when the question is asked (default ``as_of``, else now): its time
+        words ("last week", "yesterday", "25 November", "before the move") are read against
+        it, as a soft window (:mod:`agent_notebook.search.asked`), and the recency prior."""
         example = _example(image, audio)
         check_query(query, "search", required=example is None)
+        asked_at = aware(asked_at, "asked_at") if asked_at is not None else None
         if as_of is not None:  # see notebook/facts.py
             until = as_of_until(aware(as_of, "as_of"), until)
+            asked_at = asked_at or aware(as_of, "as_of")
         if min_score is None:
             min_score = self.context.config.search.min_score
         elif not 0.0 <= min_score <= 1.0:  # NaN fails too
@@ -222,6 +228,7 @@ class Finding:
             mode=mode,
             example=example,
             min_score=min_score,
+            now=asked_at,
         )
         hits = self._with_tiers(engine.search(request), request, include_archive)
         shown = present(

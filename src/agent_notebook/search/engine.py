@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 
@@ -19,6 +20,7 @@ from ..core.enrich import enrich, identifiers
 from ..core.lexical import stem, terms, tokenize
 from ..model import moment_number, normalize_concept, now_utc
 from ..storage import MomentBrief, MomentFilter, StorageBackend
+from .asked import named_people
 from .explanation import Gain, Signal
 from .hits import SearchHit
 from .hybrid import (
@@ -41,11 +43,14 @@ from .ranking import (
     cover_aspects,
     dated_first,
     explained_hit,
+    protect,
+    read_for_the_question,
     scored_hits,
     spread_sessions,
 )
 from .request import SearchRequest
 from .semantic import SemanticIndex
+from .when import Windows, find_windows
 
 __all__ = [
     "SearchEngine",
@@ -68,6 +73,12 @@ def matches_words(text: str, query: str) -> bool:
     return bool(wanted) and not wanted.isdisjoint(terms(text))
 
 
+def _capitalised(query: str) -> set[str]:
+    """The capitalised words of ``query`` but its first, casefolded: names, maybe."""
+    words = query.split()[1:]
+    return {w.strip(".,;:!?\"'()").removesuffix("'s").casefold() for w in words if w[:1].isupper()}
+
+
 def neighbour_ids(number: int) -> list[str]:
     """The ids just before and after moment ``number`` (m_0 does not exist)."""
     return [f"m_{n}" for n in (number - 1, number + 1) if n >= 1]
@@ -88,7 +99,8 @@ class SearchEngine:
             return []
         plan = plan_search(request, self.settings, self.semantic is not None)
         content = self._content(plan, allowed)
-        ranked = self._candidates(plan, allowed, content)
+        windows = self._windows(plan, allowed)
+        ranked = self._candidates(plan, allowed, content, windows)
         weights = evidence_weights(plan.weights, ranked, self.settings)
         fused = fuse(ranked, weights, self.settings.fusion.rrf_k, flat={Signal.DATE})
         # Ranked on briefs; only the moments returned are loaded whole.
@@ -99,9 +111,13 @@ class SearchEngine:
         givers = self._spread(fused, briefs, context) if plan.spread_to_neighbours else Givers()
         if plan.session_evidence:
             self._session_evidence(fused, briefs)
+        people = self._people(plan, briefs)
         relevant = self._relevance(plan, fused, ranked, content, givers, allowed)
-        hits = self._ranked(plan, fused, briefs, relevant, allowed)
-        return self._results(plan, hits, relevant)
+        window = windows.holds if windows else None
+        floor = self.settings.fusion.first_floor
+        kept = protect(relevant, fused, briefs, people, window, plan.request.min_score, floor)
+        hits = self._ranked(plan, fused, briefs, relevant, allowed, people, window, kept)
+        return self._results(plan, hits, relevant, people)
 
     # -- the steps ---------------------------------------------------------------------------
 
@@ -110,14 +126,47 @@ class SearchEngine:
         not needed, or the lexical ranking itself)."""
         return self._content_hits(plan.content_query, plan, allowed)
 
+    def _windows(self, plan: SearchPlan, allowed: set[int] | None) -> Windows:
+        """The days the question points at (none: no time words, or the priors off)."""
+        if not plan.asked or self.settings.priors.time_window_bonus <= 0:
+            return Windows()
+        request = plan.request
+
+        def told(words: str) -> list[str]:
+            return [mid for mid, _ in self._lexical(replace(request, query=words), 20, allowed)]
+
+        return find_windows(self.backend, plan.asked, request.where, plan.pool, told)
+
+    def _people(self, plan: SearchPlan, briefs: dict[str, MomentBrief]) -> list[str]:
+        """The people a one-line question names: its candidates' speakers, and the names the
+        notebook knows as concepts (someone spoken of who never speaks), casefolded."""
+        if not plan.question_stems:
+            return []
+        known = {b.speaker.casefold() for b in briefs.values() if b.speaker}
+        query = plan.request.query
+        named = named_people(query, known)
+        others = [w for w in named_people(query, _capitalised(query)) if w not in named]
+        return named + [w for w in others if self.backend.get_concept(normalize_concept(w))]
+
     def _candidates(
-        self, plan: SearchPlan, allowed: set[int] | None, content: list[str] | None
+        self,
+        plan: SearchPlan,
+        allowed: set[int] | None,
+        content: list[str] | None,
+        windows: Windows,
     ) -> Candidates:
         """Each signal of the plan's ``(moment id, raw score)`` candidates, best first."""
-        return {signal: self._signal(signal, plan, allowed, content) for signal in plan.signals}
+        return {
+            signal: self._signal(signal, plan, allowed, content, windows) for signal in plan.signals
+        }
 
     def _signal(
-        self, signal: Signal, plan: SearchPlan, allowed: set[int] | None, content: list[str] | None
+        self,
+        signal: Signal,
+        plan: SearchPlan,
+        allowed: set[int] | None,
+        content: list[str] | None,
+        windows: Windows,
     ) -> list[tuple[str, float]]:
         request, pool = plan.request, plan.pool
         if signal is Signal.LEXICAL:
@@ -135,7 +184,7 @@ class SearchEngine:
         if signal is Signal.CONCEPT:
             return self._concepts(request.query, pool, allowed)
         if signal is Signal.DATE:
-            return self._dated(request, pool, allowed)
+            return self._dated(request, pool, allowed, windows)
         assert signal is Signal.MEDIA and request.example is not None
         return self._media(request, request.example, pool, allowed)
 
@@ -181,9 +230,12 @@ class SearchEngine:
         briefs: dict[str, MomentBrief],
         relevant: dict[str, float],
         allowed: set[int] | None,
+        people: list[str],
+        window: Callable[[MomentBrief], bool] | None,
+        kept: set[str],
     ) -> list[Ranked]:
         """The candidates within the filters, scored with the priors, best first (the head
-        spread over sessions when the plan says so)."""
+        spread over sessions when the plan says so, or the question gathers)."""
         request, settings = plan.request, self.settings
         hits = scored_hits(
             fused,
@@ -194,25 +246,38 @@ class SearchEngine:
             relevant=relevant,
             min_score=request.min_score,
             priors=plan.priors,
-            named=self._named(request.query, briefs) if plan.name_speakers else set(),
+            named=self._named(request.query, briefs, people) if plan.name_speakers else set(),
             now=request.now or now_utc(),
             settings=settings,
+            kept=kept,
+            window=window,
         )
-        if plan.spread_sessions:
-            decay, free = settings.coverage.session_decay, settings.coverage.session_free
+        coverage = settings.coverage
+        if plan.gathers and coverage.gather_decay < 1:
+            hits = spread_sessions(
+                hits, briefs, coverage.gather_decay, coverage.gather_free, plan.shown
+            )
+        elif plan.spread_sessions:
+            decay, free = coverage.session_decay, coverage.session_free
             hits = spread_sessions(hits, briefs, decay, free, plan.limit)
         return hits
 
     def _results(
-        self, plan: SearchPlan, hits: list[Ranked], relevant: dict[str, float]
+        self, plan: SearchPlan, hits: list[Ranked], relevant: dict[str, float], people: list[str]
     ) -> list[SearchHit]:
-        """The head of ``hits``, loaded whole, reordered by the aspects of the question it
-        covers (when the plan has them) and explained."""
+        """The head of ``hits``, loaded whole, read for what the question asks (a date, the
+        first time, someone's own words, not its own echo), reordered by the aspects of the
+        question it covers (when the plan has them) and explained."""
         window = hits[: plan.shown]
         wanted = [f"m_{h.number}" for h in window]
         moments = {m.number: m for m in self.backend.get_moments(wanted)}
+        priors = self.settings.priors
         if plan.time_question:
-            window = dated_first(window, moments, self.settings.priors.time_question_bonus)
+            window = dated_first(window, moments, priors.time_question_bonus)
+        if plan.question_stems:
+            window = read_for_the_question(
+                window, moments, plan.asked.order, people, plan.question_stems, self.settings
+            )
         coverage: dict[int, Coverage] = {}
         if plan.aspects:  # the best coverage_window, whatever the limit: the same head for any
             covered = self.settings.coverage.window
@@ -269,9 +334,13 @@ class SearchEngine:
         plain = SearchRequest(query, plan.request.where, plan.request.limit)
         return [mid for mid, _ in self._lexical(plain, 2 * plan.pool, allowed)]
 
-    def _named(self, query: str, briefs: dict[str, MomentBrief]) -> set[str]:
-        """The speakers of the candidates that ``query`` names, for ``priors.speaker_bonus``."""
-        return named_speakers(tokenize(query), {b.speaker for b in briefs.values()})
+    def _named(self, query: str, briefs: dict[str, MomentBrief], people: list[str]) -> set[str]:
+        """The speakers of the candidates that ``query`` names (or whose first name it
+        says), for ``priors.speaker_bonus``."""
+        speakers = {b.speaker for b in briefs.values()}
+        return named_speakers(tokenize(query), speakers) | {
+            s for s in speakers if s.casefold() in people
+        }
 
     def _vector(
         self,
@@ -295,12 +364,25 @@ class SearchEngine:
         )
 
     def _dated(
-        self, request: SearchRequest, pool: int, allowed: set[int] | None
+        self, request: SearchRequest, pool: int, allowed: set[int] | None, windows: Windows
     ) -> list[tuple[str, float]]:
         """The moments said on a day or in a month the query names, or that speak of it
         (a date, "last Saturday", is a concept of the moment: see ``enrich``), within the
-        filters; a span with more moments than ``pool`` is too wide to say anything."""
+        filters, and those of the days its time words point at (``windows``: "last week",
+        asked today); a span with more moments than ``pool`` is too wide to say anything."""
         found: dict[int, None] = {}
+        restrict = self._restrict(request, allowed) if windows.speaking else None
+        found.update(
+            (n, None) for n in sorted(windows.speaking) if restrict is None or n in restrict
+        )
+        where = request.where
+        for since, until in windows.narrow:
+            since = since if where.since is None else max(since, where.since)
+            until = until if where.until is None else min(until, where.until)
+            if since < until:
+                numbers = self.backend.moment_numbers(replace(where, since=since, until=until))
+                if len(numbers) <= pool:
+                    found.update((n, None) for n in numbers if allowed is None or n in allowed)
         where = request.where
         restrict = None
         for span in query_dates(request.query):

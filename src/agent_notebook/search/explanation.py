@@ -64,6 +64,17 @@ class Prior(StrEnum):
     SPREAD = "spread"
     #: A question about time, and the hit carries a date (``priors.time_question_bonus``).
     DATED = "dated"
+    #: Said on the days the question names, or in the span an event bounds
+    #: (``priors.time_window_bonus``).
+    WINDOW = "window"
+    #: "The first time", "the last time": the earliest (newest) of the best
+    #: (``priors.time_order_bonus``).
+    ORDER = "order"
+    #: The question names someone, and another person speaks of themselves here
+    #: (``priors.other_person_weight``).
+    OTHER_PERSON = "other_person"
+    #: A recorded question, the query asked again (``priors.echo_weight``).
+    ECHO = "echo"
 
 
 class Gain(StrEnum):

@@ -17,6 +17,8 @@ from types import MappingProxyType
 
 from ..config import SearchSettings
 from ..core.lexical import stem, tokenize
+from ..model import now_utc
+from .asked import NO_TIME, AskedTime, asked_time, gathers
 from .explanation import Signal
 from .hybrid import MEDIA_WEIGHT
 from .query import (
@@ -109,6 +111,15 @@ class SearchPlan:
     #: The ranked hits loaded whole: ``limit``, or ``coverage.window`` for the coverage step
     #: or a time question.
     shown: int
+    #: When a one-line question points (its time words, read against ``request.now``, the
+    #: time it is asked); its words without them are what the lexical and vector signals read.
+    asked: AskedTime = NO_TIME
+    #: A question that gathers answers told in several sessions ("which countries…"): the
+    #: head spreads over sessions (``coverage.gather_decay``).
+    gathers: bool = False
+    #: A one-line question's stems (not stopwords): a recorded question having most of them
+    #: is the query asked again (:func:`.asked.echoes`); empty for any other query.
+    question_stems: frozenset[str] = frozenset()
 
     @property
     def limit(self) -> int:
@@ -122,6 +133,11 @@ def plan_search(request: SearchRequest, settings: SearchSettings, semantic: bool
     words = request.example is None or bool(request.query.strip())
     latest = latest_turns(request.query, settings.dialogue.latest_turns) if words else None
     said, lexical_scale = _dialogue(request, settings, semantic) if words else (None, 1.0)
+    # A one-line question: what it says of time, read against when it is asked.
+    question = words and latest is None and said is None and "\n" not in request.query.strip()
+    reads_time = question and settings.priors.time_window_bonus > 0
+    asked = asked_time(request.query, (request.now or now_utc()).date()) if reads_time else NO_TIME
+    query = asked.words if asked and content_words(asked.words) else request.query
     if said is not None:
         request = replace(request, min_score=min(request.min_score, settings.dialogue.min_score))
     mode = request.mode
@@ -131,7 +147,7 @@ def plan_search(request: SearchRequest, settings: SearchSettings, semantic: bool
     # on LoCoMo chose that in hybrid, and dropping them in lexical mode).
     judged_by_words = mode == "lexical" or not semantic
     drop_stopword_only = lexical and settings.fusion.content_match and judged_by_words
-    spoken = dialogue_words(request.query)
+    spoken = dialogue_words(query)
     wordiness = _wordiness(spoken, settings)
     if wordiness < 1:  # a dialogue: its stopwords say nothing; one search, not two
         spoken = " ".join(content_words(spoken))
@@ -178,7 +194,9 @@ def plan_search(request: SearchRequest, settings: SearchSettings, semantic: bool
         # A query of stopwords only ("what is it") has nothing else to match by.
         lexical_by_content=drop_stopword_only and bool(content_words(spoken)),
         latest_content_query=latest_content_query,
-        vector=_vector_query(request, settings, latest, said) if Signal.VECTOR in signals else None,
+        vector=_vector_query(replace(request, query=query), settings, latest, said)
+        if Signal.VECTOR in signals
+        else None,
         judge_relevance=words and request.min_score > 0,
         priors=words,
         # A question's named speaker; a dialogue's tags name its speakers in every turn.
@@ -194,8 +212,13 @@ def plan_search(request: SearchRequest, settings: SearchSettings, semantic: bool
         aspects=aspects,
         # The best coverage_window, whatever the limit: the same head for any limit.
         shown=max(request.limit, settings.coverage.window)
-        if aspects or time_question
+        if aspects or time_question or asked or question
         else request.limit,
+        asked=asked,
+        gathers=question and gathers(request.query),
+        question_stems=frozenset(stem(w) for w in content_words(query))
+        if question
+        else frozenset(),
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import heapq
 import math
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 from typing import NamedTuple
 
@@ -15,6 +15,7 @@ from ..config import SearchSettings
 from ..core.lexical import terms
 from ..model import Moment
 from ..storage import MomentBrief, MomentFilter
+from .asked import echoes, first_person_claim
 from .explanation import Explanation, Prior, SignalPart
 from .hits import SearchHit
 from .hybrid import Coverage, Fused, cover_scores, prior_factors
@@ -25,6 +26,8 @@ __all__ = [
     "cover_aspects",
     "dated_first",
     "explained_hit",
+    "protect",
+    "read_for_the_question",
     "scored_hits",
     "spread_sessions",
 ]
@@ -57,11 +60,14 @@ def scored_hits(
     named: Collection[str],
     now: datetime,
     settings: SearchSettings,
+    kept: Collection[str] = (),
+    window: Callable[[MomentBrief], bool] | None = None,
 ) -> list[Ranked]:
     """The candidates within the filters (``where``, not in ``exclude``, not redacted, of
-    the concept ``allowed``, at least ``min_score`` relevant), each fused score times its
-    priors, a bonus when its speaker is ``named`` and ``priors.assistant_weight`` when a model
-    said it: best first, ties by moment number."""
+    the concept ``allowed``, at least ``min_score`` relevant or ``kept`` by
+    :func:`protect`), each fused score times its priors, a bonus when its speaker is
+    ``named``, when it is in the question's time ``window`` and ``priors.assistant_weight``
+    when a model said it: best first, ties by moment number."""
     ranked: list[Ranked] = []
     for moment_id, entry in fused.items():
         brief = briefs.get(moment_id)
@@ -71,17 +77,102 @@ def scored_hits(
             continue
         if allowed is not None and brief.number not in allowed:
             continue
-        if relevant.get(moment_id, 1.0) < min_score:
+        if relevant.get(moment_id, 1.0) < min_score and moment_id not in kept:
             continue
         factors = prior_factors(brief, now, settings) if priors else {}
         if brief.speaker in named:
             factors[Prior.SPEAKER] = 1 + settings.priors.speaker_bonus
+        if window is not None and window(brief):
+            factors[Prior.WINDOW] = 1 + settings.priors.time_window_bonus
         if brief.role == "assistant" and settings.priors.assistant_weight != 1:
             factors[Prior.ASSISTANT] = settings.priors.assistant_weight
         score = entry.score * math.prod(factors.values())
         ranked.append(Ranked(score, brief.number, entry, factors))
     ranked.sort(key=lambda h: (-h[0], h[1]))
     return ranked
+
+
+def protect(
+    relevant: Mapping[str, float],
+    fused: Mapping[str, Fused],
+    briefs: Mapping[str, MomentBrief],
+    people: Collection[str],
+    window: Callable[[MomentBrief], bool] | None,
+    min_score: float,
+    floor: float,
+) -> set[str]:
+    """The candidates ``min_score`` must not cut, their relevance at least ``floor``: those
+    said by a person the question names (``people``, casefolded) or in its time ``window``,
+    and, when the cut keeps any hit, those a signal ranks first (the best of its own list,
+    however low its similarity). A cut that keeps weaker hits and drops these would hide the
+    answer; when nothing matches well, nothing is still the answer."""
+    some_kept = any(value >= min_score for value in relevant.values())
+    kept = set()
+    for moment_id, entry in fused.items():
+        if relevant.get(moment_id, 1.0) < floor:
+            continue
+        brief = briefs.get(moment_id)
+        first = some_kept and any(s.rank == 1 for s in entry.signals.values())
+        if first or (
+            brief is not None
+            and (brief.speaker.casefold() in people or (window is not None and window(brief)))
+        ):
+            kept.add(moment_id)
+    return kept
+
+
+def read_for_the_question(
+    hits: list[Ranked],
+    moments: Mapping[int, Moment],
+    order: str | None,
+    people: Collection[str],
+    question_stems: Collection[str],
+    settings: SearchSettings,
+) -> list[Ranked]:
+    """``hits`` (best first) read for what the question asks, best first again: "the first
+    time" (``order``) scales the earliest of those scoring at least half the best by ``1 +
+    priors.time_order_bonus`` (the newest for "the last time"); a question naming someone
+    (``people``) scales another person's words about themselves by
+    ``priors.other_person_weight``; a recorded question that is this one asked again by
+    ``priors.echo_weight``."""
+    priors = settings.priors
+    scaled: dict[int, dict[Prior, float]] = {}
+    if order is not None and hits and priors.time_order_bonus > 0:
+        best = max(h.score for h in hits)
+        near = [h for h in hits if h.score >= best / 2 and h.number in moments]
+        if near:
+            when = {h.number: moments[h.number].timestamp for h in near}
+            pick = (min if order == "first" else max)(
+                near, key=lambda h: (when[h.number], h.number)
+            )
+            scaled.setdefault(pick.number, {})[Prior.ORDER] = 1 + priors.time_order_bonus
+    for hit in hits:
+        moment = moments.get(hit.number)
+        if moment is None:
+            continue
+        text = moment.content.text[:COVERAGE_CHARS]
+        speaker = moment.speaker.casefold()
+        if (
+            people
+            and speaker
+            and moment.role != "assistant"
+            and not any(speaker == p or speaker.split()[0] == p.split()[0] for p in people)
+            and priors.other_person_weight < 1
+            and first_person_claim(text, people)
+        ):
+            scaled.setdefault(hit.number, {})[Prior.OTHER_PERSON] = priors.other_person_weight
+        if priors.echo_weight < 1 and echoes(text, question_stems):
+            scaled.setdefault(hit.number, {})[Prior.ECHO] = priors.echo_weight
+    if not scaled:
+        return hits
+    out = [
+        h._replace(score=h.score * math.prod(f.values()), factors={**h.factors, **f})
+        if (f := scaled.get(h.number))
+        else h
+        for h in hits
+    ]
+    out.sort(key=lambda h: (-h.score, h.number))
+    return out
 
 
 def spread_sessions(

@@ -1,0 +1,107 @@
+"""The days a question points at, found in the notebook (:class:`Windows`): its spans read
+against the time it is asked (:mod:`.asked`), a day or month without a year taken in the
+latest year the notebook has moments then, and an event's span ("before the move") bounded by
+the first moment that tells of it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, time, timedelta
+
+from ..core.dates import TimeSpan, day_key, month_key
+from ..storage import MomentBrief, MomentFilter, StorageBackend
+from .asked import AskedTime
+
+__all__ = ["YEARS_BACK", "Windows", "find_windows"]
+
+#: How many years back a day or a month named without a year is looked for.
+YEARS_BACK = 10
+#: A span of at most this many days is looked up day by day among the moments' dates.
+DAYS_LOOKED_UP = 8
+#: The moments that tell of an event: its best lexical matches, at most this many.
+EVENT_MATCHES = 5
+
+_EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+_LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Windows:
+    """The spans of time a question names, as UTC bounds (``until`` exclusive), and the
+    moments that speak of a day in them (a resolved "last Saturday" of theirs)."""
+
+    spans: tuple[tuple[datetime, datetime], ...] = ()
+    speaking: frozenset[int] = field(default_factory=frozenset)
+    #: Of ``spans``, those narrow enough to name their moments (the date signal's candidates).
+    narrow: tuple[tuple[datetime, datetime], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.spans)
+
+    def holds(self, brief: MomentBrief) -> bool:
+        """Whether the moment was said in a span, or speaks of a day in one."""
+        if brief.number in self.speaking:
+            return True
+        return any(since <= brief.timestamp < until for since, until in self.spans)
+
+
+def find_windows(
+    backend: StorageBackend,
+    asked: AskedTime,
+    where: MomentFilter,
+    pool: int,
+    event_matches: Callable[[str], Sequence[str]],
+) -> Windows:
+    """The windows of ``asked`` in ``backend`` within ``where``: ``event_matches`` finds the
+    moments (ids, best first) that tell of an event's words."""
+    spans: list[tuple[datetime, datetime]] = []
+    speaking: set[int] = set()
+    for span in asked.spans:
+        found = _latest_with_moments(backend, span, where) if span.yearly else span
+        if found is None:
+            continue
+        spans.append((_utc(found.first), _utc(found.last)))
+        for key in _date_keys(found):
+            speaking.update(backend.concept_members(key, pool) or ())
+    if asked.event is not None:
+        way, words = asked.event
+        told = [
+            b.timestamp for b in backend.moment_briefs(list(event_matches(words))[:EVENT_MATCHES])
+        ]
+        if told:
+            first = min(told)
+            spans.append((_EARLIEST, first) if way == "before" else (first, _LATEST))
+    narrow = tuple(s for s in spans if s[1] - s[0] <= timedelta(days=DAYS_LOOKED_UP))
+    return Windows(tuple(spans), frozenset(speaking), narrow)
+
+
+def _latest_with_moments(
+    backend: StorageBackend, span: TimeSpan, where: MomentFilter
+) -> TimeSpan | None:
+    """``span`` (a day or month without a year) in the latest year, at most ``YEARS_BACK``
+    back, in which the notebook has moments then; None when it has none."""
+    for back in range(YEARS_BACK + 1):
+        moved = span.years_back(back)
+        since, until = _utc(moved.first), _utc(moved.last)
+        since = since if where.since is None else max(since, where.since)
+        until = until if where.until is None else min(until, where.until)
+        if since < until and backend.moment_numbers(replace(where, since=since, until=until)):
+            return moved
+    return None
+
+
+def _date_keys(span: TimeSpan) -> list[str]:
+    """The date concepts of the days of a short span, or of its month or year."""
+    days = (span.last - span.first).days
+    if days <= DAYS_LOOKED_UP:
+        return [day_key(span.first + timedelta(days=i)) for i in range(days)]
+    if span.first.day == 1 and days <= 31:
+        return [month_key(span.first)]
+    if span.first == date(span.first.year, 1, 1) and days >= 365:
+        return [f"{span.first.year:04d}"]
+    return []
+
+
+def _utc(day: date) -> datetime:
+    return datetime.combine(day, time(), tzinfo=UTC)
