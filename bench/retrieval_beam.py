@@ -29,7 +29,7 @@ from agent_notebook.config import NotebookConfig, SearchSettings
 from agent_notebook.embed import default_embedder
 from agent_notebook.storage import open_backend
 from embed_cache import CachedEmbedder
-from retrieval_locomo import PLAIN
+from retrieval_locomo import ISSUE42_OFF, PLAIN, asked_after, merged
 
 BEAM = Path(__file__).resolve().parents[2] / "shared" / "data" / "beam" / "100K"
 KS = (5, 10, 25)
@@ -103,6 +103,23 @@ VARIANTS |= {
     "hybrid-a1.0": ("hybrid", {"fusion_agreement": 1.0}),
     "vector-plain-hybrid": ("hybrid", {**PLAIN, "lexical_weight": 0.0, "concept_weight": 0.0}),
 }
+#: Issue 42's readings of a question, each off, all off, and the settings its grids try.
+VARIANTS |= {f"hybrid-no-{name}": ("hybrid", off) for name, off in ISSUE42_OFF.items()}
+VARIANTS["hybrid-no-42"] = ("hybrid", merged(*ISSUE42_OFF.values()))
+VARIANTS |= {
+    f"hybrid-window{b}": ("hybrid", {"priors": {"time_window_bonus": b}}) for b in (0.25, 1.0)
+}
+VARIANTS |= {
+    f"hybrid-other{w}": ("hybrid", {"priors": {"other_person_weight": w}}) for w in (0.85, 0.5)
+}
+VARIANTS |= {
+    f"hybrid-gather{d}-{f}": ("hybrid", {"coverage": {"gather_decay": d, "gather_free": f}})
+    for d in (0.85, 0.5)
+    for f in (1, 2, 3)
+}
+VARIANTS |= {
+    f"hybrid-floor{f}": ("hybrid", {"fusion": {"first_floor": f}}) for f in (0.3, 0.25, 0.15)
+}
 DEFAULT = "bm25,minilm,lexical,vector,hybrid"
 
 
@@ -168,6 +185,7 @@ def main() -> None:
             nb = Notebook(open_backend(str(Path(tmp) / "nb.db")), embedder=embedder)
             load(nb, json.loads((path / "chat.json").read_text(encoding="utf-8")))
             nb.reindex()
+            asked = asked_after(nb)
             probing = json.loads((path / "probing_questions.json").read_text(encoding="utf-8"))
             for name in names:
                 per_chat[name].append([])
@@ -180,7 +198,12 @@ def main() -> None:
                     for name in names:
                         mode, settings = VARIANTS[name]
                         nb.config = NotebookConfig(search=SearchSettings(**settings))
-                        hits = nb.search(q["question"][:9000], limit=max(KS), mode=mode)  # type: ignore[arg-type]
+                        hits = nb.search(
+                            q["question"][:9000],
+                            limit=max(KS),
+                            mode=mode,  # type: ignore[arg-type]
+                            asked_at=asked,
+                        )
                         found = [h.moment.source_id for h in hits]
                         recall = {
                             k: len(set(evidence) & set(found[:k])) / len(evidence) for k in KS

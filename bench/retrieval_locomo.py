@@ -6,7 +6,7 @@ turns, one notebook session per LoCoMo session, each turn at its session's real 
 at date + i seconds), indexed as ``<speaker> said, "<text>"`` (plus `` and shared
 <blip_caption>`` when it has an image); the LLM-written ``observation``, ``session_summary``
 and ``event_summary`` are never read. Every question is then asked raw to
-``nb.search(question, limit=50, mode=...)`` and the hits are mapped to their dia_ids:
+``nb.search(question, limit=50, mode=..., asked_at=the day after the last turn)`` and the hits are mapped to their dia_ids:
 recall@k = |evidence ∩ top-k| / |evidence|, averaged over all questions (empty evidence
 counts as 1).
 
@@ -39,7 +39,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -99,14 +99,40 @@ class Variant:
     note: str = ""
 
     def points(self) -> list[Point]:
-        return [
-            {**self.settings, **{k: v for part in combo for k, v in part.items()}}
-            for combo in itertools.product(*self.grid)
-        ] or [dict(self.settings)]
+        return [merged(self.settings, *combo) for combo in itertools.product(*self.grid)] or [
+            dict(self.settings)
+        ]
+
+
+def merged(*parts: Point) -> Point:
+    """The settings of ``parts`` in one, a group's (``priors: {...}``) merged key by key."""
+    out: Point = {}
+    for part in parts:
+        for key, value in part.items():
+            if isinstance(value, dict) and isinstance(out.get(key), dict):
+                out[key] = {**out[key], **value}
+            else:
+                out[key] = value
+    return out
 
 
 def axis(name: str, *values: Any) -> tuple[Point, ...]:
-    return tuple({name: v} for v in values)
+    """A setting's alternatives: ``name`` flat (``speaker_bonus``) or in its group
+    (``priors.echo_weight``)."""
+    group, _, inner = name.rpartition(".")
+    return tuple({group: {inner: v}} if group else {name: v} for v in values)
+
+
+#: Issue 42's readings of a question, each off: its time words, another person's words, its
+#: echoes, the spread of a gathering question, the cut's protection of a signal's first.
+ISSUE42_OFF: dict[str, Point] = {
+    "time": {"priors": {"time_window_bonus": 0.0}},
+    "person": {"priors": {"other_person_weight": 1.0}},
+    "echo": {"priors": {"echo_weight": 1.0}},
+    "gather": {"coverage": {"gather_decay": 1.0}},
+    "first": {"fusion": {"first_floor": 1.0}},
+    "content-first": {"fusion": {"content_first": False}},
+}
 
 
 SPREAD = axis("session_decay", 1.0, 0.7)
@@ -228,6 +254,37 @@ VARIANTS = [
         note="LOCO: agreement only where the vector signal's own margin is this or more",
     ),
     Variant("hybrid-defaults", "hybrid", note="the shipped defaults"),
+    *(
+        Variant(f"hybrid-no-{name}", "hybrid", off, note=f"the defaults, issue 42's {name} off")
+        for name, off in ISSUE42_OFF.items()
+    ),
+    Variant(
+        "hybrid-no-42", "hybrid", merged(*ISSUE42_OFF.values()), note="issue 42's readings all off"
+    ),
+    Variant(
+        "hybrid-42",
+        "hybrid",
+        grid=(
+            axis("priors.time_window_bonus", 0.0, 0.25, 0.5, 1.0),
+            axis("priors.other_person_weight", 1.0, 0.85, 0.7, 0.5),
+        ),
+        note="LOCO: the time window's bonus, another person's weight",
+    ),
+    Variant(
+        "hybrid-42-gather",
+        "hybrid",
+        grid=(
+            axis("coverage.gather_decay", 1.0, 0.85, 0.7, 0.5),
+            axis("coverage.gather_free", 1, 2, 3),
+        ),
+        note="LOCO: a gathering question's spread over sessions",
+    ),
+    Variant(
+        "hybrid-42-floor",
+        "hybrid",
+        grid=(axis("fusion.first_floor", 1.0, 0.3, 0.25, 0.2, 0.15),),
+        note="LOCO: the cut's floor for what a signal ranks first",
+    ),
     Variant("proto-stop", "hybrid", proto="stop", note="BM25 query without stopwords"),
 ]
 DEFAULT_VARIANTS = ["bm25", "minilm", "lexical", "vector", "hybrid", "hybrid-defaults"]
@@ -296,18 +353,29 @@ class ProtoEngine(SearchEngine):
         return super()._lexical(request, pool, allowed, content)
 
 
+def asked_after(nb: Notebook) -> datetime:
+    """When the questions are asked: the day after the conversation's last turn (their
+    "last year" and "recently" are said of the conversation, not of today)."""
+    last = max(m.timestamp for m in nb.moments(limit=None))
+    return last + timedelta(days=1)
+
+
 def searcher(nb: Notebook, variant: Variant, point: Point) -> Callable[[str], list[str]]:
     settings = SearchSettings(**point)
+    asked = asked_after(nb)
     if not variant.proto:
         nb.config = NotebookConfig(search=settings)
         return lambda q: [
-            h.moment.source_id or "" for h in nb.search(q, limit=50, mode=variant.mode)
+            h.moment.source_id or ""
+            for h in nb.search(q, limit=50, mode=variant.mode, asked_at=asked)
         ]
     engine = ProtoEngine(nb.backend, settings, nb.semantic, protos=set(variant.proto.split("+")))
     return lambda q: [
         h.moment.source_id or ""
         for h in engine.search(
-            SearchRequest(q, MomentFilter(), 50, mode=variant.mode, min_score=settings.min_score)
+            SearchRequest(
+                q, MomentFilter(), 50, mode=variant.mode, min_score=settings.min_score, now=asked
+            )
         )
     ]
 

@@ -373,7 +373,9 @@ def test_a_question_naming_a_speaker_lifts_what_that_speaker_said(lexical_nb: No
     ]
     question = "What did Caroline paint?"
     # off (and another person's words about themselves not lowered either)
-    nb.config = NotebookConfig(search=SearchSettings(speaker_bonus=0, priors={"other_person_weight": 1}))
+    nb.config = NotebookConfig(
+        search=SearchSettings(speaker_bonus=0, priors={"other_person_weight": 1})
+    )
     off = nb.search(question, limit=3)
     assert [h.moment.id for h in off][:2] == [ids[0], ids[1]]  # Melanie's words match more
     nb.config = NotebookConfig()  # the default, 0.1

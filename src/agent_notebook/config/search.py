@@ -56,6 +56,9 @@ class FusionSettings(BaseModel):
     #: evidence the vector signal and ``min_score`` judge; the latest-turn ranking never
     #: keeps one.
     content_match: bool = True
+    #: Tuning. ... and beside a vector signal those matches on stopwords alone rank after
+    #: every match on another word of the query (False: in BM25's order among them).
+    content_first: bool = True
     #: Tuning. ``min_score`` never cuts a hit that the question's named person said or that
     #: was said on the days it names, nor, when it keeps any hit, one that a signal ranks
     #: first, when its relevance is at least this: the cut judges a hit against the best of

@@ -173,18 +173,20 @@ _NO_YEAR: Final = re.compile(
     + r"\s+(?:the\s+)?"
     + _DAY.format(name="day2")
     + r"|(?P<lead>in|during|since|until|before|after|by|from|of|early|late|mid-?|last|this|"
-    r"next|past)\s+(?:the\s+)?" + _MONTH.format(name="month3") + r")(?![\w-]|\s*,?\s*'?\d{2,4}\b)",
+    r"next|past)\s+(?:the\s+)?"
+    + _MONTH.format(name="month3")
+    + r"(?!\s+(?:the\s+)?\d))(?![\w-]|\s*,?\s*'?\d{2,4}\b)",
     re.IGNORECASE,
 )
 #: The day it is said and its week, month or year ("today", "this week"); the days just
-#: before ("the other day", "recently").
+#: before ("the other day"; not "recently", which a question says of any time it means).
 _CURRENT: Final = re.compile(
     r"\b(?:(?P<today>today|tonight|this (?:morning|afternoon|evening)|earlier today)"
     r"|this\s+(?P<this>week|month|year)"
-    r"|(?P<lately>the other day|recently|lately|the past few days|the last few days))\b",
+    r"|(?P<lately>the other day|the past few days|the last few days))\b",
     re.IGNORECASE,
 )
-#: How far back "recently" and "the other day" reach.
+#: How far back "the other day" and "the past few days" reach.
 _LATELY_DAYS: Final = 14
 
 
@@ -217,7 +219,7 @@ def time_spans(text: str, said_on: date) -> list[TimeSpan]:
     what :func:`relative_dates` resolves ("yesterday", "last week", "two weeks ago", "last
     Saturday"), as the days it covers (a week back or a few days ago is rarely exact: "two
     weeks ago" is the week around that day, "3 days ago" a day either side); "today", "this
-    week", "this month", "recently"; and a day or a month without a year ("25 November", "in
+    week", "this month", "the other day"; and a day or a month without a year ("25 November", "in
     March"), ``yearly``. A text's spans say when its words point, not what it is about."""
     found: list[TimeSpan] = []
     for m in _RELATIVE.finditer(text):

@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from typing import Literal
 
 from ..core.dates import TimeSpan, time_spans
 from ..core.lexical import stem, terms
-from .query import content_words
+from .query import content_words, query_dates
 
 __all__ = [
     "NO_TIME",
@@ -77,6 +77,12 @@ _NOT_EVENTS = frozenset(
 )
 
 
+#: A month or a number after "before"/"after" is a date ("before April 10, 2023"), no event.
+_DATE_WORD = re.compile(
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\d", re.IGNORECASE
+)
+
+
 @dataclass(frozen=True, slots=True)
 class AskedTime:
     """When a question points, read against the day it is asked."""
@@ -88,7 +94,8 @@ class AskedTime:
     order: Order | None = None
     #: "before the move": the span before (after) the first moment that tells of the event.
     event: tuple[Relation, str] | None = None
-    #: The question without its time words: what the words and meaning signals read.
+    #: The question without its time words (an event's stay: "how did she feel after the
+    #: accident" is about the accident too): what the words and meaning signals read.
     words: str = ""
 
     def __bool__(self) -> bool:
@@ -101,7 +108,11 @@ NO_TIME = AskedTime()
 
 def asked_time(question: str, asked_on: date) -> AskedTime:
     """What ``question`` says of time, asked on ``asked_on`` (a question without time words:
-    an empty reading, its words unchanged)."""
+    an empty reading, its words unchanged). A question that names a full day reads its
+    relative words from that day: "last week, as mentioned on 6 November 2023"."""
+    days = [d for d in query_dates(question) if d.until - d.since == timedelta(days=1)]
+    if days and days[0].since.date() <= asked_on:
+        asked_on = days[0].since.date()
     spans = time_spans(question, asked_on)
     cuts = [(s.start, s.end) for s in spans]
     order: Order | None = None
@@ -115,11 +126,10 @@ def asked_time(question: str, asked_on: date) -> AskedTime:
         if _inside(m.start(), cuts):
             continue
         what = [w for w in content_words(m["what"]) if w not in _NOT_EVENTS and not w.isdigit()]
-        if what and not time_spans(m["what"], asked_on):
+        if what and not time_spans(m["what"], asked_on) and not _DATE_WORD.match(m["what"]):
             way: Relation = "before" if m["way"].casefold() == "before" else "after"
             event = (way, " ".join(what))
-            cuts.append((m.start(), m.end()))
-            break
+            break  # its words stay in the question: "after the accident" is about it too
     if not cuts:
         return AskedTime(words=question)
     return AskedTime(tuple(spans), order, event, _without(question, cuts))

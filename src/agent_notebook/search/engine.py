@@ -73,6 +73,37 @@ def matches_words(text: str, query: str) -> bool:
     return bool(wanted) and not wanted.isdisjoint(terms(text))
 
 
+#: The date signal's raw score for a moment said on the days a question's time words point
+#: at ("last week"): ranked among them by the other signals, not first like one that names
+#: or speaks of the day (every moment of a busy week is no answer to "what did we decide").
+WINDOW_RAW = 0.5
+
+
+def by_the_other_signals(ranked: Candidates, signal: Signal) -> list[tuple[str, float]]:
+    """``signal``'s list with its less sure hits (raw score under 1) ordered by their best
+    rank in the other signals (those none found last, in their order)."""
+    hits = ranked[signal]
+    if all(raw >= 1.0 for _, raw in hits):
+        return hits
+    best: dict[str, int] = {}
+    for other, found in ranked.items():
+        if other is not signal:
+            for rank, (moment_id, _) in enumerate(found):
+                best[moment_id] = min(rank, best.get(moment_id, rank))
+    sure = [h for h in hits if h[1] >= 1.0]
+    rest = [h for h in hits if h[1] < 1.0]
+    rest.sort(key=lambda h: best.get(h[0], len(best) + 1))
+    return sure + rest
+
+
+def content_first(found: list[tuple[str, float]], content: set[str]) -> list[tuple[str, float]]:
+    """A lexical ranking with the hits having a word of the query other than a stopwords
+    first, those matching stopwords alone after them, each in its order: beside a vector
+    signal they stay as weak evidence, but "what's the plan" must not outrank "decided" for
+    "what did we decide"."""
+    return [h for h in found if h[0] in content] + [h for h in found if h[0] not in content]
+
+
 def _capitalised(query: str) -> set[str]:
     """The capitalised words of ``query`` but its first, casefolded: names, maybe."""
     words = query.split()[1:]
@@ -101,6 +132,8 @@ class SearchEngine:
         content = self._content(plan, allowed)
         windows = self._windows(plan, allowed)
         ranked = self._candidates(plan, allowed, content, windows)
+        if Signal.DATE in ranked:
+            ranked[Signal.DATE] = by_the_other_signals(ranked, Signal.DATE)
         weights = evidence_weights(plan.weights, ranked, self.settings)
         fused = fuse(ranked, weights, self.settings.fusion.rrf_k, flat={Signal.DATE})
         # Ranked on briefs; only the moments returned are loaded whole.
@@ -171,7 +204,10 @@ class SearchEngine:
         request, pool = plan.request, plan.pool
         if signal is Signal.LEXICAL:
             having = content if plan.lexical_by_content else None
-            return self._lexical(self._spoken(plan), pool, allowed, having)
+            found = self._lexical(self._spoken(plan), pool, allowed, having)
+            if content is not None and having is None and self.settings.fusion.content_first:
+                found = content_first(found, set(content))
+            return found
         if signal is Signal.LEXICAL_LATEST:
             assert plan.latest is not None
             later = replace(request, query=plan.latest)
@@ -274,10 +310,6 @@ class SearchEngine:
         priors = self.settings.priors
         if plan.time_question:
             window = dated_first(window, moments, priors.time_question_bonus)
-        if plan.question_stems:
-            window = read_for_the_question(
-                window, moments, plan.asked.order, people, plan.question_stems, self.settings
-            )
         coverage: dict[int, Coverage] = {}
         if plan.aspects:  # the best coverage_window, whatever the limit: the same head for any
             covered = self.settings.coverage.window
@@ -285,6 +317,10 @@ class SearchEngine:
                 window[:covered], moments, plan.aspects, self.settings
             )
             window = reordered + window[covered:]
+        if plan.question_stems:  # last: an echo covers every word of the question
+            window = read_for_the_question(
+                window, moments, plan.asked.order, people, plan.question_stems, self.settings
+            )
         # Each step's scores already fall in its order; sorted once more, the order is the
         # order of the final scores whatever a step's rounding.
         window.sort(key=lambda h: -h.score)
@@ -371,6 +407,7 @@ class SearchEngine:
         filters, and those of the days its time words point at (``windows``: "last week",
         asked today); a span with more moments than ``pool`` is too wide to say anything."""
         found: dict[int, None] = {}
+        said: dict[int, None] = {}  # said on the days the time words point at: less sure
         restrict = self._restrict(request, allowed) if windows.speaking else None
         found.update(
             (n, None) for n in sorted(windows.speaking) if restrict is None or n in restrict
@@ -382,7 +419,7 @@ class SearchEngine:
             if since < until:
                 numbers = self.backend.moment_numbers(replace(where, since=since, until=until))
                 if len(numbers) <= pool:
-                    found.update((n, None) for n in numbers if allowed is None or n in allowed)
+                    said.update((n, None) for n in numbers if allowed is None or n in allowed)
         where = request.where
         restrict = None
         for span in query_dates(request.query):
@@ -399,7 +436,8 @@ class SearchEngine:
             numbers = self.backend.moment_numbers(replace(where, since=since, until=until))
             if len(numbers) <= pool:
                 found.update((n, None) for n in numbers if allowed is None or n in allowed)
-        return [(f"m_{n}", 1.0) for n in found]
+        sure = [(f"m_{n}", 1.0) for n in found]
+        return sure + [(f"m_{n}", WINDOW_RAW) for n in said if n not in found]
 
     def _media(
         self, request: SearchRequest, example: str, pool: int, allowed: set[int] | None

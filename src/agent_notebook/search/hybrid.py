@@ -132,14 +132,15 @@ def fuse(
     flat: Collection[Signal] = (),
 ) -> dict[str, Fused]:
     """Weighted reciprocal rank fusion of each signal's ``(moment id, raw score)`` list;
-    in a ``flat`` signal (a yes or no, like a date) every hit counts as ranked first."""
+    in a ``flat`` signal (a yes or no, like a date) every hit of raw score 1 counts as ranked
+    first (the others, less sure, by their rank)."""
     fused: dict[str, Fused] = {}
     for signal, hits in ranked.items():
         weight = weights.get(signal, 0.0)
         if weight <= 0:
             continue
         for rank, (moment_id, raw) in enumerate(hits, start=1):
-            part = weight / (k + (1 if signal in flat else rank))
+            part = weight / (k + (1 if signal in flat and raw >= 1.0 else rank))
             entry = fused.setdefault(moment_id, Fused(moment_id))
             entry.score += part
             entry.signals[signal] = SignalScore(rank, raw, part)

@@ -217,19 +217,28 @@ def _rescored(hit: Ranked, score: float) -> Ranked:
     return hit._replace(score=score, factors={**hit.factors, Prior.SPREAD: factor})
 
 
+#: A duration a moment tells ("11 hours door to door", "for three nights", "2 weeks"): what
+#: a "how long" question asks.
+_DURATION = re.compile(
+    r"\b(?:\d+(?:[.,]\d+)?|an?|one|two|three|four|five|six|seven|eight|nine|ten|twelve|a few|"
+    r"a couple of|several|half an?)\s*(?:-\s*)?(?:minutes?|mins?|hours?|hrs?|h|days?|nights?|weeks?|"
+    r"months?|years?|yrs?)\b",
+    re.IGNORECASE,
+)
 #: A date a moment carries as a concept: a year, a month or a day (see ``core.dates``).
 _DATE_CONCEPT = re.compile(r"\d{4}(?:-\d{2}){0,2}")
 
 
 def dated_first(hits: list[Ranked], moments: Mapping[int, Moment], bonus: float) -> list[Ranked]:
     """``hits`` with the score of those whose moment carries a date (written, or resolved
-    when it was recorded) times ``1 + bonus`` (their ``dated`` factor), best first: a
-    question about time wants the turns that say when."""
+    when it was recorded) or tells a duration times ``1 + bonus`` (their ``dated`` factor),
+    best first: a question about time wants the turns that say when or how long."""
     out = []
     for hit in hits:
         moment = moments.get(hit.number)
         concepts = moment.metadata.concepts if moment is not None else []
-        if any(_DATE_CONCEPT.fullmatch(c) for c in concepts):
+        text = moment.content.text[:COVERAGE_CHARS] if moment is not None else ""
+        if any(_DATE_CONCEPT.fullmatch(c) for c in concepts) or _DURATION.search(text):
             factor = 1 + bonus
             hit = hit._replace(
                 score=hit.score * factor, factors={**hit.factors, Prior.DATED: factor}
