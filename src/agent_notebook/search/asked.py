@@ -26,6 +26,7 @@ __all__ = [
     "NO_TIME",
     "AskedTime",
     "asked_time",
+    "asks",
     "echoes",
     "first_person_claim",
     "gathers",
@@ -310,6 +311,19 @@ def gathers(question: str) -> bool:
 ECHO_SHARE = 0.6
 #: ... and at most this many words of its own besides.
 ECHO_EXTRA = 3
+
+
+_ASKS = re.compile(
+    r"^\W*(?:(?:and|so|but|ok|okay|hey)\W+)?(?:what|when|where|who|whom|whose|which|why|how|is|"
+    r"are|was|were|do|does|did|can|could|will|would|should|has|have|had|any|anything)\b",
+    re.IGNORECASE,
+)
+
+
+def asks(query: str) -> bool:
+    """Whether ``query`` is a question ("where is Tom moving?", "who fixed staging"), not a
+    few words looked up ("holiday last summer"): only a question is echoed by one."""
+    return "?" in query or bool(_ASKS.match(query))
 
 
 def echoes(text: str, query_stems: Collection[str]) -> bool:

@@ -173,7 +173,7 @@ class SearchEngine:
     def _people(self, plan: SearchPlan, briefs: dict[str, MomentBrief]) -> list[str]:
         """The people a one-line question names: its candidates' speakers, and the names the
         notebook knows as concepts (someone spoken of who never speaks), casefolded."""
-        if not plan.question_stems:
+        if not plan.one_line:
             return []
         known = {b.speaker.casefold() for b in briefs.values() if b.speaker}
         query = plan.request.query
@@ -317,7 +317,7 @@ class SearchEngine:
                 window[:covered], moments, plan.aspects, self.settings
             )
             window = reordered + window[covered:]
-        if plan.question_stems:  # last: an echo covers every word of the question
+        if plan.one_line:  # last: an echo covers every word of the question
             window = read_for_the_question(
                 window, moments, plan.asked.order, people, plan.question_stems, self.settings
             )

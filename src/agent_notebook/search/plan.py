@@ -18,7 +18,7 @@ from types import MappingProxyType
 from ..config import SearchSettings
 from ..core.lexical import stem, tokenize
 from ..model import now_utc
-from .asked import NO_TIME, AskedTime, asked_time, gathers
+from .asked import NO_TIME, AskedTime, asked_time, asks, gathers
 from .explanation import Signal
 from .hybrid import MEDIA_WEIGHT
 from .query import (
@@ -117,6 +117,9 @@ class SearchPlan:
     #: A question that gathers answers told in several sessions ("which countries…"): the
     #: head spreads over sessions (``coverage.gather_decay``).
     gathers: bool = False
+    #: A one-line query (a question or a few words): the people it names are read, and its
+    #: head is read for what it asks (:func:`.ranking.read_for_the_question`).
+    one_line: bool = False
     #: A one-line question's stems (not stopwords): a recorded question having most of them
     #: is the query asked again (:func:`.asked.echoes`); empty for any other query.
     question_stems: frozenset[str] = frozenset()
@@ -216,8 +219,9 @@ def plan_search(request: SearchRequest, settings: SearchSettings, semantic: bool
         else request.limit,
         asked=asked,
         gathers=question and gathers(request.query),
+        one_line=question,
         question_stems=frozenset(stem(w) for w in content_words(query))
-        if question
+        if question and asks(request.query)
         else frozenset(),
     )
 
