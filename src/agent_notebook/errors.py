@@ -26,7 +26,7 @@ callers catch one root and front ends turn it into a message, an exit code or an
     │   └── SealedBlobError      a sealed blob that does not open with its key (altered, moved)
     ├── MissingDependency        an optional part is not installed; names pip's command (ImportError)
     ├── ModelNotConfigured       the chat graph has no model: none given, configured or in the env
-    ├── ModelFailed              the chat model (its provider) failed during a request (HTTP 502)
+    ├── ModelFailed              a chat or embedding model's provider failed in a call (HTTP 502)
     ├── SummaryFailed            a summarizer's model gave no summary, no fallback (HTTP 502)
     └── UpdateFailed             the session-notebook updater got no valid proposal (HTTP 502)
 
@@ -217,7 +217,8 @@ class ModelNotConfigured(NotebookError):
 
 
 class ModelFailed(NotebookError):
-    """The chat model (a provider) failed while serving a request: HTTP 502."""
+    """A model's provider failed while serving a request: the chat model's, or the
+    embedding model's that ``search.embedder`` names (``provider:model``): HTTP 502."""
 
 
 class SummaryFailed(NotebookError):

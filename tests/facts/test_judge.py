@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from agent_notebook import Notebook
@@ -14,6 +15,7 @@ from agent_notebook.config import FactSettings, NotebookConfig
 from agent_notebook.facts import FactEngine, FactJudge, LlmJudge, RuleJudge, Statement
 from agent_notebook.storage import MemoryBackend
 from tests.support.chat_models import RecordingModel
+from tests.support.providers import fake_providers
 
 T0 = datetime(2026, 6, 1, 10, 0, tzinfo=UTC)
 
@@ -95,5 +97,37 @@ def test_facts_judge_on_lets_the_servers_chat_model_judge_record(tmp_path: Path)
     tenant = open_tenant(home, settings)
     try:
         assert tenant.notebook.facts.judge is None
+    finally:
+        tenant.notebook.close()
+
+
+def test_facts_judge_model_names_the_judge_apart_from_the_chat_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``facts.judge_model`` (issue 43): a provider's model by name judges, while the
+    server's chat model stays the chat's."""
+    from agent_notebook.server import ServerSettings
+    from agent_notebook.server.app import open_tenant
+
+    monkeypatch.syspath_prepend(str(fake_providers(tmp_path / "dist")))
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "config.yaml").write_text(
+        'facts:\n  enabled: true\n  judge: true\n  judge_model: "fakeprov:say-none"\n',
+        encoding="utf-8",
+    )
+    (home / "config.yaml").chmod(0o600)
+    confirming = FakeListChatModel(responses=["update"] * 5)
+    settings = ServerSettings(home=home, model="fake:chat", models={"fake:chat": confirming})
+    tenant = open_tenant(home, settings)
+    try:
+        nb = tenant.notebook
+        assert isinstance(nb.facts.judge, LlmJudge)
+        assert isinstance(nb.facts.judge.model, FakeListChatModel)
+        assert nb.facts.judge.model.responses == ["none"]
+        s = nb.start_session("launch").id
+        first = nb.record(s, MOVED[0], timestamp=T0)
+        nb.record(s, MOVED[1], timestamp=T0 + timedelta(days=1))
+        assert nb.get_moment(first.id).relations.links == []  # the judge said: no update
     finally:
         tenant.notebook.close()

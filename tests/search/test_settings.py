@@ -114,3 +114,13 @@ def test_a_wrong_key_is_named_as_the_file_wrote_it(
     with pytest.raises(InvalidInput) as refused:
         load_config(tmp_path)
     assert message in str(refused.value) and "config.yaml" in str(refused.value)
+
+
+def test_the_embedder_is_a_built_in_name_or_a_provider_model_name() -> None:
+    """``search.embedder`` (issue 43): the offline names, or LangChain's ``provider:model``."""
+    for name in ("default", "minilm", "e5-small", "none", "openai:text-embedding-3-small"):
+        assert SearchSettings(embedder=name).embedder == name
+    assert SearchSettings(embedder="ollama:nomic-embed-text").embedder.startswith("ollama:")
+    for wrong in ("minilm-large", "openai:", ":model", "Open AI:x"):
+        with pytest.raises(ValueError, match="provider:model name such as openai:"):
+            SearchSettings(embedder=wrong)

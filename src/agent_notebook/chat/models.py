@@ -1,5 +1,9 @@
 """Choosing the chat model of a turn: the request's ``model_override``, else the default
-(``config.yaml``'s ``model`` or ``AGENT_NOTEBOOK_MODEL``), through ``init_chat_model``."""
+(``config.yaml``'s ``model`` or ``AGENT_NOTEBOOK_MODEL``), by name (:func:`chat_model`):
+the offline ones (``offline:notes``, ``fake:echo``), a provider registered in the entry
+point group ``agent_notebook.chat_models``, else LangChain's ``init_chat_model``. The facts
+judge (``facts.judge_model``) and the compaction summarizer (``compaction.model``) are named
+and made the same way."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from ..config import MODEL_ENV as MODEL_ENV  # re-export: was defined here
 from ..config import model_from_env
+from ..core import providers
 from ..errors import InvalidInput, MissingDependency
 from ..errors import ModelNotConfigured as ModelNotConfigured  # re-export: was defined here
 from ..notebook.facade import Notebook
@@ -23,7 +28,7 @@ class ModelResolver:
     """Turns "provider:model" names into chat models, once each.
 
     ``models`` pre-registers instances by name (a fake model in tests, a configured client in
-    an app); other names go through LangChain's ``init_chat_model``.
+    an app); other names go through :func:`chat_model`.
     """
 
     def __init__(
@@ -35,7 +40,8 @@ class ModelResolver:
         self._models: dict[str, BaseChatModel] = dict(models or {})
         self._lock = threading.Lock()
 
-    def resolve(self, override: str | None = None) -> BaseChatModel:
+    def resolve(self, override: str | None = None, setting: str = "") -> BaseChatModel:
+        """``override`` (named by ``setting``, for messages), else the default model."""
         chosen: BaseChatModel | str | None = override or self.default or model_from_env()
         if chosen is None:
             raise ModelNotConfigured(MODEL_ENV)
@@ -43,25 +49,65 @@ class ModelResolver:
             return chosen
         with self._lock:
             if chosen not in self._models:
-                self._models[chosen] = _init(chosen)
+                named = setting if override and setting else "the chat model"
+                self._models[chosen] = chat_model(chosen, named)
             return self._models[chosen]
 
 
-def _init(name: str) -> BaseChatModel:
+def chat_model(name: str, setting: str = "the chat model") -> BaseChatModel:
+    """The chat model ``name`` names, for ``chat.model``, ``facts.judge_model`` and
+    ``compaction.model`` alike: an offline one (:func:`offline_models`), a provider's by
+    ``provider:model`` (registered in the entry point group ``agent_notebook.chat_models``,
+    else LangChain's ``init_chat_model``), or a bare name LangChain infers the provider of
+    (``gpt-4o-mini``). Errors name ``setting`` and say how to fix it."""
+    offline = offline_models().get(name)
+    if offline is not None:
+        return offline
+    if providers.split_name(name) is not None:
+        model: Any = providers.make(providers.CHAT_MODELS, name, setting)
+    else:
+        model = _inferred(name, setting)
+    if not isinstance(model, BaseChatModel):
+        raise InvalidInput(
+            f"{setting}: {name!r} gave a {type(model).__name__}, not a LangChain chat model"
+        )
+    return model
+
+
+def _inferred(name: str, setting: str) -> object:
+    """A chat model named without its provider (LangChain guesses it from the name)."""
     from langchain.chat_models import init_chat_model
 
     try:
-        model: Any = init_chat_model(name)
+        return init_chat_model(name)
     except ImportError as err:
-        provider = name.split(":", 1)[0]
         raise MissingDependency(
-            f"the chat model {name!r}", package=f"langchain-{provider}"
+            f"the chat model {name!r} ({setting})", package="langchain-<provider>"
         ) from err
     except ValueError as err:
-        raise InvalidInput(f"cannot make a chat model from {name!r}: {err}") from None
-    if not isinstance(model, BaseChatModel):
-        raise InvalidInput(f"{name!r} did not give a chat model")
-    return model
+        raise InvalidInput(
+            f"{setting}: cannot make a chat model from {name!r}: {err}; name it "
+            "provider:model (for example openai:gpt-4o-mini)"
+        ) from None
+
+
+#: How long ``doctor`` waits for a chat model's answer to one tiny message.
+PROBE_TIMEOUT_S = 15.0
+
+
+def describe_chat_model(name: str, setting: str, timeout_s: float = PROBE_TIMEOUT_S) -> str:
+    """For ``doctor``: which provider and model ``name`` is, and whether it answers one
+    tiny message within ``timeout_s`` (the offline ones say so, with no call)."""
+    if name in offline_models():
+        return f"{name}: built in, offline (no call made)"
+    parts = providers.split_name(name)
+    provider = f"provider {parts[0]}" if parts else "provider inferred by LangChain"
+    problem = providers.answers(
+        lambda: chat_model(name, setting).invoke([HumanMessage("Answer with one word: ok")]),
+        timeout_s,
+    )
+    verdict = "answers" if problem is None else f"does not answer: {problem}"
+    return f"{name} ({provider}): {verdict}"
 
 
 class OfflineChatModel(BaseChatModel):
@@ -147,15 +193,16 @@ def notes_answer(items: list[str], question: str) -> str:
     return "From my notebook:\n" + "\n".join(item for *_, item in best)
 
 
-def attach_fact_judge(notebook: Notebook, model: BaseChatModel) -> bool:
-    """With ``facts.enabled`` and ``facts.judge`` on, let ``model`` judge what the fact rules
-    propose on record (:class:`~agent_notebook.facts.judge.LlmJudge`); whether it does."""
+def attach_fact_judge(notebook: Notebook, models: ModelResolver) -> bool:
+    """With ``facts.enabled`` and ``facts.judge`` on, let a chat model judge what the fact
+    rules propose on record (:class:`~agent_notebook.facts.judge.LlmJudge`): the one
+    ``facts.judge_model`` names, else the chat model of ``models``; whether it does."""
     settings = notebook.config.facts
     if not (settings.enabled and settings.judge):
         return False
     from ..facts.judge import LlmJudge
 
-    notebook.facts.judge = LlmJudge(model)
+    notebook.facts.judge = LlmJudge(models.resolve(settings.judge_model, "facts.judge_model"))
     return True
 
 

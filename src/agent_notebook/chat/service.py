@@ -33,14 +33,16 @@ class ChatService:
     ) -> None:
         self.nb = nb
         self.graph = build_chat_graph(nb, model=model, models=models)
-        self._resolver = ModelResolver(model or nb.config.chat.model, models)
+        #: The server's chat models by name, made once each (the default, overrides, the
+        #: facts judge's).
+        self.models = ModelResolver(model or nb.config.chat.model, models)
         self._locks: dict[str, threading.Lock] = {}  # creating a thread
         self._turns: dict[str, asyncio.Lock] = {}
         self._guard = threading.Lock()
 
     def default_model(self) -> BaseChatModel:
         """The server's default chat model (ModelNotConfigured without one)."""
-        return self._resolver.resolve()
+        return self.models.resolve()
 
     # -- threads ----------------------------------------------------------------------------
 
@@ -90,7 +92,7 @@ class ChatService:
         if override is None:
             return
         try:
-            self._resolver.resolve(override)
+            self.models.resolve(override)
         except NotebookError as err:
             raise InvalidInput(f"model_override {override!r}: {err}") from None
         except Exception as err:  # noqa: BLE001 - a provider refusing to start (no key…)

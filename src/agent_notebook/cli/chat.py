@@ -87,13 +87,14 @@ def chat(
         builtin = offline_models()
         if show_context:
             config["callbacks"] = [_context_printer()]
+        resolver = ModelResolver(name, builtin)
         try:
-            chosen = ModelResolver(name, builtin).resolve()
+            chosen = resolver.resolve()
+            attach_fact_judge(nb, resolver)  # with facts.judge on: a model judges the rules
         except NotebookError:
             raise
         except Exception as err:  # noqa: BLE001 - a provider refusing to start (no key…)
             fail(f"cannot make the chat model {name!r}: {type(err).__name__}: {err}")
-        attach_fact_judge(nb, chosen)  # with facts.judge on: the model judges the fact rules
         graph = build_chat_graph(nb, model=chosen, models=builtin)
         earlier = _announce(graph, thread_id, config, new=thread is None)
         turns = 0

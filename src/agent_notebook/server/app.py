@@ -180,19 +180,18 @@ def open_tenant(home: Path, settings: ServerSettings) -> Tenant:
 
 
 def _judge_facts(chat: ChatService) -> None:
-    """``facts.judge``: the server's chat model judges what the fact rules propose; with no
-    model that can be made, the rules decide alone (and the log says why)."""
+    """``facts.judge``: ``facts.judge_model``, else the server's chat model, judges what the
+    fact rules propose; with no model that can be made, the rules decide alone (and the log
+    says why)."""
     from ..chat.models import attach_fact_judge
 
     facts = chat.nb.config.facts
     if not (facts.enabled and facts.judge):
         return
     try:
-        model = chat.default_model()
+        attach_fact_judge(chat.nb, chat.models)
     except Exception as err:  # noqa: BLE001 - no model, no provider package, no key…
         log.warning("facts.judge is on but no chat model can judge: %s", err)
-        return
-    attach_fact_judge(chat.nb, model)
 
 
 async def _start_mcp(tenant: Tenant, settings: ServerSettings, stack: AsyncExitStack) -> None:
