@@ -77,6 +77,12 @@ class FusionSettings(BaseModel):
     #: evidence the vector signal and ``min_score`` judge; the latest-turn ranking never
     #: keeps one.
     content_match: bool = True
+    #: Tuning. A question whose every word (but stopwords) is common, each in more than
+    #: ``common_share`` of the moments, says little by its words: beside a vector signal the
+    #: lexical signals weigh ``common_weight`` of their weight, and the meaning leads
+    #: ("something that made me really happy"). ``common_weight`` 1 turns it off.
+    common_share: float = Field(0.02, gt=0, le=1)
+    common_weight: float = Field(0.3, ge=0, le=1)
     #: Tuning. ... and beside a vector signal those matches on stopwords alone rank after
     #: every match on another word of the query (False: in BM25's order among them).
     content_first: bool = True

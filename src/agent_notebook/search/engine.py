@@ -135,6 +135,10 @@ class SearchEngine:
         if Signal.DATE in ranked:
             ranked[Signal.DATE] = by_the_other_signals(ranked, Signal.DATE)
         weights = evidence_weights(plan.weights, ranked, self.settings)
+        if Signal.VECTOR in ranked and self._common_words(plan):
+            scale = self.settings.fusion.common_weight
+            for signal in (Signal.LEXICAL, Signal.LEXICAL_LATEST, Signal.CONCEPT):
+                weights[signal] = weights.get(signal, 0.0) * scale
         fused = fuse(ranked, weights, self.settings.fusion.rrf_k, flat={Signal.DATE})
         # Ranked on briefs; only the moments returned are loaded whole.
         briefs = self._briefs(list(fused))
@@ -169,6 +173,19 @@ class SearchEngine:
             return [mid for mid, _ in self._lexical(replace(request, query=words), 20, allowed)]
 
         return find_windows(self.backend, plan.asked, request.where, plan.pool, told)
+
+    def _common_words(self, plan: SearchPlan) -> bool:
+        """Whether every word of a one-line question that any moment has (but stopwords) is
+        in more than ``fusion.common_share`` of the moments (see ``fusion.common_weight``)."""
+        fusion = self.settings.fusion
+        if not plan.one_line or fusion.common_weight >= 1:
+            return False
+        words = " ".join(content_words(plan.spoken))
+        counted = self.backend.term_documents(words) if words else None
+        if counted is None or not counted[1] or counted[0] <= 0:
+            return False
+        total, docs = counted
+        return min(docs.values()) > fusion.common_share * total
 
     def _people(self, plan: SearchPlan, briefs: dict[str, MomentBrief]) -> list[str]:
         """The people a one-line question names: its candidates' speakers, and the names the

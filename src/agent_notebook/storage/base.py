@@ -274,6 +274,12 @@ class StorageBackend(ABC):
         Any word of the query may match (OR); more matched, rarer words rank higher (BM25).
         """
 
+    def term_documents(self, query: str) -> tuple[int, dict[str, int]] | None:
+        """How many moments the full-text index holds, and for each of ``query``'s terms
+        (stems, or keyed tokens when sealed) how many have it (terms no moment has are left
+        out): how common the words of a question are. None: this backend cannot tell."""
+        return None
+
     # -- text vectors -------------------------------------------------------------------------
     # A moment has at most one vector, made by one embedding model (named by ``model``); the
     # bytes are opaque here. A moment whose text changes loses its vector. The moments

@@ -476,6 +476,12 @@ class StagedBackend(StorageBackend):
                         break
             return hits
 
+    def term_documents(self, query: str) -> tuple[int, dict[str, int]] | None:
+        words, _ = ranking.query_words(query)
+        with self._reading() as state:
+            index = state.searchable()
+            return len(index), index.document_counts(words)
+
     # -- the cold archive ---------------------------------------------------------------------
 
     def archive_moments(self, entries: Sequence[ArchiveEntry]) -> None:

@@ -93,6 +93,19 @@ class PostgresFullText(PostgresConnection):
         conn.execute("UPDATE text_totals SET docs = %s, terms = %s", (count, length))
         conn.execute("DELETE FROM text_index_stale")
 
+    def term_documents(self, query: str) -> tuple[int, dict[str, int]] | None:
+        cipher = self.cipher
+        words, _ = ranking.query_words(query, None if cipher is None else cipher.token)
+        with self._mapped("search"), self._connection(snapshot=True) as conn:
+            docs: dict[str, int] = dict(
+                conn.execute(
+                    "SELECT term, docs FROM term_docs WHERE term = ANY(%s::text[]) AND docs > 0",
+                    (list(words),),
+                ).fetchall()
+            )
+            totals = conn.execute("SELECT docs FROM text_totals").fetchone()
+        return (int(totals[0]) if totals is not None else 0), docs
+
     def search_text(self, query: str, where: MomentFilter, limit: int) -> list[tuple[str, float]]:
         """BM25 as FTS5 ranks it, with SQLite's bounded cost (``ranking.choose_terms``): the
         same terms are chosen, weighed from the same statistics, in the same order."""

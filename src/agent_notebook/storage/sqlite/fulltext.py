@@ -121,6 +121,28 @@ class SqliteFullText(SqliteConnection):
 
     # -- search -----------------------------------------------------------------------------
 
+    def term_documents(self, query: str) -> tuple[int, dict[str, int]] | None:
+        self.settle()
+        cipher = self.cipher
+        words, _ = ranking.query_words(query, None if cipher is None else cipher.token)
+        return self._count("SELECT count(*) FROM moments"), self._term_docs(list(words))
+
+    def _count(self, statement: str) -> int:
+        return int(self._query(statement)[0][0])
+
+    def _term_docs(self, stems: list[str]) -> dict[str, int]:
+        docs: dict[str, int] = {}
+        for start in range(0, len(stems), NUMBERS_PER_STATEMENT):  # SQLite caps parameters
+            part = stems[start : start + NUMBERS_PER_STATEMENT]
+            marks = ",".join("?" * len(part))
+            docs.update(
+                self._query(
+                    f"SELECT term, docs FROM term_docs WHERE term IN ({marks}) AND docs > 0",
+                    part,
+                )
+            )
+        return docs
+
     def search_text(self, query: str, where: MomentFilter, limit: int) -> list[tuple[str, float]]:
         """BM25 over FTS5 with bounded cost: the query's terms are taken by weight (rarity,
         recency in the query) while their postings fit ``POSTINGS_BUDGET``
@@ -132,18 +154,8 @@ class SqliteFullText(SqliteConnection):
         words, order = ranking.query_words(query, None if cipher is None else cipher.token)
         if not words:
             return []
-        stems = list(words)
-        docs: dict[str, int] = {}
-        for start in range(0, len(stems), NUMBERS_PER_STATEMENT):  # SQLite caps parameters
-            part = stems[start : start + NUMBERS_PER_STATEMENT]
-            marks = ",".join("?" * len(part))
-            docs.update(
-                self._query(
-                    f"SELECT term, docs FROM term_docs WHERE term IN ({marks}) AND docs > 0",
-                    part,
-                )
-            )
-        total = int(self._query("SELECT coalesce(max(num), 0) FROM moments")[0][0])
+        docs = self._term_docs(list(words))
+        total = self._count("SELECT coalesce(max(num), 0) FROM moments")
         chosen, postings = ranking.choose_terms(order, docs, total, POSTINGS_BUDGET)
         if not chosen:
             return []
