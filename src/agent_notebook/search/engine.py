@@ -43,6 +43,7 @@ from .ranking import (
     cover_aspects,
     dated_first,
     explained_hit,
+    in_time_order,
     protect,
     read_for_the_question,
     scored_hits,
@@ -73,21 +74,27 @@ def matches_words(text: str, query: str) -> bool:
     return bool(wanted) and not wanted.isdisjoint(terms(text))
 
 
+#: A word in fewer moments than this is never common, however small the notebook: in a
+#: chat of 60 turns, a name said in 4 of them still picks them out.
+COMMON_AT_LEAST = 20
 #: The date signal's raw score for a moment said on the days a question's time words point
 #: at ("last week"): ranked among them by the other signals, not first like one that names
 #: or speaks of the day (every moment of a busy week is no answer to "what did we decide").
 WINDOW_RAW = 0.5
 
 
-def by_the_other_signals(ranked: Candidates, signal: Signal) -> list[tuple[str, float]]:
+def by_the_other_signals(
+    ranked: Candidates, signal: Signal, within: list[tuple[str, float]] = ()
+) -> list[tuple[str, float]]:
     """``signal``'s list with its less sure hits (raw score under 1) ordered by their best
-    rank in the other signals (those none found last, in their order)."""
+    rank in the other signals and in ``within`` (a ranking of theirs alone), those none
+    found last, in their order."""
     hits = ranked[signal]
     if all(raw >= 1.0 for _, raw in hits):
         return hits
     best: dict[str, int] = {}
-    for other, found in ranked.items():
-        if other is not signal:
+    for other, found in [*ranked.items(), (signal, within)]:
+        if found is within or other is not signal:
             for rank, (moment_id, _) in enumerate(found):
                 best[moment_id] = min(rank, best.get(moment_id, rank))
     sure = [h for h in hits if h[1] >= 1.0]
@@ -97,10 +104,10 @@ def by_the_other_signals(ranked: Candidates, signal: Signal) -> list[tuple[str, 
 
 
 def content_first(found: list[tuple[str, float]], content: set[str]) -> list[tuple[str, float]]:
-    """A lexical ranking with the hits having a word of the query other than a stopwords
+    """A lexical ranking with the hits having a word of the query other than a stopword
     first, those matching stopwords alone after them, each in its order: beside a vector
     signal they stay as weak evidence, but "what's the plan" must not outrank "decided" for
-    "what did we decide"."""
+    "what did we decide" (and with no hit of the first kind the ranking says nothing)."""
     return [h for h in found if h[0] in content] + [h for h in found if h[0] not in content]
 
 
@@ -129,11 +136,16 @@ class SearchEngine:
         if allowed is not None and not allowed:
             return []
         plan = plan_search(request, self.settings, self.semantic is not None)
-        content = self._content(plan, allowed)
         windows = self._windows(plan, allowed)
+        if (plan.asked.spans or plan.asked.event) and not windows:  # they point at nothing
+            plan = plan_search(request, self.settings, self.semantic is not None, read_time=False)
+        content = self._content(plan, allowed)
         ranked = self._candidates(plan, allowed, content, windows)
-        if Signal.DATE in ranked:
-            ranked[Signal.DATE] = by_the_other_signals(ranked, Signal.DATE)
+        if Signal.DATE in ranked and windows:
+            within = self._within_windows(plan, windows, allowed)
+            listed = {mid for mid, _ in ranked[Signal.DATE]}
+            ranked[Signal.DATE] += [(m, WINDOW_RAW) for m, _ in within if m not in listed]
+            ranked[Signal.DATE] = by_the_other_signals(ranked, Signal.DATE, within)
         weights = evidence_weights(plan.weights, ranked, self.settings)
         if Signal.VECTOR in ranked and self._common_words(plan):
             scale = self.settings.fusion.common_weight
@@ -185,7 +197,33 @@ class SearchEngine:
         if counted is None or not counted[1] or counted[0] <= 0:
             return False
         total, docs = counted
-        return min(docs.values()) > fusion.common_share * total
+        return min(docs.values()) > max(fusion.common_share * total, COMMON_AT_LEAST)
+
+    def _within_windows(
+        self, plan: SearchPlan, windows: Windows, allowed: set[int] | None
+    ) -> list[tuple[str, float]]:
+        """The lexical ranking within each of the question's windows, best first: the
+        moments of a busy week, a month or the years before an event that have its words,
+        whether or not they are among the best of the whole notebook."""
+        if not content_words(plan.spoken):
+            return []
+        where = plan.request.where
+        found: dict[str, float] = {}
+        for since, until in windows.spans:
+            since = since if where.since is None else max(since, where.since)
+            until = until if where.until is None else min(until, where.until)
+            if since >= until:
+                continue
+            inside = replace(
+                plan.request, query=plan.spoken, where=replace(where, since=since, until=until)
+            )
+            content = None
+            if plan.content_query:
+                plain = SearchRequest(plan.content_query, inside.where, inside.limit)
+                content = [mid for mid, _ in self._lexical(plain, 2 * plan.pool, allowed)]
+            for mid, score in self._lexical(inside, plan.pool, allowed, content):
+                found.setdefault(mid, score)
+        return sorted(found.items(), key=lambda h: -h[1])
 
     def _people(self, plan: SearchPlan, briefs: dict[str, MomentBrief]) -> list[str]:
         """The people a one-line question names: its candidates' speakers, and the names the
@@ -223,7 +261,10 @@ class SearchEngine:
             having = content if plan.lexical_by_content else None
             found = self._lexical(self._spoken(plan), pool, allowed, having)
             if content is not None and having is None and self.settings.fusion.content_first:
-                found = content_first(found, set(content))
+                having = set(content)
+                if not any(mid in having for mid, _ in found):
+                    return []  # stopwords alone matched: no evidence at all
+                found = content_first(found, having)
             return found
         if signal is Signal.LEXICAL_LATEST:
             assert plan.latest is not None
@@ -327,6 +368,8 @@ class SearchEngine:
         priors = self.settings.priors
         if plan.time_question:
             window = dated_first(window, moments, priors.time_question_bonus)
+        if plan.asked.order is not None and window:
+            window = in_time_order(window, moments, plan.asked.order, priors.time_order_bonus)
         coverage: dict[int, Coverage] = {}
         if plan.aspects:  # the best coverage_window, whatever the limit: the same head for any
             covered = self.settings.coverage.window
@@ -336,7 +379,7 @@ class SearchEngine:
             window = reordered + window[covered:]
         if plan.one_line:  # last: an echo covers every word of the question
             window = read_for_the_question(
-                window, moments, plan.asked.order, people, plan.question_stems, self.settings
+                window, moments, people, plan.question_stems, self.settings
             )
         # Each step's scores already fall in its order; sorted once more, the order is the
         # order of the final scores whatever a step's rounding.

@@ -129,16 +129,19 @@ class SearchPlan:
         return self.request.limit
 
 
-def plan_search(request: SearchRequest, settings: SearchSettings, semantic: bool) -> SearchPlan:
+def plan_search(
+    request: SearchRequest, settings: SearchSettings, semantic: bool, read_time: bool = True
+) -> SearchPlan:
     """The plan for ``request`` under ``settings``; ``semantic``: an embedder is there (a
-    vector signal can run)."""
+    vector signal can run); ``read_time``: a question's time words are read (else they are
+    words like any other: when they point at no moment of the notebook)."""
     wanted = request.limit + len(request.exclude)
     words = request.example is None or bool(request.query.strip())
     latest = latest_turns(request.query, settings.dialogue.latest_turns) if words else None
     said, lexical_scale = _dialogue(request, settings, semantic) if words else (None, 1.0)
     # A one-line question: what it says of time, read against when it is asked.
     question = words and latest is None and said is None and "\n" not in request.query.strip()
-    reads_time = question and settings.priors.time_window_bonus > 0
+    reads_time = read_time and question and settings.priors.time_window_bonus > 0
     asked = asked_time(request.query, (request.now or now_utc()).date()) if reads_time else NO_TIME
     query = asked.words if asked and content_words(asked.words) else request.query
     if said is not None:

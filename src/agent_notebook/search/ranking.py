@@ -16,7 +16,7 @@ from ..core.lexical import terms
 from ..model import Moment
 from ..storage import MomentBrief, MomentFilter
 from .asked import echoes, first_person_claim
-from .explanation import Explanation, Prior, SignalPart
+from .explanation import Explanation, Prior, Signal, SignalPart
 from .hits import SearchHit
 from .hybrid import Coverage, Fused, cover_scores, prior_factors
 
@@ -26,6 +26,7 @@ __all__ = [
     "cover_aspects",
     "dated_first",
     "explained_hit",
+    "in_time_order",
     "protect",
     "read_for_the_question",
     "scored_hits",
@@ -103,8 +104,9 @@ def protect(
 ) -> set[str]:
     """The candidates ``min_score`` must not cut, their relevance at least ``floor``: those
     said by a person the question names (``people``, casefolded) or in its time ``window``,
-    and, when the cut keeps any hit, those a signal ranks first (the best of its own list,
-    however low its similarity). A cut that keeps weaker hits and drops these would hide the
+    and, when the cut keeps any hit, the one the vector signal ranks first (the best of its
+    own list, however low its similarity; the other signals' hits are matches, relevance
+    1, but for the lexical one's on stopwords alone, which say nothing). A cut that keeps weaker hits and drops these would hide the
     answer; when nothing matches well, nothing is still the answer."""
     some_kept = any(value >= min_score for value in relevant.values())
     kept = set()
@@ -112,7 +114,8 @@ def protect(
         if relevant.get(moment_id, 1.0) < floor:
             continue
         brief = briefs.get(moment_id)
-        first = some_kept and any(s.rank == 1 for s in entry.signals.values())
+        vector = entry.signals.get(Signal.VECTOR)
+        first = some_kept and vector is not None and vector.rank == 1
         if first or (
             brief is not None
             and (brief.speaker.casefold() in people or (window is not None and window(brief)))
@@ -121,31 +124,33 @@ def protect(
     return kept
 
 
+def in_time_order(
+    hits: list[Ranked], moments: Mapping[int, Moment], order: str, bonus: float
+) -> list[Ranked]:
+    """``hits`` (best first) with "the first time" read (``order`` "first"; "last": the
+    newest): the earliest of those scoring at least half the best times ``1 + bonus`` (its
+    ``order`` factor), best first again."""
+    near = [h for h in hits if h.score >= hits[0].score / 2 and h.number in moments]
+    if not near or bonus <= 0:
+        return hits
+    when = {h.number: moments[h.number].timestamp for h in near}
+    pick = (min if order == "first" else max)(near, key=lambda h: (when[h.number], h.number))
+    return _scaled(hits, {pick.number: {Prior.ORDER: 1 + bonus}})
+
+
 def read_for_the_question(
     hits: list[Ranked],
     moments: Mapping[int, Moment],
-    order: str | None,
     people: Collection[str],
     question_stems: Collection[str],
     settings: SearchSettings,
 ) -> list[Ranked]:
-    """``hits`` (best first) read for what the question asks, best first again: "the first
-    time" (``order``) scales the earliest of those scoring at least half the best by ``1 +
-    priors.time_order_bonus`` (the newest for "the last time"); a question naming someone
-    (``people``) scales another person's words about themselves by
+    """``hits`` (best first) read for what the question asks, best first again: a question
+    naming someone (``people``) scales another person's words about themselves by
     ``priors.other_person_weight``; a recorded question that is this one asked again by
     ``priors.echo_weight``."""
     priors = settings.priors
     scaled: dict[int, dict[Prior, float]] = {}
-    if order is not None and hits and priors.time_order_bonus > 0:
-        best = max(h.score for h in hits)
-        near = [h for h in hits if h.score >= best / 2 and h.number in moments]
-        if near:
-            when = {h.number: moments[h.number].timestamp for h in near}
-            pick = (min if order == "first" else max)(
-                near, key=lambda h: (when[h.number], h.number)
-            )
-            scaled.setdefault(pick.number, {})[Prior.ORDER] = 1 + priors.time_order_bonus
     for hit in hits:
         moment = moments.get(hit.number)
         if moment is None:
@@ -163,6 +168,11 @@ def read_for_the_question(
             scaled.setdefault(hit.number, {})[Prior.OTHER_PERSON] = priors.other_person_weight
         if priors.echo_weight < 1 and echoes(text, question_stems):
             scaled.setdefault(hit.number, {})[Prior.ECHO] = priors.echo_weight
+    return _scaled(hits, scaled)
+
+
+def _scaled(hits: list[Ranked], scaled: Mapping[int, dict[Prior, float]]) -> list[Ranked]:
+    """``hits`` with the score of those in ``scaled`` times its factors (noted), best first."""
     if not scaled:
         return hits
     out = [
