@@ -132,6 +132,7 @@ ISSUE42_OFF: dict[str, Point] = {
     "gather": {"coverage": {"gather_decay": 1.0}},
     "first": {"fusion": {"first_floor": 1.0}},
     "content-first": {"fusion": {"content_first": False}},
+    "common": {"fusion": {"common_weight": 1.0}},
 }
 
 
@@ -278,6 +279,18 @@ VARIANTS = [
             axis("coverage.gather_free", 1, 2, 3),
         ),
         note="LOCO: a gathering question's spread over sessions",
+    ),
+    Variant(
+        "hybrid-42-people",
+        "hybrid",
+        grid=(axis("speaker_bonus", 0.1, 0.2, 0.4), axis("priors.other_person_weight", 1.0, 0.7)),
+        note="LOCO: the named speaker's bonus and another person's weight",
+    ),
+    Variant(
+        "hybrid-42-when",
+        "hybrid",
+        grid=(axis("time_question_bonus", 0.0, 0.1, 0.2),),
+        note="LOCO: a when / how long question lifts what carries a date or a duration",
     ),
     Variant(
         "hybrid-42-floor",

@@ -260,7 +260,13 @@ class SearchEngine:
         if signal is Signal.LEXICAL:
             having = content if plan.lexical_by_content else None
             found = self._lexical(self._spoken(plan), pool, allowed, having)
-            if content is not None and having is None and self.settings.fusion.content_first:
+            beside_vector = Signal.VECTOR in plan.signals and plan.request.min_score > 0
+            if (
+                content is not None
+                and having is None
+                and beside_vector
+                and self.settings.fusion.content_first
+            ):
                 having = set(content)
                 if not any(mid in having for mid, _ in found):
                     return []  # stopwords alone matched: no evidence at all
@@ -379,7 +385,7 @@ class SearchEngine:
             window = reordered + window[covered:]
         if plan.one_line:  # last: an echo covers every word of the question
             window = read_for_the_question(
-                window, moments, people, plan.question_stems, self.settings
+                window, moments, people, plan.question_stems, self.settings, relevant
             )
         # Each step's scores already fall in its order; sorted once more, the order is the
         # order of the final scores whatever a step's rounding.

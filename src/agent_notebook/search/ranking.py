@@ -144,11 +144,13 @@ def read_for_the_question(
     people: Collection[str],
     question_stems: Collection[str],
     settings: SearchSettings,
+    relevant: Mapping[str, float],
 ) -> list[Ranked]:
     """``hits`` (best first) read for what the question asks, best first again: a question
-    naming someone (``people``) scales another person's words about themselves by
-    ``priors.other_person_weight``; a recorded question that is this one asked again by
-    ``priors.echo_weight``."""
+    naming someone (``people``) scales another person's words about themselves, found by
+    meaning alone (not by a word of the question: those words may be what it is about,
+    whoever said them), by ``priors.other_person_weight``; a recorded question that is this
+    one asked again by ``priors.echo_weight``."""
     priors = settings.priors
     scaled: dict[int, dict[Prior, float]] = {}
     for hit in hits:
@@ -163,6 +165,7 @@ def read_for_the_question(
             and moment.role != "assistant"
             and not any(speaker == p or speaker.split()[0] == p.split()[0] for p in people)
             and priors.other_person_weight < 1
+            and relevant.get(f"m_{hit.number}", 1.0) < 1.0
             and first_person_claim(text, people)
         ):
             scaled.setdefault(hit.number, {})[Prior.OTHER_PERSON] = priors.other_person_weight
