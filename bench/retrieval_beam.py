@@ -114,7 +114,7 @@ VARIANTS |= {
 }
 VARIANTS |= {
     f"hybrid-gather{d}-{f}": ("hybrid", {"coverage": {"gather_decay": d, "gather_free": f}})
-    for d in (0.85, 0.5)
+    for d in (0.85, 0.7, 0.5)
     for f in (1, 2, 3)
 }
 VARIANTS |= {

@@ -444,10 +444,9 @@ class Notebook:
         lexical, vector and concept matches, ``image``/``audio`` search by example, hits
         under ``min_score`` are left out; ``current`` drops superseded and expired facts,
         ``as_of`` reads the notebook as it stood; the latest turns of the conversation the
-        caller is in (``current_session_id``) are left out; ``asked_at`` is when the
-        question is asked ("last week" is read against it; default ``as_of``, else now);
-        when nothing is relevant enough, the results' ``hint()`` says so (see
-        :meth:`.finding.Finding.search`)."""
+        caller is in (``current_session_id``) are left out; "last week" is read against
+        ``asked_at`` (default ``as_of``, else now); when nothing is relevant enough, the
+        results' ``hint()`` says so (see :meth:`.finding.Finding.search`)."""
         return self._finding.search(
             query,
             session=session,

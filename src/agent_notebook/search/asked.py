@@ -27,6 +27,7 @@ __all__ = [
     "AskedTime",
     "asked_time",
     "asks",
+    "capitalised",
     "echoes",
     "first_person_claim",
     "gathers",
@@ -250,6 +251,12 @@ def named_people(question: str, known: Collection[str]) -> list[str]:
         elif word in firsts:
             wanted[firsts[word]] = None
     return list(wanted)
+
+
+def capitalised(query: str) -> set[str]:
+    """The capitalised words of ``query`` but its first, casefolded: names, maybe."""
+    words = query.split()[1:]
+    return {w.strip(".,;:!?\"'()").removesuffix("'s").casefold() for w in words if w[:1].isupper()}
 
 
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|im)\b", re.IGNORECASE)

@@ -20,13 +20,16 @@ from ..core.enrich import enrich, identifiers
 from ..core.lexical import stem, terms, tokenize
 from ..model import moment_number, normalize_concept, now_utc
 from ..storage import MomentBrief, MomentFilter, StorageBackend
-from .asked import named_people
+from .asked import capitalised, named_people
 from .explanation import Gain, Signal
 from .hits import SearchHit
 from .hybrid import (
+    WINDOW_RAW,
     Coverage,
     Fused,
     Givers,
+    by_the_other_signals,
+    content_first,
     evidence_weights,
     fuse,
     named_speakers,
@@ -60,6 +63,9 @@ __all__ = [
     "neighbour_ids",
 ]
 
+#: A word in fewer moments than this is never common, however small the notebook: in a
+#: chat of 60 turns, a name said in 4 of them still picks them out.
+COMMON_AT_LEAST = 20
 #: A concept in more moments than this says little about any of them; it is not scored.
 MAX_CONCEPT_MOMENTS = 2000
 #: ... but in a small notebook, a concept in this many moments is still scored.
@@ -72,49 +78,6 @@ def matches_words(text: str, query: str) -> bool:
     """Whether ``text`` has a word of ``query`` other than a stopword (stems compared)."""
     wanted = {stem(word) for word in content_words(query)}
     return bool(wanted) and not wanted.isdisjoint(terms(text))
-
-
-#: A word in fewer moments than this is never common, however small the notebook: in a
-#: chat of 60 turns, a name said in 4 of them still picks them out.
-COMMON_AT_LEAST = 20
-#: The date signal's raw score for a moment said on the days a question's time words point
-#: at ("last week"): ranked among them by the other signals, not first like one that names
-#: or speaks of the day (every moment of a busy week is no answer to "what did we decide").
-WINDOW_RAW = 0.5
-
-
-def by_the_other_signals(
-    ranked: Candidates, signal: Signal, within: list[tuple[str, float]] = ()
-) -> list[tuple[str, float]]:
-    """``signal``'s list with its less sure hits (raw score under 1) ordered by their best
-    rank in the other signals and in ``within`` (a ranking of theirs alone), those none
-    found last, in their order."""
-    hits = ranked[signal]
-    if all(raw >= 1.0 for _, raw in hits):
-        return hits
-    best: dict[str, int] = {}
-    for other, found in [*ranked.items(), (signal, within)]:
-        if found is within or other is not signal:
-            for rank, (moment_id, _) in enumerate(found):
-                best[moment_id] = min(rank, best.get(moment_id, rank))
-    sure = [h for h in hits if h[1] >= 1.0]
-    rest = [h for h in hits if h[1] < 1.0]
-    rest.sort(key=lambda h: best.get(h[0], len(best) + 1))
-    return sure + rest
-
-
-def content_first(found: list[tuple[str, float]], content: set[str]) -> list[tuple[str, float]]:
-    """A lexical ranking with the hits having a word of the query other than a stopword
-    first, those matching stopwords alone after them, each in its order: beside a vector
-    signal they stay as weak evidence, but "what's the plan" must not outrank "decided" for
-    "what did we decide" (and with no hit of the first kind the ranking says nothing)."""
-    return [h for h in found if h[0] in content] + [h for h in found if h[0] not in content]
-
-
-def _capitalised(query: str) -> set[str]:
-    """The capitalised words of ``query`` but its first, casefolded: names, maybe."""
-    words = query.split()[1:]
-    return {w.strip(".,;:!?\"'()").removesuffix("'s").casefold() for w in words if w[:1].isupper()}
 
 
 def neighbour_ids(number: int) -> list[str]:
@@ -233,7 +196,7 @@ class SearchEngine:
         known = {b.speaker.casefold() for b in briefs.values() if b.speaker}
         query = plan.request.query
         named = named_people(query, known)
-        others = [w for w in named_people(query, _capitalised(query)) if w not in named]
+        others = [w for w in named_people(query, capitalised(query)) if w not in named]
         return named + [w for w in others if self.backend.get_concept(normalize_concept(w))]
 
     def _candidates(
@@ -267,10 +230,10 @@ class SearchEngine:
                 and beside_vector
                 and self.settings.fusion.content_first
             ):
-                having = set(content)
-                if not any(mid in having for mid, _ in found):
+                matching = set(content)
+                if not any(mid in matching for mid, _ in found):
                     return []  # stopwords alone matched: no evidence at all
-                found = content_first(found, having)
+                found = content_first(found, matching)
             return found
         if signal is Signal.LEXICAL_LATEST:
             assert plan.latest is not None

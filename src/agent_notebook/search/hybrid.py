@@ -26,9 +26,12 @@ from .explanation import CoverageStep, Gain, Prior, Signal
 
 __all__ = [
     "MEDIA_WEIGHT",
+    "WINDOW_RAW",
     "Coverage",
     "Fused",
     "SignalScore",
+    "by_the_other_signals",
+    "content_first",
     "cover_query",
     "cover_scores",
     "evidence_weights",
@@ -145,6 +148,44 @@ def fuse(
             entry.score += part
             entry.signals[signal] = SignalScore(rank, raw, part)
     return fused
+
+
+#: The date signal's raw score for a moment said on the days a question's time words point
+#: at ("last week"): ranked among them by the other signals, not first like one that names
+#: or speaks of the day (every moment of a busy week is no answer to "what did we decide").
+WINDOW_RAW = 0.5
+
+
+def by_the_other_signals(
+    ranked: Mapping[Signal, Sequence[tuple[str, float]]],
+    signal: Signal,
+    within: Sequence[tuple[str, float]] = (),
+) -> list[tuple[str, float]]:
+    """``signal``'s list with its less sure hits (raw score under 1) ordered by their best
+    rank in the other signals and in ``within`` (a ranking of theirs alone), those none
+    found last, in their order."""
+    hits = list(ranked[signal])
+    if all(raw >= 1.0 for _, raw in hits):
+        return hits
+    best: dict[str, int] = {}
+    lists = [found for other, found in ranked.items() if other is not signal]
+    for found in [*lists, within]:
+        for rank, (moment_id, _) in enumerate(found):
+            best[moment_id] = min(rank, best.get(moment_id, rank))
+    sure = [h for h in hits if h[1] >= 1.0]
+    rest = [h for h in hits if h[1] < 1.0]
+    rest.sort(key=lambda h: best.get(h[0], len(best) + 1))
+    return sure + rest
+
+
+def content_first(
+    found: Sequence[tuple[str, float]], content: Collection[str]
+) -> list[tuple[str, float]]:
+    """A lexical ranking with the hits having a word of the query other than a stopword
+    first, those matching stopwords alone after them, each in its order: beside a vector
+    signal they stay as weak evidence, but "what's the plan" must not outrank "decided" for
+    "what did we decide"."""
+    return [h for h in found if h[0] in content] + [h for h in found if h[0] not in content]
 
 
 def neighbour_spread(
