@@ -439,14 +439,12 @@ class Notebook:
         as_of: datetime | None = None,
         current_session_id: str | None = None,
         asked_at: datetime | None = None,
+        asker: str | None = None,
     ) -> SearchResults:
-        """Moments relevant to ``query``, best first, within the filters; ``hybrid`` fuses
-        lexical, vector and concept matches, ``image``/``audio`` search by example, hits
-        under ``min_score`` are left out; ``current`` drops superseded and expired facts,
-        ``as_of`` reads the notebook as it stood; the latest turns of the conversation the
-        caller is in (``current_session_id``) are left out; "last week" is read against
-        ``asked_at`` (default ``as_of``, else now); when nothing is relevant enough, the
-        results' ``hint()`` says so (see :meth:`.finding.Finding.search`)."""
+        """Moments relevant to ``query``, best first, within the filters (``hybrid``,
+        ``min_score``, ``current``, ``as_of``, ``current_session_id``, ``asked_at`` when
+        it is asked, ``asker`` who asks, ``image``/``audio``: by example): see
+        :meth:`.finding.Finding.search`; when nothing is relevant enough, ``hint()`` says so."""
         return self._finding.search(
             query,
             session=session,
@@ -465,6 +463,7 @@ class Notebook:
             as_of=as_of,
             current_session_id=current_session_id,
             asked_at=asked_at,
+            asker=asker,
         )
 
     def slice(

@@ -29,6 +29,7 @@ from .checks import (
     MAX_SEARCH_LIMIT,
     aware,
     check_query,
+    check_who,
     limit_of,
     offset_of,
     optional_limit,
@@ -162,6 +163,7 @@ class Finding:
         as_of: datetime | None = None,
         current_session_id: str | None = None,
         asked_at: datetime | None = None,
+        asker: str | None = None,
     ) -> SearchResults:
         """Moments relevant to ``query``, best first, within the filters. ``hybrid`` fuses
         lexical (BM25), vector and concept matches (lexical alone without an embedder);
@@ -186,7 +188,8 @@ class Finding:
         would match best and hide the facts (issue 31).
         ``asked_at`` is when the question is asked (default ``as_of``, else now): its time
         words ("last week", "yesterday", "25 November", "before the move") are read against
-        it, as a soft window (:mod:`agent_notebook.search.asked`), and the recency prior."""
+        it, as a soft window (:mod:`agent_notebook.search.asked`), and the recency prior.
+        ``asker``, who asks (a speaker's name), is who "I", "my" and "me" name."""
         example = _example(image, audio)
         check_query(query, "search", required=example is None)
         asked_at = aware(asked_at, "asked_at") if asked_at is not None else None
@@ -229,6 +232,7 @@ class Finding:
             example=example,
             min_score=min_score,
             now=asked_at,
+            asker=check_who(asker, "search: asker") if asker is not None else None,
         )
         hits = self._with_tiers(engine.search(request), request, include_archive)
         shown = present(

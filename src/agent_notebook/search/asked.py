@@ -32,6 +32,7 @@ __all__ = [
     "first_person_claim",
     "gathers",
     "named_people",
+    "says_i",
 ]
 
 Order = Literal["first", "last"]
@@ -261,6 +262,11 @@ def capitalised(query: str) -> set[str]:
 
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|im)\b", re.IGNORECASE)
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|u|ur)\b", re.IGNORECASE)
+
+
+def says_i(question: str) -> bool:
+    """Whether ``question`` speaks of its asker ("what did I decide", "my dentist")."""
+    return bool(_FIRST_PERSON.search(question))
 
 
 def first_person_claim(text: str, names: Collection[str]) -> bool:

@@ -20,7 +20,7 @@ from ..core.enrich import enrich, identifiers
 from ..core.lexical import stem, terms, tokenize
 from ..model import moment_number, normalize_concept, now_utc
 from ..storage import MomentBrief, MomentFilter, StorageBackend
-from .asked import capitalised, named_people
+from .asked import capitalised, named_people, says_i
 from .explanation import Gain, Signal
 from .hits import SearchHit
 from .hybrid import (
@@ -194,8 +194,10 @@ class SearchEngine:
         if not plan.one_line:
             return []
         known = {b.speaker.casefold() for b in briefs.values() if b.speaker}
-        query = plan.request.query
+        query, asker = plan.request.query, plan.request.asker
         named = named_people(query, known)
+        if asker and asker.casefold() not in named and says_i(query):
+            named.append(asker.casefold())
         others = [w for w in named_people(query, capitalised(query)) if w not in named]
         return named + [w for w in others if self.backend.get_concept(normalize_concept(w))]
 

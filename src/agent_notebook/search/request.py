@@ -46,3 +46,6 @@ class SearchRequest:
     example: str | None = None
     #: Hits less relevant than this (see :func:`.hybrid.relevance`, 0 to 1) are left out.
     min_score: float = 0.0
+    #: Who asks (a speaker's name), when the front end knows: a question's "I", "my", "me"
+    #: name them (see :func:`.asked.named_people`).
+    asker: str | None = None
