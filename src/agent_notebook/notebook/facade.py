@@ -441,13 +441,11 @@ class Notebook:
         asked_at: datetime | None = None,
     ) -> SearchResults:
         """Moments relevant to ``query``, best first, within the filters; ``hybrid`` fuses
-        lexical, vector and concept matches, ``image``/``audio`` search by example, hits
-        under ``min_score`` are left out; ``current`` drops superseded and expired facts,
-        ``as_of`` reads the notebook as it stood; the latest turns of the conversation the
-        caller is in (``current_session_id``) are left out; ``asked_at`` is when the
-        question is asked ("last week" is read against it; default ``as_of``, else now);
-        when nothing is relevant enough, the results' ``hint()`` says so (see
-        :meth:`.finding.Finding.search`)."""
+        lexical, vector and concept matches, ``image``/``audio`` search by example; hits under
+        ``min_score`` are left out, ``current`` drops superseded and expired facts, ``as_of``
+        reads the past, ``current_session_id``'s latest turns are left out; ``asked_at``: when
+        the question is asked (its "last week"; default ``as_of``, else now). ``hint()`` says
+        when nothing is relevant enough (see :meth:`.finding.Finding.search`)."""
         return self._finding.search(
             query,
             session=session,
@@ -480,13 +478,13 @@ class Notebook:
         exclude: Collection[str] = (),
         mode: Mode = "hybrid",
         scope: GuestScope | None = None,
+        asked_at: datetime | None = None,
     ) -> Slice:
         """A read-only, relevance-ranked, provenance-tagged slice for ``audience`` within
-        ``budget_tokens`` (at most 256K; see :mod:`agent_notebook.search.slice`) and a guest
-        token's ``scope`` (:mod:`.scoping`). ``limit`` caps the matched moments; those in
-        ``exclude`` are left out; ``mode`` is the search's."""
+        ``budget_tokens`` (at most 256K; :mod:`agent_notebook.search.slice`) and a guest
+        token's ``scope`` (:mod:`.scoping`); the other arguments are :meth:`search`'s."""
         args = (query, budget_tokens, audience, session, fmt, limit, exclude, mode, scope)
-        return self._finding.slice(*args)
+        return self._finding.slice(*args, asked_at=asked_at)
 
     def turns_around(self, moments: Sequence[Moment]) -> dict[str, list[Moment]]:
         """Each moment's id → the turns just before and after it in its session (not
