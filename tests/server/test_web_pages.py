@@ -132,6 +132,7 @@ PAGES = [
     "/sessions/s_2025-03-01_001",
     "/sessions/s_2025-03-01_001/moments",
     "/search?q=train+tickets",
+    "/search?q=train+tickets&asked_at=2025-03-02",  # the filters open, "Asked at" set
     "/concepts",
     "/concepts/lyon",
     "/conflicts",

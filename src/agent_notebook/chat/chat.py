@@ -46,7 +46,7 @@ from ..compaction.summarize import (
 )
 from ..config import ChatSettings
 from ..errors import InvalidInput
-from ..langgraph.messages import drafts_for, kept
+from ..langgraph.messages import drafts_for, kept, message_time
 from ..notebook.facade import Notebook
 from ..session.activity import ActivityMark, mark_after
 from ..session.updaters import DeterministicUpdater, LlmUpdater, NotebookUpdater
@@ -115,7 +115,8 @@ def build_chat_graph(
         """The turn's model input (system prompt and messages) and the model to answer it."""
         thread_id = thread_id_of(config)
         messages: list[BaseMessage] = list(state.get("messages") or [])
-        message = _latest_human_text(messages)
+        asking = _latest_human(messages)
+        message = "" if asking is None else asking.text
         context_builder.prepare(message)  # the message's vector is made meanwhile
         try:
             session_id = notebook.thread_session(thread_id)
@@ -134,6 +135,8 @@ def build_chat_graph(
                 condensed_history=condensed,
                 context_config=state.get("context_config"),
                 session=session,
+                # a replayed turn's own time: its "yesterday" is read from then (else now)
+                asked_at=None if asking is None else message_time(asking),
             )
         finally:  # a vector its search did not take (it failed first) holds the worker no more
             context_builder.done(message)
@@ -241,8 +244,9 @@ def build_chat_graph(
     return chat_graph
 
 
-def _latest_human_text(messages: Sequence[BaseMessage]) -> str:
+def _latest_human(messages: Sequence[BaseMessage]) -> HumanMessage | None:
+    """The user's turn being answered: the latest human message."""
     for message in reversed(messages):
         if isinstance(message, HumanMessage):
-            return message.text
-    return ""
+            return message
+    return None

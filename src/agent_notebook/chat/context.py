@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Final, Literal, cast, get_args
 
 from ..core.tokens import DEFAULT_COUNTER, TokenCounter
@@ -270,16 +271,20 @@ class ContextBuilder:
         condensed_history: str = "",
         context_config: Mapping[str, str] | None = None,
         session: Session | None = None,
+        asked_at: datetime | None = None,
     ) -> BuiltContext:
         """``condensed_history`` falls back to the session's ``context.condensed_history``;
         an unknown ``session_id`` raises :class:`NotFound`, an unknown mode InvalidInput.
-        ``session``: that session as the caller just read it (else it is read here)."""
+        ``session``: that session as the caller just read it (else it is read here).
+        ``asked_at``: when the message was said (the search reads its time words from it;
+        None: now)."""
         candidates = self.candidates(
             message=message,
             session_id=session_id,
             session_notebook=session_notebook,
             condensed_history=condensed_history,
             session=session,
+            asked_at=asked_at,
         )
         modes = resolve_modes(candidates, context_config)
         return fit(candidates, modes, self.budget_tokens, self.tokens)
@@ -292,6 +297,7 @@ class ContextBuilder:
         session_notebook: str | None = None,
         condensed_history: str = "",
         session: Session | None = None,
+        asked_at: datetime | None = None,
     ) -> list[Candidate]:
         """Every item that could go in, in priority order."""
         if session_id is None:
@@ -312,10 +318,12 @@ class ContextBuilder:
             recent = set(session.context.recent_moments)
         if condensed_history.strip():
             found.append(history_candidate(condensed_history))
-        found += [moment_candidate(m) for m in self._moments(message, recent)]
+        found += [moment_candidate(m) for m in self._moments(message, recent, asked_at)]
         return found
 
-    def _moments(self, message: str, skip: set[str]) -> list[Moment]:
+    def _moments(
+        self, message: str, skip: set[str], asked_at: datetime | None = None
+    ) -> list[Moment]:
         """The notebook's best matches for ``message``, most relevant first, then, when
         fewer than ``max_moments`` match, the turns just around them (as a slice gives
         them: same session, not redacted); none of those in ``skip``. The matches come
@@ -327,6 +335,7 @@ class ContextBuilder:
             limit=min(self.max_moments, MAX_SEARCH_LIMIT),
             exclude=skip,
             mode=self.notebook.config.chat.context_search,
+            asked_at=asked_at,
         )
         found = {h.moment.id: h.moment for h in hits if h.moment.id not in skip}
         if len(found) >= self.max_moments or not found:

@@ -171,6 +171,16 @@ def search(
             "was said by then and still held then.",
         ),
     ] = None,
+    asked_at: Annotated[
+        str | None,
+        typer.Option(
+            "--asked-at",
+            help="When the question is asked (ISO 8601, no zone: UTC): its time words "
+            '("yesterday", "last week", "in March") are read against it '
+            "[default: --as-of, else now].",
+            show_default=False,
+        ),
+    ] = None,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
     """Search moments by words and meaning, best first: lexical (BM25), vector and concept
@@ -180,6 +190,7 @@ def search(
     Weak matches are left out (--min-score); when none is left, stderr says so. What the
     fact rules know of a hit shows in its "facts" column (superseded by, said N times,
     conflicting, expired); --current leaves out what no longer holds, --as-of reads the past.
+    The question's time words ("yesterday", "last week") are read against --asked-at.
 
     Example: agent-notebook search "train to Lyon" --since 2026-06-01 --speaker ana --explain
     """
@@ -205,6 +216,7 @@ def search(
             min_score=min_score,
             current=current,
             as_of=parse_time(as_of, "--as-of"),
+            asked_at=parse_time(asked_at, "--asked-at"),
         )
     if (hint := found.hint("--min-score")) is not None:
         stderr.print(hint, highlight=False)
@@ -329,6 +341,15 @@ def slice_(
     audience: Annotated[str, typer.Option(help="Who the slice is for.")] = "guest",
     session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
     as_yaml: Annotated[bool, flag("--yaml", "YAML instead of Markdown.")] = False,
+    asked_at: Annotated[
+        str | None,
+        typer.Option(
+            "--asked-at",
+            help="When the question is asked (ISO 8601, no zone: UTC): its time words are "
+            "read against it [default: now].",
+            show_default=False,
+        ),
+    ] = None,
     fmt: ReportFormatOption = None,
 ) -> None:
     """Print a read-only, provenance-tagged slice of the notebook for a guest agent: the
@@ -346,6 +367,7 @@ def slice_(
             audience=audience,
             session=session,
             fmt="yaml" if as_yaml else "markdown",
+            asked_at=parse_time(asked_at, "--asked-at"),
         )
     if fmt is None:
         typer.echo(found.render(), nl=False)

@@ -48,6 +48,9 @@ class SearchFilters(BaseModel):
     min_score: float | None = None
     """Leave out hits less relevant than this (0 keeps every match; None: the notebook's
     ``search.min_score``)."""
+    asked_at: datetime | None = None
+    """When the question is asked (an aware time): its time words ("yesterday", "last
+    week") are read against it; None: now."""
 
 
 class NotebookRetriever(BaseRetriever, SearchFilters):
@@ -100,6 +103,7 @@ class NotebookRetriever(BaseRetriever, SearchFilters):
             mode=where.mode,
             include_archive=where.include_archive,
             min_score=where.min_score,
+            asked_at=where.asked_at,
         )
         return [document_of(hit) for hit in hits]
 

@@ -42,7 +42,18 @@ DOCUMENT_TOOL = "langchain.document"
 DOCUMENT_ROLE = "document"
 #: The keyword arguments of a search: :meth:`Notebook.search`'s filters but the session.
 SEARCH_FILTERS = frozenset(
-    {"since", "until", "speaker", "concept", "exclude", "mode", "min_score", "current", "as_of"}
+    {
+        "since",
+        "until",
+        "speaker",
+        "concept",
+        "exclude",
+        "mode",
+        "min_score",
+        "current",
+        "as_of",
+        "asked_at",
+    }
 )
 #: Who redacts a replaced or deleted document's moment (the tombstone's ``who``).
 STORE_WHO = "langchain-vectorstore"
@@ -194,7 +205,8 @@ class NotebookVectorStore(VectorStore):
         """The ``k`` documents most relevant to ``query`` (and ``filter``), best first, with
         the notebook's score (0 to 1, higher is better); no cut-off unless ``min_score`` is
         given. Other keyword arguments are :meth:`Notebook.search`'s filters (``speaker``,
-        ``since``...)."""
+        ``since``...) and ``asked_at``, when the question is asked ("yesterday" is read
+        against it)."""
         if unknown := sorted(set(kwargs) - SEARCH_FILTERS):
             raise InvalidInput(
                 f"similarity_search: unknown argument(s) {', '.join(unknown)}; it takes "

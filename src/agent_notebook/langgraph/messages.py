@@ -6,12 +6,30 @@ Shared by the chat graph (recording each turn) and the checkpoint importer.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ..model import Action, MomentDraft
 
-__all__ = ["drafts_for", "kept"]
+__all__ = ["drafts_for", "kept", "message_time"]
+
+
+def message_time(message: BaseMessage) -> datetime | None:
+    """When ``message`` was said, if it says: a datetime, ISO 8601 text or epoch seconds
+    under ``"timestamp"`` in its ``response_metadata`` or ``additional_kwargs`` (a replayed
+    or imported conversation's own time), in UTC (no zone: UTC); None when it has none or
+    it is not a time."""
+    raw = message.response_metadata.get("timestamp", message.additional_kwargs.get("timestamp"))
+    try:
+        when = datetime.fromisoformat(raw) if isinstance(raw, str) else raw
+        if isinstance(when, int | float) and not isinstance(when, bool):
+            when = datetime.fromtimestamp(when, UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+    if not isinstance(when, datetime):
+        return None
+    return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def drafts_for(messages: Sequence[BaseMessage]) -> list[MomentDraft]:

@@ -38,6 +38,7 @@ class ToolNotebook(Protocol):
         current: bool = ...,
         as_of: datetime | None = ...,
         current_session_id: str | None = ...,
+        asked_at: datetime | None = ...,
     ) -> Sequence[SearchHit]: ...
     def record(self, session_id: str, text: str = ..., **fields: Any) -> Moment: ...
     def record_in_new_session(
@@ -97,6 +98,9 @@ SEARCH = ToolDoc(
         "current": "true: only what holds now (no fact a later one replaced, nothing expired).",
         "as_of": "read the notebook as it stood at this ISO 8601 time (UTC if no zone): only "
         "what was said by then and still held then.",
+        "asked_at": "when the question is asked, ISO 8601 (UTC if no zone): its time words "
+        '("yesterday", "last week", "in March") are read against it; omit for as_of, else now '
+        "(give it when answering a question asked at another time, such as a replayed chat).",
     },
     "Returns for each hit: the moment id (cite it as [moment:m_12]), its session, time, "
     "speaker, text and score, and what is known of it: superseded_by (a later moment "
@@ -113,6 +117,8 @@ SLICE = ToolDoc(
         "budget_tokens": "the most tokens the briefing may take (1 to 262144; 4000 is usual).",
         "audience": "your name, recorded with the slice.",
         "session_id": "only this session; omit for the whole notebook.",
+        "asked_at": "when the question is asked, ISO 8601 (UTC if no zone): its time words "
+        "are read against it; omit for now.",
     },
     "Returns Markdown. Cite items by their tags, e.g. [moment:m_12].",
 )
@@ -182,11 +188,12 @@ def search_hits(
     current_session_id: str | None = None,
     current: bool = False,
     as_of: datetime | None = None,
+    asked_at: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """The search tool: ``notebook.search`` with the tool's cap on ``limit``; a time
     without a zone is UTC, as on the command line. With ``current_session_id``, the
-    conversation the caller is in, its latest turns are left out (see
-    :meth:`.finding.Finding.search`)."""
+    conversation the caller is in, its latest turns are left out; the question's time words
+    are read against ``asked_at`` (see :meth:`.finding.Finding.search`)."""
     if not 1 <= limit <= TOOL_SEARCH_LIMIT:
         raise InvalidInput(f"limit must be between 1 and {TOOL_SEARCH_LIMIT}, got {limit}")
     hits = notebook.search(
@@ -200,6 +207,7 @@ def search_hits(
         mode=mode,
         current=current,
         as_of=_utc(as_of),
+        asked_at=_utc(asked_at),
     )
     return [hit_summary(h, explain=explain) for h in hits]
 

@@ -478,13 +478,13 @@ class Notebook:
         exclude: Collection[str] = (),
         mode: Mode = "hybrid",
         scope: GuestScope | None = None,
+        asked_at: datetime | None = None,
     ) -> Slice:
         """A read-only, relevance-ranked, provenance-tagged slice for ``audience`` within
-        ``budget_tokens`` (at most 256K; see :mod:`agent_notebook.search.slice`) and a guest
-        token's ``scope`` (:mod:`.scoping`). ``limit`` caps the matched moments; those in
-        ``exclude`` are left out; ``mode`` is the search's."""
+        ``budget_tokens`` (at most 256K; :mod:`agent_notebook.search.slice`) and a guest
+        token's ``scope`` (:mod:`.scoping`); the other arguments are :meth:`search`'s."""
         args = (query, budget_tokens, audience, session, fmt, limit, exclude, mode, scope)
-        return self._finding.slice(*args)
+        return self._finding.slice(*args, asked_at=asked_at)
 
     def turns_around(self, moments: Sequence[Moment]) -> dict[str, list[Moment]]:
         """Each moment's id → the turns just before and after it in its session (not

@@ -256,6 +256,7 @@ class Finding:
         exclude: Collection[str],
         mode: Mode,
         scope: GuestScope | None = None,
+        asked_at: datetime | None = None,
     ) -> Slice:
         check_query(query, "slice", required=True)
         if not 1 <= budget_tokens <= MAX_SLICE_TOKENS:
@@ -270,7 +271,12 @@ class Finding:
         # Enough hits to fill the budget with room for those that do not fit.
         pool = limit or min(MAX_SEARCH_LIMIT, max(20, budget_tokens // 40))
         found = self.search(
-            query, limit=within.pool(pool), exclude=exclude, mode=mode, **within.filters()
+            query,
+            limit=within.pool(pool),
+            exclude=exclude,
+            mode=mode,
+            asked_at=asked_at,
+            **within.filters(),
         )
         hits = [hit for hit in found if within.admits(hit.moment)][:pool]
         sessions: dict[str, Session] = {}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from importlib import metadata
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -272,6 +272,7 @@ def build_mcp(
         current_session_id: Annotated[str | None, described(SEARCH, "current_session_id")] = None,
         current: Annotated[bool, described(SEARCH, "current")] = False,
         as_of: Annotated[datetime | None, described(SEARCH, "as_of")] = None,
+        asked_at: Annotated[datetime | None, described(SEARCH, "asked_at")] = None,
     ) -> list[dict[str, Any]]:
         return await run(
             lambda: search_hits(
@@ -287,6 +288,7 @@ def build_mcp(
                 current_session_id=current_session_id,
                 current=current,
                 as_of=as_of,
+                asked_at=asked_at,
             )
         )
 
@@ -299,13 +301,22 @@ def build_mcp(
         ] = 4000,
         audience: Annotated[str, described(SLICE, "audience", min_length=1)] = "guest",
         session_id: Annotated[str | None, described(SLICE, "session_id")] = None,
+        asked_at: Annotated[datetime | None, described(SLICE, "asked_at")] = None,
     ) -> str:
         grant = _token_grant(ctx)
         scope = None if grant is None else grant.scope
+        when = asked_at if asked_at is None or asked_at.tzinfo else asked_at.replace(tzinfo=UTC)
         return await run(
             lambda: (
                 get()
-                .slice(query, budget_tokens, audience=audience, session=session_id, scope=scope)
+                .slice(
+                    query,
+                    budget_tokens,
+                    audience=audience,
+                    session=session_id,
+                    scope=scope,
+                    asked_at=when,
+                )
                 .render()
             )
         )

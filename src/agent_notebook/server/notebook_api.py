@@ -518,6 +518,14 @@ def search(
             "then and still held then."
         ),
     ] = None,
+    asked_at: Annotated[
+        datetime | None,
+        Query(
+            description="When the question is asked (no zone: UTC): its time words "
+            '("yesterday", "last week", "in March") are read against it; default as_of, '
+            "else now."
+        ),
+    ] = None,
 ) -> SearchPage:
     """Moments by words and meaning, best first; ``explain`` says what found each hit.
     ``offset + limit`` may reach 1000. When no hit is relevant enough, ``items`` is empty
@@ -537,6 +545,7 @@ def search(
         current_session_id=current_session_id,
         current=current,
         as_of=_utc(as_of),
+        asked_at=_utc(asked_at),
     )
     hint = found.hint("min_score")
     hits = found[offset:]
@@ -561,11 +570,23 @@ def slice_(
     audience: Annotated[str, Query(min_length=1, max_length=100)] = "guest",
     session: str | None = None,
     format: Literal["markdown", "yaml"] = "markdown",
+    asked_at: Annotated[
+        datetime | None,
+        Query(description="When the question is asked (no zone: UTC); default now."),
+    ] = None,
 ) -> SliceResponse:
     """A read-only, provenance-tagged slice of the notebook within a token budget; a guest
     token's within its scope (sessions, concepts, a time window, a budget per call)."""
     scope = access_of(request).grant.scope
-    found = nb.slice(q, budget, audience=audience, session=session, fmt=format, scope=scope)
+    found = nb.slice(
+        q,
+        budget,
+        audience=audience,
+        session=session,
+        fmt=format,
+        scope=scope,
+        asked_at=_utc(asked_at),
+    )
     return SliceResponse(slice=found, rendered=found.render())
 
 

@@ -98,6 +98,7 @@ def _results(
             current_session_id=form["current_session_id"].strip() or None,
             current=bool(form["current"]),
             as_of=_as_of(form["as_of"]),
+            asked_at=_time(form["asked_at"], "asked at"),
         )
         # only this page's hits are drawn (issue 43: "More results" drew every earlier one)
         hits, hint = found[offset : offset + limit], found.hint("minimum score")
@@ -153,6 +154,7 @@ def _form(
     current: str = "",
     as_of: str = "",
     offset: int = 0,
+    asked_at: str = "",
 ) -> dict[str, Any]:
     if offset + limit > MAX_SEARCH_LIMIT:
         raise InvalidInput(f"search: offset + limit must be at most {MAX_SEARCH_LIMIT}")
@@ -161,6 +163,7 @@ def _form(
         "current_session_id": current_session_id,
         "current": current,
         "as_of": as_of,
+        "asked_at": asked_at,
         "limit": limit,
         "q": q,
         "session": session,
@@ -190,10 +193,12 @@ def search(
     current: str = "",
     as_of: str = "",
     offset: Annotated[int, Query(ge=0, lt=MAX_SEARCH_LIMIT)] = 0,
+    asked_at: str = "",
 ) -> HTMLResponse:
     """``current_session_id``: the thread the search is asked from (the session page's
     search links it): its latest turns are left out, as in the agent's own search.
-    ``current``: only what holds now; ``as_of`` (a day): the notebook as it stood at its end.
+    ``current``: only what holds now; ``as_of`` (a day): the notebook as it stood at its end;
+    ``asked_at`` (a day or a time): when the question is asked, its time words read from it.
     ``offset``: the page of ``limit`` hits from there on ("More results")."""
     form = _form(
         q,
@@ -209,6 +214,7 @@ def search(
         current,
         as_of,
         offset,
+        asked_at,
     )
     return _results(request, nb, form)
 
