@@ -259,3 +259,15 @@ def test_a_question_of_common_words_only_is_led_by_its_meaning(tmp_path: Path) -
         question = "What was a really good day for me?"
         meaning = nb.search(question, mode="vector", limit=1)[0].moment.id
         assert nb.search(question, limit=1)[0].moment.id == meaning
+
+
+def test_i_and_my_name_the_asker_where_the_front_end_knows_who_asks(family: Notebook) -> None:
+    asked = T0 + timedelta(days=7)
+    question = "what am I not allowed to eat?"
+
+    def peanuts(asker: str | None) -> dict[str, float]:
+        hits = family.search(question, asked_at=asked, asker=asker, min_score=0, limit=20)
+        return next(h for h in hits if "peanuts" in h.moment.content.text).explain.as_dict()
+
+    assert peanuts("Maya")["speaker_prior"] > 1
+    assert "speaker_prior" not in peanuts(None) and "speaker_prior" not in peanuts("Tom")
