@@ -342,13 +342,11 @@ class SearchEngine:
         if plan.asked.order is not None and window:
             window = in_time_order(window, moments, plan.asked.order, priors.time_order_bonus)
         coverage: dict[int, Coverage] = {}
-        # A person the question names is who it is about, not a thing it asks for: "INES!!!
-        # so proud of you" covers "Ines" and nothing of where she will be based.
-        named = {stem(part) for person in people for part in person.split()}
-        aspects = tuple(a for a in plan.aspects if a not in named)
-        if len(aspects) >= 2:  # the best coverage_window, whatever the limit: the same head for any
+        if plan.aspects:  # the best coverage_window, whatever the limit: the same head for any
             covered = self.settings.coverage.window
-            reordered, coverage = cover_aspects(window[:covered], moments, aspects, self.settings)
+            reordered, coverage = cover_aspects(
+                window[:covered], moments, plan.aspects, self.settings
+            )
             window = reordered + window[covered:]
         if plan.one_line:  # last: an echo covers every word of the question
             window = read_for_the_question(
