@@ -97,8 +97,8 @@ class AskedTime:
     order: Order | None = None
     #: "before the move": the span before (after) the first moment that tells of the event.
     event: tuple[Relation, str] | None = None
-    #: The question without its time words (an event's too: "what did we decide before the
-    #: move" is not about the move): what the words and meaning signals read.
+    #: The question without its time words (an event's stay: "what did Caroline realize
+    #: after her charity race" is about the race): what the words and meaning signals read.
     words: str = ""
 
     def __bool__(self) -> bool:
@@ -132,9 +132,8 @@ def asked_time(question: str, asked_on: date) -> AskedTime:
         if what and not time_spans(m["what"], asked_on) and not _DATE_WORD.match(m["what"]):
             way: Relation = "before" if m["way"].casefold() == "before" else "after"
             event = (way, " ".join(what))
-            cuts.append((m.start(), m.end()))
-            break
-    if not cuts:
+            break  # its words stay: "after her charity race" is about the race too
+    if not cuts and event is None:
         return AskedTime(words=question)
     return AskedTime(tuple(spans), order, event, _without(question, cuts))
 

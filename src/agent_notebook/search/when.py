@@ -61,9 +61,11 @@ def find_windows(
         found = _latest_with_moments(backend, span, where) if span.yearly else span
         if found is None:
             continue
+        told = {n for key in _date_keys(found) for n in backend.concept_members(key, pool) or ()}
+        if not told and not span.yearly and not _said_in(backend, found, where):
+            continue  # no moment said then or speaking of it: its words are words again
         spans.append((_utc(found.first), _utc(found.last)))
-        for key in _date_keys(found):
-            speaking.update(backend.concept_members(key, pool) or ())
+        speaking |= told
     if asked.event is not None:
         way, words = asked.event
         told = [
@@ -76,6 +78,14 @@ def find_windows(
     return Windows(tuple(spans), frozenset(speaking), narrow)
 
 
+def _said_in(backend: StorageBackend, span: TimeSpan, where: MomentFilter) -> bool:
+    """Whether the notebook has a moment said in ``span`` within ``where``."""
+    since, until = _utc(span.first), _utc(span.last)
+    since = since if where.since is None else max(since, where.since)
+    until = until if where.until is None else min(until, where.until)
+    return since < until and bool(backend.moment_numbers(replace(where, since=since, until=until)))
+
+
 def _latest_with_moments(
     backend: StorageBackend, span: TimeSpan, where: MomentFilter
 ) -> TimeSpan | None:
@@ -83,10 +93,7 @@ def _latest_with_moments(
     back, in which the notebook has moments then; None when it has none."""
     for back in range(YEARS_BACK + 1):
         moved = span.years_back(back)
-        since, until = _utc(moved.first), _utc(moved.last)
-        since = since if where.since is None else max(since, where.since)
-        until = until if where.until is None else min(until, where.until)
-        if since < until and backend.moment_numbers(replace(where, since=since, until=until)):
+        if _said_in(backend, moved, where):
             return moved
     return None
 
