@@ -89,8 +89,8 @@ class FusionSettings(BaseModel):
     #: Tuning. ``min_score`` never cuts a hit that the question's named person said or that
     #: was said on the days it names, nor, when it keeps any hit, one that a signal ranks
     #: first, when its relevance is at least this: the cut judges a hit against the best of
-    #: its own list and what the question names (MiniLM's similarity of unrelated short
-    #: texts reaches about 0.2).
+    #: its own list and what the question names (when nothing passes the cut, nothing is
+    #: kept for being first: MiniLM's similarity of unrelated short texts reaches 0.2).
     first_floor: float = Field(0.2, ge=0, le=1)
 
 
@@ -189,8 +189,8 @@ class CoverageSettings(BaseModel):
     #: Tuning. ... and for a question that gathers ("what activities…", "which countries…",
     #: "how many times…"), whose answers are told in several sessions, this decay past a
     #: session's first ``gather_free`` hits (1 turns it off).
-    gather_decay: float = Field(0.7, gt=0, le=1)
-    gather_free: int = Field(1, ge=1)
+    gather_decay: float = Field(0.85, gt=0, le=1)
+    gather_free: int = Field(2, ge=1)
 
 
 class DialogueSettings(BaseModel):
