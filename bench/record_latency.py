@@ -7,6 +7,9 @@ durability (WAL, ``synchronous = FULL``): the target is ``record`` p50 <= 3x its
 pages per call are counted with automatic checkpoints off (frames appended to the ``-wal``
 file over the timed calls, divided by their number). The other floors, from the same run: a
 raw SQLite INSERT + COMMIT of the same text, and a JSON line appended to a file with fsync.
+The SQL statements each call runs (its thread's, on the write connection; SQLite's trace
+callback) are counted over the last calls, and both files' journal and synchronous modes
+are read back from their connections, so the durability compared is the one in effect.
 
     python bench/record_latency.py [--n 300] [--prefill 1000]
 """
@@ -19,6 +22,7 @@ import os
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +35,8 @@ from agent_notebook import Notebook
 from agent_notebook.config import NotebookConfig, write_config
 
 TARGET_RATIO = 3.0
+#: The last calls whose statements are counted (the same interleaving, timed as the rest).
+STATEMENTS_OVER = 100
 EMBED_IN_BACKGROUND = True
 WAL_HEADER = 32
 FRAME_HEADER = 24
@@ -77,11 +83,35 @@ def open_store(db: Path, prefill: int) -> tuple[SqliteStore, sqlite3.Connection]
     return store, conn
 
 
-def interleaved(calls: dict[str, Callable[[int], None]], n: int) -> dict[str, list[float]]:
-    """Call each of ``calls`` once per round, ``n`` rounds, the order alternating."""
+class StatementCounter:
+    """Statements the calling thread runs on ``conn`` while ``counting`` is set."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.count, self.counting, self.thread = 0, False, threading.get_ident()
+        conn.set_trace_callback(self._seen)
+
+    def _seen(self, statement: str) -> None:
+        # "-- " marks a statement SQLite runs inside another (a trigger's, FTS5's own)
+        if self.counting and threading.get_ident() == self.thread and statement[:3] != "-- ":
+            self.count += 1
+
+
+def durability(conn: sqlite3.Connection) -> str:
+    journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    synchronous = conn.execute("PRAGMA synchronous").fetchone()[0]
+    return f"journal_mode={journal}, synchronous={['OFF', 'NORMAL', 'FULL', 'EXTRA'][synchronous]}"
+
+
+def interleaved(
+    calls: dict[str, Callable[[int], None]], n: int, then: tuple[int, Callable[[], None]]
+) -> dict[str, list[float]]:
+    """Call each of ``calls`` once per round, ``n`` rounds, the order alternating; before
+    round ``then[0]``, call ``then[1]``."""
     times: dict[str, list[float]] = {name: [] for name in calls}
     names = list(calls)
     for i in range(n):
+        if i == then[0]:
+            then[1]()
         for name in names if i % 2 == 0 else reversed(names):
             t0 = time.perf_counter()
             calls[name](i)
@@ -101,8 +131,19 @@ def bench_side_by_side(root: Path, n: int, prefill: int) -> tuple[dict[str, list
             "record": lambda i: nb.record(sid, text_of(prefill + i), speaker="bench"),
             "put": lambda i: store.put(("bench",), f"t{i}", {"text": text_of(prefill + i)}),
         }
-        times = interleaved(calls, n)
+        connections = {"record": nb.backend.connection, "put": conn}  # type: ignore[attr-defined]
+        modes = {name: durability(c) for name, c in connections.items()}
+        counters = {name: StatementCounter(c) for name, c in connections.items()}
+
+        def count_from_now() -> None:
+            for counter in counters.values():
+                counter.counting = True
+
+        over = min(n, STATEMENTS_OVER)
+        times = interleaved(calls, n, (n - over, count_from_now))
         pages = {name: meter.frames() / n for name, meter in meters.items()}
+        pages.update({f"{k} statements": c.count / over for k, c in counters.items()})
+        pages.update({f"{k} modes": v for k, v in modes.items()})
         nb.settle()
         pages["upkeep"] = meters["record"].frames() / n - pages["record"]
     finally:
@@ -180,6 +221,13 @@ def main() -> None:
         f"WAL pages per call: record {pages['record']:.1f} (+ {pages['upkeep']:.1f} of batched "
         f"index upkeep, off the call), SqliteStore.put {pages['put']:.1f}"
     )
+    print(
+        f"SQL statements per call (the caller's, last {min(args.n, STATEMENTS_OVER)} calls): "
+        f"record "
+        f"{pages['record statements']:.2f}, SqliteStore.put {pages['put statements']:.2f}"
+    )
+    print(f"durability: record {pages['record modes']}; SqliteStore.put {pages['put modes']}")
+    print("load average (1, 5, 15 min) at the end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     ratio = percentile(side["record"], 0.5) / percentile(side["put"], 0.5)
     verdict = "PASS" if ratio <= TARGET_RATIO else "FAIL"
     print(f"target: record p50 <= {TARGET_RATIO:g}x SqliteStore.put p50: {ratio:.2f}x  {verdict}")

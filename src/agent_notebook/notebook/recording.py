@@ -38,8 +38,12 @@ if TYPE_CHECKING:
 
 #: How many recorded moments a session's stored row may lag behind: a record rewrites the
 #: session only every so many moments (or when it adds to the audit log); reads count the
-#: moments since in (see ``Notebook.get_session``).
+#: moments since in (see ``Notebook.get_session``). Each process counts its own records:
+#: with several writing to one session the row may lag by this many for each.
 SESSION_ROW_LAG = 8
+#: Sessions whose records since their row was read a notebook counts, at most (past it,
+#: the count starts again: each session's next record reads its row).
+SESSIONS_COUNTED = 1024
 #: Moments an ingest records per transaction (a stopped ingest, run again, goes on).
 INGEST_BATCH = 500
 
@@ -56,6 +60,10 @@ class Recording:
         self.sessions = sessions
         self.vectors = vectors
         self.facts = facts
+        #: Moments this notebook recorded in a session since it last read the session's
+        #: row (a lower bound of how far the row lags): until it reaches
+        #: ``SESSION_ROW_LAG`` a record neither reads nor writes the row.
+        self._unread: dict[str, int] = {}
 
     @property
     def backend(self) -> StorageBackend:
@@ -146,31 +154,68 @@ class Recording:
         stripped: list[tuple[MomentDraft, list[str]]],
         condensed_history: str | None = None,
     ) -> list[Moment]:
-        sessions = self.sessions
+        dropped = list(dict.fromkeys(name for _, names in stripped for name in names))
+        unread = self._unread.get(session_id)
+        # The session's stats are derivable from its moments, so its row is read and
+        # rewritten only now and then (fewer statements and pages per record), or when the
+        # audit log or the condensed history changes.
+        quick = (
+            unread is not None
+            and unread + len(prepared) < SESSION_ROW_LAG
+            and not masked
+            and not dropped
+            and condensed_history is None
+        )
         with self.backend.atomic():
-            session, lagging = sessions.with_lag(session_id)
+            if quick:
+                self.sessions.require(session_id)
+            else:
+                session, lagging = self.sessions.with_lag(session_id)
             first = self.backend.next_number("moment", len(prepared))
             moments = [
                 m.model_copy(update={"id": f"m_{first + i}"}) for i, m in enumerate(prepared)
             ]
-            parents = self._adopt_children(moments)
-            self.backend.put_moments([*moments, *parents])
-            sessions.count(session, [activity_of(m) for m in moments])
-            for i, kinds in masked.items():  # the audit log says what, never the secret
-                audit.note(session, secret_masking.audit_text(kinds, moments[i].id))
-            dropped = list(dict.fromkeys(name for _, names in stripped for name in names))
-            for name in dropped:
-                audit.note(session, modalities.audit_text(name), once=True)
-            # The stats are derivable from the moments: the row is rewritten only now and
-            # then (fewer pages per record), or when the audit log changed.
-            changed = condensed_history is not None and (
-                condensed_history != session.context.condensed_history
-            )
-            if changed:
-                session.context.condensed_history = condensed_history or ""
-            if changed or masked or dropped or lagging + len(moments) >= SESSION_ROW_LAG:
-                self.backend.put_session(session)
+            self.backend.add_moments(moments)
+            if parents := self._adopt_children(moments):
+                self.backend.put_moments(parents)
+            if not quick:
+                written = self._count_in(
+                    session, lagging, moments, masked, dropped, condensed_history
+                )
+        if quick:
+            self._unread[session_id] = (unread or 0) + len(moments)
+        else:
+            if len(self._unread) >= SESSIONS_COUNTED:
+                self._unread.clear()
+            self._unread[session_id] = 0 if written else lagging + len(moments)
         return moments
+
+    def _count_in(
+        self,
+        session: Session,
+        lagging: int,
+        moments: list[Moment],
+        masked: dict[int, list[str]],
+        dropped: list[str],
+        condensed_history: str | None,
+    ) -> bool:
+        """Count ``moments`` into ``session`` (its row read in this transaction, ``lagging``
+        moments behind) with what the audit log says of them; write the row when it changed
+        or lags ``SESSION_ROW_LAG`` moments. Whether it was written."""
+        self.sessions.count(session, [activity_of(m) for m in moments])
+        for i, kinds in masked.items():  # the audit log says what, never the secret
+            audit.note(session, secret_masking.audit_text(kinds, moments[i].id))
+        for name in dropped:
+            audit.note(session, modalities.audit_text(name), once=True)
+        changed = condensed_history is not None and (
+            condensed_history != session.context.condensed_history
+        )
+        if changed:
+            session.context.condensed_history = condensed_history or ""
+        if changed or masked or dropped or lagging + len(moments) >= SESSION_ROW_LAG:
+            self.backend.put_session(session)
+            return True
+        return False
 
     def media_store(self) -> MediaStore:
         return self.context.media_store()

@@ -72,8 +72,17 @@ class Sessions:
         return self.with_lag(session_id)[0]
 
     def exists(self, session_id: str) -> bool:
-        return bool(SESSION_ID_RE.fullmatch(session_id)) and (
-            self.backend.get_session(session_id) is not None
+        return bool(SESSION_ID_RE.fullmatch(session_id)) and self.backend.has_session(session_id)
+
+    def require(self, session_id: str) -> None:
+        """Raise NotFound unless ``session_id`` is stored (the row is not read)."""
+        if not self.backend.has_session(check_session_id(session_id)):
+            raise self._missing(session_id)
+
+    def _missing(self, session_id: str) -> NotFound:
+        return NotFound(
+            f"no session {session_id} in {self.backend.location}; "
+            "'agent-notebook sessions' lists them"
         )
 
     def with_lag(self, session_id: str) -> tuple[Session, int]:
@@ -84,10 +93,7 @@ class Sessions:
         always agree, whoever writes the row."""
         found = self.backend.get_session(check_session_id(session_id))
         if found is None:
-            raise NotFound(
-                f"no session {session_id} in {self.backend.location}; "
-                "'agent-notebook sessions' lists them"
-            )
+            raise self._missing(session_id)
         return self.caught_up(found)
 
     def caught_up(self, session: Session) -> tuple[Session, int]:

@@ -33,6 +33,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from ..core.products import row_dots
 from ..errors import InvalidInput
 from .hnsw import (
     FloatMatrix,
@@ -189,11 +190,11 @@ class VectorIndex:
     ) -> list[tuple[int, float]]:
         n = self._n
         if rows is None:
-            scores = self._matrix[:n] @ q
+            scores = row_dots(self._matrix[:n], q)
         elif 4 * rows.size < n:
-            scores = self._matrix[rows] @ q  # gather a few rows rather than score them all
+            scores = row_dots(self._matrix[rows], q)  # gather a few rows rather than score them all
         else:
-            scores = (self._matrix[:n] @ q)[rows]
+            scores = row_dots(self._matrix[:n], q)[rows]
         best = _top(scores, k)
         picked = best if rows is None else rows[best]
         return list(zip(self._keys[picked].tolist(), scores[best].tolist(), strict=True))
@@ -231,7 +232,7 @@ class VectorIndex:
             return self._search_exact(q, k, rows)
         del selector, bits
         picked = np.asarray([self._rows[key] for key in keys.tolist()], dtype=np.int64)
-        scores = self._matrix[picked] @ q  # exact scores, from the source vectors
+        scores = row_dots(self._matrix[picked], q)  # exact scores, from the source vectors
         order = np.argsort(-scores, kind="stable")
         return list(zip(keys[order].tolist(), scores[order].tolist(), strict=True))
 

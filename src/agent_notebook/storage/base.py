@@ -187,6 +187,11 @@ class StorageBackend(ABC):
     @abstractmethod
     def get_session(self, session_id: str) -> Session | None: ...
 
+    def has_session(self, session_id: str) -> bool:
+        """Whether ``session_id`` is stored (a record asks, without reading the row). A
+        backend that can tell without loading the session should."""
+        return self.get_session(session_id) is not None
+
     @abstractmethod
     def put_session(self, session: Session) -> None:
         """Insert or replace."""
@@ -210,6 +215,14 @@ class StorageBackend(ABC):
     @abstractmethod
     def put_moments(self, moments: Sequence[Moment]) -> None:
         """Insert or replace, keeping the full-text and concept indexes in step."""
+
+    def add_moments(self, moments: Sequence[Moment]) -> None:
+        """Insert new moments, numbered by :meth:`next_number` in the caller's transaction
+        (so no stored moment has their numbers, nor a number above them): what
+        :meth:`put_moments` does, which a backend may do with fewer statements (there is no
+        stored version to read and replace). Inside a transaction, an error leaves it to
+        be rolled back by its owner."""
+        self.put_moments(moments)
 
     @abstractmethod
     def get_moment(self, moment_id: str) -> Moment | None: ...

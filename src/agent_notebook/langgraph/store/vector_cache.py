@@ -19,6 +19,8 @@ from typing import Final
 
 import numpy as np
 
+from ...core.products import row_dots
+
 __all__ = [
     "HORIZON_TABLE",
     "LOG_KEPT",
@@ -141,7 +143,7 @@ def similarities(
     LangGraph's Postgres store gives it (higher is nearer): cosine similarity (the default;
     0 for a zero vector), ``-`` the Euclidean distance for ``l2``, the dot product for
     ``inner_product``; all from one matrix product."""
-    dots = np.asarray(vectors @ query, dtype=np.float64)
+    dots = np.asarray(row_dots(vectors, query), dtype=np.float64)
     if distance_type == "inner_product":
         return dots
     norms = np.asarray(norms, dtype=np.float64)

@@ -139,6 +139,10 @@ class TestSessions:
     def test_unknown_session_is_none(self, backend: StorageBackend) -> None:
         assert backend.get_session("s_2020-01-01_001") is None
 
+    def test_has_session_says_whether_one_is_stored(self, backend: StorageBackend) -> None:
+        backend.put_session(make_session())
+        assert backend.has_session(SID) and not backend.has_session(SID2)
+
     def test_put_replaces(self, backend: StorageBackend) -> None:
         backend.put_session(make_session())
         backend.put_session(make_session(task="changed"))
@@ -174,6 +178,23 @@ class TestMoments:
         assert [m.id for m in backend.list_moments(offset=1, limit=1)] == ["m_3"]
         assert backend.count_moments(SID) == 2 and backend.count_moments() == 3
         assert [m.id for m in backend.iter_moments(batch=2)] == ["m_2", "m_3", "m_10"]
+
+    def test_added_moments_are_stored_and_indexed(self, backend: StorageBackend) -> None:
+        backend.put_session(make_session())
+        backend.put_moments([make_moment(1, "an older moment")])
+        backend.raise_counter("moment", 1)
+        with backend.atomic():
+            first = backend.next_number("moment", 2)
+            added = [
+                make_moment(first, "kangaroos hop far", concepts=["kangaroo"]),
+                make_moment(first + 1, "wombats dig", concepts=["wombat"]),
+            ]
+            backend.add_moments(added)
+        assert first == 2 and backend.get_moments(["m_2", "m_3"]) == added
+        assert [m.id for m in backend.list_moments(SID)] == ["m_1", "m_2", "m_3"]
+        assert [mid for mid, _ in backend.search_text("kangaroos", MomentFilter(), 5)] == ["m_2"]
+        entry = backend.get_concept("wombat")
+        assert entry is not None and entry.moments == ["m_3"]
 
     def test_unknown_moment_is_none(self, backend: StorageBackend) -> None:
         assert backend.get_moment("m_404") is None

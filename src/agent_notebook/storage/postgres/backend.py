@@ -185,12 +185,23 @@ class PostgresBackend(
         with self.atomic():
             replaced = self._moments_by_num([m.number for m in moments])
             self._write_many(schema.UPSERT_MOMENT, [self._moment_row(m) for m in moments])
-            self._index_terms(moments, replaced)
-            self._index_concepts(moments, replaced)
-            self._index_fact_keys(moments, replaced)
+            self._index_moments(moments, replaced)
             texts = {m.number: m.content.text for m in moments}
             changed = [num for num, old in replaced.items() if old.content.text != texts[num]]
             self._drop_vectors(changed)  # a vector describes the text it was made from
+
+    def add_moments(self, moments: Sequence[Moment]) -> None:
+        """New moments: nothing stored to read and replace (a number taken fails)."""
+        if not moments:
+            return
+        with self._joined():
+            self._write_many(schema.INSERT_MOMENT, [self._moment_row(m) for m in moments])
+            self._index_moments(moments, {})
+
+    def _index_moments(self, moments: Sequence[Moment], replaced: dict[int, Moment]) -> None:
+        self._index_terms(moments, replaced)
+        self._index_concepts(moments, replaced)
+        self._index_fact_keys(moments, replaced)
 
     # -- concept pairs ----------------------------------------------------------------------
 

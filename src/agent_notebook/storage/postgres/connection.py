@@ -149,6 +149,15 @@ class PostgresConnection(SqlBackend):
         finally:
             self._writers.release()
 
+    @contextmanager
+    def _joined(self) -> Iterator[None]:
+        if getattr(self._local, "tx", None) is not None:
+            with self._mapped("transaction"):
+                yield  # this thread's transaction: no savepoint (a round trip each way)
+            return
+        with self.atomic():
+            yield
+
     def _writer_lock_timeout(self) -> StorageError:
         return StorageError(
             f"{self.location}: a write waited {self.timeout_s:g} s for the notebook's writer "

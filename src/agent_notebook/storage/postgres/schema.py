@@ -181,9 +181,13 @@ MAX_LEXEME_BYTES: Final = 2046
 
 MOMENT_COLUMNS: Final = "num, session_id, ts_us, speaker, role, text, body, terms, frequent, length"
 
+#: Writes a new moment row (a number already stored fails).
+INSERT_MOMENT: Final = (
+    f"INSERT INTO moments ({MOMENT_COLUMNS}) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s::jsonb, %s)"
+)
 UPSERT_MOMENT: Final = f"""
-    INSERT INTO moments ({MOMENT_COLUMNS})
-    VALUES (%s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s::jsonb, %s)
+    {INSERT_MOMENT}
     ON CONFLICT (num) DO UPDATE SET
         session_id = excluded.session_id, ts_us = excluded.ts_us, speaker = excluded.speaker,
         role = excluded.role, text = excluded.text, body = excluded.body,

@@ -50,6 +50,13 @@ class SqlBackend(StorageBackend):
     def _mapped(self, doing: str) -> AbstractContextManager[None]:
         """A block whose driver errors become a StorageError saying what was ``doing``."""
 
+    def _joined(self) -> AbstractContextManager[None]:
+        """A block of writes that joins this thread's open transaction as it stands (no
+        savepoint: an error inside leaves that transaction to be rolled back by its owner),
+        or, outside one, runs in its own ``atomic()``. For one statement, or writes whose
+        caller rolls back on any error (a record)."""
+        return self.atomic()
+
     @abstractmethod
     def _query(self, statement: str, params: Sequence[Any] = ()) -> list[Any]: ...
 

@@ -38,6 +38,10 @@ class SqlReads(SqlBackend):
         found = self._query(f"SELECT body FROM sessions WHERE id = {m}", (session_id,))
         return sealed.session_from_row(self.cipher, found[0][0]) if found else None
 
+    def has_session(self, session_id: str) -> bool:
+        m = self._dialect.mark
+        return bool(self._query(f"SELECT 1 FROM sessions WHERE id = {m}", (session_id,)))
+
     def list_sessions(self, offset: int = 0, limit: int | None = None) -> list[Session]:
         d = self._dialect
         found = self._query(

@@ -59,7 +59,7 @@ class SqlWrites(SqlBackend):
 
     def next_number(self, counter: str, count: int = 1) -> int:
         m = self._dialect.mark
-        with self.atomic():
+        with self._joined():  # one statement: no savepoint needed inside a transaction
             (last,) = self._write(
                 f"INSERT INTO counters (name, value) VALUES ({m}, {m}) "
                 "ON CONFLICT (name) DO UPDATE SET value = counters.value + excluded.value "

@@ -130,6 +130,15 @@ class SqliteBackend(SqliteFullText, SqliteMaintenance, SqlKeyRotation, SqlWrites
                 [(num,) for num, old in replaced.items() if old.content.text != texts[num]],
             )
 
+    def add_moments(self, moments: Sequence[Moment]) -> None:
+        """New moments are numbered above every stored one, so above the indexed ones: the
+        rows alone (their index rows come with the next :meth:`settle`), no read first."""
+        if not moments:
+            return
+        with self._joined():
+            self._conn.executemany(schema.INSERT_MOMENT, [self._moment_row(m) for m in moments])
+            self._index_fact_keys(moments, {})
+
     def _remove_moments(self, nums: Sequence[int]) -> None:
         self._index_pending()  # so every moment removed has its index rows to take out
         super()._remove_moments(nums)

@@ -87,6 +87,15 @@ class SqliteConnection(SqlBackend):
                 raise
 
     @contextmanager
+    def _joined(self) -> Iterator[None]:
+        if self._depth and self._owner == threading.get_ident():
+            with self._mapped("transaction"):
+                yield  # this thread's transaction: no savepoint
+            return
+        with self.atomic():
+            yield
+
+    @contextmanager
     def _derived_transaction(self) -> Iterator[None]:
         """A transaction of derived rows only (index upkeep, vectors): at the top level its
         commit does not wait for the disk. In WAL mode ``synchronous = NORMAL`` keeps the

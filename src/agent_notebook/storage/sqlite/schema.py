@@ -23,6 +23,7 @@ from ..rows import (  # re-exported: the SQLite modules read them from here
 )
 
 __all__ = [
+    "INSERT_MOMENT",
     "MIGRATIONS",
     "MOMENT_COLUMNS",
     "SELECT_BRIEFS",
@@ -253,8 +254,10 @@ INSERT_VECTOR_MODEL: Final = (
 
 MOMENT_COLUMNS: Final = "num, session_id, ts_us, speaker, role, text, body"
 
+#: Writes a new moment row (a number already stored fails).
+INSERT_MOMENT: Final = f"INSERT INTO moments ({MOMENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
 UPSERT_MOMENT: Final = f"""
-    INSERT INTO moments ({MOMENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)
+    {INSERT_MOMENT}
     ON CONFLICT (num) DO UPDATE SET
         session_id = excluded.session_id, ts_us = excluded.ts_us, speaker = excluded.speaker,
         role = excluded.role, text = excluded.text, body = excluded.body
