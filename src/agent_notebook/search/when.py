@@ -68,11 +68,10 @@ def find_windows(
         speaking |= told
     if asked.event is not None:
         way, words = asked.event
-        told = [
-            b.timestamp for b in backend.moment_briefs(list(event_matches(words))[:EVENT_MATCHES])
-        ]
-        if told:
-            first = min(told)
+        telling = list(event_matches(words))[:EVENT_MATCHES]
+        mentioned = [b.timestamp for b in backend.moment_briefs(telling)]
+        if mentioned:
+            first = min(mentioned)
             spans.append((_EARLIEST, first) if way == "before" else (first, _LATEST))
     narrow = tuple(s for s in spans if s[1] - s[0] <= timedelta(days=DAYS_LOOKED_UP))
     return Windows(tuple(spans), frozenset(speaking), narrow)
