@@ -149,6 +149,11 @@ class SearchEngine:
 
         return find_windows(self.backend, plan.asked, request.where, plan.pool, told)
 
+    def _known(self, name: str) -> bool:
+        """Whether the concept index has ``name`` in any moment: asked for at most none of
+        its members, the backend answers without reading them (None: more than none)."""
+        return self.backend.concept_members(normalize_concept(name), 0) is None
+
     def _common_words(self, plan: SearchPlan) -> bool:
         """Whether every word of a one-line question that any moment has (but stopwords) is
         in more than ``fusion.common_share`` of the moments (see ``fusion.common_weight``)."""
@@ -199,7 +204,7 @@ class SearchEngine:
         if asker and asker.casefold() not in named and says_i(query):
             named.append(asker.casefold())
         others = [w for w in named_people(query, capitalised(query)) if w not in named]
-        return named + [w for w in others if self.backend.get_concept(normalize_concept(w))]
+        return named + [w for w in others if self._known(w)]
 
     def _candidates(
         self,

@@ -125,7 +125,9 @@ class SqliteFullText(SqliteConnection):
         self.settle()
         cipher = self.cipher
         words, _ = ranking.query_words(query, None if cipher is None else cipher.token)
-        return self._count("SELECT count(*) FROM moments"), self._term_docs(list(words))
+        # the newest number stands for the count, as in search_text (count(*) reads them all)
+        total = self._count("SELECT coalesce(max(num), 0) FROM moments")
+        return total, self._term_docs(list(words))
 
     def _count(self, statement: str) -> int:
         return int(self._query(statement)[0][0])
