@@ -54,7 +54,7 @@ from .ranking import (
 )
 from .request import SearchRequest
 from .semantic import SemanticIndex
-from .when import Windows, find_windows
+from .when import Windows, find_windows, within
 
 __all__ = [
     "SearchEngine",
@@ -178,13 +178,10 @@ class SearchEngine:
         where = plan.request.where
         found: dict[str, float] = {}
         for since, until in windows.spans:
-            since = since if where.since is None else max(since, where.since)
-            until = until if where.until is None else min(until, where.until)
-            if since >= until:
+            narrowed = within(where, since, until)
+            if narrowed is None:
                 continue
-            inside = replace(
-                plan.request, query=plan.spoken, where=replace(where, since=since, until=until)
-            )
+            inside = replace(plan.request, query=plan.spoken, where=narrowed)
             content = None
             if plan.content_query:
                 plain = SearchRequest(plan.content_query, inside.where, inside.limit)
@@ -450,10 +447,8 @@ class SearchEngine:
         )
         where = request.where
         for since, until in windows.narrow:
-            since = since if where.since is None else max(since, where.since)
-            until = until if where.until is None else min(until, where.until)
-            if since < until:
-                numbers = self.backend.moment_numbers(replace(where, since=since, until=until))
+            if (narrowed := within(where, since, until)) is not None:
+                numbers = self.backend.moment_numbers(narrowed)
                 if len(numbers) <= pool:
                     said.update((n, None) for n in numbers if allowed is None or n in allowed)
         where = request.where
@@ -465,11 +460,9 @@ class SearchEngine:
                     restrict = self._restrict(request, allowed) or set()
                 speaking = [n for n in speaking if n in restrict]
             found.update((n, None) for n in speaking if allowed is None or n in allowed)
-            since = span.since if where.since is None else max(span.since, where.since)
-            until = span.until if where.until is None else min(span.until, where.until)
-            if since >= until:
+            if (narrowed := within(where, span.since, span.until)) is None:
                 continue
-            numbers = self.backend.moment_numbers(replace(where, since=since, until=until))
+            numbers = self.backend.moment_numbers(narrowed)
             if len(numbers) <= pool:
                 found.update((n, None) for n in numbers if allowed is None or n in allowed)
         sure = [(f"m_{n}", 1.0) for n in found]

@@ -13,7 +13,7 @@ from ..core.dates import TimeSpan, day_key, month_key
 from ..storage import MomentBrief, MomentFilter, StorageBackend
 from .asked import AskedTime
 
-__all__ = ["YEARS_BACK", "Windows", "find_windows"]
+__all__ = ["YEARS_BACK", "Windows", "find_windows", "within"]
 
 #: How many years back a day or a month named without a year is looked for.
 YEARS_BACK = 10
@@ -77,12 +77,17 @@ def find_windows(
     return Windows(tuple(spans), frozenset(speaking), narrow)
 
 
-def _said_in(backend: StorageBackend, span: TimeSpan, where: MomentFilter) -> bool:
-    """Whether the notebook has a moment said in ``span`` within ``where``."""
-    since, until = _utc(span.first), _utc(span.last)
+def within(where: MomentFilter, since: datetime, until: datetime) -> MomentFilter | None:
+    """``where`` narrowed to ``since``..``until`` (None: nothing is left of it)."""
     since = since if where.since is None else max(since, where.since)
     until = until if where.until is None else min(until, where.until)
-    return since < until and bool(backend.moment_numbers(replace(where, since=since, until=until)))
+    return replace(where, since=since, until=until) if since < until else None
+
+
+def _said_in(backend: StorageBackend, span: TimeSpan, where: MomentFilter) -> bool:
+    """Whether the notebook has a moment said in ``span`` within ``where``."""
+    narrowed = within(where, _utc(span.first), _utc(span.last))
+    return narrowed is not None and bool(backend.moment_numbers(narrowed))
 
 
 def _latest_with_moments(
