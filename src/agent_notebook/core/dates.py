@@ -11,9 +11,18 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Final
 
-__all__ = ["TimeSpan", "day_key", "month_key", "relative_dates", "time_spans"]
+__all__ = [
+    "MONTHS",
+    "WEEKDAYS",
+    "TimeSpan",
+    "day_key",
+    "month_key",
+    "relative_dates",
+    "time_spans",
+]
 
-_WEEKDAYS: Final = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+#: The weekdays' names, Monday first.
+WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _COUNTS: Final = {
     "a": 1,
     "an": 1,
@@ -38,7 +47,7 @@ _COUNT = r"\d{1,3}|" + "|".join(sorted(map(re.escape, _COUNTS), key=len, reverse
 _RELATIVE: Final = re.compile(
     r"\b(?:(?P<yesterday>yesterday|last night)"
     r"|(?P<tomorrow>tomorrow)"
-    rf"|(?P<dir>last|this past|past|next|this coming|coming)\s+(?P<weekday>{'|'.join(_WEEKDAYS)})"
+    rf"|(?P<dir>last|this past|past|next|this coming|coming)\s+(?P<weekday>{'|'.join(WEEKDAYS)})"
     r"|(?P<dir2>last|next|past)\s+(?P<span>weekend|week|month|year)"
     rf"|(?P<count>{_COUNT})\s+(?P<unit>days?|weeks?|months?|years?)\s+(?P<way>ago|later|from now)"
     rf"|\bin\s+(?P<in_count>{_COUNT})\s+(?P<in_unit>days?|weeks?|months?|years?)(?!\s+(?:ago|old))"
@@ -81,7 +90,7 @@ def relative_dates(text: str, said_on: date) -> list[str]:
         elif m["tomorrow"]:
             found = [day_key(said_on + timedelta(days=1))]
         elif m["weekday"]:
-            wanted = _WEEKDAYS.index(m["weekday"].casefold())
+            wanted = WEEKDAYS.index(m["weekday"].casefold())
             if m["dir"].casefold() in ("next", "this coming", "coming"):
                 ahead = (wanted - said_on.weekday() - 1) % 7 + 1
                 found = [day_key(said_on + timedelta(days=ahead))]
@@ -141,7 +150,8 @@ def _counted(unit: str, n: int, said_on: date) -> list[str]:
 
 # -- the spans of time a question names ------------------------------------------------------
 
-_MONTHS: Final = [
+#: The months' names, January first.
+MONTHS: Final = (
     "january",
     "february",
     "march",
@@ -154,7 +164,7 @@ _MONTHS: Final = [
     "october",
     "november",
     "december",
-]
+)
 _MONTH = (
     r"(?P<{name}>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
@@ -303,7 +313,7 @@ def _current_span(m: re.Match[str], said_on: date) -> tuple[date, date]:
 def _no_year_span(m: re.Match[str], said_on: date) -> tuple[date, date] | None:
     """The latest such day or month on or before ``said_on`` (its month: this year's)."""
     name = m["month"] or m["month2"] or m["month3"]
-    month = next(i for i, full in enumerate(_MONTHS, 1) if full.startswith(name.casefold()[:3]))
+    month = next(i for i, full in enumerate(MONTHS, 1) if full.startswith(name.casefold()[:3]))
     day_text = m["day"] or m["day2"]
     if day_text is None:
         year = said_on.year if month <= said_on.month else said_on.year - 1

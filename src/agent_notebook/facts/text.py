@@ -10,6 +10,7 @@ import re
 from functools import lru_cache
 from typing import Final
 
+from ..core.dates import MONTHS, WEEKDAYS
 from ..core.enrich import STOPWORDS
 from ..core.lexical import terms
 
@@ -216,26 +217,4 @@ def item_words(text: str) -> str:
 
 #: The weekdays and months: a value when a statement names one ("kickoff Wednesday at 10"
 #: is not "kickoff Monday at 10"), never a thing counted ("7 June" counts no June).
-CALENDAR_WORDS: Final = frozenset(
-    [
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ]
-)
+CALENDAR_WORDS: Final = frozenset([*WEEKDAYS, *MONTHS])

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Literal
 
-from ..core.dates import TimeSpan, time_spans
+from ..core.dates import MONTHS, WEEKDAYS, TimeSpan, time_spans
 from ..core.lexical import stem, terms
 from .query import content_words, query_dates
 
@@ -211,27 +211,10 @@ _NOT_NAMES = frozenset(
         "so",
         "yes",
         "no",
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
         "christmas",
         "easter",
+        *WEEKDAYS,
+        *MONTHS,
     ]
 )
 

@@ -97,12 +97,7 @@ class PostgresFullText(PostgresConnection):
         cipher = self.cipher
         words, _ = ranking.query_words(query, None if cipher is None else cipher.token)
         with self._mapped("search"), self._connection(snapshot=True) as conn:
-            docs: dict[str, int] = dict(
-                conn.execute(
-                    "SELECT term, docs FROM term_docs WHERE term = ANY(%s::text[]) AND docs > 0",
-                    (list(words),),
-                ).fetchall()
-            )
+            docs = _term_docs(conn, list(words))
             totals = conn.execute("SELECT docs FROM text_totals").fetchone()
         return (int(totals[0]) if totals is not None else 0), docs
 
@@ -114,12 +109,7 @@ class PostgresFullText(PostgresConnection):
         if not words:
             return []
         with self._mapped("search"), self._connection(snapshot=True) as conn:
-            docs: dict[str, int] = dict(
-                conn.execute(
-                    "SELECT term, docs FROM term_docs WHERE term = ANY(%s::text[]) AND docs > 0",
-                    (list(words),),
-                ).fetchall()
-            )
+            docs = _term_docs(conn, list(words))
             newest = conn.execute("SELECT coalesce(max(num), 0) FROM moments").fetchone()
             total = int(newest[0]) if newest is not None else 0
             chosen, postings = ranking.choose_terms(order, docs, total, POSTINGS_BUDGET)
@@ -149,3 +139,11 @@ class PostgresFullText(PostgresConnection):
             "INSERT INTO term_docs (term, docs) SELECT t, count(*) FROM moments, "
             "unnest(tsvector_to_array(terms)) AS t GROUP BY t"
         )
+
+
+def _term_docs(conn: Any, terms: list[str]) -> dict[str, int]:
+    """How many moments hold each of ``terms`` (those none holds left out)."""
+    found = conn.execute(
+        "SELECT term, docs FROM term_docs WHERE term = ANY(%s::text[]) AND docs > 0", (terms,)
+    ).fetchall()
+    return {str(term): int(docs) for term, docs in found}
