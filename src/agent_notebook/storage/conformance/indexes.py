@@ -128,6 +128,17 @@ class TestLexicalSearch:
     def test_limit(self, filled: StorageBackend) -> None:
         assert len(filled.search_text("train lyon", MomentFilter(), 2)) == 2
 
+    def test_how_common_a_querys_words_are(self, filled: StorageBackend) -> None:
+        """``term_documents``: how many moments hold each word (by its stem or keyed token,
+        as the index does), those no moment holds left out, beside how many there are."""
+        counted = filled.term_documents("Trains to Lyon, unicorn")
+        if counted is None:  # a backend that cannot tell: search reads the words as rare
+            return
+        total, docs = counted
+        assert total == 5
+        assert sorted(docs.values()) == [1, 2, 3]  # to, lyon, train (stemmed, any case)
+        assert len(docs) == 3  # "unicorn" is in no moment
+
 
 class TestVectors:
     def test_put_get_and_the_queue(self, backend: StorageBackend) -> None:
