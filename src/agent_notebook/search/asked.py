@@ -46,7 +46,7 @@ _FIRST = re.compile(
 )
 #: "the last time", "most recently", "the latest": the newest of the matches.
 _LAST = re.compile(
-    r"\b(?:the\s+)?(?:last|latest|most\s+recent)\s+time\b|\bmost\s+recently\b|\blately\s+last\b",
+    r"\b(?:the\s+)?(?:last|latest|most\s+recent)\s+time\b|\bmost\s+recently\b",
     re.IGNORECASE,
 )
 #: "before the move", "after our wedding", "since we moved": a span that an event bounds.
@@ -82,7 +82,8 @@ _NOT_EVENTS = frozenset(
 
 #: A month or a number after "before"/"after" is a date ("before April 10, 2023"), no event.
 _DATE_WORD = re.compile(
-    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\d", re.IGNORECASE
+    r"(?:" + "|".join([*MONTHS, *(m[:3] for m in MONTHS), "sept"]) + r")\b|\d",
+    re.IGNORECASE,
 )
 
 
@@ -153,7 +154,8 @@ def _without(text: str, cuts: Sequence[tuple[int, int]]) -> str:
 
 # -- people -----------------------------------------------------------------------------------
 
-_NAME = re.compile(r"\b[A-Z][a-z]+(?:'s)?\b")
+#: A word that may be a name: letters (any script's), a possessive's "'s" after them.
+_NAME = re.compile(r"[^\W\d_][^\W\d_'\u2019-]*(?:['\u2019]s)?")
 #: Capitalised words that start many questions and name nobody.
 _NOT_NAMES = frozenset(
     [
@@ -226,7 +228,9 @@ def named_people(question: str, known: Collection[str]) -> list[str]:
     wanted: dict[str, None] = {}
     firsts = {name.split()[0]: name for name in known if name}
     for m in _NAME.finditer(question):
-        word = m.group(0).removesuffix("'s").casefold()
+        if not m.group(0)[0].isupper():
+            continue
+        word = m.group(0).replace("\u2019", "'").removesuffix("'s").casefold()
         if word in _NOT_NAMES:
             continue
         if word in known:
