@@ -49,10 +49,12 @@ _LAST = re.compile(
     r"\b(?:the\s+)?(?:last|latest|most\s+recent)\s+time\b|\bmost\s+recently\b",
     re.IGNORECASE,
 )
-#: "before the move", "after our wedding", "since we moved": a span that an event bounds.
+#: "before the move", "after our wedding": a span that an event, a thing named with "the" or
+#: a possessive, bounds ("after I downloaded it", "after completing 15 problems" say how
+#: long or what followed, not a span to search in).
 _EVENT = re.compile(
-    r"\b(?P<way>before|after|since)\s+(?:(?:the|my|our|his|her|their|your|we|i|he|she|they|"
-    r"you)\s+)?(?P<what>[a-z][\w'-]*(?:\s+[a-z][\w'-]*)?)",
+    r"\b(?P<way>before|after|since)\s+(?:the|my|our|his|her|their|your)\s+"
+    r"(?P<what>[a-z][\w'-]*(?:\s+[a-z][\w'-]*)?)",
     re.IGNORECASE,
 )
 #: Words that make "before/after X" a time, not an event ("before noon", "after lunch" is an
