@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import timedelta
 
@@ -439,27 +439,26 @@ class SearchEngine:
         (a date, "last Saturday", is a concept of the moment: see ``enrich``), within the
         filters, and those of the days its time words point at (``windows``: "last week",
         asked today); a span with more moments than ``pool`` is too wide to say anything."""
-        found: dict[int, None] = {}
-        said: dict[int, None] = {}  # said on the days the time words point at: less sure
-        restrict = self._restrict(request, allowed) if windows.speaking else None
-        found.update(
-            (n, None) for n in sorted(windows.speaking) if restrict is None or n in restrict
-        )
         where = request.where
-        for since, until in windows.narrow:
-            if (narrowed := within(where, since, until)) is not None:
-                numbers = self.backend.moment_numbers(narrowed)
-                if len(numbers) <= pool:
-                    said.update((n, None) for n in numbers if allowed is None or n in allowed)
-        where = request.where
-        restrict = None
+        restrict: set[int] | None = None
+
+        def speaking(numbers: Iterable[int]) -> list[int]:
+            """Of the moments that speak of a date (the concept index knows no filter),
+            those within the filters and the concept."""
+            nonlocal restrict
+            if where == MomentFilter():
+                return [n for n in numbers if allowed is None or n in allowed]
+            if restrict is None:
+                restrict = self._restrict(request, allowed) or set()
+            return [n for n in numbers if n in restrict]
+
+        found = dict.fromkeys(speaking(sorted(windows.speaking)))
+        # said on the days the time words point at (read with the filters): less sure
+        said = [n for n in sorted(windows.said) if allowed is None or n in allowed]
         for span in query_dates(request.query):
-            speaking = self.backend.concept_members(span.key, pool) or []
-            if speaking and where != MomentFilter():
-                if restrict is None:
-                    restrict = self._restrict(request, allowed) or set()
-                speaking = [n for n in speaking if n in restrict]
-            found.update((n, None) for n in speaking if allowed is None or n in allowed)
+            found.update(
+                dict.fromkeys(speaking(self.backend.concept_members(span.key, pool) or []))
+            )
             if (narrowed := within(where, span.since, span.until)) is None:
                 continue
             numbers = self.backend.moment_numbers(narrowed)

@@ -246,19 +246,16 @@ def dated_first(hits: list[Ranked], moments: Mapping[int, Moment], bonus: float)
     """``hits`` with the score of those whose moment carries a date (written, or resolved
     when it was recorded) or tells a duration times ``1 + bonus`` (their ``dated`` factor),
     best first: a question about time wants the turns that say when or how long."""
-    out = []
-    for hit in hits:
-        moment = moments.get(hit.number)
-        concepts = moment.metadata.concepts if moment is not None else []
-        text = moment.content.text[:COVERAGE_CHARS] if moment is not None else ""
-        if any(_DATE_CONCEPT.fullmatch(c) for c in concepts) or _DURATION.search(text):
-            factor = 1 + bonus
-            hit = hit._replace(
-                score=hit.score * factor, factors={**hit.factors, Prior.DATED: factor}
-            )
-        out.append(hit)
-    out.sort(key=lambda h: (-h.score, h.number))
-    return out
+    dated = {
+        hit.number: {Prior.DATED: 1 + bonus}
+        for hit in hits
+        if (moment := moments.get(hit.number)) is not None
+        and (
+            any(_DATE_CONCEPT.fullmatch(c) for c in moment.metadata.concepts)
+            or _DURATION.search(moment.content.text[:COVERAGE_CHARS])
+        )
+    }
+    return _scaled(hits, dated) if dated else sorted(hits, key=lambda h: (-h.score, h.number))
 
 
 def cover_aspects(

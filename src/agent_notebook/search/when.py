@@ -33,8 +33,9 @@ class Windows:
 
     spans: tuple[tuple[datetime, datetime], ...] = ()
     speaking: frozenset[int] = field(default_factory=frozenset)
-    #: Of ``spans``, those narrow enough to name their moments (the date signal's candidates).
-    narrow: tuple[tuple[datetime, datetime], ...] = ()
+    #: The moments said in the spans narrow enough to name them (at most ``DAYS_LOOKED_UP``
+    #: days, at most ``pool`` moments each): the date signal's candidates.
+    said: frozenset[int] = field(default_factory=frozenset)
 
     def __bool__(self) -> bool:
         return bool(self.spans)
@@ -54,18 +55,25 @@ def find_windows(
     event_matches: Callable[[str], Sequence[str]],
 ) -> Windows:
     """The windows of ``asked`` in ``backend`` within ``where``: ``event_matches`` finds the
-    moments (ids, best first) that tell of an event's words."""
+    moments (ids, best first) that tell of an event's words. Each span's moments are read
+    once: to know it has some, and as the date signal's candidates when it is narrow."""
     spans: list[tuple[datetime, datetime]] = []
     speaking: set[int] = set()
+    said: set[int] = set()
     for span in asked.spans:
-        found = _latest_with_moments(backend, span, where) if span.yearly else span
+        found = _latest_with_moments(backend, span, where) if span.yearly else (span, None)
         if found is None:
             continue
-        told = {n for key in _date_keys(found) for n in backend.concept_members(key, pool) or ()}
-        if not told and not span.yearly and not _said_in(backend, found, where):
+        days, numbers = found
+        told = {n for key in _date_keys(days) for n in backend.concept_members(key, pool) or ()}
+        if numbers is None:
+            numbers = _said_in(backend, days, where)
+        if not told and not numbers:
             continue  # no moment said then or speaking of it: its words are words again
-        spans.append((_utc(found.first), _utc(found.last)))
+        spans.append((_utc(days.first), _utc(days.last)))
         speaking |= told
+        if (days.last - days.first).days <= DAYS_LOOKED_UP and len(numbers) <= pool:
+            said.update(numbers)
     if asked.event is not None:
         way, words = asked.event
         telling = list(event_matches(words))[:EVENT_MATCHES]
@@ -73,8 +81,7 @@ def find_windows(
         if mentioned:
             first = min(mentioned)
             spans.append((_EARLIEST, first) if way == "before" else (first, _LATEST))
-    narrow = tuple(s for s in spans if s[1] - s[0] <= timedelta(days=DAYS_LOOKED_UP))
-    return Windows(tuple(spans), frozenset(speaking), narrow)
+    return Windows(tuple(spans), frozenset(speaking), frozenset(said))
 
 
 def within(where: MomentFilter, since: datetime, until: datetime) -> MomentFilter | None:
@@ -84,21 +91,21 @@ def within(where: MomentFilter, since: datetime, until: datetime) -> MomentFilte
     return replace(where, since=since, until=until) if since < until else None
 
 
-def _said_in(backend: StorageBackend, span: TimeSpan, where: MomentFilter) -> bool:
-    """Whether the notebook has a moment said in ``span`` within ``where``."""
+def _said_in(backend: StorageBackend, span: TimeSpan, where: MomentFilter) -> list[int]:
+    """The numbers of the moments said in ``span`` within ``where``."""
     narrowed = within(where, _utc(span.first), _utc(span.last))
-    return narrowed is not None and bool(backend.moment_numbers(narrowed))
+    return [] if narrowed is None else backend.moment_numbers(narrowed)
 
 
 def _latest_with_moments(
     backend: StorageBackend, span: TimeSpan, where: MomentFilter
-) -> TimeSpan | None:
+) -> tuple[TimeSpan, list[int]] | None:
     """``span`` (a day or month without a year) in the latest year, at most ``YEARS_BACK``
-    back, in which the notebook has moments then; None when it has none."""
+    back, in which the notebook has moments then, and those moments; None when it has none."""
     for back in range(YEARS_BACK + 1):
         moved = span.years_back(back)
-        if _said_in(backend, moved, where):
-            return moved
+        if numbers := _said_in(backend, moved, where):
+            return moved, numbers
     return None
 
 
